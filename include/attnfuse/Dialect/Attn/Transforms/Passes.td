@@ -1,0 +1,56 @@
+//===- Passes.td - attn dialect passes ---------------------*- tablegen -*-===//
+
+#ifndef ATTNFUSE_DIALECT_ATTN_TRANSFORMS_PASSES_TD
+#define ATTNFUSE_DIALECT_ATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnDecompose : Pass<"attn-decompose"> {
+  let summary = "Decompose attn layer ops into primitive attn ops";
+  let description = [{
+    Rewrites `attn.qkv_attention` and `attn.cca` into `attn.project`,
+    `attn.causal_conv1d`, `attn.qk_mean`, `attn.qk_norm`,
+    `attn.value_shift`, `attn.rope` and `attn.sdpa`, with `tensor` ops to
+    split heads, concatenate and slice channels. Projections shared by the
+    sharing mode are computed once: for `kv` the single key projection feeds
+    both the (rotated) key and the (un-rotated) value of `attn.sdpa`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def AttnCostReport : Pass<"attn-cost-report", "::mlir::ModuleOp"> {
+  let summary = "Report KV-cache, state, parameter and FLOP costs of attn layers";
+  let description = [{
+    For every `attn.qkv_attention` and `attn.cca` op and for the whole module,
+    prints:
+    * KV-cache values and bytes per token per layer, and per sequence;
+    * per-sequence state (CCA convolution and value-shift state);
+    * parameter count;
+    * prefill FLOPs of the attention (two matmuls, causal- and
+      window-aware) and of the projections;
+    * the reduction of the cache against an MHA layer of the same width
+      (`E / head_dim` heads of `head_dim`, caching K and V).
+
+    The sequence length and batch come from the options when given, else from
+    the static input shape, else default to 32768 tokens and batch 1. The
+    element type comes from `elem-type` when given, else from the IR.
+    The report goes to standard output, as text or (`format=json`) JSON; the
+    IR is left unchanged.
+  }];
+  let options = [
+    Option<"seqLen", "seq-len", "int64_t", /*default=*/"32768",
+           "Tokens per sequence (overrides a static sequence length)">,
+    Option<"batch", "batch", "int64_t", /*default=*/"1",
+           "Sequences per batch (overrides a static batch)">,
+    Option<"elemType", "elem-type", "std::string", /*default=*/"\"\"",
+           "Element type of cache and weights: f32, f16, bf16 or fp8 "
+           "(default: the IR's)">,
+    Option<"format", "format", "std::string", /*default=*/"\"text\"",
+           "Output format: text or json">
+  ];
+}
+
+#endif // ATTNFUSE_DIALECT_ATTN_TRANSFORMS_PASSES_TD

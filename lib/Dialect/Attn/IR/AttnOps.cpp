@@ -1,0 +1,630 @@
+//===- AttnOps.cpp - attn dialect operations --------------------*- C++ -*-===//
+//
+// Verifiers, folders and canonicalization patterns of the attn ops. Every
+// verifier error names the operand or attribute at fault and states the
+// expected and the actual value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace attnfuse::attn;
+
+//===----------------------------------------------------------------------===//
+// Shape checking helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One expected dimension: a size (or ShapedType::kDynamic for "any") and
+/// the symbolic name it comes from, used in diagnostics.
+struct ExpectedDim {
+  int64_t size;
+  StringRef name;
+};
+} // namespace
+
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t dim) {
+    if (ShapedType::isDynamic(dim))
+      os << "?";
+    else
+      os << dim;
+  });
+  os << "]";
+  return text;
+}
+
+static std::string formatExpected(ArrayRef<ExpectedDim> expected) {
+  std::string names, sizes;
+  llvm::raw_string_ostream namesOs(names), sizesOs(sizes);
+  llvm::interleaveComma(expected, namesOs,
+                        [&](const ExpectedDim &dim) { namesOs << dim.name; });
+  llvm::interleaveComma(expected, sizesOs, [&](const ExpectedDim &dim) {
+    if (ShapedType::isDynamic(dim.size))
+      sizesOs << "?";
+    else
+      sizesOs << dim.size;
+  });
+  return "[" + names + "] = [" + sizes + "]";
+}
+
+static bool dimsCompatible(int64_t actual, int64_t expected) {
+  return ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
+         actual == expected;
+}
+
+/// Checks that `value` (named `name` in diagnostics) is a ranked tensor whose
+/// shape is compatible with `expected`: equal where both are static.
+static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
+                                 ArrayRef<ExpectedDim> expected) {
+  auto type = cast<RankedTensorType>(value.getType());
+  bool matches = type.getRank() == static_cast<int64_t>(expected.size());
+  for (auto [actual, want] : llvm::zip(type.getShape(), expected))
+    matches = matches && dimsCompatible(actual, want.size);
+  if (matches)
+    return success();
+  return op->emitOpError() << "'" << name << "' must have shape "
+                           << formatExpected(expected) << ", got "
+                           << formatShape(type.getShape());
+}
+
+/// Checks that a static dimension of `value` is known: the op needs it to
+/// derive the other shapes.
+static LogicalResult verifyStaticDim(Operation *op, StringRef name,
+                                     Value value, int64_t dim,
+                                     StringRef dimName) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!type.isDynamicDim(dim))
+    return success();
+  return op->emitOpError() << "'" << name << "' must have a static " << dimName
+                           << " (dimension " << dim << "), got "
+                           << formatShape(type.getShape());
+}
+
+static LogicalResult verifyRank(Operation *op, StringRef name, Value value,
+                                int64_t rank, StringRef layout) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getRank() == rank)
+    return success();
+  return op->emitOpError() << "'" << name << "' must be a rank-" << rank
+                           << " tensor " << layout << ", got rank "
+                           << type.getRank();
+}
+
+/// Checks that every operand and result has the element type of the first
+/// operand.
+static LogicalResult verifySameElementType(Operation *op,
+                                           ArrayRef<StringRef> operandNames) {
+  Type expected = getElementTypeOrSelf(op->getOperand(0).getType());
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    Type actual = getElementTypeOrSelf(operand.getType());
+    if (actual == expected)
+      continue;
+    StringRef name =
+        index < operandNames.size() ? operandNames[index] : StringRef("operand");
+    return op->emitOpError()
+           << "'" << name << "' has element type " << actual << ", expected "
+           << expected << " (the element type of '" << operandNames[0] << "')";
+  }
+  for (Value result : op->getResults()) {
+    Type actual = getElementTypeOrSelf(result.getType());
+    if (actual != expected)
+      return op->emitOpError()
+             << "result has element type " << actual << ", expected "
+             << expected;
+  }
+  return success();
+}
+
+static LogicalResult verifyHeads(Operation *op, int64_t numHeads,
+                                 int64_t numKvHeads) {
+  if (numHeads % numKvHeads != 0)
+    return op->emitOpError()
+           << "num_heads (" << numHeads
+           << ") must be a multiple of num_kv_heads (" << numKvHeads << ")";
+  return success();
+}
+
+static LogicalResult verifyWindow(Operation *op, std::optional<int64_t> window) {
+  if (window && *window <= 0)
+    return op->emitOpError()
+           << "window must be a positive number of keys, got " << *window;
+  return success();
+}
+
+static LogicalResult verifyScale(Operation *op, FloatAttr scaleAttr) {
+  if (!scaleAttr)
+    return success();
+  double scale = scaleAttr.getValueAsDouble();
+  if (!(scale > 0.0 && std::isfinite(scale)))
+    return op->emitOpError()
+           << "scale must be a positive finite number, got " << scale;
+  return success();
+}
+
+static LogicalResult verifyRope(Operation *op, RopeAttr rope,
+                                int64_t headDim) {
+  if (!rope)
+    return success();
+  FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
+  if (failed(rotated))
+    return op->emitOpError()
+           << "rope fraction " << rope.getFractionValue() << " of head_dim "
+           << headDim << " is not a whole number of dimensions";
+  if (*rotated % 2 != 0)
+    return op->emitOpError()
+           << "rope rotates " << *rotated
+           << " dimensions of each head; the rotated width must be even";
+  return success();
+}
+
+/// Shared check of the `[S, T]` or `[num_heads, S, T]` additive logit bias.
+static LogicalResult verifyLogitBias(Operation *op, StringRef name,
+                                     Value bias, int64_t numHeads,
+                                     int64_t queries, int64_t keys) {
+  if (!bias)
+    return success();
+  auto rank = cast<RankedTensorType>(bias.getType()).getRank();
+  if (rank == 2)
+    return verifyShape(op, name, bias, {{queries, "S"}, {keys, "T"}});
+  if (rank == 3)
+    return verifyShape(op, name, bias,
+                       {{numHeads, "num_heads"}, {queries, "S"}, {keys, "T"}});
+  return op->emitOpError() << "'" << name
+                           << "' must be [S, T] or [num_heads, S, T], got rank "
+                           << rank;
+}
+
+static int64_t dimOf(Value value, int64_t dim) {
+  return cast<RankedTensorType>(value.getType()).getDimSize(dim);
+}
+
+/// Verifies a `[batch, seq, E]` layer input, its static width, and a result
+/// of the same shape.
+static LogicalResult verifyLayerInputAndResult(Operation *op, Value input,
+                                               Value result) {
+  if (failed(verifyRank(op, "input", input, 3, "[batch, seq, E]")) ||
+      failed(verifyStaticDim(op, "input", input, 2, "model width E")))
+    return failure();
+  return verifyShape(op, "result", result,
+                     {{dimOf(input, 0), "batch"},
+                      {dimOf(input, 1), "seq"},
+                      {dimOf(input, 2), "E"}});
+}
+
+//===----------------------------------------------------------------------===//
+// QKVAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult QKVAttentionOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyLayerInputAndResult(op, getInput(), getResult())))
+    return failure();
+  int64_t numHeads = getNumHeads(), numKvHeads = getNumKvHeads();
+  int64_t headDim = getHeadDim(), width = dimOf(getInput(), 2);
+  int64_t seq = dimOf(getInput(), 1);
+  if (failed(verifyHeads(op, numHeads, numKvHeads)))
+    return failure();
+
+  StringRef mode = stringifySharingMode(getSharing());
+  bool needsQuery = !sharesQueryKey();
+  bool needsValue = !sharesKeyValue();
+  if (needsQuery && !getWq())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' needs a query projection 'wq'";
+  if (!needsQuery && getWq())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' uses the key projection as the query; 'wq' "
+                            "must be absent";
+  if (needsValue && !getWv())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' needs a value projection 'wv'";
+  if (!needsValue && getWv())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' uses the key projection as the value; 'wv' "
+                            "must be absent";
+  if (sharesQueryKey() && numHeads != numKvHeads)
+    return emitOpError() << "sharing mode '" << mode
+                         << "' uses the key as the query, so num_heads ("
+                         << numHeads << ") must equal num_kv_heads ("
+                         << numKvHeads << ")";
+  if (getBq() && !getWq())
+    return emitOpError() << "'bq' is given without a query projection 'wq'";
+  if (getBv() && !getWv())
+    return emitOpError() << "'bv' is given without a value projection 'wv'";
+
+  int64_t queryWidth = numHeads * headDim, keyWidth = numKvHeads * headDim;
+  ExpectedDim modelDim{width, "E"};
+  ExpectedDim queryDim{queryWidth, "num_heads * head_dim"};
+  ExpectedDim keyDim{keyWidth, "num_kv_heads * head_dim"};
+  if ((getWq() && failed(verifyShape(op, "wq", getWq(), {queryDim, modelDim}))) ||
+      failed(verifyShape(op, "wk", getWk(), {keyDim, modelDim})) ||
+      (getWv() && failed(verifyShape(op, "wv", getWv(), {keyDim, modelDim}))) ||
+      failed(verifyShape(op, "wo", getWo(), {modelDim, queryDim})) ||
+      (getBq() && failed(verifyShape(op, "bq", getBq(), {queryDim}))) ||
+      (getBk() && failed(verifyShape(op, "bk", getBk(), {keyDim}))) ||
+      (getBv() && failed(verifyShape(op, "bv", getBv(), {keyDim}))) ||
+      (getBo() && failed(verifyShape(op, "bo", getBo(), {modelDim}))))
+    return failure();
+  if (failed(verifyLogitBias(op, "logit_bias", getLogitBias(), numHeads, seq,
+                             seq)) ||
+      failed(verifyWindow(op, getWindow())) ||
+      failed(verifyScale(op, getScaleAttr())) ||
+      failed(verifyRope(op, getRopeAttr(), headDim)))
+    return failure();
+
+  SmallVector<StringRef> names = {"input"};
+  for (auto [name, value] :
+       llvm::zip(ArrayRef<StringRef>{"wq", "wk", "wv", "wo", "bq", "bk", "bv",
+                                     "bo", "logit_bias"},
+                 ArrayRef<Value>{getWq(), getWk(), getWv(), getWo(), getBq(),
+                                 getBk(), getBv(), getBo(), getLogitBias()}))
+    if (value)
+      names.push_back(name);
+  return verifySameElementType(op, names);
+}
+
+//===----------------------------------------------------------------------===//
+// CCAOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CCAOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyLayerInputAndResult(op, getInput(), getResult())))
+    return failure();
+  int64_t numHeads = getNumHeads(), numKvHeads = getNumKvHeads();
+  int64_t headDim = getHeadDim(), width = dimOf(getInput(), 2);
+  if (failed(verifyHeads(op, numHeads, numKvHeads)))
+    return failure();
+
+  ArrayRef<int64_t> kernels = getConvKernelSizes();
+  if (kernels.size() != 2 || kernels[0] < 1 || kernels[1] < 1)
+    return emitOpError() << "conv_kernel_sizes must hold two positive kernel "
+                            "sizes [k0, k1], got "
+                         << formatShape(kernels);
+
+  int64_t queryLatent = getQueryLatentDim(), keyLatent = getKeyLatentDim();
+  int64_t channels = getConvChannels();
+  ExpectedDim modelDim{width, "E"};
+  ExpectedDim queryDim{queryLatent, "num_heads * head_dim"};
+  ExpectedDim keyDim{keyLatent, "num_kv_heads * head_dim"};
+  ExpectedDim channelDim{channels, "(num_heads + num_kv_heads) * head_dim"};
+
+  if (getValueShift()) {
+    if (keyLatent % 2 != 0)
+      return emitOpError()
+             << "value_shift splits the num_kv_heads * head_dim = " << keyLatent
+             << " value channels in two halves; it must be even";
+    if (!getWvPrev())
+      return emitOpError()
+             << "value_shift needs the previous-token projection 'wv_prev'";
+  } else if (getWvPrev()) {
+    return emitOpError()
+           << "'wv_prev' is given but value_shift is not set";
+  }
+  ExpectedDim valueDim =
+      getValueShift()
+          ? ExpectedDim{keyLatent / 2, "num_kv_heads * head_dim / 2"}
+          : keyDim;
+
+  if (failed(verifyShape(op, "wq", getWq(), {queryDim, modelDim})) ||
+      failed(verifyShape(op, "wk", getWk(), {keyDim, modelDim})) ||
+      failed(verifyShape(op, "wv", getWv(), {valueDim, modelDim})) ||
+      (getWvPrev() &&
+       failed(verifyShape(op, "wv_prev", getWvPrev(), {valueDim, modelDim}))) ||
+      failed(verifyShape(op, "conv_dw_weight", getConvDwWeight(),
+                         {channelDim, {1, "1"}, {kernels[0], "k0"}})) ||
+      failed(verifyShape(op, "conv_dw_bias", getConvDwBias(), {channelDim})) ||
+      failed(verifyShape(op, "conv_g_weight", getConvGWeight(),
+                         {channelDim, {headDim, "head_dim"},
+                          {kernels[1], "k1"}})) ||
+      failed(verifyShape(op, "conv_g_bias", getConvGBias(), {channelDim})) ||
+      failed(verifyShape(op, "temp", getTemp(),
+                         {{numKvHeads, "num_kv_heads"}})) ||
+      failed(verifyShape(op, "wo", getWo(), {modelDim, queryDim})))
+    return failure();
+
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be positive, got "
+                         << getEps().convertToDouble();
+  if (failed(verifyWindow(op, getWindow())) ||
+      failed(verifyRope(op, getRopeAttr(), headDim)))
+    return failure();
+
+  SmallVector<StringRef> names = {"input", "wq", "wk", "wv"};
+  if (getWvPrev())
+    names.push_back("wv_prev");
+  names.append({"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
+                "conv_g_bias", "temp", "wo"});
+  return verifySameElementType(op, names);
+}
+
+//===----------------------------------------------------------------------===//
+// Layer canonicalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A window of at least the static sequence length masks nothing: every
+/// query sees at most `seq` keys, all within `seq - 1` positions.
+template <typename LayerOp>
+struct DropNoOpLayerWindow : OpRewritePattern<LayerOp> {
+  using OpRewritePattern<LayerOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> window = op.getWindow();
+    int64_t seq = dimOf(op.getInput(), 1);
+    if (!window || ShapedType::isDynamic(seq) || *window < seq)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] { op.removeWindowAttr(); });
+    return success();
+  }
+};
+
+/// RoPE that rotates no dimension is the identity.
+template <typename LayerOp>
+struct DropNoOpLayerRope : OpRewritePattern<LayerOp> {
+  using OpRewritePattern<LayerOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerOp op,
+                                PatternRewriter &rewriter) const override {
+    RopeAttr rope = op.getRopeAttr();
+    if (!rope || rope.getFractionValue() != 0.0)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] { op.removeRopeAttr(); });
+    return success();
+  }
+};
+} // namespace
+
+void QKVAttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                 MLIRContext *context) {
+  results.add<DropNoOpLayerWindow<QKVAttentionOp>,
+              DropNoOpLayerRope<QKVAttentionOp>>(context);
+}
+
+void CCAOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<DropNoOpLayerWindow<CCAOp>, DropNoOpLayerRope<CCAOp>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ProjectOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProjectOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, in]")) ||
+      failed(verifyRank(op, "weight", getWeight(), 2,
+                        "[out_features, in_features]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")))
+    return failure();
+  int64_t outFeatures = dimOf(getWeight(), 0);
+  if (failed(verifyShape(op, "weight", getWeight(),
+                         {{outFeatures, "out_features"},
+                          {dimOf(getInput(), 2), "in_features"}})) ||
+      (getBias() && failed(verifyShape(op, "bias", getBias(),
+                                       {{outFeatures, "out_features"}}))) ||
+      failed(verifyShape(op, "result", getResult(),
+                         {{dimOf(getInput(), 0), "batch"},
+                          {dimOf(getInput(), 1), "seq"},
+                          {outFeatures, "out_features"}})))
+    return failure();
+  SmallVector<StringRef> names = {"input", "weight"};
+  if (getBias())
+    names.push_back("bias");
+  return verifySameElementType(op, names);
+}
+
+//===----------------------------------------------------------------------===//
+// CausalConv1DOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CausalConv1DOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3,
+                        "[batch, seq, channels]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 2, "channel count")) ||
+      failed(verifyRank(op, "weight", getWeight(), 3,
+                        "[channels, channels / groups, kernel]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 2, "kernel size")))
+    return failure();
+  int64_t channels = dimOf(getInput(), 2);
+  int64_t groups = getGroups();
+  if (channels % groups != 0)
+    return emitOpError() << "groups (" << groups
+                         << ") must divide the channel count (" << channels
+                         << ")";
+  int64_t kernel = dimOf(getWeight(), 2);
+  if (kernel < 1)
+    return emitOpError() << "'weight' must have at least one tap, got "
+                         << kernel;
+  if (failed(verifyShape(op, "weight", getWeight(),
+                         {{channels, "channels"},
+                          {channels / groups, "channels / groups"},
+                          {kernel, "kernel"}})) ||
+      (getBias() &&
+       failed(verifyShape(op, "bias", getBias(), {{channels, "channels"}}))))
+    return failure();
+
+  int64_t padding = getPadding();
+  int64_t seq = dimOf(getInput(), 1);
+  int64_t outSeq = ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(seq)) {
+    outSeq = seq + padding - (kernel - 1);
+    if (outSeq < 0)
+      return emitOpError() << "a kernel of " << kernel << " taps over " << seq
+                           << " time steps padded by " << padding
+                           << " yields a negative length " << outSeq;
+  }
+  if (failed(verifyShape(op, "result", getResult(),
+                         {{dimOf(getInput(), 0), "batch"},
+                          {outSeq, "seq + padding - (kernel - 1)"},
+                          {channels, "channels"}})))
+    return failure();
+  SmallVector<StringRef> names = {"input", "weight"};
+  if (getBias())
+    names.push_back("bias");
+  return verifySameElementType(op, names);
+}
+
+//===----------------------------------------------------------------------===//
+// Per-head primitives
+//===----------------------------------------------------------------------===//
+
+/// Verifies query `[B, S, Hq, d]` and key `[B, S', Hk, d']` head tensors:
+/// matching batch, Hq a multiple of Hk, and (when `sameSeqAndDim`) the same
+/// sequence and head dim.
+static LogicalResult verifyQueryKeyHeads(Operation *op, StringRef queryName,
+                                         Value query, StringRef keyName,
+                                         Value key, bool sameSeqAndDim) {
+  if (failed(verifyRank(op, queryName, query, 4,
+                        "[batch, seq, heads, head_dim]")) ||
+      failed(verifyRank(op, keyName, key, 4, "[batch, seq, heads, head_dim]")) ||
+      failed(verifyStaticDim(op, queryName, query, 2, "head count")) ||
+      failed(verifyStaticDim(op, keyName, key, 2, "head count")) ||
+      failed(verifyStaticDim(op, queryName, query, 3, "head dim")))
+    return failure();
+  int64_t numHeads = dimOf(query, 2), numKvHeads = dimOf(key, 2);
+  if (numKvHeads < 1 || numHeads % numKvHeads != 0)
+    return op->emitOpError()
+           << "the " << numHeads << " heads of '" << queryName
+           << "' must be a multiple of the " << numKvHeads << " heads of '"
+           << keyName << "'";
+  return verifyShape(op, keyName, key,
+                     {{dimOf(query, 0), "batch"},
+                      {sameSeqAndDim ? dimOf(query, 1) : dimOf(key, 1),
+                       sameSeqAndDim ? "seq" : "T"},
+                      {numKvHeads, "kv_heads"},
+                      {dimOf(query, 3), "head_dim"}});
+}
+
+LogicalResult QKMeanOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyQueryKeyHeads(op, "q_conv", getQConv(), "k_conv",
+                                 getKConv(), /*sameSeqAndDim=*/true)))
+    return failure();
+  return verifySameElementType(op, {"q_conv", "k_conv", "q_raw", "k_raw"});
+}
+
+LogicalResult QKNormOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyQueryKeyHeads(op, "q", getQ(), "k", getK(),
+                                 /*sameSeqAndDim=*/true)) ||
+      failed(verifyShape(op, "temp", getTemp(),
+                         {{dimOf(getK(), 2), "kv_heads"}})))
+    return failure();
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be positive, got "
+                         << getEps().convertToDouble();
+  return verifySameElementType(op, {"q", "k", "temp"});
+}
+
+LogicalResult ValueShiftOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "current", getCurrent(), 3,
+                        "[batch, seq, channels]")) ||
+      failed(verifyStaticDim(op, "current", getCurrent(), 2, "channel count")))
+    return failure();
+  int64_t batch = dimOf(getCurrent(), 0), seq = dimOf(getCurrent(), 1);
+  int64_t half = dimOf(getCurrent(), 2);
+  if (failed(verifyShape(op, "previous", getPrevious(),
+                         {{batch, "batch"}, {seq, "seq"}, {half, "channels"}})) ||
+      failed(verifyShape(op, "result", getResult(),
+                         {{batch, "batch"},
+                          {seq, "seq"},
+                          {2 * half, "2 * channels"}})))
+    return failure();
+  return verifySameElementType(op, {"current", "previous"});
+}
+
+LogicalResult RoPEOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 4,
+                        "[batch, seq, heads, head_dim]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 3, "head dim")))
+    return failure();
+  return verifyRope(op, getRope(), dimOf(getInput(), 3));
+}
+
+OpFoldResult RoPEOp::fold(FoldAdaptor) {
+  // Rotating no dimension is the identity.
+  if (getRope().getFractionValue() == 0.0)
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// SDPAOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SDPAOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyQueryKeyHeads(op, "query", getQuery(), "key", getKey(),
+                                 /*sameSeqAndDim=*/false)) ||
+      failed(verifyRank(op, "value", getValue(), 4,
+                        "[batch, T, kv_heads, value_dim]")) ||
+      failed(verifyStaticDim(op, "value", getValue(), 3, "value dim")))
+    return failure();
+  int64_t batch = dimOf(getQuery(), 0), queries = dimOf(getQuery(), 1);
+  int64_t numHeads = dimOf(getQuery(), 2), numKvHeads = dimOf(getKey(), 2);
+  int64_t keys = dimOf(getKey(), 1), valueDim = dimOf(getValue(), 3);
+  if (failed(verifyShape(op, "value", getValue(),
+                         {{batch, "batch"},
+                          {keys, "T"},
+                          {numKvHeads, "kv_heads"},
+                          {valueDim, "value_dim"}})) ||
+      failed(verifyShape(op, "result", getResult(),
+                         {{batch, "batch"},
+                          {queries, "S"},
+                          {numHeads, "num_heads"},
+                          {valueDim, "value_dim"}})) ||
+      failed(verifyLogitBias(op, "bias", getBias(), numHeads, queries, keys)) ||
+      failed(verifyWindow(op, getWindow())) ||
+      failed(verifyScale(op, getScaleAttr())))
+    return failure();
+  SmallVector<StringRef> names = {"query", "key", "value"};
+  if (getBias())
+    names.push_back("bias");
+  return verifySameElementType(op, names);
+}
+
+namespace {
+/// A window of at least T keys masks nothing: the distance between a query
+/// and a visible key is at most T - 1.
+struct DropNoOpSdpaWindow : OpRewritePattern<SDPAOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SDPAOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> window = op.getWindow();
+    int64_t keys = dimOf(op.getKey(), 1);
+    // With or without a causal mask the distance (i + T - S) - j to an
+    // earlier key never exceeds (S - 1) + (T - S) = T - 1.
+    if (!window || ShapedType::isDynamic(keys) || *window < keys)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] { op.removeWindowAttr(); });
+    return success();
+  }
+};
+} // namespace
+
+void SDPAOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<DropNoOpSdpaWindow>(context);
+}
+
+#define GET_OP_CLASSES
+#include "attnfuse/Dialect/Attn/IR/AttnOps.cpp.inc"

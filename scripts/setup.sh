@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need on a fresh Debian 12 machine.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+
+LLVM_VERSION=22
+APT_PACKAGES=(
+  "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
+  "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" cmake ninja-build ccache python3 python3-pip
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Python packages used by the test suite and the example generator.
+PY_PACKAGES=(numpy pytest)
+for pkg in "${PY_PACKAGES[@]}"; do
+  python3 -c "import ${pkg}" 2>/dev/null || python3 -m pip install -q "${pkg}"
+done
