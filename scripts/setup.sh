@@ -6,7 +6,8 @@ set -euo pipefail
 LLVM_VERSION=22
 APT_PACKAGES=(
   "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
-  "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" cmake ninja-build ccache python3 python3-pip
+  "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev"
+  cmake ninja-build ccache python3 python3-pip
 )
 
 missing=()

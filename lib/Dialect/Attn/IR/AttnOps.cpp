@@ -69,13 +69,17 @@ static bool dimsCompatible(int64_t actual, int64_t expected) {
 }
 
 /// Checks that `value` (named `name` in diagnostics) is a ranked tensor whose
-/// shape is compatible with `expected`: equal where both are static.
+/// shape is compatible with `expected`: equal where both are static. With
+/// `requireStatic` (layer-op parameters: widths are static), a dynamic
+/// dimension does not match a static expected one.
 static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
-                                 ArrayRef<ExpectedDim> expected) {
+                                 ArrayRef<ExpectedDim> expected,
+                                 bool requireStatic = false) {
   auto type = cast<RankedTensorType>(value.getType());
   bool matches = type.getRank() == static_cast<int64_t>(expected.size());
   for (auto [actual, want] : llvm::zip(type.getShape(), expected))
-    matches = matches && dimsCompatible(actual, want.size);
+    matches = matches && dimsCompatible(actual, want.size) &&
+              !(requireStatic && ShapedType::isDynamic(actual));
   if (matches)
     return success();
   return op->emitOpError() << "'" << name << "' must have shape "
@@ -248,18 +252,23 @@ LogicalResult QKVAttentionOp::verify() {
   if (getBv() && !getWv())
     return emitOpError() << "'bv' is given without a value projection 'wv'";
 
+  // Weights and biases have static shapes: widths are static.
+  auto verifyParam = [&](StringRef name, Value value,
+                         ArrayRef<ExpectedDim> expected) {
+    return verifyShape(op, name, value, expected, /*requireStatic=*/true);
+  };
   int64_t queryWidth = numHeads * headDim, keyWidth = numKvHeads * headDim;
   ExpectedDim modelDim{width, "E"};
   ExpectedDim queryDim{queryWidth, "num_heads * head_dim"};
   ExpectedDim keyDim{keyWidth, "num_kv_heads * head_dim"};
-  if ((getWq() && failed(verifyShape(op, "wq", getWq(), {queryDim, modelDim}))) ||
-      failed(verifyShape(op, "wk", getWk(), {keyDim, modelDim})) ||
-      (getWv() && failed(verifyShape(op, "wv", getWv(), {keyDim, modelDim}))) ||
-      failed(verifyShape(op, "wo", getWo(), {modelDim, queryDim})) ||
-      (getBq() && failed(verifyShape(op, "bq", getBq(), {queryDim}))) ||
-      (getBk() && failed(verifyShape(op, "bk", getBk(), {keyDim}))) ||
-      (getBv() && failed(verifyShape(op, "bv", getBv(), {keyDim}))) ||
-      (getBo() && failed(verifyShape(op, "bo", getBo(), {modelDim}))))
+  if ((getWq() && failed(verifyParam("wq", getWq(), {queryDim, modelDim}))) ||
+      failed(verifyParam("wk", getWk(), {keyDim, modelDim})) ||
+      (getWv() && failed(verifyParam("wv", getWv(), {keyDim, modelDim}))) ||
+      failed(verifyParam("wo", getWo(), {modelDim, queryDim})) ||
+      (getBq() && failed(verifyParam("bq", getBq(), {queryDim}))) ||
+      (getBk() && failed(verifyParam("bk", getBk(), {keyDim}))) ||
+      (getBv() && failed(verifyParam("bv", getBv(), {keyDim}))) ||
+      (getBo() && failed(verifyParam("bo", getBo(), {modelDim}))))
     return failure();
   if (failed(verifyLogitBias(op, "logit_bias", getLogitBias(), numHeads, seq,
                              seq)) ||
@@ -268,12 +277,13 @@ LogicalResult QKVAttentionOp::verify() {
       failed(verifyRope(op, getRopeAttr(), headDim)))
     return failure();
 
+  // Names of the present operands, in operand order.
+  StringRef operandNames[] = {"wq", "wk", "wv", "wo", "bq",
+                              "bk", "bv", "bo", "logit_bias"};
+  Value operands[] = {getWq(), getWk(), getWv(), getWo(),       getBq(),
+                      getBk(), getBv(), getBo(), getLogitBias()};
   SmallVector<StringRef> names = {"input"};
-  for (auto [name, value] :
-       llvm::zip(ArrayRef<StringRef>{"wq", "wk", "wv", "wo", "bq", "bk", "bv",
-                                     "bo", "logit_bias"},
-                 ArrayRef<Value>{getWq(), getWk(), getWv(), getWo(), getBq(),
-                                 getBk(), getBv(), getBo(), getLogitBias()}))
+  for (auto [name, value] : llvm::zip_equal(operandNames, operands))
     if (value)
       names.push_back(name);
   return verifySameElementType(op, names);
@@ -283,75 +293,103 @@ LogicalResult QKVAttentionOp::verify() {
 // CCAOp
 //===----------------------------------------------------------------------===//
 
+/// The checks `attn.cca` and `attn.cca_prologue` share: heads, kernel
+/// sizes, value shift, and the shapes of every projection and convolution
+/// parameter. `modelWidth` is the static E of the input.
+template <typename CCALikeOp>
+static LogicalResult verifyCCAParameters(CCALikeOp op, int64_t modelWidth) {
+  Operation *operation = op.getOperation();
+  int64_t numHeads = op.getNumHeads(), numKvHeads = op.getNumKvHeads();
+  int64_t headDim = op.getHeadDim();
+  if (failed(verifyHeads(operation, numHeads, numKvHeads)))
+    return failure();
+
+  ArrayRef<int64_t> kernels = op.getConvKernelSizes();
+  if (kernels.size() != 2 || kernels[0] < 1 || kernels[1] < 1)
+    return op.emitOpError() << "conv_kernel_sizes must hold two positive "
+                               "kernel sizes [k0, k1], got "
+                            << formatShape(kernels);
+
+  // Weights and biases have static shapes: widths are static.
+  auto verifyParam = [&](StringRef name, Value value,
+                         ArrayRef<ExpectedDim> expected) {
+    return verifyShape(operation, name, value, expected,
+                       /*requireStatic=*/true);
+  };
+  int64_t queryLatent = op.getQueryLatentDim();
+  int64_t keyLatent = op.getKeyLatentDim();
+  ExpectedDim modelDim{modelWidth, "E"};
+  ExpectedDim queryDim{queryLatent, "num_heads * head_dim"};
+  ExpectedDim keyDim{keyLatent, "num_kv_heads * head_dim"};
+  ExpectedDim channelDim{op.getConvChannels(),
+                         "(num_heads + num_kv_heads) * head_dim"};
+
+  if (op.getValueShift()) {
+    if (keyLatent % 2 != 0)
+      return op.emitOpError()
+             << "value_shift splits the num_kv_heads * head_dim = " << keyLatent
+             << " value channels in two halves; it must be even";
+    if (!op.getWvPrev())
+      return op.emitOpError()
+             << "value_shift needs the previous-token projection 'wv_prev'";
+  } else if (op.getWvPrev()) {
+    return op.emitOpError()
+           << "'wv_prev' is given but value_shift is not set";
+  }
+  ExpectedDim valueDim =
+      op.getValueShift()
+          ? ExpectedDim{keyLatent / 2, "num_kv_heads * head_dim / 2"}
+          : keyDim;
+
+  if (failed(verifyParam("wq", op.getWq(), {queryDim, modelDim})) ||
+      failed(verifyParam("wk", op.getWk(), {keyDim, modelDim})) ||
+      failed(verifyParam("wv", op.getWv(), {valueDim, modelDim})) ||
+      (op.getWvPrev() &&
+       failed(verifyParam("wv_prev", op.getWvPrev(), {valueDim, modelDim}))) ||
+      failed(verifyParam("conv_dw_weight", op.getConvDwWeight(),
+                         {channelDim, {1, "1"}, {kernels[0], "k0"}})) ||
+      failed(verifyParam("conv_dw_bias", op.getConvDwBias(), {channelDim})) ||
+      failed(verifyParam("conv_g_weight", op.getConvGWeight(),
+                         {channelDim, {headDim, "head_dim"},
+                          {kernels[1], "k1"}})) ||
+      failed(verifyParam("conv_g_bias", op.getConvGBias(), {channelDim})) ||
+      failed(verifyParam("temp", op.getTemp(),
+                         {{numKvHeads, "num_kv_heads"}})))
+    return failure();
+
+  if (!(op.getEps().convertToDouble() > 0.0))
+    return op.emitOpError() << "eps must be positive, got "
+                            << op.getEps().convertToDouble();
+  return verifyRope(operation, op.getRopeAttr(), headDim);
+}
+
+/// Operand names of a CCA-like op in operand order, for element type
+/// diagnostics; `trailing` names the operands after `temp`.
+template <typename CCALikeOp>
+static SmallVector<StringRef> getCCAOperandNames(CCALikeOp op,
+                                                 ArrayRef<StringRef> trailing) {
+  SmallVector<StringRef> names = {"input", "wq", "wk", "wv"};
+  if (op.getWvPrev())
+    names.push_back("wv_prev");
+  names.append({"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
+                "conv_g_bias", "temp"});
+  names.append(trailing.begin(), trailing.end());
+  return names;
+}
+
 LogicalResult CCAOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyLayerInputAndResult(op, getInput(), getResult())))
     return failure();
-  int64_t numHeads = getNumHeads(), numKvHeads = getNumKvHeads();
-  int64_t headDim = getHeadDim(), width = dimOf(getInput(), 2);
-  if (failed(verifyHeads(op, numHeads, numKvHeads)))
+  int64_t width = dimOf(getInput(), 2);
+  if (failed(verifyCCAParameters(*this, width)) ||
+      failed(verifyShape(op, "wo", getWo(),
+                         {{width, "E"},
+                          {getQueryLatentDim(), "num_heads * head_dim"}},
+                         /*requireStatic=*/true)) ||
+      failed(verifyWindow(op, getWindow())))
     return failure();
-
-  ArrayRef<int64_t> kernels = getConvKernelSizes();
-  if (kernels.size() != 2 || kernels[0] < 1 || kernels[1] < 1)
-    return emitOpError() << "conv_kernel_sizes must hold two positive kernel "
-                            "sizes [k0, k1], got "
-                         << formatShape(kernels);
-
-  int64_t queryLatent = getQueryLatentDim(), keyLatent = getKeyLatentDim();
-  int64_t channels = getConvChannels();
-  ExpectedDim modelDim{width, "E"};
-  ExpectedDim queryDim{queryLatent, "num_heads * head_dim"};
-  ExpectedDim keyDim{keyLatent, "num_kv_heads * head_dim"};
-  ExpectedDim channelDim{channels, "(num_heads + num_kv_heads) * head_dim"};
-
-  if (getValueShift()) {
-    if (keyLatent % 2 != 0)
-      return emitOpError()
-             << "value_shift splits the num_kv_heads * head_dim = " << keyLatent
-             << " value channels in two halves; it must be even";
-    if (!getWvPrev())
-      return emitOpError()
-             << "value_shift needs the previous-token projection 'wv_prev'";
-  } else if (getWvPrev()) {
-    return emitOpError()
-           << "'wv_prev' is given but value_shift is not set";
-  }
-  ExpectedDim valueDim =
-      getValueShift()
-          ? ExpectedDim{keyLatent / 2, "num_kv_heads * head_dim / 2"}
-          : keyDim;
-
-  if (failed(verifyShape(op, "wq", getWq(), {queryDim, modelDim})) ||
-      failed(verifyShape(op, "wk", getWk(), {keyDim, modelDim})) ||
-      failed(verifyShape(op, "wv", getWv(), {valueDim, modelDim})) ||
-      (getWvPrev() &&
-       failed(verifyShape(op, "wv_prev", getWvPrev(), {valueDim, modelDim}))) ||
-      failed(verifyShape(op, "conv_dw_weight", getConvDwWeight(),
-                         {channelDim, {1, "1"}, {kernels[0], "k0"}})) ||
-      failed(verifyShape(op, "conv_dw_bias", getConvDwBias(), {channelDim})) ||
-      failed(verifyShape(op, "conv_g_weight", getConvGWeight(),
-                         {channelDim, {headDim, "head_dim"},
-                          {kernels[1], "k1"}})) ||
-      failed(verifyShape(op, "conv_g_bias", getConvGBias(), {channelDim})) ||
-      failed(verifyShape(op, "temp", getTemp(),
-                         {{numKvHeads, "num_kv_heads"}})) ||
-      failed(verifyShape(op, "wo", getWo(), {modelDim, queryDim})))
-    return failure();
-
-  if (!(getEps().convertToDouble() > 0.0))
-    return emitOpError() << "eps must be positive, got "
-                         << getEps().convertToDouble();
-  if (failed(verifyWindow(op, getWindow())) ||
-      failed(verifyRope(op, getRopeAttr(), headDim)))
-    return failure();
-
-  SmallVector<StringRef> names = {"input", "wq", "wk", "wv"};
-  if (getWvPrev())
-    names.push_back("wv_prev");
-  names.append({"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
-                "conv_g_bias", "temp", "wo"});
-  return verifySameElementType(op, names);
+  return verifySameElementType(op, getCCAOperandNames(*this, {"wo"}));
 }
 
 //===----------------------------------------------------------------------===//
@@ -571,36 +609,45 @@ OpFoldResult RoPEOp::fold(FoldAdaptor) {
 // SDPAOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SDPAOp::verify() {
-  Operation *op = getOperation();
-  if (failed(verifyQueryKeyHeads(op, "query", getQuery(), "key", getKey(),
+/// The checks `attn.sdpa` and `attn.flash_attention` share. `value` is the
+/// tensor read for `P V` (the key itself for K=V).
+template <typename AttentionOp>
+static LogicalResult verifyAttention(AttentionOp op, Value value) {
+  Operation *operation = op.getOperation();
+  Value query = op.getQuery(), key = op.getKey();
+  if (failed(verifyQueryKeyHeads(operation, "query", query, "key", key,
                                  /*sameSeqAndDim=*/false)) ||
-      failed(verifyRank(op, "value", getValue(), 4,
+      failed(verifyRank(operation, "value", value, 4,
                         "[batch, T, kv_heads, value_dim]")) ||
-      failed(verifyStaticDim(op, "value", getValue(), 3, "value dim")))
+      failed(verifyStaticDim(operation, "value", value, 3, "value dim")))
     return failure();
-  int64_t batch = dimOf(getQuery(), 0), queries = dimOf(getQuery(), 1);
-  int64_t numHeads = dimOf(getQuery(), 2), numKvHeads = dimOf(getKey(), 2);
-  int64_t keys = dimOf(getKey(), 1), valueDim = dimOf(getValue(), 3);
-  if (failed(verifyShape(op, "value", getValue(),
+  int64_t batch = dimOf(query, 0), queries = dimOf(query, 1);
+  int64_t numHeads = dimOf(query, 2), numKvHeads = dimOf(key, 2);
+  int64_t keys = dimOf(key, 1), valueDim = dimOf(value, 3);
+  if (failed(verifyShape(operation, "value", value,
                          {{batch, "batch"},
                           {keys, "T"},
                           {numKvHeads, "kv_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyShape(op, "result", getResult(),
+      failed(verifyShape(operation, "result", op.getResult(),
                          {{batch, "batch"},
                           {queries, "S"},
                           {numHeads, "num_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyLogitBias(op, "bias", getBias(), numHeads, queries, keys)) ||
-      failed(verifyWindow(op, getWindow())) ||
-      failed(verifyScale(op, getScaleAttr())))
+      failed(verifyLogitBias(operation, "bias", op.getBias(), numHeads,
+                             queries, keys)) ||
+      failed(verifyWindow(operation, op.getWindow())) ||
+      failed(verifyScale(operation, op.getScaleAttr())))
     return failure();
-  SmallVector<StringRef> names = {"query", "key", "value"};
-  if (getBias())
+  SmallVector<StringRef> names = {"query", "key"};
+  if (value != key)
+    names.push_back("value");
+  if (op.getBias())
     names.push_back("bias");
-  return verifySameElementType(op, names);
+  return verifySameElementType(operation, names);
 }
+
+LogicalResult SDPAOp::verify() { return verifyAttention(*this, getValue()); }
 
 namespace {
 /// A window of at least T keys masks nothing: the distance between a query
@@ -624,6 +671,78 @@ struct DropNoOpSdpaWindow : OpRewritePattern<SDPAOp> {
 void SDPAOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                          MLIRContext *context) {
   results.add<DropNoOpSdpaWindow>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused kernel ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedProjectionOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
+      failed(verifyRank(op, "weight", getWeight(), 2,
+                        "[heads * head_dim, E]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")))
+    return failure();
+  int64_t headDim = getHeadDim(), outFeatures = dimOf(getWeight(), 0);
+  if (outFeatures % headDim != 0)
+    return emitOpError() << "the " << outFeatures
+                         << " output features of 'weight' are not a whole "
+                            "number of heads of head_dim "
+                         << headDim;
+  ExpectedDim featureDim{outFeatures, "heads * head_dim"};
+  if (failed(verifyShape(op, "weight", getWeight(),
+                         {featureDim, {dimOf(getInput(), 2), "E"}})) ||
+      (getBias() && failed(verifyShape(op, "bias", getBias(), {featureDim}))) ||
+      failed(verifyShape(op, "result", getResult(),
+                         {{dimOf(getInput(), 0), "batch"},
+                          {dimOf(getInput(), 1), "seq"},
+                          {outFeatures / headDim, "heads"},
+                          {headDim, "head_dim"}})) ||
+      failed(verifyRope(op, getRopeAttr(), headDim)))
+    return failure();
+  // The RoPE epilogue rotates pairs within a head: a tile holds whole heads.
+  if (getRopeAttr() && getBlockN() % headDim != 0)
+    return emitOpError() << "block_n (" << getBlockN()
+                         << ") must be a multiple of head_dim (" << headDim
+                         << ") for the RoPE epilogue";
+  SmallVector<StringRef> names = {"input", "weight"};
+  if (getBias())
+    names.push_back("bias");
+  return verifySameElementType(op, names);
+}
+
+LogicalResult CCAPrologueOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
+      failed(verifyCCAParameters(*this, dimOf(getInput(), 2))))
+    return failure();
+  int64_t numHeads = getNumHeads(), numKvHeads = getNumKvHeads();
+  ExpectedDim batchDim{dimOf(getInput(), 0), "batch"};
+  ExpectedDim seqDim{dimOf(getInput(), 1), "seq"};
+  ExpectedDim headDim{static_cast<int64_t>(getHeadDim()), "head_dim"};
+  if (failed(verifyShape(op, "query", getQuery(),
+                         {batchDim, seqDim, {numHeads, "num_heads"},
+                          headDim})) ||
+      failed(verifyShape(op, "key", getKey(),
+                         {batchDim, seqDim, {numKvHeads, "num_kv_heads"},
+                          headDim})) ||
+      failed(verifyShape(op, "value", getValue(),
+                         {batchDim, seqDim, {numKvHeads, "num_kv_heads"},
+                          headDim})))
+    return failure();
+  return verifySameElementType(op, getCCAOperandNames(*this, {}));
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  if (failed(verifyAttention(*this, getValueOrKey())))
+    return failure();
+  int64_t headDim = dimOf(getQuery(), 3);
+  return failure(failed(verifyRope(getOperation(), getQueryRopeAttr(),
+                                   headDim)) ||
+                 failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
 }
 
 #define GET_OP_CLASSES

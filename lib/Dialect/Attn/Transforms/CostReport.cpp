@@ -75,8 +75,10 @@ struct ModelTotals {
 /// 92274688 B prints as "92.3 MB", 5905580032 B as "5.906 GB".
 std::string formatBytes(double bytes) {
   static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  // Thresholds on the value as it will be rounded, so that 999.7 kB prints
+  // as "1.000 MB", not "1000 kB".
   int unit = 0;
-  while (bytes >= 1000.0 && unit < 5) {
+  while (bytes >= 999.5 && unit < 5) {
     bytes /= 1000.0;
     ++unit;
   }
@@ -84,9 +86,9 @@ std::string formatBytes(double bytes) {
   llvm::raw_string_ostream os(text);
   if (unit == 0)
     os << static_cast<int64_t>(bytes);
-  else if (bytes < 10.0)
+  else if (bytes < 9.9995)
     os << llvm::format("%.3f", bytes);
-  else if (bytes < 100.0)
+  else if (bytes < 99.95)
     os << llvm::format("%.1f", bytes);
   else
     os << llvm::format("%.0f", bytes);
@@ -97,8 +99,10 @@ std::string formatBytes(double bytes) {
 /// Large counts with an SI suffix: 8.52 M, 1.23 T.
 std::string formatCount(double count) {
   static const char *suffixes[] = {"", " k", " M", " G", " T", " P", " E"};
+  // 999.7 k has three significant digits only as "1 M" ("%.3g" would print
+  // "1e+03 k").
   int suffix = 0;
-  while (std::fabs(count) >= 1000.0 && suffix < 6) {
+  while (std::fabs(count) >= 999.5 && suffix < 6) {
     count /= 1000.0;
     ++suffix;
   }
@@ -141,8 +145,8 @@ struct AttnCostReportPass
   void runOnOperation() override;
 
 private:
-  /// Element bytes and name for `op`: from `elem-type` if set, else from
-  /// the op's input element type.
+  /// Element bytes and name for `op`: from `elem-type` if set (then `op`
+  /// may be null), else from the op's input element type.
   FailureOr<std::pair<int64_t, std::string>> getElementType(Operation *op);
   /// Sequence length and batch for `op`: options if set, else static IR
   /// dimensions, else the option defaults.
@@ -196,7 +200,15 @@ void AttnCostReportPass::runOnOperation() {
   if (seqLen <= 0 || batch <= 0) {
     getOperation().emitError()
         << "attn-cost-report: seq-len and batch must be positive, got "
-        << seqLen << " and " << batch;
+        << static_cast<int64_t>(seqLen) << " and "
+        << static_cast<int64_t>(batch);
+    return signalPassFailure();
+  }
+  // Check elem-type once, not once per layer (and also without layers).
+  if (!elemType.empty() && failed(getElementType(nullptr))) {
+    getOperation().emitError()
+        << "attn-cost-report: unknown elem-type '" << elemType
+        << "', expected f32, f16, bf16 or fp8";
     return signalPassFailure();
   }
 
@@ -218,14 +230,8 @@ void AttnCostReportPass::runOnOperation() {
       failedLayer = true;
       return;
     }
+    // elem-type was checked above.
     FailureOr<std::pair<int64_t, std::string>> element = getElementType(op);
-    if (failed(element)) {
-      getOperation().emitError()
-          << "attn-cost-report: unknown elem-type '" << elemType
-          << "', expected f32, f16, bf16 or fp8";
-      failedLayer = true;
-      return;
-    }
     FailureOr<LayerCost> cost = computeLayerCost(op, seq, batchSize);
     if (failed(cost)) {
       failedLayer = true;

@@ -46,16 +46,22 @@ public:
                              source, weight, bias);
   }
 
-  /// `[B, S, H * d]` -> `[B, S, H, d]`.
+  /// `[B, S, H * d]` -> `[B, S, H, d]`. Dynamic batch and sequence sizes
+  /// are read off the layer input, which every activation shares, so the
+  /// split does not keep its producer alive for shape queries.
   Value splitHeads(Value flat, int64_t headDim) {
     auto type = cast<RankedTensorType>(flat.getType());
     int64_t heads = type.getDimSize(2) / headDim;
     auto headsType = RankedTensorType::get(
         {type.getDimSize(0), type.getDimSize(1), heads, headDim},
         type.getElementType());
+    SmallVector<OpFoldResult> outputShape = {
+        tensor::getMixedSize(rewriter, loc, input, 0),
+        tensor::getMixedSize(rewriter, loc, input, 1),
+        rewriter.getIndexAttr(heads), rewriter.getIndexAttr(headDim)};
     return tensor::ExpandShapeOp::create(
         rewriter, loc, headsType, flat,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}}, outputShape);
   }
 
   /// `[B, S, H, d]` -> `[B, S, H * d]`.
@@ -97,6 +103,14 @@ public:
                           window, scale);
   }
 
+  /// The layer result may be less (or more) static than the input it is
+  /// derived from; cast the rebuilt value back to the op's result type.
+  Value castTo(Value value, Type type) {
+    if (value.getType() == type)
+      return value;
+    return tensor::CastOp::create(rewriter, loc, type, value);
+  }
+
   PatternRewriter &rewriter;
   Location loc;
   Value input;
@@ -135,7 +149,7 @@ struct DecomposeQKVAttention : OpRewritePattern<QKVAttentionOp> {
         b.sdpa(rotatedQuery, rotatedKey, value, op.getLogitBias(),
                op.getCausal(), op.getWindowAttr(), op.getScaleAttr());
     Value output = b.project(b.mergeHeads(attention), op.getWo(), op.getBo());
-    rewriter.replaceOp(op, output);
+    rewriter.replaceOp(op, b.castTo(output, op.getType()));
     return success();
   }
 };
@@ -212,7 +226,7 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
                              op.getCausal(), op.getWindowAttr(),
                              /*scale=*/{});
     Value output = b.project(b.mergeHeads(attention), op.getWo());
-    rewriter.replaceOp(op, output);
+    rewriter.replaceOp(op, b.castTo(output, op.getType()));
     return success();
   }
 };

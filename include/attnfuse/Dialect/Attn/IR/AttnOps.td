@@ -389,4 +389,6 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+include "attnfuse/Dialect/Attn/IR/AttnKernelOps.td"
+
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNOPS_TD

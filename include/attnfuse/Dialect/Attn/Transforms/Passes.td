@@ -21,6 +21,40 @@ def AttnDecompose : Pass<"attn-decompose"> {
   ];
 }
 
+def AttnFuse : Pass<"attn-fuse"> {
+  let summary = "Fuse attn primitives into prologue and flash-attention kernels";
+  let description = [{
+    Rewrites the primitives `attn-decompose` produces into the fused kernel
+    ops every target lowers one kernel each:
+
+    * `attn.sdpa` -> `attn.flash_attention`; when the value is the
+      un-rotated key (K=V), the kernel reads the one tensor for both roles
+      and rotates the key role on load (`key_rope`, and `query_rope` for
+      `qkv` where the query is that tensor too);
+    * the CCA chain (projections, both convolutions, QK-mean, norm with
+      temperature, value shift, RoPE) -> `attn.cca_prologue`;
+    * a projection split into heads, with its RoPE -> `attn.fused_projection`.
+
+    The up-projection stays an `attn.project` (a GEMM). Primitives that match
+    no pattern are left alone; they lower through the reference path. The
+    tile sizes are the options; the defaults suit the CPU target.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
+           "Query rows per flash-attention tile">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"64",
+           "Keys per flash-attention tile">,
+    Option<"blockS", "block-s", "int64_t", /*default=*/"64",
+           "Tokens per prologue and projection tile">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
+           "Output features per projection tile (rounded up to whole heads "
+           "when RoPE is fused)">,
+    Option<"blockK", "block-k", "int64_t", /*default=*/"64",
+           "Reduction step of the projection GEMM tiles">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def AttnCostReport : Pass<"attn-cost-report", "::mlir::ModuleOp"> {
   let summary = "Report KV-cache, state, parameter and FLOP costs of attn layers";
   let description = [{

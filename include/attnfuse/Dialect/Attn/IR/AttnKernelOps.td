@@ -1,0 +1,172 @@
+//===- AttnKernelOps.td - fused attn kernel operations -----*- tablegen -*-===//
+//
+// The fused kernel ops that `attn-fuse` forms from primitives. Each one is a
+// unit every target lowers to one kernel, and carries the tiling decisions
+// that all targets share. Their semantics are those of the primitives they
+// replace; the tile sizes never change the result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD
+#define ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD
+
+def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
+  let summary = "projection GEMM with bias, head split and RoPE epilogue";
+  let description = [{
+    `result[b, s, h, :] = rope((input[b, s] W^T + bias)[h * d : (h + 1) * d])`:
+    one `attn.project` of `[batch, seq, E]` by `weight [H * d, E]`, split into
+    `H` heads of `head_dim` dims and, with `rope`, rotated at position `s`.
+    The kernel computes `block_s x block_n` output tiles over a reduction in
+    steps of `block_k`, and applies bias and rotation to each tile before it
+    is stored (a rotation pair `(i, i + r/2)` lies in one head, so `block_n`
+    is a multiple of `head_dim`).
+
+    ```mlir
+    %q = attn.fused_projection %x, %wq
+        {head_dim = 64 : i64, rope = #attn.rope<theta = 10000.0>,
+         block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+        : (tensor<?x?x1024xf32>, tensor<1024x1024xf32>) -> tensor<?x?x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       Optional<Attn_FloatTensor>:$bias,
+                       Attn_PositiveI64Attr:$head_dim,
+                       OptionalAttr<Attn_RopeAttr>:$rope,
+                       Attn_PositiveI64Attr:$block_s,
+                       Attn_PositiveI64Attr:$block_n,
+                       Attn_PositiveI64Attr:$block_k);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
+  let summary = "fused CCA prologue: projections, convolutions, norm, RoPE";
+  let description = [{
+    Steps 1 to 6 of `attn.cca` in one kernel: the down-projections, both
+    causal convolutions, the QK-mean residual, the L2 norm with temperature,
+    the value shift and RoPE, writing the attention inputs once:
+    `query [batch, seq, num_heads, head_dim]`, `key` and `value`
+    `[batch, seq, num_kv_heads, head_dim]`.
+
+    The kernel walks the sequence in blocks of `block_s` tokens. A block
+    recomputes the projections of the `P = (k0 - 1) + (k1 - 1)` tokens before
+    it (the convolution halo) and of the one token before it (the value
+    shift), so blocks are independent; the first block sees zero padding
+    instead.
+
+    ```mlir
+    %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
+        conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+        {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+         conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+         temperature = #attn.temperature<clamped>,
+         rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 64 : i64}
+        : (...) -> (tensor<?x?x8x128xf32>, tensor<?x?x2x128xf32>,
+                    tensor<?x?x2x128xf32>)
+    ```
+  }];
+  let arguments = (ins
+    Attn_FloatTensor:$input,
+    Attn_FloatTensor:$wq,
+    Attn_FloatTensor:$wk,
+    Attn_FloatTensor:$wv,
+    Optional<Attn_FloatTensor>:$wv_prev,
+    Attn_FloatTensor:$conv_dw_weight,
+    Attn_FloatTensor:$conv_dw_bias,
+    Attn_FloatTensor:$conv_g_weight,
+    Attn_FloatTensor:$conv_g_bias,
+    Attn_FloatTensor:$temp,
+    Attn_PositiveI64Attr:$num_heads,
+    Attn_PositiveI64Attr:$num_kv_heads,
+    Attn_PositiveI64Attr:$head_dim,
+    DenseI64ArrayAttr:$conv_kernel_sizes,
+    UnitAttr:$qk_mean,
+    UnitAttr:$value_shift,
+    DefaultValuedAttr<Attn_TemperatureModeAttr,
+                      "TemperatureMode::raw">:$temperature,
+    DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    OptionalAttr<Attn_RopeAttr>:$rope,
+    Attn_PositiveI64Attr:$block_s
+  );
+  let results = (outs Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                      Attn_FloatTensor:$value);
+  let assemblyFormat = [{
+    $input `wq` `(` $wq `)` `wk` `(` $wk `)` `wv` `(` $wv `)`
+    (`wv_prev` `(` $wv_prev^ `)`)?
+    `conv_dw` `(` $conv_dw_weight `,` $conv_dw_bias `)`
+    `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
+    `temp` `(` $temp `)`
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getGroupSize() { return getNumHeads() / getNumKvHeads(); }
+    int64_t getQueryLatentDim() { return getNumHeads() * getHeadDim(); }
+    int64_t getKeyLatentDim() { return getNumKvHeads() * getHeadDim(); }
+    int64_t getConvChannels() {
+      return getQueryLatentDim() + getKeyLatentDim();
+    }
+    int64_t getConvPadding() {
+      return getConvKernelSizes()[0] - 1 + getConvKernelSizes()[1] - 1;
+    }
+  }];
+}
+
+def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "tiled attention with online softmax";
+  let description = [{
+    The result of `attn.sdpa` over `query [batch, S, Hq, d]`,
+    `key [batch, T, Hk, d]` and `value [batch, T, Hk, dv]`, computed
+    FlashAttention-style: each `block_q` query rows of one head keep an f32
+    running maximum, sum and output while `block_kv` keys at a time stream
+    by, so the `S x T` score matrix never exists.
+
+    * Without `value`, the key tensor is also the value (K=V): one tile is
+      loaded for both `Q K^T` and `P V`.
+    * `key_rope` rotates key tiles on load for the scores only (values stay
+      un-rotated, the K=V cache with RoPE); `query_rope` rotates the query
+      tile on load.
+    * Causal: key tiles entirely after a query tile are skipped, and only
+      tiles crossing the diagonal are masked; `window = w` likewise skips
+      key tiles entirely outside the window.
+    * GQA: the `Hq / Hk` query heads of a group are served from one key and
+      value tile.
+
+    ```mlir
+    // K=V with GQA-4 and RoPE on load.
+    %o = attn.flash_attention %q, %kv
+        {block_q = 64 : i64, block_kv = 64 : i64, causal,
+         key_rope = #attn.rope<theta = 10000.0>}
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>) -> tensor<?x?x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                       Optional<Attn_FloatTensor>:$value,
+                       Optional<Attn_FloatTensor>:$bias,
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<Attn_RopeAttr>:$query_rope,
+                       OptionalAttr<Attn_RopeAttr>:$key_rope,
+                       Attn_PositiveI64Attr:$block_q,
+                       Attn_PositiveI64Attr:$block_kv);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key (`,` $value^)? (`bias` `(` $bias^ `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The tensor read for `P V`: the value, or the key for K=V.
+    ::mlir::Value getValueOrKey() {
+      return getValue() ? getValue() : getKey();
+    }
+  }];
+}
+
+#endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Configures and builds AttnFuse.
+#   scripts/build.sh            -> build/        (Release)
+#   scripts/build.sh --sanitize -> build-asan/   (ASan + UBSan)
+# Extra arguments after the options go to CMake. Prints the build directory.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+BUILD_DIR="${ATTNFUSE_BUILD_DIR:-$ROOT/build}"
+CMAKE_ARGS=()
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  BUILD_DIR="${ATTNFUSE_BUILD_DIR:-$ROOT/build-asan}"
+  CMAKE_ARGS+=(-DATTNFUSE_ENABLE_SANITIZERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+fi
+
+# Progress goes to stderr; stdout carries only the build directory, for the
+# scripts that call this one.
+"$ROOT/scripts/setup.sh" >&2
+
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  "${CMAKE_ARGS[@]}" "$@" >&2
+ninja -C "$BUILD_DIR" >&2
+echo "$BUILD_DIR"

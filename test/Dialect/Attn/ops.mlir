@@ -1,0 +1,490 @@
+// RUN: attnfuse-opt %s | attnfuse-opt | FileCheck %s
+// RUN: attnfuse-opt %s --mlir-print-op-generic | attnfuse-opt | FileCheck %s
+
+// Round trip of every attn op and attribute, in the custom and the generic
+// form. Shapes: E = 16, num_heads = 4, num_kv_heads = 2, head_dim = 4 unless
+// a case says otherwise.
+
+//===----------------------------------------------------------------------===//
+// attn.qkv_attention
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @qkv_none_gqa
+// CHECK: %[[Y:.*]] = attn.qkv_attention <none> %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wo(%arg4)
+// CHECK-SAME: {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64}
+// CHECK-SAME: : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+// CHECK: return %[[Y]]
+func.func @qkv_none_gqa(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
+                        %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+                        %wo: tensor<16x16xf32>) -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// All four biases, dynamic batch and sequence.
+// CHECK-LABEL: func.func @qkv_none_biases_dynamic
+// CHECK: attn.qkv_attention <none> %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wo(%arg4) bq(%arg5) bk(%arg6) bv(%arg7) bo(%arg8)
+// CHECK-SAME: {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64}
+// CHECK-SAME: : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+func.func @qkv_none_biases_dynamic(
+    %x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>,
+    %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %bq: tensor<16xf32>,
+    %bk: tensor<8xf32>, %bv: tensor<8xf32>, %bo: tensor<16xf32>)
+    -> tensor<?x?x16xf32> {
+  %y = attn.qkv_attention <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      bq(%bq) bk(%bk) bv(%bv) bo(%bo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, causal}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<8xf32>,
+         tensor<8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// Only some biases: the optional groups are independent.
+// CHECK-LABEL: func.func @qkv_none_some_biases
+// CHECK: attn.qkv_attention <none> %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wo(%arg4) bk(%arg5) bo(%arg6) {
+func.func @qkv_none_some_biases(
+    %x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>,
+    %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %bk: tensor<8xf32>,
+    %bo: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      bk(%bk) bo(%bo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>, tensor<8xf32>, tensor<16xf32>)
+      -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// K=V with GQA and full RoPE (the default fraction is not printed).
+// CHECK-LABEL: func.func @qkv_kv_gqa_rope
+// CHECK: attn.qkv_attention <kv> %arg0 wq(%arg1) wk(%arg2) wo(%arg3)
+// CHECK-SAME: {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rope = #attn.rope<theta = 10000.0>}
+// CHECK-SAME: : (tensor<2x8x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<2x8x16xbf16>
+func.func @qkv_kv_gqa_rope(%x: tensor<2x8x16xbf16>, %wq: tensor<16x16xbf16>,
+                           %wk: tensor<8x16xbf16>, %wo: tensor<16x16xbf16>)
+    -> tensor<2x8x16xbf16> {
+  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       causal, rope = #attn.rope<theta = 10000.0>}
+      : (tensor<2x8x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>,
+         tensor<16x16xbf16>) -> tensor<2x8x16xbf16>
+  return %y : tensor<2x8x16xbf16>
+}
+
+// An explicit fraction of 1.0 prints as the default.
+// CHECK-LABEL: func.func @qkv_kv_rope_fraction_one
+// CHECK: rope = #attn.rope<theta = 500000.0>
+// CHECK-NOT: fraction
+// CHECK: return
+func.func @qkv_kv_rope_fraction_one(%x: tensor<2x8x16xf32>,
+                                    %wq: tensor<16x16xf32>,
+                                    %wk: tensor<8x16xf32>,
+                                    %wo: tensor<16x16xf32>)
+    -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       rope = #attn.rope<theta = 500000.0, fraction = 1.0>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// K=V with MQA, biases on the shared projection and the output, a window
+// and dynamic batch and sequence.
+// CHECK-LABEL: func.func @qkv_kv_mqa_window_dynamic
+// CHECK: attn.qkv_attention <kv> %arg0 wq(%arg1) wk(%arg2) wo(%arg3) bq(%arg4) bk(%arg5) bo(%arg6)
+// CHECK-SAME: {causal, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 1 : i64, window = 3 : i64}
+// CHECK-SAME: : (tensor<?x?x16xf16>, tensor<16x16xf16>, tensor<4x16xf16>, tensor<16x16xf16>, tensor<16xf16>, tensor<4xf16>, tensor<16xf16>) -> tensor<?x?x16xf16>
+func.func @qkv_kv_mqa_window_dynamic(
+    %x: tensor<?x?x16xf16>, %wq: tensor<16x16xf16>, %wk: tensor<4x16xf16>,
+    %wo: tensor<16x16xf16>, %bq: tensor<16xf16>, %bk: tensor<4xf16>,
+    %bo: tensor<16xf16>) -> tensor<?x?x16xf16> {
+  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo) bq(%bq) bk(%bk)
+      bo(%bo)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64,
+       causal, window = 3 : i64}
+      : (tensor<?x?x16xf16>, tensor<16x16xf16>, tensor<4x16xf16>,
+         tensor<16x16xf16>, tensor<16xf16>, tensor<4xf16>, tensor<16xf16>)
+      -> tensor<?x?x16xf16>
+  return %y : tensor<?x?x16xf16>
+}
+
+// Q=K-V with an [S, T] logit bias and an explicit scale.
+// CHECK-LABEL: func.func @qkv_qk_logit_bias_2d
+// CHECK: attn.qkv_attention <qk> %arg0 wk(%arg1) wv(%arg2) wo(%arg3) logit_bias(%arg4)
+// CHECK-SAME: {head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, scale = 2.500000e-01 : f64}
+// CHECK-SAME: : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<8x8xf32>) -> tensor<2x8x16xf32>
+func.func @qkv_qk_logit_bias_2d(%x: tensor<2x8x16xf32>, %wk: tensor<8x16xf32>,
+                                %wv: tensor<8x16xf32>, %wo: tensor<16x8xf32>,
+                                %p: tensor<8x8xf32>) -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <qk> %x wk(%wk) wv(%wv) wo(%wo) logit_bias(%p)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       scale = 0.25 : f64}
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
+         tensor<16x8xf32>, tensor<8x8xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// Q=K-V with value and key biases.
+// CHECK-LABEL: func.func @qkv_qk_biases
+// CHECK: attn.qkv_attention <qk> %arg0 wk(%arg1) wv(%arg2) wo(%arg3) bk(%arg4) bv(%arg5) bo(%arg6) {
+func.func @qkv_qk_biases(%x: tensor<2x8x16xf32>, %wk: tensor<8x16xf32>,
+                         %wv: tensor<8x16xf32>, %wo: tensor<16x8xf32>,
+                         %bk: tensor<8xf32>, %bv: tensor<8xf32>,
+                         %bo: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <qk> %x wk(%wk) wv(%wv) wo(%wo) bk(%bk) bv(%bv)
+      bo(%bo)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
+         tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<16xf32>)
+      -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// Q=K=V with a [num_heads, S, T] logit bias, partial RoPE, causal, window
+// and scale.
+// CHECK-LABEL: func.func @qkv_qkv_logit_bias_3d_rope_fraction
+// CHECK: attn.qkv_attention <qkv> %arg0 wk(%arg1) wo(%arg2) bk(%arg3) logit_bias(%arg4)
+// CHECK-SAME: {causal, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, scale = 1.250000e-01 : f64, window = 4 : i64}
+// CHECK-SAME: : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x16xf32>
+func.func @qkv_qkv_logit_bias_3d_rope_fraction(
+    %x: tensor<2x8x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x8xf32>,
+    %bk: tensor<8xf32>, %p: tensor<2x8x8xf32>) -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <qkv> %x wk(%wk) wo(%wo) bk(%bk) logit_bias(%p)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       causal, window = 4 : i64, scale = 0.125 : f64,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>,
+         tensor<8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// Q=K=V with a dynamic sequence and a dynamic [S, T] logit bias.
+// CHECK-LABEL: func.func @qkv_qkv_dynamic_logit_bias
+// CHECK: attn.qkv_attention <qkv> %arg0 wk(%arg1) wo(%arg2) logit_bias(%arg3)
+// CHECK-SAME: : (tensor<1x?x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<?x?xf32>) -> tensor<1x?x16xf32>
+func.func @qkv_qkv_dynamic_logit_bias(%x: tensor<1x?x16xf32>,
+                                      %wk: tensor<8x16xf32>,
+                                      %wo: tensor<16x8xf32>,
+                                      %p: tensor<?x?xf32>)
+    -> tensor<1x?x16xf32> {
+  %y = attn.qkv_attention <qkv> %x wk(%wk) wo(%wo) logit_bias(%p)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<1x?x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>,
+         tensor<?x?xf32>) -> tensor<1x?x16xf32>
+  return %y : tensor<1x?x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// attn.cca
+//===----------------------------------------------------------------------===//
+
+// Plain CCGQA: no qk_mean, no value shift, no rope, raw temperature (the
+// default, not printed), default eps (not printed).
+// CHECK-LABEL: func.func @cca_plain
+// CHECK: attn.cca %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) wo(%arg9)
+// CHECK-SAME: {conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64}
+// CHECK-SAME: : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+func.func @cca_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
+                     %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+                     %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                     %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                     %temp: tensor<2xf32>, %wo: tensor<16x16xf32>)
+    -> tensor<2x8x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>,
+         tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>,
+         tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// The full ZAYA1-style layer: qk_mean, value shift, clamped temperature,
+// partial RoPE, causal, dynamic batch and sequence.
+// CHECK-LABEL: func.func @cca_full_dynamic
+// CHECK: attn.cca %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) wo(%arg10)
+// CHECK-SAME: {causal, conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
+// CHECK-SAME: : (tensor<?x?x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>, tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<24x1x2xbf16>, tensor<24xbf16>, tensor<24x4x2xbf16>, tensor<24xbf16>, tensor<2xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
+func.func @cca_full_dynamic(%x: tensor<?x?x16xbf16>, %wq: tensor<16x16xbf16>,
+                            %wk: tensor<8x16xbf16>, %wvc: tensor<4x16xbf16>,
+                            %wvp: tensor<4x16xbf16>,
+                            %dw: tensor<24x1x2xbf16>, %dwb: tensor<24xbf16>,
+                            %gw: tensor<24x4x2xbf16>, %gwb: tensor<24xbf16>,
+                            %temp: tensor<2xbf16>, %wo: tensor<16x16xbf16>)
+    -> tensor<?x?x16xbf16> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       temperature = #attn.temperature<clamped>, causal,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>,
+         tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<24x1x2xbf16>,
+         tensor<24xbf16>, tensor<24x4x2xbf16>, tensor<24xbf16>,
+         tensor<2xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
+  return %y : tensor<?x?x16xbf16>
+}
+
+// CCA (num_heads == num_kv_heads) with qk_mean only, an explicit raw
+// temperature (the default is elided), a custom eps, a window, unequal
+// kernel sizes.
+// CHECK-LABEL: func.func @cca_qk_mean_window_eps
+// CHECK: attn.cca %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) wo(%arg9)
+// CHECK-SAME: {causal, conv_kernel_sizes = array<i64: 3, 2>, eps = 9.9999999999999995E-7 : f64, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, qk_mean, window = 4 : i64}
+// CHECK-SAME: : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x1x3xf32>, tensor<16xf32>, tensor<16x4x2xf32>, tensor<16xf32>, tensor<2xf32>, tensor<16x8xf32>) -> tensor<2x8x16xf32>
+func.func @cca_qk_mean_window_eps(%x: tensor<2x8x16xf32>, %wq: tensor<8x16xf32>,
+                                  %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+                                  %dw: tensor<16x1x3xf32>, %dwb: tensor<16xf32>,
+                                  %gw: tensor<16x4x2xf32>, %gwb: tensor<16xf32>,
+                                  %temp: tensor<2xf32>, %wo: tensor<16x8xf32>)
+    -> tensor<2x8x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 3, 2>, qk_mean, causal, window = 4 : i64,
+       temperature = #attn.temperature<raw>, eps = 1.0e-6 : f64}
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x1x3xf32>, tensor<16xf32>,
+         tensor<16x4x2xf32>, tensor<16xf32>, tensor<2xf32>,
+         tensor<16x8xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// Value shift without qk_mean, full RoPE, static shapes.
+// CHECK-LABEL: func.func @cca_value_shift_rope
+// CHECK: attn.cca %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) wo(%arg10)
+// CHECK-SAME: {conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, rope = #attn.rope<theta = 10000.0>, value_shift}
+func.func @cca_value_shift_rope(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
+                                %wk: tensor<8x16xf32>, %wvc: tensor<4x16xf32>,
+                                %wvp: tensor<4x16xf32>,
+                                %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                                %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                                %temp: tensor<2xf32>, %wo: tensor<16x16xf32>)
+    -> tensor<2x8x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, value_shift,
+       rope = #attn.rope<theta = 10000.0>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
+         tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>,
+         tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// attn.project
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @project(
+// CHECK: attn.project %arg0, %arg1 : (tensor<2x8x16xf32>, tensor<8x16xf32>) -> tensor<2x8x8xf32>
+func.func @project(%x: tensor<2x8x16xf32>, %w: tensor<8x16xf32>)
+    -> tensor<2x8x8xf32> {
+  %y = attn.project %x, %w
+      : (tensor<2x8x16xf32>, tensor<8x16xf32>) -> tensor<2x8x8xf32>
+  return %y : tensor<2x8x8xf32>
+}
+
+// CHECK-LABEL: func.func @project_bias_dynamic
+// CHECK: attn.project %arg0, %arg1, %arg2 : (tensor<?x?x16xf16>, tensor<8x16xf16>, tensor<8xf16>) -> tensor<?x?x8xf16>
+func.func @project_bias_dynamic(%x: tensor<?x?x16xf16>, %w: tensor<8x16xf16>,
+                                %b: tensor<8xf16>) -> tensor<?x?x8xf16> {
+  %y = attn.project %x, %w, %b
+      : (tensor<?x?x16xf16>, tensor<8x16xf16>, tensor<8xf16>)
+      -> tensor<?x?x8xf16>
+  return %y : tensor<?x?x8xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// attn.causal_conv1d
+//===----------------------------------------------------------------------===//
+
+// Depthwise, padded for a following k = 2 convolution: S + 1 outputs.
+// CHECK-LABEL: func.func @causal_conv1d_depthwise
+// CHECK: attn.causal_conv1d %arg0, %arg1, %arg2 {groups = 24 : i64, padding = 2 : i64} : (tensor<2x8x24xf32>, tensor<24x1x2xf32>, tensor<24xf32>) -> tensor<2x9x24xf32>
+func.func @causal_conv1d_depthwise(%u: tensor<2x8x24xf32>,
+                                   %w: tensor<24x1x2xf32>,
+                                   %b: tensor<24xf32>) -> tensor<2x9x24xf32> {
+  %m = attn.causal_conv1d %u, %w, %b {groups = 24 : i64, padding = 2 : i64}
+      : (tensor<2x8x24xf32>, tensor<24x1x2xf32>, tensor<24xf32>)
+      -> tensor<2x9x24xf32>
+  return %m : tensor<2x9x24xf32>
+}
+
+// Grouped, unpadded, without bias, dynamic batch and sequence.
+// CHECK-LABEL: func.func @causal_conv1d_grouped_dynamic
+// CHECK: attn.causal_conv1d %arg0, %arg1 {groups = 6 : i64, padding = 0 : i64} : (tensor<?x?x24xf32>, tensor<24x4x2xf32>) -> tensor<?x?x24xf32>
+func.func @causal_conv1d_grouped_dynamic(%u: tensor<?x?x24xf32>,
+                                         %w: tensor<24x4x2xf32>)
+    -> tensor<?x?x24xf32> {
+  %c = attn.causal_conv1d %u, %w {groups = 6 : i64, padding = 0 : i64}
+      : (tensor<?x?x24xf32>, tensor<24x4x2xf32>) -> tensor<?x?x24xf32>
+  return %c : tensor<?x?x24xf32>
+}
+
+// A dense (groups = 1) causal convolution that keeps the length.
+// CHECK-LABEL: func.func @causal_conv1d_dense
+// CHECK: attn.causal_conv1d %arg0, %arg1 {groups = 1 : i64, padding = 3 : i64} : (tensor<1x5x2xf32>, tensor<2x2x4xf32>) -> tensor<1x5x2xf32>
+func.func @causal_conv1d_dense(%u: tensor<1x5x2xf32>, %w: tensor<2x2x4xf32>)
+    -> tensor<1x5x2xf32> {
+  %c = attn.causal_conv1d %u, %w {groups = 1 : i64, padding = 3 : i64}
+      : (tensor<1x5x2xf32>, tensor<2x2x4xf32>) -> tensor<1x5x2xf32>
+  return %c : tensor<1x5x2xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// attn.qk_mean, attn.qk_norm, attn.value_shift, attn.rope
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @qk_mean(
+// CHECK: %[[Q:.*]], %[[K:.*]] = attn.qk_mean %arg0, %arg1, %arg2, %arg3 : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
+// CHECK: return %[[Q]], %[[K]]
+func.func @qk_mean(%qc: tensor<2x8x4x4xf32>, %kc: tensor<2x8x2x4xf32>,
+                   %qr: tensor<2x8x4x4xf32>, %kr: tensor<2x8x2x4xf32>)
+    -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>) {
+  %q, %k = attn.qk_mean %qc, %kc, %qr, %kr
+      : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
+  return %q, %k : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
+}
+
+// CHECK-LABEL: func.func @qk_mean_dynamic
+// CHECK: attn.qk_mean %arg0, %arg1, %arg2, %arg3 : tensor<?x?x4x4xbf16>, tensor<?x?x1x4xbf16>
+func.func @qk_mean_dynamic(%qc: tensor<?x?x4x4xbf16>, %kc: tensor<?x?x1x4xbf16>,
+                           %qr: tensor<?x?x4x4xbf16>, %kr: tensor<?x?x1x4xbf16>)
+    -> (tensor<?x?x4x4xbf16>, tensor<?x?x1x4xbf16>) {
+  %q, %k = attn.qk_mean %qc, %kc, %qr, %kr
+      : tensor<?x?x4x4xbf16>, tensor<?x?x1x4xbf16>
+  return %q, %k : tensor<?x?x4x4xbf16>, tensor<?x?x1x4xbf16>
+}
+
+// Default temperature and eps are elided.
+// CHECK-LABEL: func.func @qk_norm_raw
+// CHECK: %[[Q:.*]], %[[K:.*]] = attn.qk_norm %arg0, %arg1, %arg2 : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+// CHECK: return %[[Q]], %[[K]]
+func.func @qk_norm_raw(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>,
+                       %temp: tensor<2xf32>)
+    -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %temp
+      : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+  return %qn, %kn : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
+}
+
+// CHECK-LABEL: func.func @qk_norm_clamped_dynamic
+// CHECK: attn.qk_norm %arg0, %arg1, %arg2 {eps = 9.9999999999999995E-7 : f64, temperature = #attn.temperature<clamped>} : tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<2xf32>
+func.func @qk_norm_clamped_dynamic(%q: tensor<?x?x4x4xf32>,
+                                   %k: tensor<?x?x2x4xf32>,
+                                   %temp: tensor<2xf32>)
+    -> (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %temp
+      {temperature = #attn.temperature<clamped>, eps = 1.0e-6 : f64}
+      : tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<2xf32>
+  return %qn, %kn : tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>
+}
+
+// CHECK-LABEL: func.func @value_shift(
+// CHECK: attn.value_shift %arg0, %arg1 : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x8xf32>
+func.func @value_shift(%cur: tensor<2x8x4xf32>, %prev: tensor<2x8x4xf32>)
+    -> tensor<2x8x8xf32> {
+  %v = attn.value_shift %cur, %prev
+      : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x8xf32>
+  return %v : tensor<2x8x8xf32>
+}
+
+// CHECK-LABEL: func.func @value_shift_dynamic
+// CHECK: attn.value_shift %arg0, %arg1 : (tensor<?x?x4xf16>, tensor<?x?x4xf16>) -> tensor<?x?x8xf16>
+func.func @value_shift_dynamic(%cur: tensor<?x?x4xf16>, %prev: tensor<?x?x4xf16>)
+    -> tensor<?x?x8xf16> {
+  %v = attn.value_shift %cur, %prev
+      : (tensor<?x?x4xf16>, tensor<?x?x4xf16>) -> tensor<?x?x8xf16>
+  return %v : tensor<?x?x8xf16>
+}
+
+// CHECK-LABEL: func.func @rope_full
+// CHECK: attn.rope %arg0 {rope = #attn.rope<theta = 10000.0>} : tensor<2x8x4x4xf32>
+func.func @rope_full(%q: tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32> {
+  %r = attn.rope %q {rope = #attn.rope<theta = 10000.0>} : tensor<2x8x4x4xf32>
+  return %r : tensor<2x8x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @rope_fraction_dynamic
+// CHECK: attn.rope %arg0 {rope = #attn.rope<theta = 1000000.0, fraction = 0.25>} : tensor<?x?x2x8xbf16>
+func.func @rope_fraction_dynamic(%q: tensor<?x?x2x8xbf16>)
+    -> tensor<?x?x2x8xbf16> {
+  %r = attn.rope %q {rope = #attn.rope<theta = 1.0e6, fraction = 0.25>}
+      : tensor<?x?x2x8xbf16>
+  return %r : tensor<?x?x2x8xbf16>
+}
+
+//===----------------------------------------------------------------------===//
+// attn.sdpa
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @sdpa_plain
+// CHECK: attn.sdpa %arg0, %arg1, %arg2 : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32>
+func.func @sdpa_plain(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>,
+                      %v: tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32> {
+  %o = attn.sdpa %q, %k, %v
+      : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+      -> tensor<2x8x4x4xf32>
+  return %o : tensor<2x8x4x4xf32>
+}
+
+// Decode-like: S = 1 query over T = 8 keys, value dim != head dim, causal,
+// window, scale, [num_heads, S, T] bias.
+// CHECK-LABEL: func.func @sdpa_bias_3d_causal_window_scale
+// CHECK: attn.sdpa %arg0, %arg1, %arg2 bias(%arg3) {causal, scale = 5.000000e-01 : f64, window = 4 : i64} : (tensor<2x1x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x6xf32>, tensor<4x1x8xf32>) -> tensor<2x1x4x6xf32>
+func.func @sdpa_bias_3d_causal_window_scale(%q: tensor<2x1x4x4xf32>,
+                                            %k: tensor<2x8x2x4xf32>,
+                                            %v: tensor<2x8x2x6xf32>,
+                                            %b: tensor<4x1x8xf32>)
+    -> tensor<2x1x4x6xf32> {
+  %o = attn.sdpa %q, %k, %v bias(%b)
+      {causal, window = 4 : i64, scale = 0.5 : f64}
+      : (tensor<2x1x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x6xf32>,
+         tensor<4x1x8xf32>) -> tensor<2x1x4x6xf32>
+  return %o : tensor<2x1x4x6xf32>
+}
+
+// Dynamic batch, S and T, with an [S, T] bias.
+// CHECK-LABEL: func.func @sdpa_bias_2d_dynamic
+// CHECK: attn.sdpa %arg0, %arg1, %arg2 bias(%arg3) {causal} : (tensor<?x?x4x4xf16>, tensor<?x?x1x4xf16>, tensor<?x?x1x4xf16>, tensor<?x?xf16>) -> tensor<?x?x4x4xf16>
+func.func @sdpa_bias_2d_dynamic(%q: tensor<?x?x4x4xf16>,
+                                %k: tensor<?x?x1x4xf16>,
+                                %v: tensor<?x?x1x4xf16>,
+                                %b: tensor<?x?xf16>) -> tensor<?x?x4x4xf16> {
+  %o = attn.sdpa %q, %k, %v bias(%b) {causal}
+      : (tensor<?x?x4x4xf16>, tensor<?x?x1x4xf16>, tensor<?x?x1x4xf16>,
+         tensor<?x?xf16>) -> tensor<?x?x4x4xf16>
+  return %o : tensor<?x?x4x4xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes on their own
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func private @attributes
+// CHECK-SAME: clamped = #attn.temperature<clamped>
+// CHECK-SAME: kv = #attn.sharing<kv>
+// CHECK-SAME: none = #attn.sharing<none>
+// CHECK-SAME: qk = #attn.sharing<qk>
+// CHECK-SAME: qkv = #attn.sharing<qkv>
+// CHECK-SAME: raw = #attn.temperature<raw>
+// CHECK-SAME: rope_full = #attn.rope<theta = 10000.0>
+// CHECK-SAME: rope_half = #attn.rope<theta = 10000.0, fraction = 0.5>
+// CHECK-SAME: rope_zero = #attn.rope<theta = 2.5, fraction = 0.0>
+func.func private @attributes() attributes {
+  none = #attn.sharing<none>, kv = #attn.sharing<kv>,
+  qk = #attn.sharing<qk>, qkv = #attn.sharing<qkv>,
+  raw = #attn.temperature<raw>, clamped = #attn.temperature<clamped>,
+  rope_full = #attn.rope<theta = 10000.0>,
+  rope_half = #attn.rope<theta = 10000.0, fraction = 0.5>,
+  rope_zero = #attn.rope<theta = 2.5, fraction = 0.0>
+}
