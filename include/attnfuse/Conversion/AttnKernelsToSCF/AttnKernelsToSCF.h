@@ -1,0 +1,29 @@
+//===- AttnKernelsToSCF.h - fused attn kernels to tiled loops ---*- C++ -*-===//
+
+#ifndef ATTNFUSE_CONVERSION_ATTNKERNELSTOSCF_ATTNKERNELSTOSCF_H
+#define ATTNFUSE_CONVERSION_ATTNKERNELSTOSCF_ATTNKERNELSTOSCF_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace attnfuse {
+
+#define GEN_PASS_DECL_CONVERTATTNKERNELSTOSCFPASS
+#include "attnfuse/Conversion/Passes.h.inc"
+
+/// attn.flash_attention -> tiled scf.for loops with online softmax.
+void populateFlashAttentionToSCFPatterns(mlir::RewritePatternSet &patterns);
+/// attn.fused_projection -> tiled GEMM loops with a bias and RoPE epilogue.
+void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns);
+/// attn.cca_prologue -> loops over sequence blocks with a halo.
+void populateCCAPrologueToSCFPatterns(mlir::RewritePatternSet &patterns);
+
+/// All of the above.
+void populateAttnKernelsToSCFPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace attnfuse
+
+#endif // ATTNFUSE_CONVERSION_ATTNKERNELSTOSCF_ATTNKERNELSTOSCF_H

@@ -1,0 +1,38 @@
+//===- AttnKernelsToSCF.cpp - fused attn kernels to tiled loops -*- C++ -*-===//
+
+#include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace attnfuse {
+#define GEN_PASS_DEF_CONVERTATTNKERNELSTOSCFPASS
+#include "attnfuse/Conversion/Passes.h.inc"
+} // namespace attnfuse
+
+using namespace mlir;
+
+void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns) {
+  populateFlashAttentionToSCFPatterns(patterns);
+  populateFusedProjectionToSCFPatterns(patterns);
+  populateCCAPrologueToSCFPatterns(patterns);
+}
+
+namespace {
+struct ConvertAttnKernelsToSCFPass
+    : public attnfuse::impl::ConvertAttnKernelsToSCFPassBase<
+          ConvertAttnKernelsToSCFPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    attnfuse::populateAttnKernelsToSCFPatterns(patterns);
+    // Each kernel op is rewritten once; the loops it becomes hold nothing to
+    // rewrite again.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+} // namespace

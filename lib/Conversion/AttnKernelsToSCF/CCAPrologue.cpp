@@ -1,0 +1,465 @@
+//===- CCAPrologue.cpp - attn.cca_prologue to tiled loops -------*- C++ -*-===//
+//
+// One iteration per (batch, block of block_s tokens) computes the block's
+// attention inputs from x alone:
+//   u    = x W_u^T for the block and its halo of H = max(P, 1) earlier
+//          tokens (P = (k0 - 1) + (k1 - 1) for the convolutions, 1 for the
+//          value shift), W_u = [Wq; Wk];
+//   m    = depthwise convolution (k0 taps) over u, block_s + k1 - 1 rows;
+//   c    = grouped convolution (k1 taps, one d x d mix per head) over m;
+//   q, k = QK-mean residual, L2 norm to sqrt(d), key temperature, RoPE;
+//   v    = x_t Wv^T (| x_{t-1} Wv_prev^T with the value shift).
+// x is zero-padded by H tokens in front, which is exactly the spec's zero
+// padding of u (the projections have no bias) and x_{-1} = 0; the
+// depthwise bias is still added at padded positions, as in the spec.
+// Blocks are independent: the halo is recomputed, never carried.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "Rope.h"
+#include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::kernels;
+
+namespace {
+
+constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
+constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
+
+class CCAPrologueLowering {
+public:
+  CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder)
+      : op(op),
+        kb(builder, op.getLoc(),
+           cast<RankedTensorType>(op.getInput().getType()).getElementType()) {
+    width = cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
+    numHeads = op.getNumHeads();
+    numKvHeads = op.getNumKvHeads();
+    headDim = op.getHeadDim();
+    group = numHeads / numKvHeads;
+    heads = numHeads + numKvHeads;
+    channels = op.getConvChannels();
+    keyLatent = op.getKeyLatentDim();
+    k0 = op.getConvKernelSizes()[0];
+    k1 = op.getConvKernelSizes()[1];
+    padding = op.getConvPadding();
+    shift = op.getValueShift();
+    halo = std::max<int64_t>(padding, shift ? 1 : 0);
+    blockS = op.getBlockS();
+  }
+
+  SmallVector<Value> build();
+
+private:
+  /// `W^T` of a `[N, E]` weight in the compute type: `[E, N]`.
+  Value transposeWeight(Value weight);
+  /// `[rows, n]` = x-rows `[row0, row0 + rows)` of the block x `weightT`.
+  Value project(Value block, int64_t row0, int64_t rows, Value weightT);
+  /// The three output tiles of one block.
+  std::tuple<Value, Value, Value> buildBlock(Value block, Value s0);
+
+  CCAPrologueOp op;
+  KernelBuilder kb;
+  int64_t width, numHeads, numKvHeads, headDim, group, heads, channels,
+      keyLatent, k0, k1, padding, halo, blockS;
+  bool shift;
+
+  // Parameters prepared once, in the compute type.
+  Value packedWeightT, valueWeightT, previousWeightT;
+  Value depthwiseWeight, depthwiseBias, groupedWeight, groupedBias;
+  Value temperature;
+  RopeTables rope;
+};
+
+Value CCAPrologueLowering::transposeWeight(Value weight) {
+  int64_t rows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  return kb.generic({weight}, kb.empty({width, rows}, kb.computeType),
+                    {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
+                    [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+                      return kb.toCompute(nb, args[0]);
+                    });
+}
+
+Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
+                                   Value weightT) {
+  OpBuilder &b = kb.builder;
+  int64_t outputs = cast<RankedTensorType>(weightT.getType()).getDimSize(1);
+  Value xRows = kb.slice(block, {b.getIndexAttr(row0), b.getIndexAttr(0)},
+                         {rows, width}, {rows, width});
+  Value init = kb.fill(kb.empty({rows, outputs}, kb.computeType),
+                       kb.constant(0.0));
+  // Output features innermost: contiguous in W^T and in the result.
+  return kb.generic(
+      {xRows, weightT}, init,
+      {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+      {kPar, kRed, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value product =
+            arith::MulFOp::create(nb, l, kb.toCompute(nb, args[0]), args[1]);
+        return arith::AddFOp::create(nb, l, args[2], product);
+      });
+}
+
+std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
+                                                                Value s0) {
+  OpBuilder &b = kb.builder;
+  MLIRContext *context = b.getContext();
+  int64_t rows = blockS + halo;
+  // Block row i holds token s0 - halo + i.
+  Value packed = project(block, 0, rows, packedWeightT); // [rows, C]
+
+  // m[j, c] = b_dw[c] + sum_t w_dw[c, t] u[j + t + (halo - P), c]: m row j
+  // is padded-sequence position s0 + j.
+  int64_t midRows = blockS + k1 - 1;
+  Value midInit = kb.generic(
+      {depthwiseBias}, kb.empty({midRows, channels}, kb.computeType),
+      {kb.map(2, {1}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &, Location, ValueRange args) -> Value { return args[0]; });
+  AffineExpr j = getAffineDimExpr(0, context), t = getAffineDimExpr(1, context),
+             c = getAffineDimExpr(2, context);
+  Value mid = kb.generic(
+      {packed, depthwiseWeight}, midInit,
+      {AffineMap::get(3, 0, {j + t + (halo - padding), c}, context),
+       kb.map(3, {2, 1}), kb.map(3, {0, 2})},
+      {kPar, kRed, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+        return arith::AddFOp::create(nb, l, args[2], product);
+      });
+
+  // conv[i, g, o] = b_g[g, o] + sum_{t, e} w_g[g, t, e, o] m[i + t, g, e].
+  auto headsShape = [&](Value flat, int64_t flatRows) {
+    return tensor::ExpandShapeOp::create(
+        b, kb.loc,
+        RankedTensorType::get({flatRows, heads, headDim}, kb.computeType),
+        flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  };
+  Value midHeads = headsShape(mid, midRows);
+  Value convInit = kb.generic(
+      {groupedBias}, kb.empty({blockS, heads, headDim}, kb.computeType),
+      {kb.map(3, {1, 2}), kb.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+      [&](OpBuilder &, Location, ValueRange args) -> Value { return args[0]; });
+  AffineExpr i = getAffineDimExpr(0, context), g = getAffineDimExpr(1, context),
+             tap = getAffineDimExpr(2, context),
+             e = getAffineDimExpr(3, context),
+             o = getAffineDimExpr(4, context);
+  Value conv = kb.generic(
+      {midHeads, groupedWeight}, convInit,
+      {AffineMap::get(5, 0, {i + tap, g, e}, context),
+       AffineMap::get(5, 0, {g, tap, e, o}, context),
+       AffineMap::get(5, 0, {i, g, o}, context)},
+      {kPar, kPar, kRed, kRed, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+        return arith::AddFOp::create(nb, l, args[2], product);
+      });
+
+  // QK-mean residual from the pre-conv projections of the block's tokens.
+  Value raw = headsShape(packed, rows); // [rows, heads, d]
+  Value half = kb.constant(0.5);
+  Value residual = conv;
+  if (op.getQkMean()) {
+    Value haloValue = kb.index(halo);
+    residual = kb.generic(
+        {}, conv, {kb.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = arith::AddIOp::create(
+              nb, l, linalg::IndexOp::create(nb, l, 0), haloValue);
+          Value head = linalg::IndexOp::create(nb, l, 1);
+          Value dim = linalg::IndexOp::create(nb, l, 2);
+          auto rawAt = [&](Value headIndex) -> Value {
+            return tensor::ExtractOp::create(nb, l, raw,
+                                             ValueRange{row, headIndex, dim});
+          };
+          auto constIndex = [&](int64_t v) -> Value {
+            return arith::ConstantIndexOp::create(nb, l, v);
+          };
+          Value isQuery = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::slt, head, constIndex(numHeads));
+          // Query head h: its KV head is numHeads + h / G.
+          Value queryKv = arith::AddIOp::create(
+              nb, l, constIndex(numHeads),
+              arith::DivUIOp::create(
+                  nb, l,
+                  arith::MinUIOp::create(nb, l, head,
+                                         constIndex(numHeads - 1)),
+                  constIndex(group)));
+          Value queryTerm = arith::AddFOp::create(nb, l, rawAt(head),
+                                                  rawAt(queryKv));
+          // KV head j: the mean of its group's query heads.
+          Value kvIndex = arith::SubIOp::create(
+              nb, l, arith::MaxUIOp::create(nb, l, head, constIndex(numHeads)),
+              constIndex(numHeads));
+          Value groupSum;
+          for (int64_t member = 0; member < group; ++member) {
+            Value memberHead = arith::AddIOp::create(
+                nb, l,
+                arith::MulIOp::create(nb, l, kvIndex, constIndex(group)),
+                constIndex(member));
+            Value value = rawAt(memberHead);
+            groupSum = groupSum ? arith::AddFOp::create(nb, l, groupSum, value)
+                                : value;
+          }
+          Value groupMean = arith::MulFOp::create(
+              nb, l, groupSum,
+              kb.constant(1.0 / static_cast<double>(group)));
+          Value keyTerm = arith::AddFOp::create(nb, l, groupMean, rawAt(head));
+          Value term =
+              arith::SelectOp::create(nb, l, isQuery, queryTerm, keyTerm);
+          return arith::AddFOp::create(
+              nb, l, args[0], arith::MulFOp::create(nb, l, half, term));
+        });
+  }
+
+  // L2 norm to sqrt(d), then the key temperature.
+  Value squares = kb.generic(
+      {residual}, kb.fill(kb.empty({blockS, heads}, kb.computeType),
+                          kb.constant(0.0)),
+      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(
+            nb, l, args[1], arith::MulFOp::create(nb, l, args[0], args[0]));
+      });
+  Value sqrtDim = kb.constant(std::sqrt(static_cast<double>(headDim)));
+  Value eps = kb.constant(op.getEps().convertToDouble());
+  Value normalized = kb.generic(
+      {residual, squares}, kb.empty({blockS, heads, headDim}, kb.computeType),
+      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
+      {kPar, kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value norm = math::SqrtOp::create(
+            nb, l, arith::AddFOp::create(nb, l, args[1], eps));
+        Value value = arith::DivFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, args[0], sqrtDim), norm);
+        Value head = linalg::IndexOp::create(nb, l, 1);
+        Value numHeadsValue = arith::ConstantIndexOp::create(nb, l, numHeads);
+        Value isKey = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                            head, numHeadsValue);
+        Value kvIndex = arith::SubIOp::create(
+            nb, l, arith::MaxUIOp::create(nb, l, head, numHeadsValue),
+            numHeadsValue);
+        Value tau =
+            tensor::ExtractOp::create(nb, l, temperature, ValueRange{kvIndex});
+        return arith::SelectOp::create(
+            nb, l, isKey, arith::MulFOp::create(nb, l, value, tau), value);
+      });
+
+  // RoPE at the block's token positions, and conversion.
+  Value rotated = kb.generic(
+      {normalized}, kb.empty({blockS, heads, headDim}, kb.elementType),
+      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1, 2})}, {kPar, kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value element = args[0];
+        if (rope) {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value head = linalg::IndexOp::create(nb, l, 1);
+          Value dim = linalg::IndexOp::create(nb, l, 2);
+          Value partner = tensor::ExtractOp::create(
+              nb, l, normalized,
+              ValueRange{row, head, ropePartner(nb, l, dim, rope)});
+          Value position = arith::AddIOp::create(nb, l, s0, row);
+          element = applyRope(nb, l, rope, element, partner, position, dim);
+        }
+        return kb.toElement(nb, element);
+      });
+  Value queryTile = kb.slice(rotated, {b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(0)},
+                             {blockS, numHeads, headDim},
+                             {blockS, numHeads, headDim});
+  Value keyTile = kb.slice(rotated, {b.getIndexAttr(0),
+                                     b.getIndexAttr(numHeads),
+                                     b.getIndexAttr(0)},
+                           {blockS, numKvHeads, headDim},
+                           {blockS, numKvHeads, headDim});
+
+  // Values: the current token's projection, and with the value shift the
+  // previous token's (block row halo - 1 + i) in the second half.
+  Value values;
+  if (shift) {
+    Value current = project(block, halo, blockS, valueWeightT);
+    Value previous = project(block, halo - 1, blockS, previousWeightT);
+    Value both = kb.empty({blockS, keyLatent}, kb.computeType);
+    both = kb.insert(current, both, {b.getIndexAttr(0), b.getIndexAttr(0)},
+                     {blockS, keyLatent / 2});
+    values = kb.insert(previous, both,
+                       {b.getIndexAttr(0), b.getIndexAttr(keyLatent / 2)},
+                       {blockS, keyLatent / 2});
+  } else {
+    values = project(block, halo, blockS, valueWeightT);
+  }
+  Value valueTile = kb.generic(
+      {values}, kb.empty({blockS, keyLatent}, kb.elementType),
+      {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+        return kb.toElement(nb, args[0]);
+      });
+  valueTile = tensor::ExpandShapeOp::create(
+      b, kb.loc,
+      RankedTensorType::get({blockS, numKvHeads, headDim}, kb.elementType),
+      valueTile, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  return {queryTile, keyTile, valueTile};
+}
+
+SmallVector<Value> CCAPrologueLowering::build() {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  MLIRContext *context = b.getContext();
+
+  // Parameters, once.
+  Value packedWeight = tensor::ConcatOp::create(
+      b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
+  packedWeightT = transposeWeight(packedWeight);
+  valueWeightT = transposeWeight(op.getWv());
+  if (shift)
+    previousWeightT = transposeWeight(op.getWvPrev());
+  depthwiseWeight = kb.generic(
+      {op.getConvDwWeight()}, kb.empty({channels, k0}, kb.computeType),
+      {AffineMap::get(2, 0,
+                      {getAffineDimExpr(0, context),
+                       getAffineConstantExpr(0, context),
+                       getAffineDimExpr(1, context)},
+                      context),
+       kb.map(2, {0, 1})},
+      {kPar, kPar}, [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+        return kb.toCompute(nb, args[0]);
+      });
+  auto toComputeVector = [&](Value vector, int64_t size) {
+    return kb.generic({vector}, kb.empty({size}, kb.computeType),
+                      {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+                      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+                        return kb.toCompute(nb, args[0]);
+                      });
+  };
+  depthwiseBias = toComputeVector(op.getConvDwBias(), channels);
+  // w_g[g * d + o, e, t] -> [g, t, e, o]: output channel innermost.
+  Value groupedSource = tensor::ExpandShapeOp::create(
+      b, loc,
+      RankedTensorType::get({heads, headDim, headDim, k1},
+                            cast<RankedTensorType>(
+                                op.getConvGWeight().getType())
+                                .getElementType()),
+      op.getConvGWeight(), ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+  groupedWeight = kb.generic(
+      {groupedSource}, kb.empty({heads, k1, headDim, headDim}, kb.computeType),
+      {kb.map(4, {0, 3, 2, 1}), kb.map(4, {0, 1, 2, 3})},
+      {kPar, kPar, kPar, kPar},
+      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+        return kb.toCompute(nb, args[0]);
+      });
+  groupedBias = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({heads, headDim}, kb.computeType),
+      toComputeVector(op.getConvGBias(), channels),
+      ArrayRef<ReassociationIndices>{{0, 1}});
+  bool clamped = op.getTemperature() == TemperatureMode::clamped;
+  temperature = kb.generic(
+      {op.getTemp()}, kb.empty({numKvHeads}, kb.computeType),
+      {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value tau = kb.toCompute(nb, args[0]);
+        if (!clamped)
+          return tau;
+        tau = arith::MaximumFOp::create(nb, l, tau, kb.constant(1e-7));
+        tau = arith::MinimumFOp::create(nb, l, tau, kb.constant(2.0));
+        return math::ExpOp::create(nb, l, tau);
+      });
+
+  Value batch = kb.dim(op.getInput(), 0);
+  Value tokens = kb.dim(op.getInput(), 1);
+  Value numBlocks = kb.ceilDiv(tokens, blockS);
+  Value paddedTokens = kb.mul(numBlocks, blockS);
+  rope = buildRopeTables(kb, op.getRopeAttr(), headDim, paddedTokens);
+
+  // halo zero tokens in front, whole blocks behind.
+  SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(halo),
+                                   b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> high = {b.getIndexAttr(0),
+                                    kb.sub(paddedTokens, tokens),
+                                    b.getIndexAttr(0)};
+  Type elementType = kb.elementType;
+  Value padValue = arith::ConstantOp::create(b, loc, elementType,
+                                             b.getZeroAttr(elementType));
+  Value input = tensor::PadOp::create(
+      b, loc,
+      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, width},
+                            elementType),
+      op.getInput(), low, high, padValue);
+
+  auto outputOf = [&](int64_t outHeads) {
+    return kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, outHeads,
+                     headDim},
+                    elementType, {batch, paddedTokens});
+  };
+  Value zero = kb.index(0), one = kb.index(1);
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, batch, one,
+      ValueRange{outputOf(numHeads), outputOf(numKvHeads),
+                 outputOf(numKvHeads)},
+      [&](OpBuilder &, Location, Value batchIndex, ValueRange batchArgs) {
+        auto blockLoop = scf::ForOp::create(
+            b, loc, zero, numBlocks, one, batchArgs,
+            [&](OpBuilder &, Location, Value blockIndex, ValueRange outputs) {
+              Value s0 = kb.mul(blockIndex, blockS);
+              // Padded rows [s0, s0 + block_s + halo) are tokens
+              // [s0 - halo, s0 + block_s).
+              Value block =
+                  kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
+                           {1, blockS + halo, width}, {blockS + halo, width});
+              auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
+              Value tiles[] = {queryTile, keyTile, valueTile};
+              int64_t tileHeads[] = {numHeads, numKvHeads, numKvHeads};
+              SmallVector<Value> updated;
+              for (auto [tile, output, outHeads] :
+                   llvm::zip_equal(tiles, outputs, tileHeads))
+                updated.push_back(kb.insert(
+                    tile, output,
+                    {batchIndex, s0, b.getIndexAttr(0), b.getIndexAttr(0)},
+                    {1, blockS, outHeads, headDim}));
+              scf::YieldOp::create(b, loc, updated);
+            });
+        scf::YieldOp::create(b, loc, blockLoop.getResults());
+      });
+
+  SmallVector<Value> results;
+  for (auto [loopResult, resultValue] :
+       llvm::zip_equal(batchLoop.getResults(), op.getResults())) {
+    auto resultType = cast<RankedTensorType>(resultValue.getType());
+    SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {
+        batch, tokens, b.getIndexAttr(resultType.getDimSize(2)),
+        b.getIndexAttr(headDim)};
+    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+    Value result = tensor::ExtractSliceOp::create(b, loc, loopResult, offsets,
+                                                  sizes, strides);
+    if (result.getType() != resultType)
+      result = tensor::CastOp::create(b, loc, resultType, result);
+    results.push_back(result);
+  }
+  return results;
+}
+
+struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CCAPrologueOp op,
+                                PatternRewriter &rewriter) const override {
+    CCAPrologueLowering lowering(op, rewriter);
+    rewriter.replaceOp(op, lowering.build());
+    return success();
+  }
+};
+
+} // namespace
+
+void attnfuse::populateCCAPrologueToSCFPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerCCAPrologue>(patterns.getContext());
+}

@@ -1,0 +1,212 @@
+//===- FusedProjection.cpp - attn.fused_projection to tiled loops -*- C++ -*-=//
+//
+// A tiled GEMM: for every (batch, block_s tokens, block_n features) output
+// tile, an f32 accumulator sums x-tile x W^T-tile products over the model
+// width in steps of block_k, then one epilogue adds the bias, rotates the
+// tile's heads (RoPE) and stores it already split into heads. W is
+// transposed once to [E, N] so the innermost loop runs over contiguous
+// output features. Tokens and features are zero-padded to whole tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "Rope.h"
+#include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::kernels;
+
+namespace {
+
+constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
+constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
+
+struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FusedProjectionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    KernelBuilder kb(rewriter, loc, inputType.getElementType());
+    const int64_t width = inputType.getDimSize(2);
+    const int64_t features =
+        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
+    const int64_t headDim = op.getHeadDim();
+    const int64_t blockS = op.getBlockS(), blockK = op.getBlockK();
+    // Tiles never exceed the (padded) feature count.
+    const int64_t blockN = std::min<int64_t>(
+        op.getBlockN(), llvm::divideCeil(features, headDim) * headDim);
+    const int64_t paddedFeatures = llvm::divideCeil(features, blockN) * blockN;
+
+    Value batch = kb.dim(op.getInput(), 0);
+    Value tokens = kb.dim(op.getInput(), 1);
+    Value numTokenBlocks = kb.ceilDiv(tokens, blockS);
+    Value paddedTokens = kb.mul(numTokenBlocks, blockS);
+    Value input = kb.padDimTo(op.getInput(), 1, paddedTokens);
+
+    // W^T [E, N_padded] and the bias [N_padded] in the compute type.
+    Value weight =
+        kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
+    Value weightT = kb.generic(
+        {weight}, kb.empty({width, paddedFeatures}, kb.computeType),
+        {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
+        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+          return kb.toCompute(nb, args[0]);
+        });
+    Value bias;
+    if (op.getBias()) {
+      Value padded = kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures));
+      bias = kb.generic({padded}, kb.empty({paddedFeatures}, kb.computeType),
+                        {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+                        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+                          return kb.toCompute(nb, args[0]);
+                        });
+    }
+    RopeTables rope =
+        buildRopeTables(kb, op.getRopeAttr(), headDim, paddedTokens);
+
+    Value output = kb.empty({ShapedType::kDynamic, ShapedType::kDynamic,
+                             paddedFeatures},
+                            kb.elementType, {batch, paddedTokens});
+    Value zero = kb.index(0), one = kb.index(1);
+
+    // acc += x[s0 : s0 + BS, k0 : k0 + kk] W^T[k0 : k0 + kk, n0 : n0 + BN].
+    auto accumulate = [&](Value acc, Value batchIndex, Value s0, Value n0,
+                          Value k0, int64_t kk) -> Value {
+      Value xTile = kb.slice(input, {batchIndex, s0, k0}, {1, blockS, kk},
+                             {blockS, kk});
+      Value wTile = kb.slice(weightT, {k0, n0}, {kk, blockN}, {kk, blockN});
+      return kb.generic(
+          {xTile, wTile}, acc,
+          {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+          {kPar, kRed, kPar},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value x = kb.toCompute(nb, args[0]);
+            Value product = arith::MulFOp::create(nb, l, x, args[1]);
+            return arith::AddFOp::create(nb, l, args[2], product);
+          });
+    };
+
+    auto tileBody = [&](Value batchIndex, Value s0, Value n0,
+                        Value out) -> Value {
+      Value acc = kb.fill(kb.empty({blockS, blockN}, kb.computeType),
+                          kb.constant(0.0));
+      int64_t fullSteps = width / blockK, remainder = width % blockK;
+      if (fullSteps > 0) {
+        auto kLoop = scf::ForOp::create(
+            rewriter, loc, zero, kb.index(fullSteps), one, ValueRange{acc},
+            [&](OpBuilder &, Location, Value step, ValueRange args) {
+              scf::YieldOp::create(
+                  rewriter, loc,
+                  accumulate(args[0], batchIndex, s0, n0, kb.mul(step, blockK),
+                             blockK));
+            });
+        acc = kLoop.getResult(0);
+      }
+      if (remainder > 0)
+        acc = accumulate(acc, batchIndex, s0, n0,
+                         kb.index(fullSteps * blockK), remainder);
+
+      // Epilogue: bias, RoPE of the tile's heads, conversion.
+      SmallVector<Value> inputs = {acc};
+      SmallVector<AffineMap> maps = {kb.map(2, {0, 1})};
+      if (bias) {
+        inputs.push_back(kb.slice(bias, {n0}, {blockN}, {blockN}));
+        maps.push_back(kb.map(2, {1}));
+      }
+      maps.push_back(kb.map(2, {0, 1}));
+      Value biased = acc;
+      if (bias)
+        biased = kb.generic(
+            inputs, kb.empty({blockS, blockN}, kb.computeType), maps,
+            {kPar, kPar},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              return arith::AddFOp::create(nb, l, args[0], args[1]);
+            });
+      Value tile = kb.generic(
+          {biased}, kb.empty({blockS, blockN}, kb.elementType),
+          {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value element = args[0];
+            if (rope) {
+              // Tiles hold whole heads: the partner is in this tile.
+              Value row = linalg::IndexOp::create(nb, l, 0);
+              Value column = linalg::IndexOp::create(nb, l, 1);
+              Value headDimValue =
+                  arith::ConstantIndexOp::create(nb, l, headDim);
+              Value dim = arith::RemSIOp::create(nb, l, column, headDimValue);
+              Value headStart = arith::SubIOp::create(nb, l, column, dim);
+              Value partnerColumn = arith::AddIOp::create(
+                  nb, l, headStart, ropePartner(nb, l, dim, rope));
+              Value partner = tensor::ExtractOp::create(
+                  nb, l, biased, ValueRange{row, partnerColumn});
+              Value position = arith::AddIOp::create(nb, l, s0, row);
+              element =
+                  applyRope(nb, l, rope, element, partner, position, dim);
+            }
+            return kb.toElement(nb, element);
+          });
+      return kb.insert(tile, out, {batchIndex, s0, n0}, {1, blockS, blockN});
+    };
+
+    auto batchLoop = scf::ForOp::create(
+        rewriter, loc, zero, batch, one, ValueRange{output},
+        [&](OpBuilder &, Location, Value batchIndex, ValueRange batchArgs) {
+          auto tokenLoop = scf::ForOp::create(
+              rewriter, loc, zero, numTokenBlocks, one, batchArgs,
+              [&](OpBuilder &, Location, Value tokenBlock,
+                  ValueRange tokenArgs) {
+                Value s0 = kb.mul(tokenBlock, blockS);
+                auto featureLoop = scf::ForOp::create(
+                    rewriter, loc, zero, kb.index(paddedFeatures / blockN),
+                    one, tokenArgs,
+                    [&](OpBuilder &, Location, Value featureBlock,
+                        ValueRange featureArgs) {
+                      scf::YieldOp::create(
+                          rewriter, loc,
+                          tileBody(batchIndex, s0,
+                                   kb.mul(featureBlock, blockN),
+                                   featureArgs[0]));
+                    });
+                scf::YieldOp::create(rewriter, loc, featureLoop.getResults());
+              });
+          scf::YieldOp::create(rewriter, loc, tokenLoop.getResults());
+        });
+
+    // Drop the padding and split the features into heads.
+    SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {batch, tokens,
+                                       rewriter.getIndexAttr(features)};
+    SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+    Value flat = tensor::ExtractSliceOp::create(
+        rewriter, loc, batchLoop.getResult(0), offsets, sizes, strides);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto headsType = RankedTensorType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, features / headDim,
+         headDim},
+        inputType.getElementType());
+    SmallVector<OpFoldResult> headsShape = {
+        batch, tokens, rewriter.getIndexAttr(features / headDim),
+        rewriter.getIndexAttr(headDim)};
+    Value heads = tensor::ExpandShapeOp::create(
+        rewriter, loc, headsType, flat,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}}, headsShape);
+    if (heads.getType() != resultType)
+      heads = tensor::CastOp::create(rewriter, loc, resultType, heads);
+    rewriter.replaceOp(op, heads);
+    return success();
+  }
+};
+
+} // namespace
+
+void attnfuse::populateFusedProjectionToSCFPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerFusedProjection>(patterns.getContext());
+}

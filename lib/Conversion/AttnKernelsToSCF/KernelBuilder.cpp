@@ -1,0 +1,181 @@
+//===- KernelBuilder.cpp - helpers for the tiled CPU kernels ----*- C++ -*-===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace attnfuse::kernels;
+
+KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc,
+                             Type elementType)
+    : builder(builder), loc(loc), elementType(elementType) {
+  auto floatType = cast<FloatType>(elementType);
+  computeType = floatType.getWidth() < 32 ? Float32Type::get(loc.getContext())
+                                          : floatType;
+}
+
+Value KernelBuilder::index(int64_t value) {
+  return arith::ConstantIndexOp::create(builder, loc, value);
+}
+Value KernelBuilder::add(Value lhs, Value rhs) {
+  return arith::AddIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::sub(Value lhs, Value rhs) {
+  return arith::SubIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::mul(Value lhs, Value rhs) {
+  return arith::MulIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::min(Value lhs, Value rhs) {
+  return arith::MinSIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::max(Value lhs, Value rhs) {
+  return arith::MaxSIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::ceilDiv(Value lhs, int64_t rhs) {
+  return arith::CeilDivSIOp::create(builder, loc, lhs, index(rhs));
+}
+Value KernelBuilder::floorDiv(Value lhs, int64_t rhs) {
+  return arith::FloorDivSIOp::create(builder, loc, lhs, index(rhs));
+}
+Value KernelBuilder::lessThan(Value lhs, Value rhs) {
+  return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, lhs,
+                               rhs);
+}
+Value KernelBuilder::orI(Value lhs, Value rhs) {
+  return arith::OrIOp::create(builder, loc, lhs, rhs);
+}
+Value KernelBuilder::dim(Value tensor, int64_t dim) {
+  return getValueOrCreateConstantIndexOp(
+      builder, loc, tensor::getMixedSize(builder, loc, tensor, dim));
+}
+
+Value KernelBuilder::constant(double value) {
+  return constant(computeType, value);
+}
+Value KernelBuilder::constant(FloatType type, double value) {
+  return arith::ConstantOp::create(builder, loc, type,
+                                   builder.getFloatAttr(type, value));
+}
+
+Value KernelBuilder::toCompute(OpBuilder &b, Value value) {
+  if (value.getType() == computeType)
+    return value;
+  return arith::ExtFOp::create(b, loc, computeType, value);
+}
+Value KernelBuilder::toElement(OpBuilder &b, Value value) {
+  if (value.getType() == elementType)
+    return value;
+  return arith::TruncFOp::create(b, loc, elementType, value);
+}
+
+Value KernelBuilder::empty(ArrayRef<int64_t> shape, Type type,
+                           ValueRange dynamicSizes) {
+  return tensor::EmptyOp::create(builder, loc, shape, type, dynamicSizes);
+}
+Value KernelBuilder::fill(Value tensor, Value value) {
+  return linalg::FillOp::create(builder, loc, ValueRange{value},
+                                ValueRange{tensor})
+      .getResult(0);
+}
+
+Value KernelBuilder::slice(Value source, ArrayRef<OpFoldResult> offsets,
+                           ArrayRef<int64_t> sizes,
+                           ArrayRef<int64_t> resultShape) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  auto resultType =
+      RankedTensorType::get(resultShape, sourceType.getElementType());
+  SmallVector<OpFoldResult> staticSizes =
+      getAsIndexOpFoldResult(builder.getContext(), sizes);
+  SmallVector<OpFoldResult> strides(sizes.size(), builder.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(builder, loc, resultType, source,
+                                        offsets, staticSizes, strides);
+}
+
+Value KernelBuilder::insert(Value tile, Value dest,
+                            ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<int64_t> sizes) {
+  SmallVector<OpFoldResult> staticSizes =
+      getAsIndexOpFoldResult(builder.getContext(), sizes);
+  SmallVector<OpFoldResult> strides(sizes.size(), builder.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(builder, loc, tile, dest, offsets,
+                                       staticSizes, strides);
+}
+
+Value KernelBuilder::padDimTo(Value source, int64_t dim, Value size) {
+  auto type = cast<RankedTensorType>(source.getType());
+  SmallVector<OpFoldResult> low(type.getRank(), builder.getIndexAttr(0));
+  SmallVector<OpFoldResult> high(type.getRank(), builder.getIndexAttr(0));
+  high[dim] = sub(size, this->dim(source, dim));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = ShapedType::kDynamic;
+  auto paddedType = RankedTensorType::get(shape, type.getElementType());
+  Value zero = arith::ConstantOp::create(
+      builder, loc, type.getElementType(),
+      builder.getZeroAttr(type.getElementType()));
+  return tensor::PadOp::create(builder, loc, paddedType, source, low, high,
+                               zero);
+}
+
+Value KernelBuilder::generic(ValueRange inputs, Value init,
+                             ArrayRef<AffineMap> maps,
+                             ArrayRef<utils::IteratorType> iterators,
+                             BodyFn body) {
+  auto op = linalg::GenericOp::create(
+      builder, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &b, Location bodyLoc, ValueRange args) {
+        linalg::YieldOp::create(b, bodyLoc, body(b, bodyLoc, args));
+      });
+  return op.getResult(0);
+}
+
+AffineMap KernelBuilder::map(unsigned numDims, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> results;
+  for (unsigned dim : dims)
+    results.push_back(builder.getAffineDimExpr(dim));
+  return AffineMap::get(numDims, 0, results, builder.getContext());
+}
+
+std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,
+                                                  int64_t headDim,
+                                                  Value positions) {
+  int64_t rotated = *rope.getRotatedDim(headDim);
+  int64_t half = rotated / 2;
+  // Angles in f64: position * theta^(-2i/r), as the reference computes them.
+  double logTheta = std::log(rope.getThetaValue());
+  Value init = empty({ShapedType::kDynamic, half}, computeType, {positions});
+  auto table = [&](bool sine) {
+    return generic(
+        {}, init, {map(2, {0, 1})},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          auto f64 = b.getF64Type();
+          auto i64 = b.getI64Type();
+          Value position = linalg::IndexOp::create(b, l, 0);
+          Value pair = linalg::IndexOp::create(b, l, 1);
+          auto toF64 = [&](Value indexValue) -> Value {
+            Value asInt = arith::IndexCastOp::create(b, l, i64, indexValue);
+            return arith::SIToFPOp::create(b, l, f64, asInt);
+          };
+          Value exponent = arith::MulFOp::create(
+              b, l, toF64(pair),
+              arith::ConstantOp::create(
+                  b, l, f64,
+                  b.getF64FloatAttr(-2.0 * logTheta /
+                                    static_cast<double>(rotated))));
+          Value frequency = math::ExpOp::create(b, l, exponent);
+          Value angle = arith::MulFOp::create(b, l, toF64(position), frequency);
+          Value result = sine ? Value(math::SinOp::create(b, l, angle))
+                              : Value(math::CosOp::create(b, l, angle));
+          if (computeType.getWidth() < 64)
+            result = arith::TruncFOp::create(b, l, computeType, result);
+          return result;
+        });
+  };
+  return {table(false), table(true)};
+}

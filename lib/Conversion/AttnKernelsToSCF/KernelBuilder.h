@@ -1,0 +1,96 @@
+//===- KernelBuilder.h - helpers for the tiled CPU kernels ------*- C++ -*-===//
+//
+// Small builders shared by the tiled lowerings of the fused attn kernel ops:
+// index arithmetic, tiles as tensor slices, linalg.generic bodies and RoPE
+// tables. Everything stays on tensors; bufferization comes later.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_KERNELBUILDER_H
+#define ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_KERNELBUILDER_H
+
+#include "attnfuse/Dialect/Attn/IR/AttnAttributes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace attnfuse::kernels {
+
+using mlir::OpBuilder;
+using mlir::Location;
+using mlir::Value;
+using mlir::Type;
+
+/// Builds the ops of one kernel at a fixed location, with the arithmetic
+/// type `computeType` (f32 for 16-bit element types).
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &builder, Location loc, Type elementType);
+
+  OpBuilder &builder;
+  Location loc;
+  Type elementType;
+  mlir::FloatType computeType;
+
+  // Index arithmetic (signed where it can go negative).
+  Value index(int64_t value);
+  Value add(Value lhs, Value rhs);
+  Value sub(Value lhs, Value rhs);
+  Value mul(Value lhs, Value rhs);
+  Value mul(Value lhs, int64_t rhs) { return mul(lhs, index(rhs)); }
+  Value add(Value lhs, int64_t rhs) { return add(lhs, index(rhs)); }
+  Value min(Value lhs, Value rhs);
+  Value max(Value lhs, Value rhs);
+  Value ceilDiv(Value lhs, int64_t rhs);
+  Value floorDiv(Value lhs, int64_t rhs);
+  Value lessThan(Value lhs, Value rhs);
+  Value orI(Value lhs, Value rhs);
+  Value dim(Value tensor, int64_t dim);
+
+  // Floats in the compute type.
+  Value constant(double value);
+  Value constant(mlir::FloatType type, double value);
+  /// Converts a loaded element to the compute type, or a computed value back
+  /// to the element type.
+  Value toCompute(OpBuilder &b, Value value);
+  Value toElement(OpBuilder &b, Value value);
+
+  /// `tensor.empty` of `shape` (kDynamic entries take `dynamicSizes`).
+  Value empty(llvm::ArrayRef<int64_t> shape, Type type,
+              mlir::ValueRange dynamicSizes = {});
+  Value fill(Value tensor, Value value);
+
+  /// A slice of `source` at `offsets` with static `sizes`, rank-reduced to
+  /// the dimensions of `sizes` that are not 1 in `droppedDims`.
+  Value slice(Value source, llvm::ArrayRef<mlir::OpFoldResult> offsets,
+              llvm::ArrayRef<int64_t> sizes,
+              llvm::ArrayRef<int64_t> resultShape);
+  Value insert(Value tile, Value dest,
+               llvm::ArrayRef<mlir::OpFoldResult> offsets,
+               llvm::ArrayRef<int64_t> sizes);
+
+  /// Pads dimension `dim` of `source` with zeros at the end up to `size`.
+  Value padDimTo(Value source, int64_t dim, Value size);
+
+  /// linalg.generic with one output; `body` gets the block arguments
+  /// (inputs, then the output) and returns the value to yield.
+  using BodyFn =
+      llvm::function_ref<Value(OpBuilder &, Location, mlir::ValueRange)>;
+  Value generic(mlir::ValueRange inputs, Value init,
+                llvm::ArrayRef<mlir::AffineMap> maps,
+                llvm::ArrayRef<mlir::utils::IteratorType> iterators,
+                BodyFn body);
+
+  /// Affine map of `numDims` loop dims to the results `dims`.
+  mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<unsigned> dims);
+
+  /// Cosine and sine tables `[positions, r/2]` in the compute type for
+  /// `rope` over heads of `headDim`, positions 0 .. positions-1.
+  std::pair<Value, Value> ropeTables(attn::RopeAttr rope, int64_t headDim,
+                                     Value positions);
+};
+
+} // namespace attnfuse::kernels
+
+#endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_KERNELBUILDER_H

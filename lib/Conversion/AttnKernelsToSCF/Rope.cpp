@@ -1,0 +1,66 @@
+//===- Rope.cpp - rotary embedding inside tile loads ------------*- C++ -*-===//
+
+#include "Rope.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::kernels;
+
+RopeTables attnfuse::kernels::buildRopeTables(KernelBuilder &kb,
+                                              attn::RopeAttr rope,
+                                              int64_t headDim,
+                                              Value positions) {
+  RopeTables tables;
+  if (!rope)
+    return tables;
+  tables.rotated = *rope.getRotatedDim(headDim);
+  if (tables.rotated == 0)
+    return tables;
+  std::tie(tables.cosine, tables.sine) =
+      kb.ropeTables(rope, headDim, positions);
+  return tables;
+}
+
+static Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+static Value lessThan(OpBuilder &b, Location loc, Value lhs, int64_t rhs) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lhs,
+                               indexConstant(b, loc, rhs));
+}
+
+Value attnfuse::kernels::ropePartner(OpBuilder &b, Location loc, Value dim,
+                                     const RopeTables &rope) {
+  int64_t half = rope.rotated / 2;
+  Value halfValue = indexConstant(b, loc, half);
+  Value partner = arith::SelectOp::create(
+      b, loc, lessThan(b, loc, dim, half),
+      arith::AddIOp::create(b, loc, dim, halfValue),
+      arith::SubIOp::create(b, loc, dim, halfValue));
+  return arith::SelectOp::create(b, loc, lessThan(b, loc, dim, rope.rotated),
+                                 partner, dim);
+}
+
+Value attnfuse::kernels::applyRope(OpBuilder &b, Location loc,
+                                   const RopeTables &rope, Value element,
+                                   Value partner, Value position, Value dim) {
+  int64_t half = rope.rotated / 2;
+  Value inRotated = lessThan(b, loc, dim, rope.rotated);
+  // Table column i serves dims i and i + r/2; clamp outside the rotated part,
+  // where the value is unused.
+  Value column = arith::RemSIOp::create(b, loc, dim, indexConstant(b, loc, half));
+  column = arith::SelectOp::create(b, loc, inRotated, column,
+                                   indexConstant(b, loc, 0));
+  Value cosine = tensor::ExtractOp::create(b, loc, rope.cosine,
+                                           ValueRange{position, column});
+  Value sine = tensor::ExtractOp::create(b, loc, rope.sine,
+                                         ValueRange{position, column});
+  Value elementCos = arith::MulFOp::create(b, loc, element, cosine);
+  Value partnerSin = arith::MulFOp::create(b, loc, partner, sine);
+  Value rotated = arith::SelectOp::create(
+      b, loc, lessThan(b, loc, dim, half),
+      arith::SubFOp::create(b, loc, elementCos, partnerSin),
+      arith::AddFOp::create(b, loc, elementCos, partnerSin));
+  return arith::SelectOp::create(b, loc, inRotated, rotated, element);
+}

@@ -1,0 +1,37 @@
+//===- Rope.h - rotary embedding inside tile loads --------------*- C++ -*-===//
+
+#ifndef ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_ROPE_H
+#define ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_ROPE_H
+
+#include "KernelBuilder.h"
+
+namespace attnfuse::kernels {
+
+/// Cosine and sine tables `[positions, r/2]` of one RoPE; empty (false)
+/// when there is nothing to rotate.
+struct RopeTables {
+  mlir::Value cosine, sine;
+  int64_t rotated = 0;
+  explicit operator bool() const { return rotated > 0; }
+};
+
+/// Tables for `rope` (may be null) over heads of `headDim` dims.
+RopeTables buildRopeTables(KernelBuilder &kb, attn::RopeAttr rope,
+                           int64_t headDim, mlir::Value positions);
+
+/// Index of the dimension that `dim` rotates with: `dim +- r/2` inside the
+/// rotated part, `dim` itself outside it.
+mlir::Value ropePartner(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value dim, const RopeTables &rope);
+
+/// The rotated value of dimension `dim` at `position`, from the element and
+/// its partner: `x_i cos - x_{i+r/2} sin` in the first half,
+/// `x_{i+r/2} cos + x_i sin` in the second, unchanged past `r`.
+mlir::Value applyRope(mlir::OpBuilder &b, mlir::Location loc,
+                      const RopeTables &rope, mlir::Value element,
+                      mlir::Value partner, mlir::Value position,
+                      mlir::Value dim);
+
+} // namespace attnfuse::kernels
+
+#endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_ROPE_H
