@@ -1,0 +1,178 @@
+// RUN: attnfuse-opt %s --attn-decompose --attn-fuse --canonicalize --cse -split-input-file | FileCheck %s
+// RUN: attnfuse-opt %s --attn-decompose --attn-fuse="block-q=128 block-kv=32 block-s=16 block-n=48 block-k=8" -split-input-file | FileCheck %s --check-prefix=TILES
+// RUN: not attnfuse-opt %s --attn-fuse="block-q=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: attn-fuse: block-q must be positive, got 0
+
+// Separate Q, K, V with RoPE: every projection becomes one fused projection
+// (query and key with the RoPE epilogue), attention a flash kernel that
+// reads three tensors.
+// CHECK-LABEL: func.func @none_rope
+// CHECK-DAG: %[[K:.*]] = attn.fused_projection %{{.*}}, %arg2, %arg5 {{{.*}}rope = #attn.rope<theta = 10000.0>}
+// CHECK-DAG: %[[V:.*]] = attn.fused_projection %{{.*}}, %arg3 {{{.*}}head_dim = 16 : i64}
+// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %{{.*}}, %arg1 {{{.*}}rope = #attn.rope<theta = 10000.0>}
+// CHECK: %[[O:.*]] = attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK-NOT: attn.sdpa
+// CHECK-NOT: attn.rope
+// CHECK: tensor.collapse_shape %[[O]]
+// CHECK: attn.project
+// TILES-LABEL: func.func @none_rope
+// TILES: attn.fused_projection {{.*}}block_k = 8 : i64, block_n = 48 : i64, block_s = 16 : i64
+// TILES: attn.flash_attention {{.*}}block_kv = 32 : i64, block_q = 128 : i64
+func.func @none_rope(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
+                     %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>,
+                     %wo: tensor<64x64xf32>, %bk: tensor<64xf32>)
+    -> tensor<?x?x64xf32> {
+  %y = attn.qkv_attention <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo) bk(%bk)
+      {num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 16 : i64,
+       causal, rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>,
+         tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>)
+      -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// K=V with GQA and RoPE: the shared tensor is projected once, un-rotated,
+// and the flash kernel reads it for both roles, rotating the key role on
+// load. With RoPE fused into its epilogue, the query tile holds whole heads.
+// CHECK-LABEL: func.func @kv_gqa_rope
+// CHECK-DAG: %[[KV:.*]] = attn.fused_projection %arg0, %arg2 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 16 : i64} : {{.*}} -> tensor<?x?x1x16xf32>
+// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %arg0, %arg1 {{{.*}}rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+// CHECK: attn.flash_attention %[[Q]], %[[KV]] {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>, window = 8 : i64} : (tensor<?x?x4x16xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x4x16xf32>
+// TILES-LABEL: func.func @kv_gqa_rope
+// TILES: attn.fused_projection %arg0, %arg1 {block_k = 8 : i64, block_n = 48 : i64
+func.func @kv_gqa_rope(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
+                       %wk: tensor<16x64xf32>, %wo: tensor<64x64xf32>)
+    -> tensor<?x?x64xf32> {
+  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64,
+       causal, window = 8 : i64,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<16x64xf32>,
+         tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// K=V without RoPE: one tensor for key and value, no rotation.
+// CHECK-LABEL: func.func @kv_plain
+// CHECK: %[[KV:.*]] = attn.fused_projection %arg0, %arg2
+// CHECK: attn.flash_attention %{{.*}}, %[[KV]] {block_kv = 64 : i64, block_q = 64 : i64} : (tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+func.func @kv_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
+                    %wk: tensor<16x16xf32>, %wo: tensor<16x16xf32>)
+    -> tensor<2x8x16xf32> {
+  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
+         tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Q=K-V with RoPE and a logit bias: the shared query/key projection is
+// rotated once in its epilogue and read as both operands.
+// CHECK-LABEL: func.func @qk_rope_bias
+// CHECK-DAG: %[[QK:.*]] = attn.fused_projection %arg0, %arg1 {{{.*}}rope = #attn.rope<theta = 500.0>}
+// CHECK-DAG: %[[V:.*]] = attn.fused_projection %arg0, %arg2
+// CHECK: attn.flash_attention %[[QK]], %[[QK]], %[[V]] bias(%arg4) {block_kv = 64 : i64, block_q = 64 : i64, causal}
+func.func @qk_rope_bias(%x: tensor<?x?x32xf32>, %wk: tensor<32x32xf32>,
+                        %wv: tensor<32x32xf32>, %wo: tensor<32x32xf32>,
+                        %bias: tensor<?x?xf32>) -> tensor<?x?x32xf32> {
+  %y = attn.qkv_attention <qk> %x wk(%wk) wv(%wv) wo(%wo) logit_bias(%bias)
+      {num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 8 : i64,
+       causal, rope = #attn.rope<theta = 500.0>}
+      : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>,
+         tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Q=K=V with RoPE: one un-rotated tensor serves all three roles; the flash
+// kernel rotates the query and key roles on load.
+// CHECK-LABEL: func.func @qkv_rope
+// CHECK: %[[T:.*]] = attn.fused_projection %arg0, %arg1 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 8 : i64}
+// CHECK: attn.flash_attention %[[T]], %[[T]] {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
+// CHECK-NOT: attn.rope
+func.func @qkv_rope(%x: tensor<?x?x32xbf16>, %wk: tensor<32x32xbf16>,
+                    %wo: tensor<32x32xbf16>) -> tensor<?x?x32xbf16> {
+  %y = attn.qkv_attention <qkv> %x wk(%wk) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 8 : i64,
+       causal, rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x?x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>)
+      -> tensor<?x?x32xbf16>
+  return %y : tensor<?x?x32xbf16>
+}
+
+// -----
+
+// ZAYA1-shaped CCGQA: the whole chain from the down-projections to RoPE is
+// one prologue kernel writing Q, K and V once.
+// CHECK-LABEL: func.func @ccgqa
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
+// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK-NOT: attn.causal_conv1d
+// CHECK-NOT: attn.qk_norm
+func.func @ccgqa(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
+                 %wk: tensor<32x64xf32>, %wv: tensor<16x64xf32>,
+                 %wvp: tensor<16x64xf32>, %dw: tensor<96x1x2xf32>,
+                 %dwb: tensor<96xf32>, %gw: tensor<96x16x2xf32>,
+                 %gwb: tensor<96xf32>, %temp: tensor<2xf32>,
+                 %wo: tensor<64x64xf32>) -> tensor<?x?x64xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       temperature = #attn.temperature<clamped>, causal,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>,
+         tensor<16x64xf32>, tensor<16x64xf32>, tensor<96x1x2xf32>,
+         tensor<96xf32>, tensor<96x16x2xf32>, tensor<96xf32>, tensor<2xf32>,
+         tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// CCA without QK-mean, value shift or RoPE (raw temperature, k = 3).
+// CHECK-LABEL: func.func @cca_plain
+// CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 3, 3>, head_dim = 8 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64}
+func.func @cca_plain(%x: tensor<1x9x16xf32>, %wq: tensor<16x16xf32>,
+                     %wk: tensor<16x16xf32>, %wv: tensor<16x16xf32>,
+                     %dw: tensor<32x1x3xf32>, %dwb: tensor<32xf32>,
+                     %gw: tensor<32x8x3xf32>, %gwb: tensor<32xf32>,
+                     %temp: tensor<2xf32>, %wo: tensor<16x16xf32>)
+    -> tensor<1x9x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+       conv_kernel_sizes = array<i64: 3, 3>}
+      : (tensor<1x9x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
+         tensor<16x16xf32>, tensor<32x1x3xf32>, tensor<32xf32>,
+         tensor<32x8x3xf32>, tensor<32xf32>, tensor<2xf32>,
+         tensor<16x16xf32>) -> tensor<1x9x16xf32>
+  return %y : tensor<1x9x16xf32>
+}
+
+// -----
+
+// Primitives that are not a layer's chain: an sdpa over function arguments
+// still becomes a flash kernel, a conv without the CCA context stays.
+// CHECK-LABEL: func.func @loose_primitives
+// CHECK: attn.causal_conv1d
+// CHECK: attn.flash_attention %arg0, %arg1, %arg2 {block_kv = 64 : i64, block_q = 64 : i64, scale = 2.500000e-01 : f64}
+func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
+                            %v: tensor<1x4x1x8xf32>, %u: tensor<1x4x8xf32>,
+                            %w: tensor<8x1x2xf32>)
+    -> (tensor<1x4x2x8xf32>, tensor<1x4x8xf32>) {
+  %c = attn.causal_conv1d %u, %w {groups = 8 : i64, padding = 1 : i64}
+      : (tensor<1x4x8xf32>, tensor<8x1x2xf32>) -> tensor<1x4x8xf32>
+  %o = attn.sdpa %q, %k, %v {scale = 0.25 : f64}
+      : (tensor<1x4x2x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>)
+      -> tensor<1x4x2x8xf32>
+  return %o, %c : tensor<1x4x2x8xf32>, tensor<1x4x8xf32>
+}
