@@ -1,0 +1,107 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-scf --canonicalize --cse -split-input-file | FileCheck %s
+
+// K=V with GQA-2 and RoPE on load: loops over batch, KV head and query
+// block; the key loop stops at the causal diagonal; one slice of the shared
+// tensor per key tile feeds both Q K^T (through the rotating load) and P V.
+// CHECK-LABEL: func.func @flash_kv
+// CHECK-DAG: %[[Q:.*]] = tensor.pad %arg0 low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
+// CHECK-DAG: %[[KV:.*]] = tensor.pad %arg1 low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
+// CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: scf.for
+// CHECK: tensor.extract_slice %[[Q]][%[[B]], %{{.*}}, %{{.*}}, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<?x?x4x16xf32> to tensor<16x2x16xf32>
+// CHECK: %[[HI:.*]] = arith.minsi
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[KV]][%[[B]], %{{.*}}, %[[H]], 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<?x?x2x16xf32> to tensor<32x16xf32>
+// CHECK-NOT: tensor.extract_slice %[[KV]]
+// CHECK: scf.if %{{.*}} -> (tensor<2x16x32xf32>)
+// CHECK: arith.cmpi sle
+// CHECK: } else {
+// CHECK-NOT: arith.cmpi sle
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<2x16x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
+// CHECK-NOT: attn.
+func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)
+    -> tensor<?x?x4x16xf32> {
+  %o = attn.flash_attention %q, %kv
+      {causal, block_q = 16 : i64, block_kv = 32 : i64,
+       key_rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>) -> tensor<?x?x4x16xf32>
+  return %o : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// A sliding window raises the key loop's lower bound; bf16 tiles are
+// extended to f32 on load and the output truncated once.
+// CHECK-LABEL: func.func @flash_window_bf16
+// CHECK: arith.maxsi
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x8xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16>,
+                             %v: tensor<1x20x2x8xbf16>) -> tensor<1x20x2x8xbf16> {
+  %o = attn.flash_attention %q, %k, %v
+      {causal, window = 5 : i64, block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>)
+      -> tensor<1x20x2x8xbf16>
+  return %o : tensor<1x20x2x8xbf16>
+}
+
+// -----
+
+// A projection with a reduction of 40 in steps of 16: two full steps in a
+// loop and a static remainder of 8, then the bias and RoPE epilogue.
+// CHECK-LABEL: func.func @projection
+// CHECK: math.cos
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x16xf32>)
+// CHECK: tensor.extract_slice %{{.*}} [1, 8, 16] [1, 1, 1] : tensor<?x?x40xf32> to tensor<8x16xf32>
+// CHECK: tensor.extract_slice %{{.*}} [1, 8, 8] [1, 1, 1] : tensor<?x?x40xf32> to tensor<8x8xf32>
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8] : tensor<?x?x32xf32> into tensor<?x?x4x8xf32>
+// CHECK-NOT: attn.
+func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,
+                      %b: tensor<32xf32>) -> tensor<?x?x4x8xf32> {
+  %q = attn.fused_projection %x, %w, %b
+      {head_dim = 8 : i64, rope = #attn.rope<theta = 10000.0>,
+       block_s = 8 : i64, block_n = 16 : i64, block_k = 16 : i64}
+      : (tensor<?x?x40xf32>, tensor<32x40xf32>, tensor<32xf32>)
+      -> tensor<?x?x4x8xf32>
+  return %q : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+// The CCA prologue: x padded by the halo of P = 2 tokens in front, one loop
+// over batch and one over token blocks writing Q, K and V.
+// CHECK-LABEL: func.func @prologue
+// CHECK: tensor.pad %arg0 low[0, 2, 0] high[0, %{{.*}}, 0]
+// CHECK: scf.for {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// CHECK: scf.for {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// CHECK: tensor.extract_slice %{{.*}} [1, 6, 16] [1, 1, 1] : tensor<?x?x16xbf16> to tensor<6x16xbf16>
+// CHECK: math.sqrt
+// CHECK-COUNT-3: tensor.insert_slice
+// CHECK-NOT: attn.
+func.func @prologue(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
+                    %wk: tensor<16x16xbf16>, %wv: tensor<8x16xbf16>,
+                    %wvp: tensor<8x16xbf16>, %dw: tensor<48x1x2xbf16>,
+                    %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
+                    %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>)
+    -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       temperature = #attn.temperature<clamped>,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 4 : i64}
+      : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
+         tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
+         tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
+         tensor<2xbf16>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+  return %q, %k, %v
+      : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+}
