@@ -24,6 +24,10 @@ if config.enable_sanitizers:
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.attnfuse_tools_dir, config.llvm_tools_dir]
-tools = ["attnfuse-opt"]
+tools = ["attnfuse-opt", "attnfuse-run"]
+# Upstream mlir-opt, for the plugin tests.
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(
+    ("%attnfuse_plugin", os.path.join(config.attnfuse_obj_root, "lib", "AttnFusePlugin.so")))
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -488,3 +488,15 @@ func.func private @attributes() attributes {
   rope_half = #attn.rope<theta = 10000.0, fraction = 0.5>,
   rope_zero = #attn.rope<theta = 2.5, fraction = 0.0>
 }
+
+// RoPE parameters print in the shortest form that reads back exactly.
+// CHECK-LABEL: func.func @rope_float_printing
+// CHECK: #attn.rope<theta = 0.1, fraction = 0.25>
+// CHECK: #attn.rope<theta = 1.0e+20>
+// CHECK: #attn.rope<theta = 500000.0>
+func.func @rope_float_printing(%q: tensor<1x2x2x8xf32>) -> tensor<1x2x2x8xf32> {
+  %r = attn.rope %q {rope = #attn.rope<theta = 0.1, fraction = 0.25>} : tensor<1x2x2x8xf32>
+  %s = attn.rope %r {rope = #attn.rope<theta = 1.0e20>} : tensor<1x2x2x8xf32>
+  %t = attn.rope %s {rope = #attn.rope<theta = 500000.0>} : tensor<1x2x2x8xf32>
+  return %t : tensor<1x2x2x8xf32>
+}

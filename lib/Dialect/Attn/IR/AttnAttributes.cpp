@@ -6,6 +6,11 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdlib>
 
 #include <cmath>
 
@@ -46,14 +51,26 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
                                      llvm::APFloat(fraction));
 }
 
-/// Shortest decimal that reads back exactly, always with a '.' or an
-/// exponent so that it parses as a float: 10000.0, 0.5, 1.0E+6.
+/// Shortest decimal that reads back exactly, always with a '.' so that it parses as a float: 10000.0, 0.5, 0.1, 5.0e+05.
 static std::string formatFloat(const llvm::APFloat &value) {
-  SmallString<16> text;
-  value.toString(text, /*FormatPrecision=*/0, /*FormatMaxPadding=*/6);
-  if (llvm::StringRef(text).find_first_of(".eE") == llvm::StringRef::npos)
-    text.append(".0");
-  return std::string(text);
+  double number = value.convertToDouble();
+  // Positional notation in the usual range (10000.0, 0.1), else scientific.
+  double magnitude = std::fabs(number);
+  bool positional = magnitude == 0.0 || (magnitude >= 1e-4 && magnitude < 1e15);
+  std::string text;
+  for (int digits = positional ? 0 : 1; digits <= 17; ++digits) {
+    text = llvm::formatv("{0}", llvm::format(positional ? "%.*f" : "%.*g",
+                                             digits, number))
+               .str();
+    if (std::strtod(text.c_str(), nullptr) == number)
+      break;
+  }
+  // MLIR float literals need a '.': 5e+05 -> 5.0e+05, 10000 -> 10000.0.
+  if (llvm::StringRef(text).find_first_of(".n") == llvm::StringRef::npos) {
+    size_t exponent = text.find_first_of("eE");
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  return text;
 }
 
 void RopeAttr::print(AsmPrinter &printer) const {

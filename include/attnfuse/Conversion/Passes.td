@@ -1,0 +1,120 @@
+//===- Passes.td - AttnFuse conversion passes --------------*- tablegen -*-===//
+
+#ifndef ATTNFUSE_CONVERSION_PASSES_TD
+#define ATTNFUSE_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
+  let summary = "Lower the primitive attn ops to linalg, tensor, arith and math";
+  let description = [{
+    The reference lowering of the attn primitives (`attn.project`,
+    `attn.causal_conv1d`, `attn.qk_mean`, `attn.qk_norm`,
+    `attn.value_shift`, `attn.rope`, `attn.sdpa`) on tensors to
+    `linalg.generic` / `linalg.fill` and `tensor` slicing, with `arith` and
+    `math` in the bodies. Dynamic batch and sequence sizes are read with
+    `tensor.dim`.
+
+    Arithmetic runs in f32 when the element type is bf16 or f16 (inputs are
+    extended in the loop bodies, results truncated once), otherwise in the
+    element type. The softmax of `attn.sdpa` subtracts the row maximum and
+    a fully masked row yields zeros. RoPE angles are computed in f64.
+
+    The layer ops `attn.qkv_attention` and `attn.cca` are not lowered: run
+    `attn-decompose` first (the `attn-to-cpu` pipeline does); the pass fails
+    on them with that advice. Other attn ops (the fused kernel ops) are left
+    to `convert-attn-kernels-to-scf`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
+  let summary = "Lower the fused attn kernel ops to tiled loops on tensors";
+  let description = [{
+    The CPU form of the fused kernels: `attn.flash_attention`,
+    `attn.fused_projection` and `attn.cca_prologue` become `scf.for` loop
+    nests over the tiles their `block_*` attributes give, with
+    `linalg.generic` tile computations whose innermost dimension is
+    contiguous (so LLVM vectorizes it), `tensor` slices for the tiles and
+    f32 arithmetic for 16-bit element types. Inputs are zero-padded once to
+    whole tiles so every tile has a static shape.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def ConvertAttnKernelsToNVVMPass
+    : Pass<"convert-attn-kernels-to-nvvm", "::mlir::ModuleOp"> {
+  let summary = "Lower the fused attn kernel ops to sm_90a kernels (gpu.func "
+                "in NVVM / LLVM dialect)";
+  let description = [{
+    Each `attn.flash_attention` becomes a warp-specialized Hopper kernel
+    (`gpu.func` in its own `gpu.module`): a producer warpgroup issuing TMA
+    loads of K/V tiles into a multi-stage shared-memory ring synchronized
+    with mbarriers, consumer warpgroups computing `Q K^T` with SS wgmma, the
+    online softmax in registers and `P V` with RS wgmma (P stays in
+    registers), `setmaxnreg` register reallocation, causal and window tile
+    skipping, GQA heads packed into the rows of one tile. Each
+    `attn.fused_projection` (and `attn.project`) becomes a TMA + wgmma GEMM
+    with the bias / RoPE epilogue.
+
+    The op is replaced by a `func.call` to a private declaration
+    `@<kernel>_launch` whose `attnfuse.launch` attribute describes the launch
+    (grid and block as functions of the dynamic sizes, dynamic shared
+    memory, parameters, tensors and the TMA descriptors the host encodes);
+    `attnfuse-compile` writes it to manifest.json. Kernels of identical
+    configuration are emitted once. Ops without an sm_90a kernel stay on the
+    host side and are left unchanged.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target chip; only sm_90a (wgmma, setmaxnreg) is supported">,
+    Option<"elemType", "elem-type", "std::string", /*default=*/"\"bf16\"",
+           "Kernel element type: bf16 or f16 (f32 ops run in this type, "
+           "converted by the host)">,
+    Option<"blockQ", "block-q", "int64_t", /*default=*/"128",
+           "Query rows per CTA (64 per consumer warpgroup: 64, 128, 192)">,
+    Option<"blockKV", "block-kv", "int64_t", /*default=*/"128",
+           "Keys per K/V tile (64, 128)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Depth of the shared-memory K/V (or A/B) ring">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def AttnNVVMKernelParamsPass
+    : Pass<"attn-nvvm-kernel-params", "::mlir::ModuleOp"> {
+  let summary = "Pass the CUtensorMap kernel parameters by value as "
+                "__grid_constant__";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm`: the parameters that
+    `convert-attn-kernels-to-nvvm` listed in `attnfuse.tma_params` become
+    `llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64` and
+    `nvvm.grid_constant`, so the 128-byte tensor maps live in the kernel
+    parameter space (`.param .align 64 .b8 name[128]`) and TMA reads them
+    from there, as CUTLASS and FlashAttention-3 pass them.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect"
+  ];
+}
+
+#endif // ATTNFUSE_CONVERSION_PASSES_TD

@@ -1,0 +1,236 @@
+"""Numpy reference of the attn dialect, written from the spec.
+
+Source of truth: shared/spec/attention-variants.md ("Attention variants: the
+exact semantics AttnFuse must implement") and the op descriptions of
+include/attnfuse/Dialect/Attn/IR/AttnOps.td. Nothing here is derived from the
+linalg lowering: every function follows the spec's formulas directly and
+computes in float64 (inputs are widened first, so bf16 inputs are exact).
+
+Conventions (spec notation):
+  x: [B, S, E]; weights in torch.nn.Linear layout [out, in] (y = x W^T + b);
+  per-head tensors [B, S, H, d]; Hq query heads, Hk key/value heads,
+  G = Hq / Hk; query head h reads KV head h // G (repeat_interleave).
+"""
+
+import numpy as np
+
+
+def f64(a):
+    return None if a is None else np.asarray(a, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------
+# bf16 helpers: numpy has no bfloat16, .npy files carry the bit patterns as
+# uint16 ('<u2'), the upper half of the float32 encoding.
+# ---------------------------------------------------------------------------
+
+
+def to_bf16_bits(a):
+    """Round float values to bf16 (nearest, ties to even); return uint16 bits."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounding = ((bits >> 16) & 1) + 0x7FFF
+    return ((bits + rounding) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    """uint16 bf16 bit patterns -> float32 values."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# Primitives
+# ---------------------------------------------------------------------------
+
+
+def linear(x, w, b=None):
+    """torch.nn.Linear: x W^T + b with W [out, in]."""
+    y = f64(x) @ f64(w).T
+    if b is not None:
+        y = y + f64(b)
+    return y
+
+
+def split_heads(t, d):
+    """[B, S, H*d] -> [B, S, H, d]."""
+    b, s, hd = t.shape
+    return t.reshape(b, s, hd // d, d)
+
+
+def merge_heads(t):
+    """[B, S, H, d] -> [B, S, H*d]."""
+    b, s, h, d = t.shape
+    return t.reshape(b, s, h * d)
+
+
+def rope(t, theta, fraction=1.0):
+    """NeoX / rotate-half RoPE on the first r = fraction*d dims of each head.
+
+    Dim i pairs with i + r/2 (i < r/2), frequency theta^(-2i/r), position =
+    absolute token index along S. Dims past r pass through.
+    """
+    t = f64(t)
+    b, s, h, d = t.shape
+    r = int(round(fraction * d))
+    if r == 0:
+        return t.copy()
+    half = r // 2
+    freq = theta ** (-2.0 * np.arange(half) / r)  # [half]
+    angle = np.arange(s)[:, None] * freq[None, :]  # [S, half]
+    cos = np.cos(angle)[None, :, None, :]
+    sin = np.sin(angle)[None, :, None, :]
+    x1 = t[..., :half]
+    x2 = t[..., half:r]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], axis=-1)
+
+
+def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None):
+    """Scaled dot-product attention with head sharing.
+
+    q [B, S, Hq, d], k [B, T, Hk, d], v [B, T, Hk, dv] -> [B, S, Hq, dv].
+    The queries are the last S of T positions: query i sits at p = i + T - S.
+    causal keeps j <= p; window w keeps p - j < w. bias is [S, T] or
+    [Hq, S, T], added to the scaled logits before the mask. A fully masked
+    row gives zeros.
+    """
+    q, k, v = f64(q), f64(k), f64(v)
+    bsz, s, hq, d = q.shape
+    t, hk = k.shape[1], k.shape[2]
+    g = hq // hk
+    if scale is None:
+        scale = 1.0 / np.sqrt(d)
+    kr = np.repeat(k, g, axis=2)  # head h -> kv head h // g
+    vr = np.repeat(v, g, axis=2)
+    logits = np.einsum("bihc,bjhc->bhij", q, kr) * scale
+    if bias is not None:
+        bias = f64(bias)
+        logits = logits + (bias[None, None] if bias.ndim == 2 else bias[None])
+    pos = np.arange(s)[:, None] + (t - s)
+    j = np.arange(t)[None, :]
+    keep = np.ones((s, t), dtype=bool)
+    if causal:
+        keep &= j <= pos
+    if window is not None:
+        keep &= (pos - j) < window
+    logits = np.where(keep[None, None], logits, -np.inf)
+    out = np.zeros((bsz, s, hq, v.shape[3]))
+    row_max = logits.max(axis=-1, keepdims=True)
+    live = np.isfinite(row_max)  # rows with at least one visible key
+    safe_max = np.where(live, row_max, 0.0)
+    p = np.where(live, np.exp(logits - safe_max), 0.0)
+    denom = p.sum(axis=-1, keepdims=True)
+    p = np.where(denom > 0, p / np.where(denom > 0, denom, 1.0), 0.0)
+    out = np.einsum("bhij,bjhc->bihc", p, vr)
+    return out
+
+
+def causal_conv1d(u, w, b, groups, padding):
+    """Left-pad by `padding` zero steps, then valid grouped conv over time.
+
+    u [B, S, C], w [C, C/groups, k]; tap 0 multiplies the oldest input.
+    Output length S + padding - (k - 1).
+    """
+    u, w = f64(u), f64(w)
+    bsz, s, c = u.shape
+    k = w.shape[2]
+    cg = c // groups
+    up = np.concatenate([np.zeros((bsz, padding, c)), u], axis=1)
+    tout = s + padding - (k - 1)
+    out = np.zeros((bsz, tout, c))
+    for ch in range(c):
+        g0 = (ch // cg) * cg
+        for tap in range(k):
+            # out[:, t, ch] += sum_ci w[ch, ci, tap] * up[:, t + tap, g0 + ci]
+            out[:, :, ch] += up[:, tap : tap + tout, g0 : g0 + cg] @ w[ch, :, tap]
+    if b is not None:
+        out += f64(b)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Layers
+# ---------------------------------------------------------------------------
+
+
+def qkv_attention(x, mode, wk, wo, wq=None, wv=None, bq=None, bk=None, bv=None,
+                  bo=None, logit_bias=None, num_heads=1, num_kv_heads=1,
+                  head_dim=1, causal=False, window=None, rope_theta=None,
+                  rope_fraction=1.0, scale=None):
+    """Section 1 of the spec: projection sharing none / kv / qk / qkv.
+
+    none: q = x Wq, k = x Wk, v = x Wv;   kv: v = k;   qk: q = k;
+    qkv: q = v = k. With RoPE the scores use rope(q), rope(k); the values
+    are always the un-rotated tensor (for kv: the un-rotated shared k).
+    """
+    d = head_dim
+    k = split_heads(linear(x, wk, bk), d)
+    q = k if mode in ("qk", "qkv") else split_heads(linear(x, wq, bq), d)
+    v = k if mode in ("kv", "qkv") else split_heads(linear(x, wv, bv), d)
+    if rope_theta is not None:
+        qs, ks = rope(q, rope_theta, rope_fraction), rope(k, rope_theta, rope_fraction)
+    else:
+        qs, ks = q, k
+    o = sdpa(qs, ks, v, bias=logit_bias, causal=causal, window=window, scale=scale)
+    return linear(merge_heads(o), wo, bo)
+
+
+def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
+        num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
+        qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
+        causal=False, window=None, rope_theta=None, rope_fraction=1.0):
+    """Section 2 of the spec: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
+    x = f64(x)
+    hq, hk, d = num_heads, num_kv_heads, head_dim
+    g = hq // hk
+    lq, lk = hq * d, hk * d
+    k0, k1 = kernels
+    bsz, s, _ = x.shape
+
+    # 1. Down-projections (no bias), u = concat(qr, kr).
+    qr = linear(x, wq)  # [B, S, Lq]
+    kr = linear(x, wk)  # [B, S, Lk]
+    u = np.concatenate([qr, kr], axis=-1)
+
+    # 2. Pad once by P = (k0-1) + (k1-1), depthwise valid conv, grouped valid
+    #    conv (Hq + Hk groups of d channels).
+    p = (k0 - 1) + (k1 - 1)
+    m = causal_conv1d(u, conv_dw_w, conv_dw_b, groups=lq + lk, padding=p)
+    c = causal_conv1d(m, conv_g_w, conv_g_b, groups=hq + hk, padding=0)
+    assert c.shape[1] == s
+    cq = split_heads(c[..., :lq], d)  # [B, S, Hq, d]
+    ck = split_heads(c[..., lq:], d)  # [B, S, Hk, d]
+
+    # 3. QK-mean residual from the pre-conv projections.
+    qrh, krh = split_heads(qr, d), split_heads(kr, d)
+    if qk_mean:
+        q = np.empty_like(cq)
+        for h in range(hq):
+            q[:, :, h] = cq[:, :, h] + 0.5 * qrh[:, :, h] + 0.5 * krh[:, :, h // g]
+        k = np.empty_like(ck)
+        for j in range(hk):
+            group_mean = qrh[:, :, j * g : (j + 1) * g].mean(axis=2)
+            k[:, :, j] = ck[:, :, j] + 0.5 * group_mean + 0.5 * krh[:, :, j]
+    else:
+        q, k = cq, ck
+
+    # 4. L2 norm to sqrt(d), key temperature.
+    temp = f64(temp)
+    tau = np.exp(np.clip(temp, 1e-7, 2.0)) if temperature == "clamped" else temp
+    q = np.sqrt(d) * q / np.sqrt((q * q).sum(-1, keepdims=True) + eps)
+    k = np.sqrt(d) * k / np.sqrt((k * k).sum(-1, keepdims=True) + eps)
+    k = k * tau[None, None, :, None]
+
+    # 5. Values, optionally shifted: concat(Wvc x_t, Wvp x_{t-1}), x_{-1} = 0.
+    if value_shift:
+        xprev = np.concatenate([np.zeros((bsz, 1, x.shape[2])), x[:, :-1]], axis=1)
+        v = np.concatenate([linear(x, wv), linear(xprev, wv_prev)], axis=-1)
+    else:
+        v = linear(x, wv)
+    v = split_heads(v, d)
+
+    # 6. RoPE on q and k in latent space.
+    if rope_theta is not None:
+        q, k = rope(q, rope_theta, rope_fraction), rope(k, rope_theta, rope_fraction)
+
+    # 7. GQA softmax attention, scale 1/sqrt(d), up-projection.
+    o = sdpa(q, k, v, causal=causal, window=window)
+    return linear(merge_heads(o), wo)

@@ -1,0 +1,207 @@
+//===- AttnKernelsToNVVM.cpp - fused attn kernels to sm_90a -----*- C++ -*-===//
+//
+// The driver of convert-attn-kernels-to-nvvm: plans every fused kernel op,
+// emits one gpu.module per distinct kernel configuration and replaces the op
+// by a call to a host-side launch declaration that carries the launch
+// description. Also attn-nvvm-kernel-params, which gives the CUtensorMap
+// parameters their by-value, __grid_constant__ form after gpu-to-nvvm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnfuse/Conversion/AttnKernelsToNVVM/AttnKernelsToNVVM.h"
+#include "Kernels.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+namespace attnfuse {
+#define GEN_PASS_DEF_CONVERTATTNKERNELSTONVVMPASS
+#define GEN_PASS_DEF_ATTNNVVMKERNELPARAMSPASS
+#include "attnfuse/Conversion/Passes.h.inc"
+} // namespace attnfuse
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::nvgpu;
+
+namespace {
+
+/// Emits kernels and launch declarations into one module.
+class KernelEmitter {
+public:
+  KernelEmitter(ModuleOp module) : module(module), symbols(module) {}
+
+  /// Returns the name under which the kernel of `key` lives, creating it
+  /// with `build` (given the final name) the first time.
+  StringRef kernelFor(const std::string &key, const std::string &baseName,
+                      Location loc,
+                      const std::function<void(gpu::GPUModuleOp,
+                                               const std::string &)> &build) {
+    auto it = byKey.find(key);
+    if (it != byKey.end())
+      return it->second;
+    std::string name = baseName;
+    for (int i = 1; symbols.lookup(name); ++i)
+      name = baseName + "_" + std::to_string(i);
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(b, loc, name);
+    symbols.insert(gpuModule);
+    build(gpuModule, name);
+    return byKey.emplace(key, name).first->second;
+  }
+
+  /// Replaces `op` by a call to `@<kernel>_launch` carrying `launch`.
+  void replaceWithLaunch(Operation *op, StringRef kernel,
+                         DictionaryAttr launch) {
+    OpBuilder b(op);
+    auto type = FunctionType::get(op->getContext(), op->getOperandTypes(),
+                                  op->getResultTypes());
+    std::string key = (kernel + ":" + llvm::formatv("{0}", type).str()).str();
+    func::FuncOp decl;
+    auto it = launches.find(key);
+    if (it != launches.end()) {
+      decl = it->second;
+    } else {
+      OpBuilder mb(module.getContext());
+      mb.setInsertionPointToEnd(module.getBody());
+      std::string name = (kernel + "_launch").str();
+      for (int i = 1; symbols.lookup(name); ++i)
+        name = (kernel + "_launch_" + Twine(i)).str();
+      decl = func::FuncOp::create(mb, op->getLoc(), name, type);
+      decl.setPrivate();
+      decl->setAttr(kLaunchAttr, launch);
+      decl->setAttr("attnfuse.kernel",
+                    SymbolRefAttr::get(
+                        module.getContext(), kernel,
+                        {FlatSymbolRefAttr::get(module.getContext(), kernel)}));
+      symbols.insert(decl);
+      launches.emplace(key, decl);
+    }
+    auto call = func::CallOp::create(b, op->getLoc(), decl, op->getOperands());
+    op->replaceAllUsesWith(call.getResults());
+    op->erase();
+  }
+
+private:
+  ModuleOp module;
+  SymbolTable symbols;
+  std::map<std::string, std::string> byKey;
+  std::map<std::string, func::FuncOp> launches;
+};
+
+struct ConvertAttnKernelsToNVVMPass
+    : public attnfuse::impl::ConvertAttnKernelsToNVVMPassBase<
+          ConvertAttnKernelsToNVVMPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    TargetOptions options;
+    if (chip != "sm_90a") {
+      module.emitError()
+          << "attn sm_90a kernels: unsupported chip '" << chip
+          << "': the kernels use wgmma, setmaxnreg and TMA, which need "
+             "sm_90a (the 'a' features of H100/H200)";
+      return signalPassFailure();
+    }
+    options.chip = chip;
+    if (elemType == "bf16")
+      options.elem = ElemKind::bf16;
+    else if (elemType == "f16")
+      options.elem = ElemKind::f16;
+    else {
+      module.emitError() << "attn sm_90a kernels: unsupported elem-type '"
+                         << elemType << "' (bf16 or f16)";
+      return signalPassFailure();
+    }
+    options.blockQ = blockQ;
+    options.blockKV = blockKV;
+    options.stages = stages;
+
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<attn::FlashAttentionOp, attn::FusedProjectionOp,
+              attn::ProjectOp>(op))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+
+    KernelEmitter emitter(module);
+    bool failedAny = false;
+    for (Operation *op : ops) {
+      if (auto fa = dyn_cast<attn::FlashAttentionOp>(op)) {
+        FailureOr<FlashPlan> plan = planFlashAttention(fa, options);
+        if (failed(plan)) {
+          failedAny = true;
+          continue;
+        }
+        StringRef name = emitter.kernelFor(
+            plan->key(), plan->name, op->getLoc(),
+            [&](gpu::GPUModuleOp gm, const std::string &finalName) {
+              plan->name = finalName;
+              OpBuilder b(ctx);
+              buildFlashAttentionKernel(b, op->getLoc(), gm, *plan);
+            });
+        plan->name = name.str();
+        emitter.replaceWithLaunch(op, name,
+                                  describeFlashAttention(ctx, fa, *plan));
+        continue;
+      }
+      FailureOr<GemmPlan> plan = planProjection(op, options);
+      if (failed(plan)) {
+        failedAny = true;
+        continue;
+      }
+      StringRef name = emitter.kernelFor(
+          plan->key(), plan->name, op->getLoc(),
+          [&](gpu::GPUModuleOp gm, const std::string &finalName) {
+            plan->name = finalName;
+            OpBuilder b(ctx);
+            buildProjectionKernel(b, op->getLoc(), gm, *plan);
+          });
+      plan->name = name.str();
+      DictionaryAttr launch = describeProjection(ctx, op, *plan);
+      emitter.replaceWithLaunch(op, name, launch);
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+struct AttnNVVMKernelParamsPass
+    : public attnfuse::impl::AttnNVVMKernelParamsPassBase<
+          AttnNVVMKernelParamsPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    getOperation().walk([&](LLVM::LLVMFuncOp func) {
+      auto tmaArgs = func->getAttrOfType<DenseI32ArrayAttr>(kTmaArgsAttr);
+      if (!tmaArgs)
+        return;
+      Type tensorMap = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
+      for (int32_t arg : tmaArgs.asArrayRef()) {
+        func.setArgAttr(arg, LLVM::LLVMDialect::getByValAttrName(),
+                        TypeAttr::get(tensorMap));
+        func.setArgAttr(arg, LLVM::LLVMDialect::getAlignAttrName(),
+                        IntegerAttr::get(IntegerType::get(ctx, 64), 64));
+        func.setArgAttr(arg, NVVM::NVVMDialect::getGridConstantAttrName(),
+                        UnitAttr::get(ctx));
+      }
+      func->removeAttr(kTmaArgsAttr);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,222 @@
+//===- Common.cpp - helpers shared by the sm_90a kernels --------*- C++ -*-===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::nvgpu;
+
+//===----------------------------------------------------------------------===//
+// Description attributes
+//===----------------------------------------------------------------------===//
+
+DictBuilder &DictBuilder::set(StringRef name, Attribute value) {
+  attrs.set(StringAttr::get(ctx, name), value);
+  return *this;
+}
+DictBuilder &DictBuilder::set(StringRef name, StringRef value) {
+  return set(name, StringAttr::get(ctx, value));
+}
+DictBuilder &DictBuilder::set(StringRef name, int64_t value) {
+  return set(name, intAttr(ctx, value));
+}
+DictBuilder &DictBuilder::set(StringRef name, double value) {
+  return set(name, FloatAttr::get(Float64Type::get(ctx), value));
+}
+DictBuilder &DictBuilder::setBool(StringRef name, bool value) {
+  return set(name, BoolAttr::get(ctx, value));
+}
+DictionaryAttr DictBuilder::get() const {
+  return DictionaryAttr::get(ctx, attrs.getAttrs());
+}
+
+Attribute attnfuse::nvgpu::intAttr(MLIRContext *ctx, int64_t v) {
+  return IntegerAttr::get(IntegerType::get(ctx, 64), v);
+}
+Attribute attnfuse::nvgpu::strAttr(MLIRContext *ctx, StringRef v) {
+  return StringAttr::get(ctx, v);
+}
+ArrayAttr attnfuse::nvgpu::arrayAttr(MLIRContext *ctx,
+                                     ArrayRef<Attribute> values) {
+  return ArrayAttr::get(ctx, values);
+}
+ArrayAttr attnfuse::nvgpu::intArray(MLIRContext *ctx, ArrayRef<int64_t> v) {
+  SmallVector<Attribute> values;
+  for (int64_t x : v)
+    values.push_back(intAttr(ctx, x));
+  return ArrayAttr::get(ctx, values);
+}
+Attribute attnfuse::nvgpu::scaled(MLIRContext *ctx, int64_t factor,
+                                  StringRef symbol) {
+  if (symbol.empty())
+    return intAttr(ctx, factor);
+  if (factor == 1)
+    return strAttr(ctx, symbol);
+  return strAttr(ctx, (Twine(factor) + "*" + symbol).str());
+}
+
+DictionaryAttr attnfuse::nvgpu::describeTma(MLIRContext *ctx,
+                                            const TmaInfo &tma,
+                                            ElemKind elem) {
+  SmallVector<int64_t> elementStrides(tma.boxDim.size(), 1);
+  return DictBuilder(ctx)
+      .set("param", StringRef(tma.param))
+      .set("tensor", StringRef(tma.tensor))
+      .set("use", StringRef(tma.role))
+      .set("rank", static_cast<int64_t>(tma.globalDim.size()))
+      .set("element_type", elem == ElemKind::bf16
+                               ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                               : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16")
+      .set("global_dim", arrayAttr(ctx, tma.globalDim))
+      .set("global_strides_bytes", arrayAttr(ctx, tma.globalStridesBytes))
+      .set("box_dim", intArray(ctx, tma.boxDim))
+      .set("element_strides", intArray(ctx, elementStrides))
+      .set("interleave", "CU_TENSOR_MAP_INTERLEAVE_NONE")
+      .set("swizzle", "CU_TENSOR_MAP_SWIZZLE_128B")
+      .set("l2_promotion", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B")
+      .set("oob_fill", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")
+      .get();
+}
+
+FailureOr<ElemKind> attnfuse::nvgpu::kernelElemKind(
+    Operation *op, Type elementType, const TargetOptions &options,
+    bool &hostCast) {
+  hostCast = false;
+  if (elementType.isBF16() || elementType.isF16()) {
+    ElemKind kind = elementType.isBF16() ? ElemKind::bf16 : ElemKind::f16;
+    if (kind != options.elem)
+      return op->emitOpError()
+             << "has " << elementType << " tensors but the sm_90a kernels "
+             << "were asked for elem-type=" << elemName(options.elem);
+    return kind;
+  }
+  if (elementType.isF32()) {
+    // f32 models run the kernel in the requested 16-bit type; the manifest
+    // tells the host to convert.
+    hostCast = true;
+    return options.elem;
+  }
+  return op->emitOpError() << "element type " << elementType
+                           << " is not supported on sm_90a (bf16, f16, or "
+                              "f32 converted by the host)";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel functions
+//===----------------------------------------------------------------------===//
+
+gpu::GPUFuncOp attnfuse::nvgpu::createKernelFunc(
+    OpBuilder &b, Location loc, gpu::GPUModuleOp module, StringRef name,
+    ArrayRef<Type> argTypes, ArrayRef<int32_t> tmaArgs, int64_t threads,
+    int64_t minBlocks) {
+  MLIRContext *ctx = b.getContext();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  if (!module.lookupSymbol(kSharedSymbol)) {
+    // extern .shared .align 1024 .b8 attn_dynamic_smem[];
+    auto global = LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+        /*isConstant=*/false, LLVM::Linkage::External, kSharedSymbol,
+        Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
+    (void)global;
+  }
+  auto func = gpu::GPUFuncOp::create(b, loc, name,
+                                     FunctionType::get(ctx, argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr("nvvm.maxntid",
+                b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  func->setAttr("nvvm.minctasm",
+                b.getI32IntegerAttr(static_cast<int32_t>(minBlocks)));
+  func->setAttr(kTmaArgsAttr, b.getDenseI32ArrayAttr(tmaArgs));
+  for (int32_t arg : tmaArgs)
+    func.setArgAttr(arg, "llvm.align", b.getI64IntegerAttr(64));
+  return func;
+}
+
+void attnfuse::nvgpu::splitRegisters(int64_t consumers, int64_t minBlocks,
+                                     int64_t producer, int64_t &cap,
+                                     int64_t &consumer) {
+  int64_t threads = 128 * (1 + consumers);
+  cap = kRegistersPerSM / (threads * minBlocks) / 8 * 8;
+  if (cap > 248)
+    cap = 248;
+  consumer = (cap * (1 + consumers) - producer) / consumers / 8 * 8;
+  if (consumer > 240)
+    consumer = 240;
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE on a swizzled shared-memory tile
+//===----------------------------------------------------------------------===//
+
+Value attnfuse::nvgpu::swizzledChunk(DeviceBuilder &d, Value row, Value chunk,
+                                     int64_t rows) {
+  Value block = d.divu(chunk, 8);
+  Value inBlock = d.andi(chunk, 7);
+  Value swizzled = d.xori(inBlock, d.andi(row, 7));
+  return d.add(d.add(d.mul(block, rows * 128), d.mul(row, 128)),
+               d.shl(swizzled, 4));
+}
+
+void attnfuse::nvgpu::rotateTile(DeviceBuilder &d, Value src, Value dst,
+                                 int64_t rows, int64_t dim, int64_t rotated,
+                                 const std::function<Value(Value)> &position,
+                                 Value cosTable, Value sinTable, Value thread,
+                                 int64_t threads) {
+  bool inPlace = src == dst;
+  int64_t pairChunks = rotated / 16;
+  int64_t copyChunks = inPlace ? 0 : (dim - rotated) / 8;
+  int64_t perRow = pairChunks + copyChunks;
+  if (perRow == 0)
+    return;
+  OpBuilder &b = d.b;
+  Location loc = d.loc;
+  auto vecElem = VectorType::get({8}, d.elemType);
+  auto vecF32 = VectorType::get({8}, d.f32);
+  auto sptrAt = [&](Value base, Value offset) { return d.sAt(base, offset); };
+  d.forLoop(
+      thread, d.c32(rows * perRow), d.c32(threads), ValueRange(),
+      [&](Value item, ValueRange) -> SmallVector<Value> {
+        Value row = d.divu(item, perRow);
+        Value c = d.remu(item, perRow);
+        auto rotatePair = [&]() {
+          Value off0 = swizzledChunk(d, row, c, rows);
+          Value off1 = swizzledChunk(d, row, d.add(c, pairChunks), rows);
+          Value x = d.load(vecElem, sptrAt(src, off0), 16);
+          Value y = d.load(vecElem, sptrAt(src, off1), 16);
+          Value tableIndex =
+              d.add(d.mul(position(row), rotated / 2), d.mul(c, 8));
+          Value cs = d.load(vecF32, d.gAt(cosTable, tableIndex, d.f32), 16);
+          Value sn = d.load(vecF32, d.gAt(sinTable, tableIndex, d.f32), 16);
+          Value xf = arith::ExtFOp::create(b, loc, vecF32, x);
+          Value yf = arith::ExtFOp::create(b, loc, vecF32, y);
+          // x' = x cos - y sin, y' = y cos + x sin.
+          Value o0 = arith::SubFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, xf, cs),
+              arith::MulFOp::create(b, loc, yf, sn));
+          Value o1 = arith::AddFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, yf, cs),
+              arith::MulFOp::create(b, loc, xf, sn));
+          d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
+                  sptrAt(dst, off0), 16);
+          d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
+                  sptrAt(dst, off1), 16);
+        };
+        if (copyChunks == 0) {
+          rotatePair();
+        } else {
+          d.ifThenElse(
+              d.cmp(arith::CmpIPredicate::ult, c, pairChunks), rotatePair,
+              [&]() {
+                Value chunk = d.add(c, rotated / 8 - pairChunks);
+                Value off = swizzledChunk(d, row, chunk, rows);
+                d.store(d.load(vecElem, sptrAt(src, off), 16),
+                        sptrAt(dst, off), 16);
+              });
+        }
+        return {};
+      });
+}

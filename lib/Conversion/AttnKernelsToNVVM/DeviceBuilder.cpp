@@ -1,0 +1,433 @@
+//===- DeviceBuilder.cpp - NVVM/LLVM-level builders for sm_90a --*- C++ -*-===//
+
+#include "DeviceBuilder.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace attnfuse::nvgpu;
+
+llvm::StringRef attnfuse::nvgpu::elemName(ElemKind kind) {
+  return kind == ElemKind::bf16 ? "bf16" : "f16";
+}
+
+DeviceBuilder::DeviceBuilder(OpBuilder &b, Location loc, ElemKind elem)
+    : b(b), loc(loc), elem(elem) {
+  MLIRContext *ctx = b.getContext();
+  i1 = b.getI1Type();
+  i16 = b.getI16Type();
+  i32 = b.getI32Type();
+  i64 = b.getI64Type();
+  f32 = b.getF32Type();
+  elemType = elem == ElemKind::bf16 ? Type(b.getBF16Type())
+                                    : Type(b.getF16Type());
+  ptr = LLVM::LLVMPointerType::get(ctx);
+  gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  sptr = LLVM::LLVMPointerType::get(ctx, 3);
+  cptr = LLVM::LLVMPointerType::get(ctx, 7);
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and arithmetic
+//===----------------------------------------------------------------------===//
+
+Value DeviceBuilder::c32(int64_t v) {
+  return arith::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v));
+}
+Value DeviceBuilder::c64(int64_t v) {
+  return arith::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+}
+Value DeviceBuilder::cf(double v) {
+  return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(v));
+}
+Value DeviceBuilder::ctrue() {
+  return arith::ConstantOp::create(b, loc, i1, b.getBoolAttr(true));
+}
+
+Value DeviceBuilder::add(Value a, Value c) {
+  return arith::AddIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::sub(Value a, Value c) {
+  return arith::SubIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::mul(Value a, Value c) {
+  return arith::MulIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::divu(Value a, int64_t v) {
+  if (v == 1)
+    return a;
+  return arith::DivUIOp::create(b, loc, a, c32(v));
+}
+Value DeviceBuilder::remu(Value a, int64_t v) {
+  return arith::RemUIOp::create(b, loc, a, c32(v));
+}
+Value DeviceBuilder::divs(Value a, Value c) {
+  return arith::DivSIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::ceilDivs(Value a, int64_t v) {
+  return arith::CeilDivSIOp::create(b, loc, a, c32(v));
+}
+Value DeviceBuilder::andi(Value a, Value c) {
+  return arith::AndIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::ori(Value a, Value c) {
+  return arith::OrIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::xori(Value a, Value c) {
+  return arith::XOrIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::shl(Value a, int64_t v) {
+  return arith::ShLIOp::create(b, loc, a, c32(v));
+}
+Value DeviceBuilder::mins(Value a, Value c) {
+  return arith::MinSIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::maxs(Value a, Value c) {
+  return arith::MaxSIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::cmp(arith::CmpIPredicate p, Value a, Value c) {
+  return arith::CmpIOp::create(b, loc, p, a, c);
+}
+Value DeviceBuilder::select(Value c, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, c, x, y);
+}
+Value DeviceBuilder::andb(Value a, Value c) {
+  return arith::AndIOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::orb(Value a, Value c) {
+  return arith::OrIOp::create(b, loc, a, c);
+}
+
+Value DeviceBuilder::addf(Value a, Value c) {
+  return arith::AddFOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::subf(Value a, Value c) {
+  return arith::SubFOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::mulf(Value a, Value c) {
+  return arith::MulFOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::fma(Value a, Value c, Value d) {
+  return LLVM::FMAOp::create(b, loc, a, c, d);
+}
+Value DeviceBuilder::maxf(Value a, Value c) {
+  // max.f32: the non-NaN operand wins, max(-inf, x) = x.
+  return arith::MaxNumFOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::exp2(Value a) {
+  // The softmax exponent: ex2.approx.ftz.f32 (ex2(-inf) = +0), as the
+  // FlashAttention kernels use. llvm.exp2 would become a libdevice call.
+  return inlineAsm(f32, a, "ex2.approx.ftz.f32 $0, $1;", "=f,f",
+                   /*sideEffects=*/false);
+}
+Value DeviceBuilder::divf(Value a, Value c) {
+  return arith::DivFOp::create(b, loc, a, c);
+}
+Value DeviceBuilder::cmpf(arith::CmpFPredicate p, Value a, Value c) {
+  return arith::CmpFOp::create(b, loc, p, a, c);
+}
+
+//===----------------------------------------------------------------------===//
+// Special registers, shared memory
+//===----------------------------------------------------------------------===//
+
+Value DeviceBuilder::tid() { return NVVM::ThreadIdXOp::create(b, loc, i32); }
+Value DeviceBuilder::ctaid(int dim) {
+  if (dim == 0)
+    return NVVM::BlockIdXOp::create(b, loc, i32);
+  if (dim == 1)
+    return NVVM::BlockIdYOp::create(b, loc, i32);
+  return NVVM::BlockIdZOp::create(b, loc, i32);
+}
+Value DeviceBuilder::nctaid(int dim) {
+  if (dim == 0)
+    return NVVM::GridDimXOp::create(b, loc, i32);
+  if (dim == 1)
+    return NVVM::GridDimYOp::create(b, loc, i32);
+  return NVVM::GridDimZOp::create(b, loc, i32);
+}
+Value DeviceBuilder::laneId() { return NVVM::LaneIdOp::create(b, loc, i32); }
+
+Value DeviceBuilder::sAt(Value base, Value offset) {
+  return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{offset});
+}
+Value DeviceBuilder::sAt(Value base, int64_t offset) {
+  if (offset == 0)
+    return base;
+  return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{
+                                 static_cast<int32_t>(offset)});
+}
+Value DeviceBuilder::sAddr(Value sharedPtr) {
+  return LLVM::PtrToIntOp::create(b, loc, i32, sharedPtr);
+}
+Value DeviceBuilder::alignedDynamicShared(StringRef name) {
+  Value base = LLVM::AddressOfOp::create(b, loc, sptr, name);
+  // The symbol is declared .align 1024; round up anyway (the kernel reserves
+  // 1 KiB of slack) so the 128B-swizzle atoms sit on 1024-byte boundaries
+  // whatever the driver places before the dynamic window.
+  Value address = sAddr(base);
+  Value aligned = andi(add(address, 1023), c32(~int64_t(1023)));
+  return sAt(base, sub(aligned, address));
+}
+
+//===----------------------------------------------------------------------===//
+// Synchronization
+//===----------------------------------------------------------------------===//
+
+void DeviceBuilder::barrierAll() { NVVM::Barrier0Op::create(b, loc); }
+void DeviceBuilder::namedBarrier(int id, int threads) {
+  NVVM::BarrierOp::create(b, loc, Type(), c32(id), c32(threads),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+void DeviceBuilder::fenceProxyAsync() {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
+Value DeviceBuilder::electSync() {
+  return NVVM::ElectSyncOp::create(b, loc, i1, Value());
+}
+void DeviceBuilder::setMaxRegisters(bool increase, int count) {
+  NVVM::SetMaxRegisterOp::create(b, loc, count,
+                                 increase
+                                     ? NVVM::SetMaxRegisterAction::increase
+                                     : NVVM::SetMaxRegisterAction::decrease);
+}
+void DeviceBuilder::mbarInit(Value bar, int count) {
+  NVVM::MBarrierInitOp::create(b, loc, bar, c32(count), Value());
+}
+void DeviceBuilder::mbarArriveExpectTx(Value bar, int64_t bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
+                                         NVVM::MemScopeKind::CTA, false,
+                                         Value());
+}
+void DeviceBuilder::mbarArrive(Value bar) {
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+}
+void DeviceBuilder::mbarWait(Value bar, Value parity) {
+  // Suspend-time hint as CUTLASS uses (0x989680 ns).
+  NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c32(0x989680));
+}
+
+//===----------------------------------------------------------------------===//
+// TMA
+//===----------------------------------------------------------------------===//
+
+void DeviceBuilder::tmaLoad(Value dst, Value desc, ValueRange coords,
+                            Value bar) {
+  // The shared::cluster form (PTX 8.0); a lone CTA is its own cluster. The
+  // shared::cta destination form needs PTX 8.6.
+  Value clusterDst = LLVM::AddrSpaceCastOp::create(b, loc, cptr, dst);
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, loc, clusterDst, desc, coords, bar, ValueRange(), Value(), Value(),
+      NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+}
+void DeviceBuilder::tmaStore(Value desc, Value src, ValueRange coords) {
+  NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+      b, loc, desc, src, coords, Value(), NVVM::TMAStoreMode::TILE, Value());
+}
+void DeviceBuilder::bulkCommit() {
+  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+}
+void DeviceBuilder::bulkWaitRead0() {
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+}
+void DeviceBuilder::prefetchTensorMap(Value desc) {
+  inlineAsm(Type(), desc, "prefetch.tensormap [$0];", "l");
+}
+
+//===----------------------------------------------------------------------===//
+// wgmma
+//===----------------------------------------------------------------------===//
+
+Type DeviceBuilder::accType(int n) {
+  return LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                          SmallVector<Type>(n / 2, f32));
+}
+Value DeviceBuilder::zeroAcc(int n) {
+  Value acc = LLVM::PoisonOp::create(b, loc, accType(n));
+  Value zero = cf(0.0);
+  for (int i = 0; i < n / 2; ++i)
+    acc = LLVM::InsertValueOp::create(b, loc, acc, zero, i);
+  return acc;
+}
+Value DeviceBuilder::poisonAcc(int n) {
+  return LLVM::PoisonOp::create(b, loc, accType(n));
+}
+
+Value DeviceBuilder::wgmmaDesc(Value addr, int64_t lbo, int64_t sbo) {
+  // Bits 0-13: address >> 4; 16-29: LBO >> 4; 32-45: SBO >> 4;
+  // 62-63: 1 = 128-byte swizzle. Base offset 0 (atoms 1024-byte aligned).
+  uint64_t high = (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+                  (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+  Value field = andi(arith::ShRUIOp::create(b, loc, addr, c32(4)), 0x3FFF);
+  Value wide = arith::ExtUIOp::create(b, loc, i64, field);
+  return arith::OrIOp::create(
+      b, loc, wide,
+      arith::ConstantOp::create(b, loc, i64,
+                                b.getI64IntegerAttr(static_cast<int64_t>(high))));
+}
+Value DeviceBuilder::descAdd(Value desc, int64_t bytes) {
+  if (bytes == 0)
+    return desc;
+  return arith::AddIOp::create(b, loc, desc, c64(bytes >> 4));
+}
+void DeviceBuilder::wgmmaFence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
+void DeviceBuilder::wgmmaCommit() {
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+}
+void DeviceBuilder::wgmmaWait(int pending) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+}
+
+Value DeviceBuilder::wgmmaSS(Value acc, Value descA, Value descB, int n,
+                             bool accumulate, bool transB) {
+  MLIRContext *ctx = b.getContext();
+  auto type = elem == ElemKind::bf16 ? NVVM::WGMMATypes::bf16
+                                     : NVVM::WGMMATypes::f16;
+  return NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, acc.getType(), acc, descA, descB,
+      NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+      NVVM::WGMMATypesAttr::get(ctx, type),
+      NVVM::WGMMATypesAttr::get(ctx, type),
+      NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate
+                                            ? NVVM::WGMMAScaleOut::one
+                                            : NVVM::WGMMAScaleOut::zero),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      // A row-major = K-major; B col = K-major (imm-trans-b 0), row =
+      // MN-major (imm-trans-b 1).
+      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, transB ? NVVM::MMALayout::row
+                                           : NVVM::MMALayout::col),
+      NVVM::MMAIntOverflowAttr());
+}
+
+Value DeviceBuilder::wgmmaRS(Value acc, ArrayRef<Value> a, Value descB, int n,
+                             bool transB) {
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, {a0..a3}, b-desc,
+  //     scale-d, imm-scale-a, imm-scale-b, imm-trans-b;
+  // MLIR 22's nvvm.wgmma.mma_async takes shared-memory descriptors only, so
+  // the register-A form is inline PTX. Outputs $0..$(n/2-1) are tied to the
+  // accumulator inputs.
+  int regs = n / 2;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
+     << elemName(elem) << "." << elemName(elem) << " {";
+  for (int i = 0; i < regs; ++i)
+    os << (i ? ", " : "") << "$" << i;
+  os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
+     << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1, " << (transB ? 1 : 0)
+     << ";\n}";
+  std::string constraints;
+  for (int i = 0; i < regs; ++i)
+    constraints += "=f,";
+  constraints += "r,r,r,r,l";
+  for (int i = 0; i < regs; ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> operands(a.begin(), a.end());
+  operands.push_back(descB);
+  llvm::append_range(operands, unpack(acc, n));
+  return inlineAsm(acc.getType(), operands, text, constraints);
+}
+
+SmallVector<Value> DeviceBuilder::unpack(Value acc, int n) {
+  SmallVector<Value> values;
+  for (int i = 0; i < n / 2; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+  return values;
+}
+Value DeviceBuilder::pack(Value acc, ArrayRef<Value> values) {
+  Value result = LLVM::PoisonOp::create(b, loc, acc.getType());
+  for (auto [i, v] : llvm::enumerate(values))
+    result = LLVM::InsertValueOp::create(b, loc, result, v,
+                                         static_cast<int64_t>(i));
+  return result;
+}
+Value DeviceBuilder::packHalf2(Value lo, Value hi) {
+  // cvt.rn.{bf16x2,f16x2}.f32 d, a, b puts a in the upper half.
+  std::string text =
+      ("cvt.rn." + elemName(elem) + "x2.f32 $0, $1, $2;").str();
+  return inlineAsm(i32, ValueRange{hi, lo}, text, "=r,f,f",
+                   /*sideEffects=*/false);
+}
+Value DeviceBuilder::shflBfly(Value v, int offset) {
+  return NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(31),
+                              NVVM::ShflKind::bfly, UnitAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// Memory, control flow, inline asm
+//===----------------------------------------------------------------------===//
+
+Value DeviceBuilder::gAt(Value base, Value elementOffset, Type elementType) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
+                             ArrayRef<LLVM::GEPArg>{elementOffset});
+}
+Value DeviceBuilder::load(Type t, Value p, int align) {
+  return LLVM::LoadOp::create(b, loc, t, p, align);
+}
+void DeviceBuilder::store(Value v, Value p, int align) {
+  LLVM::StoreOp::create(b, loc, v, p, align);
+}
+
+void DeviceBuilder::ifThen(Value cond, const std::function<void()> &then) {
+  scf::IfOp::create(b, loc, cond, [&](OpBuilder &, Location) {
+    then();
+    scf::YieldOp::create(b, loc);
+  });
+}
+void DeviceBuilder::ifThenElse(Value cond, const std::function<void()> &then,
+                               const std::function<void()> &otherwise) {
+  scf::IfOp::create(
+      b, loc, cond,
+      [&](OpBuilder &, Location) {
+        then();
+        scf::YieldOp::create(b, loc);
+      },
+      [&](OpBuilder &, Location) {
+        otherwise();
+        scf::YieldOp::create(b, loc);
+      });
+}
+SmallVector<Value> DeviceBuilder::ifThenElseValues(
+    Value cond, TypeRange types,
+    const std::function<SmallVector<Value>()> &then,
+    const std::function<SmallVector<Value>()> &otherwise) {
+  auto op = scf::IfOp::create(
+      b, loc, cond,
+      [&](OpBuilder &, Location) { scf::YieldOp::create(b, loc, then()); },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, loc, otherwise());
+      });
+  (void)types;
+  return SmallVector<Value>(op.getResults());
+}
+SmallVector<Value> DeviceBuilder::forLoop(
+    Value lb, Value ub, Value step, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, step, init,
+      [&](OpBuilder &, Location, Value iv, ValueRange args) {
+        scf::YieldOp::create(b, loc, body(iv, args));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value DeviceBuilder::inlineAsm(Type result, ValueRange operands,
+                               StringRef text, StringRef constraints,
+                               bool sideEffects) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange(result) : TypeRange(), operands, text,
+      constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+  return result ? op.getResult(0) : Value();
+}

@@ -1,0 +1,789 @@
+//===- FlashAttention.cpp - attn.flash_attention for sm_90a -----*- C++ -*-===//
+//
+// A warp-specialized FlashAttention forward kernel (the FlashAttention-3
+// structure), emitted at the NVVM / LLVM-dialect level:
+//
+// * CTA = 1 producer warpgroup + `consumers` (block_q / 64) consumer
+//   warpgroups; each consumer owns 64 rows of the query tile.
+// * GQA: the `pack` query heads of a KV group that share a CTA (pack =
+//   gcd(G, 64)) are packed into the rows of the tile: row m is query position
+//   s0 + m / pack of head h0 + m % pack, so every K/V tile a CTA loads serves
+//   all of its heads (the TMA box of Q/O is [d, pack, 64 / pack, 1]).
+// * Producer warp 0 (one elected thread) issues TMA loads of Q once and of
+//   K/V tiles into a `stages`-deep ring, with full/empty mbarriers
+//   (arrive.expect_tx / try_wait.parity). K=V loads one tile for both.
+// * Key RoPE on load: producer warps 1-3 rotate each landed key tile in
+//   shared memory (into a second buffer for K=V, so P V reads the un-rotated
+//   tile; in place otherwise) and arrive on a third barrier. Query RoPE:
+//   each consumer rotates its Q slab once.
+// * Consumers: S = Q K^T with SS wgmma (m64 n=block_kv k16, f32
+//   accumulators), online softmax in registers (row max across the 4 lanes
+//   of a row with shfl.bfly 1 and 2, exp2 with the log2(e)-prescaled scale),
+//   P converted to 16-bit pairs in registers and O += P V with RS wgmma
+//   (inline PTX, B = V tile, MN-major), then O / l through shared memory and
+//   a TMA store.
+// * setmaxnreg moves registers from the producer to the consumers.
+// * Causal / window: key tiles outside the CTA's visible range are never
+//   loaded; only tiles crossing the diagonal, the window edge or the end of
+//   the keys are masked (the same bounds as the CPU lowering).
+//
+// Shared memory (offsets from a 1024-byte aligned base): Q slabs, K stages,
+// V stages (not for K=V), rotated-K stages (K=V with key RoPE), mbarriers.
+// Every tile is stored as 64-column blocks of rows x 128 bytes with the TMA
+// 128-byte swizzle, which is the canonical wgmma layout (K-major for Q and
+// K, MN-major for V).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::nvgpu;
+using arith::CmpFPredicate;
+using arith::CmpIPredicate;
+
+//===----------------------------------------------------------------------===//
+// Plan
+//===----------------------------------------------------------------------===//
+
+std::string FlashPlan::key() const {
+  return llvm::formatv("fa:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
+                       "{12}:{13}:{14}:{15}:{16}",
+                       elemName(elem), headDim, valueDim, numHeads, numKvHeads,
+                       pack, blockQ, blockKV, stages, causal,
+                       window ? *window : -1, llvm::formatv("{0:e}", scale),
+                       keyIsValue, queryRotated, keyRotated, sharedRopeTable,
+                       hostCastFromF32)
+      .str();
+}
+
+static int64_t ropeDims(RopeAttr rope, int64_t headDim) {
+  if (!rope)
+    return 0;
+  FailureOr<int64_t> r = rope.getRotatedDim(headDim);
+  return succeeded(r) ? *r : -1;
+}
+
+FailureOr<FlashPlan>
+attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
+                                    const TargetOptions &options) {
+  FlashPlan p;
+  auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+  auto keyType = cast<RankedTensorType>(op.getKey().getType());
+  auto valueType = cast<RankedTensorType>(op.getValueOrKey().getType());
+  FailureOr<ElemKind> elem = kernelElemKind(op, queryType.getElementType(),
+                                            options, p.hostCastFromF32);
+  if (failed(elem))
+    return failure();
+  p.elem = *elem;
+  p.headDim = queryType.getDimSize(3);
+  p.valueDim = valueType.getDimSize(3);
+  p.numHeads = queryType.getDimSize(2);
+  p.numKvHeads = keyType.getDimSize(2);
+  if (ShapedType::isDynamic(p.numHeads) || ShapedType::isDynamic(p.numKvHeads))
+    return op.emitOpError() << "needs static head counts for sm_90a";
+  p.group = p.numHeads / p.numKvHeads;
+  p.pack = std::gcd(p.group, int64_t(64));
+  if (p.headDim != 64 && p.headDim != 128)
+    return op.emitOpError()
+           << "head_dim " << p.headDim
+           << " is not supported by the sm_90a kernel (supported: 64, 128)";
+  if (p.valueDim != p.headDim)
+    return op.emitOpError() << "value dim " << p.valueDim
+                            << " differs from head_dim " << p.headDim
+                            << "; the sm_90a kernel needs them equal";
+  if (op.getBias())
+    return op.emitOpError()
+           << "additive logit bias is not supported by the sm_90a kernel yet";
+  p.blockQ = options.blockQ;
+  p.blockKV = options.blockKV;
+  p.stages = options.stages;
+  if (p.blockQ != 64 && p.blockQ != 128 && p.blockQ != 192)
+    return op.emitOpError() << "block-q " << p.blockQ
+                            << " is not supported on sm_90a (64, 128, 192: "
+                               "one consumer warpgroup per 64 rows)";
+  if (p.blockKV != 64 && p.blockKV != 128)
+    return op.emitOpError() << "block-kv " << p.blockKV
+                            << " is not supported on sm_90a (64, 128)";
+  if (p.stages < 1 || p.stages > 8)
+    return op.emitOpError() << "stages " << p.stages << " is out of [1, 8]";
+  p.consumers = p.blockQ / 64;
+  if (p.consumers == 3 && p.headDim == 128)
+    return op.emitOpError() << "block-q 192 with head_dim 128 does not fit "
+                               "the consumer register budget (160); use "
+                               "block-q 128";
+  p.causal = op.getCausal();
+  p.window = op.getWindow();
+  p.scale = op.getScaleAttr()
+                ? op.getScaleAttr().getValueAsDouble()
+                : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+  if (!(p.scale > 0.0))
+    return op.emitOpError()
+           << "the sm_90a kernel needs a positive softmax scale";
+  p.keyIsValue = !op.getValue();
+  p.queryRotated = ropeDims(op.getQueryRopeAttr(), p.headDim);
+  p.keyRotated = ropeDims(op.getKeyRopeAttr(), p.headDim);
+  for (int64_t r : {p.queryRotated, p.keyRotated})
+    if (r < 0 || r % 16 != 0)
+      return op.emitOpError() << "the sm_90a kernel rotates whole 16-byte "
+                                 "chunks: RoPE must rotate a multiple of 16 "
+                                 "dims (got "
+                              << r << ")";
+  p.sharedRopeTable = p.queryRotated && p.keyRotated &&
+                      op.getQueryRopeAttr() == op.getKeyRopeAttr();
+
+  // Threads, occupancy and the register split. One consumer warpgroup runs
+  // two CTAs per SM; two or three run one.
+  p.threads = 128 * (1 + p.consumers);
+  p.minBlocksPerSM = p.consumers == 1 ? 2 : 1;
+  p.producerRegs = p.keyRotated ? (p.consumers == 3 ? 40 : 56) : 24;
+  int64_t cap;
+  splitRegisters(p.consumers, p.minBlocksPerSM, p.producerRegs, cap,
+                 p.consumerRegs);
+
+  // Shared memory.
+  int64_t elemBytes = 2;
+  p.qSlabBytes = 64 * p.headDim * elemBytes;
+  p.kStageBytes = p.blockKV * p.headDim * elemBytes;
+  p.vStageBytes = p.keyIsValue ? 0 : p.blockKV * p.valueDim * elemBytes;
+  p.rotStageBytes =
+      (p.keyRotated && p.keyIsValue) ? p.blockKV * p.headDim * elemBytes : 0;
+  p.qOff = 0;
+  p.kOff = p.qOff + p.consumers * p.qSlabBytes;
+  p.vOff = p.kOff + p.stages * p.kStageBytes;
+  p.rotOff = p.vOff + p.stages * p.vStageBytes;
+  p.barOff = p.rotOff + p.stages * p.rotStageBytes;
+  // full, empty, rotated per stage, then the Q barrier; 1 KiB alignment
+  // slack.
+  p.sharedBytes = p.barOff + 8 * (3 * p.stages + 1) + 1024;
+  int64_t limit = kMaxDynamicSharedBytes / p.minBlocksPerSM;
+  if (p.sharedBytes > limit)
+    return op.emitOpError()
+           << "the sm_90a kernel needs " << p.sharedBytes
+           << " bytes of shared memory (block-q " << p.blockQ << ", block-kv "
+           << p.blockKV << ", " << p.stages << " stages), more than the "
+           << limit << " available; lower stages or block-kv";
+
+  std::string name = llvm::formatv("attn_fa_{0}_d{1}_h{2}_g{3}_q{4}_kv{5}_s{6}",
+                                   elemName(p.elem), p.headDim, p.numHeads,
+                                   p.group, p.blockQ, p.blockKV, p.stages);
+  if (p.causal)
+    name += "_causal";
+  if (p.window)
+    name += "_w" + std::to_string(*p.window);
+  if (p.keyIsValue)
+    name += "_keqv";
+  if (p.keyRotated)
+    name += "_krope" + std::to_string(p.keyRotated);
+  if (p.queryRotated)
+    name += "_qrope" + std::to_string(p.queryRotated);
+  p.name = name;
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Emits the body of one flash attention kernel.
+class FlashEmitter {
+public:
+  FlashEmitter(DeviceBuilder &d, const FlashPlan &p, gpu::GPUFuncOp func)
+      : d(d), p(p), func(func) {}
+
+  void emit();
+
+private:
+  void producer();
+  void rotator();
+  void consumer();
+
+  // Shared-memory addresses.
+  Value qSlab(Value c) { return d.sAt(smem, d.mul(c, p.qSlabBytes)); }
+  Value kStage(Value s) {
+    return d.sAt(smem, d.add(d.mul(s, p.kStageBytes), p.kOff));
+  }
+  Value vStage(Value s) {
+    if (p.keyIsValue)
+      return kStage(s);
+    return d.sAt(smem, d.add(d.mul(s, p.vStageBytes), p.vOff));
+  }
+  Value scoreKeyStage(Value s) {
+    if (p.rotStageBytes)
+      return d.sAt(smem, d.add(d.mul(s, p.rotStageBytes), p.rotOff));
+    return kStage(s);
+  }
+  Value bar(int64_t kind, Value s) {
+    return d.sAt(smem, d.add(d.shl(s, 3), p.barOff + 8 * kind * p.stages));
+  }
+  Value fullBar(Value s) { return bar(0, s); }
+  Value emptyBar(Value s) { return bar(1, s); }
+  Value rotBar(Value s) { return bar(2, s); }
+  Value qBar() { return d.sAt(smem, p.barOff + 24 * p.stages); }
+
+  Value stageOf(Value it) { return d.remu(it, p.stages); }
+  Value parityOf(Value it) { return d.andi(d.divu(it, p.stages), 1); }
+  Value keyStart(Value it) { return d.mul(d.add(jlo, it), p.blockKV); }
+
+  DeviceBuilder &d;
+  const FlashPlan &p;
+  gpu::GPUFuncOp func;
+
+  // Kernel parameters.
+  Value tmaQ, tmaK, tmaV, tmaO, seqQ, seqKV;
+  Value qCos, qSin, kCos, kSin;
+  // Per-CTA values.
+  Value smem, tid, wg, tInWg, warpInWg, lane;
+  Value batch, h0, kvHead, s0, offset, jlo, numTiles;
+};
+
+void FlashEmitter::emit() {
+  Block &entry = func.getBody().front();
+  unsigned arg = 0;
+  tmaQ = entry.getArgument(arg++);
+  tmaK = entry.getArgument(arg++);
+  if (!p.keyIsValue)
+    tmaV = entry.getArgument(arg++);
+  tmaO = entry.getArgument(arg++);
+  seqQ = entry.getArgument(arg++);
+  seqKV = entry.getArgument(arg++);
+  if (p.queryRotated) {
+    qCos = entry.getArgument(arg++);
+    qSin = entry.getArgument(arg++);
+  }
+  if (p.keyRotated) {
+    if (p.sharedRopeTable) {
+      kCos = qCos;
+      kSin = qSin;
+    } else {
+      kCos = entry.getArgument(arg++);
+      kSin = entry.getArgument(arg++);
+    }
+  }
+
+  tid = d.tid();
+  wg = d.divu(tid, 128);
+  tInWg = d.remu(tid, 128);
+  warpInWg = d.divu(tInWg, 32);
+  lane = d.remu(tid, 32);
+  smem = d.alignedDynamicShared(kSharedSymbol);
+
+  // Barrier initialization by one thread, visible to all after bar.sync.
+  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
+    for (int64_t s = 0; s < p.stages; ++s) {
+      Value sv = d.c32(s);
+      d.mbarInit(fullBar(sv), 1);
+      d.mbarInit(emptyBar(sv), 128 * p.consumers);
+      if (p.keyRotated)
+        d.mbarInit(rotBar(sv), 96);
+    }
+    d.mbarInit(qBar(), 1);
+  });
+  d.barrierAll();
+
+  // The CTA's work: a block of positions of `pack` heads of one batch.
+  Value qBlock = d.ctaid(0);
+  if (p.causal) // heaviest (latest) query blocks first
+    qBlock = d.sub(d.sub(d.nctaid(0), 1), qBlock);
+  h0 = d.mul(d.ctaid(1), p.pack);
+  kvHead = d.divu(h0, p.group);
+  batch = d.ctaid(2);
+  s0 = d.mul(qBlock, p.positions());
+  // Query i sits at key position i + (T - S).
+  offset = d.sub(seqKV, seqQ);
+  Value hiKey = seqKV;
+  if (p.causal)
+    hiKey = d.maxs(d.mins(seqKV, d.add(d.add(s0, offset), p.positions())),
+                   d.c32(0));
+  Value loKey = d.c32(0);
+  if (p.window)
+    loKey = d.maxs(loKey, d.sub(d.add(s0, offset), d.c32(*p.window - 1)));
+  jlo = d.divu(loKey, p.blockKV);
+  Value jhi = d.maxs(jlo, d.ceilDivs(hiKey, p.blockKV));
+  numTiles = d.sub(jhi, jlo);
+
+  d.ifThenElse(
+      d.cmp(CmpIPredicate::eq, wg, 0),
+      [&]() {
+        d.setMaxRegisters(false, p.producerRegs);
+        producer();
+      },
+      [&]() {
+        d.setMaxRegisters(true, p.consumerRegs);
+        consumer();
+      });
+}
+
+void FlashEmitter::producer() {
+  d.ifThen(d.cmp(CmpIPredicate::eq, warpInWg, 0), [&]() {
+    d.ifThen(d.electSync(), [&]() {
+      // Q: one box per consumer slab and 64-column block.
+      d.mbarArriveExpectTx(qBar(), p.blockQ * p.headDim * 2);
+      for (int64_t c = 0; c < p.consumers; ++c)
+        for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+          d.tmaLoad(d.sAt(smem, p.qOff + c * p.qSlabBytes + cb * 64 * 128),
+                    tmaQ,
+                    {d.c32(cb * 64), h0, d.add(s0, c * (64 / p.pack)), batch},
+                    qBar());
+      int64_t bytes = p.kStageBytes + p.vStageBytes;
+      d.forLoop(d.c32(0), numTiles, d.c32(1), ValueRange(),
+                [&](Value it, ValueRange) -> SmallVector<Value> {
+                  Value s = stageOf(it);
+                  // A fresh barrier passes a wait on parity 1.
+                  d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
+                  d.mbarArriveExpectTx(fullBar(s), bytes);
+                  Value key0 = keyStart(it);
+                  for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+                    d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
+                              {d.c32(cb * 64), kvHead, key0, batch},
+                              fullBar(s));
+                  if (!p.keyIsValue)
+                    for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+                      d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
+                                {d.c32(cb * 64), kvHead, key0, batch},
+                                fullBar(s));
+                  return {};
+                });
+    });
+  });
+  if (p.keyRotated)
+    d.ifThen(d.cmp(CmpIPredicate::ne, warpInWg, 0), [&]() { rotator(); });
+}
+
+void FlashEmitter::rotator() {
+  // Warps 1-3 of the producer warpgroup: rotate each landed key tile.
+  Value thread = d.sub(tInWg, d.c32(32));
+  Value lastKey = d.sub(seqKV, d.c32(1));
+  d.forLoop(d.c32(0), numTiles, d.c32(1), ValueRange(),
+            [&](Value it, ValueRange) -> SmallVector<Value> {
+              Value s = stageOf(it);
+              d.mbarWait(fullBar(s), parityOf(it));
+              Value key0 = keyStart(it);
+              // Rows past the last key are zero (TMA fill); clamp their
+              // table row to stay in bounds.
+              rotateTile(
+                  d, kStage(s), scoreKeyStage(s), p.blockKV, p.headDim,
+                  p.keyRotated,
+                  [&](Value row) { return d.mins(d.add(key0, row), lastKey); },
+                  kCos, kSin, thread, 96);
+              d.fenceProxyAsync();
+              d.mbarArrive(rotBar(s));
+              return {};
+            });
+}
+
+void FlashEmitter::consumer() {
+  MLIRContext *ctx = d.b.getContext();
+  Value c = d.sub(wg, d.c32(1));
+  Value groupRow = d.add(d.mul(warpInWg, 16), d.divu(lane, 4));
+  Value rows[2] = {groupRow, d.add(groupRow, 8)};
+  Value colBase = d.mul(d.andi(lane, 3), 2);
+  Value qPos[2];
+  for (int h = 0; h < 2; ++h)
+    qPos[h] = d.add(
+        d.add(s0, d.divu(d.add(d.mul(c, 64), rows[h]), p.pack)), offset);
+
+  Value slab = qSlab(c);
+  d.mbarWait(qBar(), d.c32(0));
+  // Named barrier 1 + c over the 128 threads of this consumer. The id is a
+  // compile-time constant in each branch so ptxas sees the barriers used.
+  auto slabBarrier = [&]() {
+    if (p.consumers == 1) {
+      d.namedBarrier(1, 128);
+      return;
+    }
+    for (int64_t k = 0; k < p.consumers; ++k)
+      d.ifThen(d.cmp(CmpIPredicate::eq, c, k),
+               [&]() { d.namedBarrier(1 + k, 128); });
+  };
+  if (p.queryRotated) {
+    Value lastQuery = d.sub(seqQ, d.c32(1));
+    rotateTile(
+        d, slab, slab, 64, p.headDim, p.queryRotated,
+        [&](Value row) {
+          return d.mins(
+              d.add(s0, d.divu(d.add(d.mul(c, 64), row), p.pack)), lastQuery);
+        },
+        qCos, qSin, tInWg, 128);
+    d.fenceProxyAsync();
+    slabBarrier();
+  }
+
+  Value descQ = d.wgmmaDesc(d.sAddr(slab), 16, 1024);
+  const double log2e = 1.4426950408889634;
+  Value scaleLog2 = d.cf(p.scale * log2e);
+  Value negInf = d.cf(-std::numeric_limits<double>::infinity());
+  Value zero = d.cf(0.0);
+  int64_t kv = p.blockKV, dv = p.valueDim;
+
+  SmallVector<Value> init = {d.zeroAcc(dv), negInf, negInf, zero, zero};
+  SmallVector<Value> state = d.forLoop(
+      d.c32(0), numTiles, d.c32(1), init,
+      [&](Value it, ValueRange args) -> SmallVector<Value> {
+        Value acc = args[0];
+        Value mOld[2] = {args[1], args[2]};
+        Value lOld[2] = {args[3], args[4]};
+        Value s = stageOf(it);
+        Value parity = parityOf(it);
+        d.mbarWait(fullBar(s), parity);
+        if (p.keyRotated)
+          d.mbarWait(rotBar(s), parity);
+
+        // S = Q K^T: head_dim / 16 SS wgmmas, K-major operands.
+        Value descK = d.wgmmaDesc(d.sAddr(scoreKeyStage(s)), 16, 1024);
+        d.wgmmaFence();
+        Value scores = d.poisonAcc(kv);
+        for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+          int64_t block = kk / 4, step = (kk % 4) * 32;
+          scores = d.wgmmaSS(scores, d.descAdd(descQ, block * 64 * 128 + step),
+                             d.descAdd(descK, block * kv * 128 + step), kv,
+                             /*accumulate=*/kk > 0, /*transB=*/false);
+        }
+        d.wgmmaCommit();
+        d.wgmmaWait(0);
+        SmallVector<Value> sv = d.unpack(scores, kv);
+
+        // Mask only the tiles crossing the end of the keys, the diagonal or
+        // the window edge.
+        Value key0 = keyStart(it);
+        Value lastKeyOfTile = d.add(key0, kv - 1);
+        Value firstQuery = d.add(s0, offset);
+        Value lastQuery = d.add(firstQuery, p.positions() - 1);
+        Value needsMask = d.cmp(CmpIPredicate::slt, d.sub(seqKV, d.c32(1)),
+                                lastKeyOfTile);
+        if (p.causal)
+          needsMask = d.orb(needsMask, d.cmp(CmpIPredicate::slt, firstQuery,
+                                             lastKeyOfTile));
+        if (p.window)
+          needsMask = d.orb(needsMask,
+                            d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
+                                  d.sub(lastQuery, key0)));
+        SmallVector<Type> f32s(sv.size(), d.f32);
+        sv = d.ifThenElseValues(
+            needsMask, f32s,
+            [&]() {
+              SmallVector<Value> masked;
+              for (auto [i, v] : llvm::enumerate(sv)) {
+                int64_t col = (i % 2) + 8 * (i / 4);
+                Value key = d.add(d.add(key0, colBase), col);
+                Value q = qPos[(i / 2) % 2];
+                Value valid = d.cmp(CmpIPredicate::slt, key, seqKV);
+                if (p.causal)
+                  valid = d.andb(valid, d.cmp(CmpIPredicate::sle, key, q));
+                if (p.window)
+                  valid = d.andb(valid, d.cmp(CmpIPredicate::slt,
+                                              d.sub(q, key),
+                                              d.c32(*p.window)));
+                masked.push_back(d.select(valid, v, negInf));
+              }
+              return masked;
+            },
+            [&]() { return sv; });
+
+        // Online softmax. Each thread holds two rows (h = 0, 1); a row is
+        // spread over the 4 lanes of a quad.
+        Value mNew[2], mScaled[2], alpha[2], lNew[2];
+        for (int h = 0; h < 2; ++h) {
+          Value mx = negInf;
+          for (size_t i = 0; i < sv.size(); ++i)
+            if ((i / 2) % 2 == static_cast<size_t>(h))
+              mx = d.maxf(mx, sv[i]);
+          mx = d.maxf(mx, d.shflBfly(mx, 1));
+          mx = d.maxf(mx, d.shflBfly(mx, 2));
+          mNew[h] = d.maxf(mOld[h], mx);
+          // A row that has seen no key keeps m = -inf: subtract 0 instead so
+          // p = exp2(-inf) = 0 and alpha = 0, never NaN.
+          Value empty = d.cmpf(CmpFPredicate::OEQ, mNew[h], negInf);
+          mScaled[h] = d.select(empty, zero, d.mulf(mNew[h], scaleLog2));
+          alpha[h] = d.exp2(d.subf(d.mulf(mOld[h], scaleLog2), mScaled[h]));
+        }
+        SmallVector<Value> probs;
+        Value rowSum[2] = {zero, zero};
+        for (auto [i, v] : llvm::enumerate(sv)) {
+          int h = (i / 2) % 2;
+          Value e = d.exp2(
+              d.fma(v, scaleLog2, arith::NegFOp::create(d.b, d.loc,
+                                                        mScaled[h])));
+          probs.push_back(e);
+          rowSum[h] = d.addf(rowSum[h], e);
+        }
+        for (int h = 0; h < 2; ++h)
+          lNew[h] = d.fma(lOld[h], alpha[h], rowSum[h]);
+
+        // Rescale O, pack P (A fragment of k-step kk = value pairs
+        // 8kk + {0,1}, {2,3}, {4,5}, {6,7}).
+        SmallVector<Value> ov = d.unpack(acc, dv);
+        for (size_t i = 0; i < ov.size(); ++i)
+          ov[i] = d.mulf(ov[i], alpha[(i / 2) % 2]);
+        acc = d.pack(acc, ov);
+        SmallVector<Value> pRegs;
+        for (size_t j = 0; j + 1 < probs.size(); j += 2)
+          pRegs.push_back(d.packHalf2(probs[j], probs[j + 1]));
+
+        // O += P V: block_kv / 16 RS wgmmas, V MN-major (transposed B).
+        Value descV = d.wgmmaDesc(d.sAddr(vStage(s)), kv * 128, 1024);
+        d.wgmmaFence();
+        for (int64_t kk = 0; kk < kv / 16; ++kk)
+          acc = d.wgmmaRS(acc, ArrayRef<Value>(pRegs).slice(4 * kk, 4),
+                          d.descAdd(descV, kk * 16 * 128), dv,
+                          /*transB=*/true);
+        d.wgmmaCommit();
+        d.wgmmaWait(0);
+        d.mbarArrive(emptyBar(s));
+        return {acc, mNew[0], mNew[1], lNew[0], lNew[1]};
+      });
+
+  // Epilogue: O / l (0 for a row that saw no key), staged through this
+  // consumer's Q slab (its wgmmas are complete) and stored with TMA.
+  Value acc = state[0];
+  Value inv[2];
+  for (int h = 0; h < 2; ++h) {
+    Value l = state[3 + h];
+    l = d.addf(l, d.shflBfly(l, 1));
+    l = d.addf(l, d.shflBfly(l, 2));
+    Value empty = d.cmpf(CmpFPredicate::OEQ, l, zero);
+    inv[h] = d.select(empty, zero, d.divf(d.cf(1.0), l));
+  }
+  SmallVector<Value> ov = d.unpack(acc, dv);
+  Value quadByte = d.mul(d.andi(lane, 3), 4);
+  for (size_t i = 0; i + 1 < ov.size(); i += 2) {
+    int h = (i / 2) % 2;
+    Value packed =
+        d.packHalf2(d.mulf(ov[i], inv[h]), d.mulf(ov[i + 1], inv[h]));
+    Value chunk = d.c32(i / 4);
+    Value off = d.add(swizzledChunk(d, rows[h], chunk, 64), quadByte);
+    d.store(packed, d.sAt(slab, off), 4);
+  }
+  d.fenceProxyAsync();
+  slabBarrier();
+  d.ifThen(d.cmp(CmpIPredicate::eq, tInWg, 0), [&]() {
+    for (int64_t cb = 0; cb < dv / 64; ++cb)
+      d.tmaStore(tmaO, d.sAt(slab, cb * 64 * 128),
+                 {d.c32(cb * 64), h0,
+                  d.add(s0, d.mul(c, 64 / p.pack)), batch});
+    d.bulkCommit();
+    d.bulkWaitRead0();
+  });
+  (void)ctx;
+}
+
+} // namespace
+
+void attnfuse::nvgpu::buildFlashAttentionKernel(OpBuilder &b, Location loc,
+                                                gpu::GPUModuleOp module,
+                                                const FlashPlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  Type i32 = b.getI32Type();
+  SmallVector<Type> args = {ptr, ptr};
+  if (!p.keyIsValue)
+    args.push_back(ptr);
+  args.push_back(ptr);
+  SmallVector<int32_t> tmaArgs;
+  for (size_t i = 0; i < args.size(); ++i)
+    tmaArgs.push_back(static_cast<int32_t>(i));
+  args.append({i32, i32});
+  if (p.queryRotated)
+    args.append({gptr, gptr});
+  if (p.keyRotated && !p.sharedRopeTable)
+    args.append({gptr, gptr});
+
+  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, tmaArgs,
+                                         p.threads, p.minBlocksPerSM);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, p.elem);
+  FlashEmitter(d, p, func).emit();
+  gpu::ReturnOp::create(b, loc);
+}
+
+//===----------------------------------------------------------------------===//
+// Host-side description
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
+                                                       FlashAttentionOp op,
+                                                       const FlashPlan &p) {
+  StringRef elem = elemName(p.elem);
+  int64_t d = p.headDim, dv = p.valueDim, hq = p.numHeads, hk = p.numKvHeads;
+  auto tensor = [&](StringRef name, StringRef role, int64_t operand,
+                    int64_t heads, int64_t dim, StringRef seq) {
+    return DictBuilder(ctx)
+        .set("name", name)
+        .set("role", role)
+        .set("operand", operand)
+        .set("dtype", elem)
+        .set("shape", arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, seq),
+                                      intAttr(ctx, heads), intAttr(ctx, dim)}))
+        .set("strides_elements",
+             arrayAttr(ctx, {scaled(ctx, heads * dim, seq == "S" ? "S" : "T"),
+                             intAttr(ctx, heads * dim), intAttr(ctx, dim),
+                             intAttr(ctx, 1)}))
+        .set("layout", "row-major [batch, seq, heads, dim], contiguous")
+        .get();
+  };
+  SmallVector<Attribute> tensors;
+  tensors.push_back(tensor("query", "query", 0, hq, d, "S"));
+  tensors.push_back(tensor("key", p.keyIsValue ? "key and value (K=V)" : "key",
+                           1, hk, d, "T"));
+  if (!p.keyIsValue)
+    tensors.push_back(tensor("value", "value", 2, hk, dv, "T"));
+  tensors.push_back(
+      DictBuilder(ctx)
+          .set("name", "output")
+          .set("role", "result")
+          .set("operand", int64_t(-1))
+          .set("dtype", elem)
+          .set("shape", arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, "S"),
+                                        intAttr(ctx, hq), intAttr(ctx, dv)}))
+          .set("strides_elements",
+               arrayAttr(ctx, {scaled(ctx, hq * dv, "S"), intAttr(ctx, hq * dv),
+                               intAttr(ctx, dv), intAttr(ctx, 1)}))
+          .set("layout", "row-major [batch, seq, heads, dim], contiguous")
+          .get());
+
+  // TMA descriptors: dims innermost first {dim, heads, seq, batch}.
+  auto tma = [&](StringRef param, StringRef tensorName, int64_t heads,
+                 int64_t dim, StringRef seq, SmallVector<int64_t> box,
+                 StringRef role) {
+    TmaInfo t;
+    t.param = param.str();
+    t.tensor = tensorName.str();
+    t.role = role.str();
+    t.globalDim = {intAttr(ctx, dim), intAttr(ctx, heads), strAttr(ctx, seq),
+                   strAttr(ctx, "B")};
+    t.globalStridesBytes = {intAttr(ctx, dim * 2), intAttr(ctx, heads * dim * 2),
+                            scaled(ctx, heads * dim * 2, seq)};
+    t.boxDim = box;
+    return describeTma(ctx, t, p.elem);
+  };
+  SmallVector<int64_t> qBox = {64, p.pack, 64 / p.pack, 1};
+  SmallVector<int64_t> kvBox = {64, 1, p.blockKV, 1};
+  SmallVector<Attribute> tmas;
+  tmas.push_back(tma("tma_q", "query", hq, d, "S", qBox, "load"));
+  tmas.push_back(tma("tma_k", "key", hk, d, "T", kvBox, "load"));
+  if (!p.keyIsValue)
+    tmas.push_back(tma("tma_v", "value", hk, dv, "T", kvBox, "load"));
+  tmas.push_back(tma("tma_o", "output", hq, dv, "S", qBox, "store"));
+
+  auto param = [&](StringRef name, StringRef kind, StringRef detail,
+                   StringRef value) {
+    DictBuilder pb(ctx);
+    pb.set("name", name).set("kind", kind);
+    if (!detail.empty())
+      pb.set(kind == "tma_descriptor" ? "tma" : "dtype", detail);
+    if (!value.empty())
+      pb.set("value", value);
+    if (kind == "tma_descriptor")
+      pb.set("abi", "CUtensorMap (128 bytes, 64-byte aligned) passed by "
+                    "value as a __grid_constant__ parameter");
+    return pb.get();
+  };
+  SmallVector<Attribute> params;
+  params.push_back(param("tma_q", "tma_descriptor", "tma_q", ""));
+  params.push_back(param("tma_k", "tma_descriptor", "tma_k", ""));
+  if (!p.keyIsValue)
+    params.push_back(param("tma_v", "tma_descriptor", "tma_v", ""));
+  params.push_back(param("tma_o", "tma_descriptor", "tma_o", ""));
+  params.push_back(param("seq_q", "scalar", "i32", "S"));
+  params.push_back(param("seq_kv", "scalar", "i32", "T"));
+  SmallVector<Attribute> tables;
+  auto ropeTable = [&](StringRef prefix, RopeAttr rope, int64_t rotated,
+                       StringRef positions) {
+    for (StringRef fn : {"cos", "sin"}) {
+      std::string name = (prefix + "_" + fn).str();
+      params.push_back(param(name, "pointer", "f32", ""));
+      tables.push_back(
+          DictBuilder(ctx)
+              .set("param", StringRef(name))
+              .set("dtype", "f32")
+              .set("shape", arrayAttr(ctx, {strAttr(ctx, positions),
+                                            intAttr(ctx, rotated / 2)}))
+              .set("formula",
+                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
+                         "computed in f64 and rounded to f32")
+                       .str())
+              .set("theta", rope.getThetaValue())
+              .set("rotated_dims", rotated)
+              .get());
+    }
+  };
+  if (p.queryRotated)
+    ropeTable(p.sharedRopeTable ? "rope" : "rope_q", op.getQueryRopeAttr(),
+              p.queryRotated, p.sharedRopeTable ? "max(S,T)" : "S");
+  if (p.keyRotated && !p.sharedRopeTable)
+    ropeTable("rope_k", op.getKeyRopeAttr(), p.keyRotated, "T");
+
+  int64_t positions = p.positions();
+  SmallVector<Attribute> grid = {
+      DictBuilder(ctx)
+          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", positions)
+                                     .str()))
+          .set("symbol", "S")
+          .set("ceil_div", positions)
+          .get(),
+      DictBuilder(ctx)
+          .set("expr", StringRef(std::to_string(hq / p.pack)))
+          .set("value", hq / p.pack)
+          .get(),
+      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
+                                                                 int64_t(1))
+          .get()};
+
+  DictBuilder config(ctx);
+  config.set("elem_type", elem)
+      .set("head_dim", d)
+      .set("value_dim", dv)
+      .set("num_heads", hq)
+      .set("num_kv_heads", hk)
+      .set("group", p.group)
+      .set("heads_per_cta", p.pack)
+      .set("block_q_rows", p.blockQ)
+      .set("block_q_positions", positions)
+      .set("block_kv", p.blockKV)
+      .set("stages", p.stages)
+      .set("consumer_warpgroups", p.consumers)
+      .set("producer_registers", p.producerRegs)
+      .set("consumer_registers", p.consumerRegs)
+      .set("min_blocks_per_sm", p.minBlocksPerSM)
+      .setBool("causal", p.causal)
+      .setBool("key_is_value", p.keyIsValue)
+      .set("scale", p.scale)
+      .set("query_rope_dims", p.queryRotated)
+      .set("key_rope_dims", p.keyRotated)
+      .set("pv_operand_a", "registers (RS wgmma, inline PTX)");
+  if (p.window)
+    config.set("window", *p.window);
+
+  DictBuilder info(ctx);
+  info.set("kernel", StringRef(p.name))
+      .set("kind", "flash_attention")
+      .set("op", "attn.flash_attention")
+      .set("symbols", "B = batch, S = query length, T = key length")
+      .set("block", intArray(ctx, {p.threads, 1, 1}))
+      .set("grid", arrayAttr(ctx, grid))
+      .set("dynamic_smem_bytes", p.sharedBytes)
+      .set("params", arrayAttr(ctx, params))
+      .set("tensors", arrayAttr(ctx, tensors))
+      .set("tma_descriptors", arrayAttr(ctx, tmas))
+      .set("config", config.get());
+  if (!tables.empty())
+    info.set("rope_tables", arrayAttr(ctx, tables));
+  if (p.hostCastFromF32)
+    info.set("host_cast", "the op's tensors are f32: the host converts "
+                          "inputs to the kernel type and the output back");
+  return info.get();
+}

@@ -1,0 +1,187 @@
+//===- Kernels.h - sm_90a kernels of the fused attn ops ---------*- C++ -*-===//
+//
+// Planning (tile sizes, shared-memory layout, register split, launch shape)
+// and generation of the Hopper kernels, plus the host-side description of
+// each kernel that `attnfuse-compile` turns into manifest.json.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTONVVM_KERNELS_H
+#define ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTONVVM_KERNELS_H
+
+#include "DeviceBuilder.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+#include <string>
+
+namespace attnfuse::nvgpu {
+
+/// Limits of one H100/H200 SM that the plans respect.
+constexpr int64_t kMaxDynamicSharedBytes = 232448; // 227 KiB opt-in
+constexpr int64_t kRegistersPerSM = 65536;
+/// Name of the dynamic shared memory symbol of every kernel module.
+constexpr llvm::StringLiteral kSharedSymbol = "attn_dynamic_smem";
+/// Function attribute listing the CUtensorMap parameters that
+/// `attn-nvvm-kernel-params` turns into byval + nvvm.grid_constant.
+constexpr llvm::StringLiteral kTmaArgsAttr = "attnfuse.tma_params";
+/// Attribute of the host-side launch declarations.
+constexpr llvm::StringLiteral kLaunchAttr = "attnfuse.launch";
+
+/// Options shared by all kernels (the pass options).
+struct TargetOptions {
+  std::string chip = "sm_90a";
+  ElemKind elem = ElemKind::bf16;
+  int64_t blockQ = 128;
+  int64_t blockKV = 128;
+  int64_t stages = 2;
+};
+
+/// The TMA descriptor a kernel parameter expects; dims innermost first, as
+/// cuTensorMapEncodeTiled takes them. Sizes are integers or expressions of
+/// the dynamic dimensions (strings such as "S" or "4096*S").
+struct TmaInfo {
+  std::string param;  // kernel parameter name
+  std::string tensor; // the tensor it addresses
+  llvm::SmallVector<mlir::Attribute> globalDim;
+  llvm::SmallVector<mlir::Attribute> globalStridesBytes; // rank - 1 entries
+  llvm::SmallVector<int64_t> boxDim;
+  std::string role; // "load" / "store"
+};
+
+/// The plan of one attn.flash_attention kernel.
+struct FlashPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t headDim, valueDim, numHeads, numKvHeads, group, pack;
+  int64_t blockQ, blockKV, stages, consumers;
+  bool causal;
+  std::optional<int64_t> window;
+  double scale;
+  bool keyIsValue;
+  int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
+  bool sharedRopeTable = false; // query and key use one table pair
+  // Launch and resources.
+  int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
+  int64_t qSlabBytes, kStageBytes, vStageBytes, rotStageBytes;
+  int64_t qOff, kOff, vOff, rotOff, barOff, sharedBytes;
+  std::string name;
+
+  /// Positions per CTA (`block_q / pack`).
+  int64_t positions() const { return blockQ / pack; }
+  /// A canonical string of everything the generated code depends on.
+  std::string key() const;
+};
+
+/// Validates `op` against the sm_90a kernel and the options, reporting
+/// unsupported shapes on `op`.
+mlir::FailureOr<FlashPlan> planFlashAttention(attn::FlashAttentionOp op,
+                                              const TargetOptions &options);
+/// Emits the kernel into `module` (a gpu.module).
+void buildFlashAttentionKernel(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::gpu::GPUModuleOp module,
+                               const FlashPlan &plan);
+/// The host-side description (launch shape, parameters, TMA descriptors).
+mlir::DictionaryAttr describeFlashAttention(mlir::MLIRContext *ctx,
+                                            attn::FlashAttentionOp op,
+                                            const FlashPlan &plan);
+
+/// The plan of one projection GEMM (attn.fused_projection, or attn.project
+/// as a GEMM without head split and RoPE).
+struct GemmPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t inFeatures, outFeatures, headDim; // headDim = N for attn.project
+  bool hasBias;
+  int64_t rotated = 0; // RoPE dims per head (0: none)
+  bool fromProject = false;
+  int64_t blockM, blockN, blockK, stages, consumers;
+  int64_t threads, producerRegs, consumerRegs;
+  int64_t aStageBytes, bStageBytes, cBytes;
+  int64_t aOff, bOff, cOff, barOff, sharedBytes;
+  std::string name;
+  std::string key() const;
+};
+
+mlir::FailureOr<GemmPlan> planProjection(mlir::Operation *op,
+                                         const TargetOptions &options);
+void buildProjectionKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const GemmPlan &plan);
+mlir::DictionaryAttr describeProjection(mlir::MLIRContext *ctx,
+                                        mlir::Operation *op,
+                                        const GemmPlan &plan);
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// Builds nested attributes for the launch description.
+class DictBuilder {
+public:
+  explicit DictBuilder(mlir::MLIRContext *ctx) : ctx(ctx) {}
+  DictBuilder &set(llvm::StringRef name, mlir::Attribute value);
+  DictBuilder &set(llvm::StringRef name, llvm::StringRef value);
+  DictBuilder &set(llvm::StringRef name, const char *value) {
+    return set(name, llvm::StringRef(value));
+  }
+  DictBuilder &set(llvm::StringRef name, int64_t value);
+  DictBuilder &set(llvm::StringRef name, double value);
+  DictBuilder &setBool(llvm::StringRef name, bool value);
+  mlir::DictionaryAttr get() const;
+
+  mlir::MLIRContext *ctx;
+  mlir::NamedAttrList attrs;
+};
+
+mlir::Attribute intAttr(mlir::MLIRContext *ctx, int64_t v);
+mlir::Attribute strAttr(mlir::MLIRContext *ctx, llvm::StringRef v);
+mlir::ArrayAttr arrayAttr(mlir::MLIRContext *ctx,
+                          llvm::ArrayRef<mlir::Attribute> values);
+mlir::ArrayAttr intArray(mlir::MLIRContext *ctx, llvm::ArrayRef<int64_t> v);
+/// `factor * symbol` as an expression attribute (an integer when the symbol
+/// is empty).
+mlir::Attribute scaled(mlir::MLIRContext *ctx, int64_t factor,
+                       llvm::StringRef symbol);
+mlir::DictionaryAttr describeTma(mlir::MLIRContext *ctx, const TmaInfo &tma,
+                                 ElemKind elem);
+/// Element type of a kernel operand, or failure with a diagnostic.
+mlir::FailureOr<ElemKind> kernelElemKind(mlir::Operation *op,
+                                         mlir::Type elementType,
+                                         const TargetOptions &options,
+                                         bool &hostCast);
+
+/// Creates `gpu.func @name` with `argTypes` inside `module`, with the
+/// launch-bound attributes, and positions `b` at the start of its body.
+mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::gpu::GPUModuleOp module,
+                                      llvm::StringRef name,
+                                      llvm::ArrayRef<mlir::Type> argTypes,
+                                      llvm::ArrayRef<int32_t> tmaArgs,
+                                      int64_t threads, int64_t minBlocks);
+
+/// Register split for a warp-specialized kernel of `1 + consumers`
+/// warpgroups at `minBlocks` CTAs per SM: the launch cap and the
+/// setmaxnreg targets of the producer and the consumers.
+void splitRegisters(int64_t consumers, int64_t minBlocks, int64_t producer,
+                    int64_t &cap, int64_t &consumer);
+
+/// Rotates (RoPE, rotate-half pairing) `rows` rows of a 128B-swizzled tile
+/// in shared memory, `src` -> `dst` (the same pointer for in place), each row
+/// `dim` wide stored as dim/64 column blocks of `rows` x 128 bytes. Row `r`
+/// takes its angle from row `position(r)` of the f32 cos/sin tables
+/// (`[positions, rotated/2]`). Threads `thread` of `threads` share the work.
+void rotateTile(DeviceBuilder &d, Value src, Value dst, int64_t rows,
+                int64_t dim, int64_t rotated,
+                const std::function<Value(Value)> &position, Value cosTable,
+                Value sinTable, Value thread, int64_t threads);
+
+/// Byte offset of the 16-byte chunk `chunk` (of dim/8) of row `row` in a
+/// 128B-swizzled tile of `rows` rows.
+Value swizzledChunk(DeviceBuilder &d, Value row, Value chunk, int64_t rows);
+
+} // namespace attnfuse::nvgpu
+
+#endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTONVVM_KERNELS_H

@@ -1,0 +1,493 @@
+//===- Projection.cpp - projection GEMMs for sm_90a -------------*- C++ -*-===//
+//
+// attn.fused_projection (and attn.project) as a warp-specialized TMA + wgmma
+// GEMM: Y[b, s, n] = sum_k X[b, s, k] W[n, k] (+ bias[n]), then RoPE per
+// head, stored as [B, S, N] (= [B, S, H, d]).
+//
+// * CTA tile 128 x 128 (two consumer warpgroups of 64 rows), k step 64 (one
+//   128-byte swizzle atom of 16-bit elements), a 4-stage ring of A (X rows)
+//   and B (W rows) tiles filled by one producer thread with TMA.
+// * Consumers: 4 SS wgmma m64n128k16 per k step, both operands K-major; one
+//   wgmma group stays in flight (wait_group 1) and the stage it finished
+//   with is released to the producer.
+// * Epilogue in registers: + bias (loaded per column pair), RoPE (the
+//   partner column i + r/2 of a head is held by the same thread: value
+//   index + r/4), conversion to 16 bits, staged through shared memory in the
+//   swizzled layout and stored with TMA (edges clipped by the tensor map).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::nvgpu;
+using arith::CmpIPredicate;
+
+std::string GemmPlan::key() const {
+  return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}",
+                       elemName(elem), inFeatures, outFeatures, headDim,
+                       hasBias, rotated, blockM, blockN, blockK, stages)
+      .str();
+}
+
+FailureOr<GemmPlan>
+attnfuse::nvgpu::planProjection(Operation *op, const TargetOptions &options) {
+  GemmPlan p;
+  Value input, weight, bias;
+  RopeAttr rope;
+  if (auto fp = dyn_cast<FusedProjectionOp>(op)) {
+    input = fp.getInput();
+    weight = fp.getWeight();
+    bias = fp.getBias();
+    rope = fp.getRopeAttr();
+    p.headDim = fp.getHeadDim();
+  } else {
+    auto proj = cast<ProjectOp>(op);
+    input = proj.getInput();
+    weight = proj.getWeight();
+    bias = proj.getBias();
+    p.fromProject = true;
+  }
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
+                                            options, p.hostCastFromF32);
+  if (failed(elem))
+    return failure();
+  p.elem = *elem;
+  p.inFeatures = inputType.getDimSize(2);
+  p.outFeatures = weightType.getDimSize(0);
+  if (ShapedType::isDynamic(p.inFeatures) ||
+      ShapedType::isDynamic(p.outFeatures))
+    return op->emitOpError() << "needs static feature sizes for sm_90a";
+  if (p.fromProject)
+    p.headDim = p.outFeatures;
+  // TMA: every global stride a multiple of 16 bytes.
+  if (p.inFeatures % 8 != 0 || p.outFeatures % 8 != 0)
+    return op->emitOpError()
+           << "the sm_90a GEMM needs in and out features that are multiples "
+              "of 8 (16-byte TMA strides), got "
+           << p.inFeatures << " and " << p.outFeatures;
+  p.hasBias = static_cast<bool>(bias);
+  if (rope) {
+    FailureOr<int64_t> r = rope.getRotatedDim(p.headDim);
+    if (failed(r) || *r % 16 != 0)
+      return op->emitOpError() << "the sm_90a GEMM epilogue rotates multiples "
+                                  "of 16 dims per head";
+    p.rotated = *r;
+  }
+  p.blockM = 128;
+  p.blockN = 128;
+  p.blockK = 64;
+  p.stages = 4;
+  p.consumers = 2;
+  if (p.rotated && p.blockN % p.headDim != 0)
+    return op->emitOpError()
+           << "head_dim " << p.headDim
+           << " does not divide the 128-column GEMM tile; the RoPE epilogue "
+              "needs whole heads in a tile";
+  p.threads = 128 * (1 + p.consumers);
+  p.producerRegs = 40;
+  int64_t cap;
+  splitRegisters(p.consumers, 1, p.producerRegs, cap, p.consumerRegs);
+  int64_t elemBytes = 2;
+  p.aStageBytes = p.blockM * p.blockK * elemBytes;
+  p.bStageBytes = p.blockN * p.blockK * elemBytes;
+  p.cBytes = p.blockM * p.blockN * elemBytes;
+  p.aOff = 0;
+  p.bOff = p.aOff + p.stages * p.aStageBytes;
+  p.cOff = p.bOff + p.stages * p.bStageBytes;
+  p.barOff = p.cOff + p.cBytes;
+  p.sharedBytes = p.barOff + 8 * 2 * p.stages + 1024;
+  std::string name = llvm::formatv("attn_gemm_{0}_k{1}_n{2}", elemName(p.elem),
+                                   p.inFeatures, p.outFeatures);
+  if (p.hasBias)
+    name += "_bias";
+  if (p.rotated)
+    name += llvm::formatv("_rope{0}of{1}", p.rotated, p.headDim).str();
+  p.name = name;
+  return p;
+}
+
+namespace {
+
+class GemmEmitter {
+public:
+  GemmEmitter(DeviceBuilder &d, const GemmPlan &p, gpu::GPUFuncOp func)
+      : d(d), p(p), func(func) {}
+  void emit();
+
+private:
+  Value aStage(Value s) {
+    return d.sAt(smem, d.add(d.mul(s, p.aStageBytes), p.aOff));
+  }
+  Value bStage(Value s) {
+    return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
+  }
+  Value fullBar(Value s) { return d.sAt(smem, d.add(d.shl(s, 3), p.barOff)); }
+  Value emptyBar(Value s) {
+    return d.sAt(smem, d.add(d.shl(s, 3), p.barOff + 8 * p.stages));
+  }
+  Value stageOf(Value it) { return d.remu(it, p.stages); }
+  Value parityOf(Value it) { return d.andi(d.divu(it, p.stages), 1); }
+
+  void producer();
+  void consumer();
+
+  DeviceBuilder &d;
+  const GemmPlan &p;
+  gpu::GPUFuncOp func;
+  Value tmaX, tmaW, tmaY, seq, biasPtr, ropeCos, ropeSin;
+  Value smem, tid, wg, tInWg, warpInWg, lane, row0, col0, batch, numK;
+};
+
+void GemmEmitter::emit() {
+  Block &entry = func.getBody().front();
+  unsigned arg = 0;
+  tmaX = entry.getArgument(arg++);
+  tmaW = entry.getArgument(arg++);
+  tmaY = entry.getArgument(arg++);
+  seq = entry.getArgument(arg++);
+  if (p.hasBias)
+    biasPtr = entry.getArgument(arg++);
+  if (p.rotated) {
+    ropeCos = entry.getArgument(arg++);
+    ropeSin = entry.getArgument(arg++);
+  }
+  tid = d.tid();
+  wg = d.divu(tid, 128);
+  tInWg = d.remu(tid, 128);
+  warpInWg = d.divu(tInWg, 32);
+  lane = d.remu(tid, 32);
+  smem = d.alignedDynamicShared(kSharedSymbol);
+  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
+    for (int64_t s = 0; s < p.stages; ++s) {
+      d.mbarInit(fullBar(d.c32(s)), 1);
+      d.mbarInit(emptyBar(d.c32(s)), 128 * p.consumers);
+    }
+  });
+  d.barrierAll();
+  row0 = d.mul(d.ctaid(0), p.blockM);
+  col0 = d.mul(d.ctaid(1), p.blockN);
+  batch = d.ctaid(2);
+  numK = d.c32((p.inFeatures + p.blockK - 1) / p.blockK);
+  d.ifThenElse(
+      d.cmp(CmpIPredicate::eq, wg, 0),
+      [&]() {
+        d.setMaxRegisters(false, p.producerRegs);
+        producer();
+      },
+      [&]() {
+        d.setMaxRegisters(true, p.consumerRegs);
+        consumer();
+      });
+}
+
+void GemmEmitter::producer() {
+  d.ifThen(d.cmp(CmpIPredicate::eq, warpInWg, 0), [&]() {
+    d.ifThen(d.electSync(), [&]() {
+      d.forLoop(d.c32(0), numK, d.c32(1), ValueRange(),
+                [&](Value it, ValueRange) -> SmallVector<Value> {
+                  Value s = stageOf(it);
+                  d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
+                  d.mbarArriveExpectTx(fullBar(s),
+                                       p.aStageBytes + p.bStageBytes);
+                  Value k0 = d.mul(it, p.blockK);
+                  // X box {64, 128 rows, 1}; W box {64, 128 rows}.
+                  d.tmaLoad(aStage(s), tmaX, {k0, row0, batch}, fullBar(s));
+                  d.tmaLoad(bStage(s), tmaW, {k0, col0}, fullBar(s));
+                  return {};
+                });
+    });
+  });
+}
+
+void GemmEmitter::consumer() {
+  Value c = d.sub(wg, d.c32(1));
+  int64_t n = p.blockN;
+  Value acc = d.zeroAcc(n);
+  auto descA = [&](Value s) {
+    return d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16,
+                       1024);
+  };
+  auto descB = [&](Value s) {
+    return d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
+  };
+  // Main loop: one wgmma group in flight; the stage of the group that
+  // completed (the previous one) goes back to the producer.
+  SmallVector<Value> state = d.forLoop(
+      d.c32(0), numK, d.c32(1), ValueRange{acc},
+      [&](Value it, ValueRange args) -> SmallVector<Value> {
+        Value a = args[0];
+        Value s = stageOf(it);
+        d.mbarWait(fullBar(s), parityOf(it));
+        Value da = descA(s), db = descB(s);
+        d.wgmmaFence();
+        for (int64_t kk = 0; kk < p.blockK / 16; ++kk)
+          a = d.wgmmaSS(a, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
+                        /*accumulate=*/true, /*transB=*/false);
+        d.wgmmaCommit();
+        d.wgmmaWait(1);
+        d.ifThen(d.cmp(CmpIPredicate::sgt, it, 0), [&]() {
+          d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
+        });
+        return {a};
+      });
+  d.wgmmaWait(0);
+  acc = state[0];
+  SmallVector<Value> v = d.unpack(acc, n);
+
+  // Epilogue: bias, RoPE, convert, stage, TMA store.
+  Value groupRow = d.add(d.mul(warpInWg, 16), d.divu(lane, 4));
+  Value rows[2] = {groupRow, d.add(groupRow, 8)};
+  Value colBase = d.mul(d.andi(lane, 3), 2);
+  if (p.hasBias) {
+    Type pairType = VectorType::get({2}, d.elemType);
+    auto pairF32 = VectorType::get({2}, d.f32);
+    for (int64_t g = 0; g < n / 8; ++g) {
+      // Columns col0 + 8g + colBase + {0, 1}; the last tile may overhang N:
+      // clamp (those columns are clipped by the store).
+      Value col = d.mins(d.add(d.add(col0, colBase), 8 * g),
+                         d.c32(p.outFeatures - 2));
+      Value pair = d.load(pairType, d.gAt(biasPtr, col, d.elemType), 4);
+      Value f = arith::ExtFOp::create(d.b, d.loc, pairF32, pair);
+      for (int64_t e = 0; e < 2; ++e) {
+        Value be = LLVM::ExtractElementOp::create(d.b, d.loc, f, d.c32(e));
+        for (int64_t h = 0; h < 2; ++h) {
+          int64_t i = 4 * g + 2 * h + e;
+          v[i] = d.addf(v[i], be);
+        }
+      }
+    }
+  }
+  if (p.rotated) {
+    // Value i sits at column (i % 2) + 8 (i / 4) + colBase of the tile;
+    // rotation pairs are (j, j + r/2) within a head, value offset r/4.
+    int64_t half = p.rotated / 2;
+    Value lastPos = d.sub(seq, d.c32(1));
+    for (int64_t h = 0; h < 2; ++h) {
+      Value pos = d.mins(d.add(d.add(row0, d.mul(c, 64)), rows[h]), lastPos);
+      Value tableRow = d.mul(pos, half);
+      for (int64_t head = 0; head < n / p.headDim; ++head) {
+        for (int64_t g = 0; g < half / 8; ++g) {
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t i = (head * p.headDim / 8 + g) * 4 + 2 * h + e;
+            int64_t j = i + p.rotated / 4;
+            Value idx = d.add(tableRow, d.add(colBase, 8 * g + e));
+            Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
+            Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
+            Value x = v[i], y = v[j];
+            v[i] = d.subf(d.mulf(x, cs), d.mulf(y, sn));
+            v[j] = d.addf(d.mulf(y, cs), d.mulf(x, sn));
+          }
+        }
+      }
+    }
+  }
+  // Stage this warpgroup's 64 x 128 block: two 64-column blocks of
+  // 64 x 128 bytes, swizzled as the TMA store expects.
+  Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
+  Value quadByte = d.mul(d.andi(lane, 3), 4);
+  for (size_t i = 0; i + 1 < v.size(); i += 2) {
+    int64_t h = (i / 2) % 2;
+    Value packed = d.packHalf2(v[i], v[i + 1]);
+    Value off = d.add(swizzledChunk(d, rows[h], d.c32(i / 4), 64), quadByte);
+    d.store(packed, d.sAt(cSlab, off), 4);
+  }
+  d.fenceProxyAsync();
+  for (int64_t k = 0; k < p.consumers; ++k)
+    d.ifThen(d.cmp(CmpIPredicate::eq, c, k),
+             [&]() { d.namedBarrier(1 + k, 128); });
+  d.ifThen(d.cmp(CmpIPredicate::eq, tInWg, 0), [&]() {
+    Value r = d.add(row0, d.mul(c, 64));
+    for (int64_t cb = 0; cb < n / 64; ++cb)
+      d.tmaStore(tmaY, d.sAt(cSlab, cb * 64 * 128),
+                 {d.add(col0, cb * 64), r, batch});
+    d.bulkCommit();
+    d.bulkWaitRead0();
+  });
+}
+
+} // namespace
+
+void attnfuse::nvgpu::buildProjectionKernel(OpBuilder &b, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            const GemmPlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> args = {ptr, ptr, ptr, b.getI32Type()};
+  if (p.hasBias)
+    args.push_back(gptr);
+  if (p.rotated)
+    args.append({gptr, gptr});
+  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
+                                         {0, 1, 2}, p.threads, 1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, p.elem);
+  GemmEmitter(d, p, func).emit();
+  gpu::ReturnOp::create(b, loc);
+}
+
+DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
+                                                   Operation *op,
+                                                   const GemmPlan &p) {
+  StringRef elem = elemName(p.elem);
+  int64_t k = p.inFeatures, n = p.outFeatures;
+  auto tensor = [&](StringRef name, StringRef role, int64_t operand,
+                    ArrayRef<Attribute> shape, ArrayRef<Attribute> strides,
+                    StringRef layout) {
+    return DictBuilder(ctx)
+        .set("name", name)
+        .set("role", role)
+        .set("operand", operand)
+        .set("dtype", elem)
+        .set("shape", arrayAttr(ctx, shape))
+        .set("strides_elements", arrayAttr(ctx, strides))
+        .set("layout", layout)
+        .get();
+  };
+  SmallVector<Attribute> tensors = {
+      tensor("input", "input", 0,
+             {strAttr(ctx, "B"), strAttr(ctx, "S"), intAttr(ctx, k)},
+             {scaled(ctx, k, "S"), intAttr(ctx, k), intAttr(ctx, 1)},
+             "row-major [batch, seq, in_features], contiguous"),
+      tensor("weight", "weight", 1, {intAttr(ctx, n), intAttr(ctx, k)},
+             {intAttr(ctx, k), intAttr(ctx, 1)},
+             "row-major [out_features, in_features], contiguous")};
+  if (p.hasBias)
+    tensors.push_back(tensor("bias", "bias", 2, {intAttr(ctx, n)},
+                             {intAttr(ctx, 1)}, "contiguous"));
+  SmallVector<Attribute> outShape = {strAttr(ctx, "B"), strAttr(ctx, "S")};
+  SmallVector<Attribute> outStrides = {scaled(ctx, n, "S")};
+  if (p.fromProject) {
+    outShape.push_back(intAttr(ctx, n));
+    outStrides.append({intAttr(ctx, n), intAttr(ctx, 1)});
+  } else {
+    outShape.append({intAttr(ctx, n / p.headDim), intAttr(ctx, p.headDim)});
+    outStrides.append(
+        {intAttr(ctx, n), intAttr(ctx, p.headDim), intAttr(ctx, 1)});
+  }
+  tensors.push_back(tensor("output", "result", -1, outShape, outStrides,
+                           "row-major, contiguous (heads x head_dim = "
+                           "out_features)"));
+
+  auto tma = [&](StringRef param, StringRef tensorName,
+                 SmallVector<Attribute> dims, SmallVector<Attribute> strides,
+                 SmallVector<int64_t> box, StringRef role) {
+    TmaInfo t;
+    t.param = param.str();
+    t.tensor = tensorName.str();
+    t.role = role.str();
+    t.globalDim = std::move(dims);
+    t.globalStridesBytes = std::move(strides);
+    t.boxDim = std::move(box);
+    return describeTma(ctx, t, p.elem);
+  };
+  SmallVector<Attribute> tmas = {
+      tma("tma_x", "input",
+          {intAttr(ctx, k), strAttr(ctx, "S"), strAttr(ctx, "B")},
+          {intAttr(ctx, k * 2), scaled(ctx, k * 2, "S")}, {64, p.blockM, 1},
+          "load"),
+      tma("tma_w", "weight", {intAttr(ctx, k), intAttr(ctx, n)},
+          {intAttr(ctx, k * 2)}, {64, p.blockN}, "load"),
+      tma("tma_y", "output",
+          {intAttr(ctx, n), strAttr(ctx, "S"), strAttr(ctx, "B")},
+          {intAttr(ctx, n * 2), scaled(ctx, n * 2, "S")}, {64, 64, 1},
+          "store")};
+
+  auto param = [&](StringRef name, StringRef kind, StringRef detail,
+                   StringRef value) {
+    DictBuilder pb(ctx);
+    pb.set("name", name).set("kind", kind);
+    if (kind == "tma_descriptor")
+      pb.set("tma", detail).set("abi", "CUtensorMap (128 bytes, 64-byte "
+                                       "aligned) passed by value as a "
+                                       "__grid_constant__ parameter");
+    else
+      pb.set("dtype", detail);
+    if (!value.empty())
+      pb.set("value", value);
+    return pb.get();
+  };
+  SmallVector<Attribute> params = {
+      param("tma_x", "tma_descriptor", "tma_x", ""),
+      param("tma_w", "tma_descriptor", "tma_w", ""),
+      param("tma_y", "tma_descriptor", "tma_y", ""),
+      param("seq", "scalar", "i32", "S")};
+  if (p.hasBias)
+    params.push_back(param("bias", "pointer", elem, "bias"));
+  SmallVector<Attribute> tables;
+  if (p.rotated) {
+    auto rope = cast<FusedProjectionOp>(op).getRopeAttr();
+    for (StringRef fn : {"cos", "sin"}) {
+      std::string name = ("rope_" + fn).str();
+      params.push_back(param(name, "pointer", "f32", ""));
+      tables.push_back(
+          DictBuilder(ctx)
+              .set("param", StringRef(name))
+              .set("dtype", "f32")
+              .set("shape", arrayAttr(ctx, {strAttr(ctx, "S"),
+                                            intAttr(ctx, p.rotated / 2)}))
+              .set("formula",
+                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
+                         "computed in f64 and rounded to f32")
+                       .str())
+              .set("theta", rope.getThetaValue())
+              .set("rotated_dims", p.rotated)
+              .get());
+    }
+  }
+  SmallVector<Attribute> grid = {
+      DictBuilder(ctx)
+          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", p.blockM)
+                                     .str()))
+          .set("symbol", "S")
+          .set("ceil_div", p.blockM)
+          .get(),
+      DictBuilder(ctx)
+          .set("expr", StringRef(std::to_string((n + p.blockN - 1) / p.blockN)))
+          .set("value", (n + p.blockN - 1) / p.blockN)
+          .get(),
+      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
+                                                                 int64_t(1))
+          .get()};
+  DictBuilder config(ctx);
+  config.set("elem_type", elem)
+      .set("in_features", k)
+      .set("out_features", n)
+      .set("head_dim", p.headDim)
+      .set("block_m", p.blockM)
+      .set("block_n", p.blockN)
+      .set("block_k", p.blockK)
+      .set("stages", p.stages)
+      .set("consumer_warpgroups", p.consumers)
+      .set("producer_registers", p.producerRegs)
+      .set("consumer_registers", p.consumerRegs)
+      .setBool("bias", p.hasBias)
+      .set("rope_dims", p.rotated);
+  DictBuilder info(ctx);
+  info.set("kernel", StringRef(p.name))
+      .set("kind", p.fromProject ? "project" : "fused_projection")
+      .set("op", p.fromProject ? "attn.project" : "attn.fused_projection")
+      .set("symbols", "B = batch, S = sequence length")
+      .set("block", intArray(ctx, {p.threads, 1, 1}))
+      .set("grid", arrayAttr(ctx, grid))
+      .set("dynamic_smem_bytes", p.sharedBytes)
+      .set("params", arrayAttr(ctx, params))
+      .set("tensors", arrayAttr(ctx, tensors))
+      .set("tma_descriptors", arrayAttr(ctx, tmas))
+      .set("config", config.get());
+  if (!tables.empty())
+    info.set("rope_tables", arrayAttr(ctx, tables));
+  if (p.hostCastFromF32)
+    info.set("host_cast", "the op's tensors are f32: the host converts "
+                          "inputs to the kernel type and the output back");
+  return info.get();
+}

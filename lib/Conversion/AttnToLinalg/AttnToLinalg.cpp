@@ -1,0 +1,900 @@
+//===- AttnToLinalg.cpp - attn primitives to linalg -------------*- C++ -*-===//
+//
+// The reference lowering of the primitive attn ops on tensors: every op
+// becomes linalg.generic / linalg.fill ops plus tensor slicing, with arith
+// and math in the loop bodies. It favours clarity and exactness over speed:
+// each mathematical step of the spec (shared/spec/attention-variants.md) is
+// one linalg op, and all arithmetic runs in f32 for bf16/f16 tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
+
+namespace attnfuse {
+#define GEN_PASS_DEF_CONVERTATTNTOLINALGPASS
+#include "attnfuse/Conversion/Passes.h.inc"
+} // namespace attnfuse
+
+using namespace mlir;
+using namespace attnfuse::attn;
+
+namespace {
+
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// The type arithmetic runs in: f32 for 16-bit floats, else the element type.
+FloatType computeTypeFor(Type elementType) {
+  auto floatType = cast<FloatType>(elementType);
+  if (floatType.getWidth() < 32)
+    return Float32Type::get(elementType.getContext());
+  return floatType;
+}
+
+Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// Converts a scalar between float types (extf / truncf / no-op).
+Value convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
+  Type from = value.getType();
+  if (from == to)
+    return value;
+  if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
+    return arith::ExtFOp::create(b, loc, to, value);
+  return arith::TruncFOp::create(b, loc, to, value);
+}
+
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// Size `dim` of `tensor`, static when known.
+OpFoldResult dimOf(OpBuilder &b, Location loc, Value tensor, int64_t dim) {
+  return tensor::getMixedSize(b, loc, tensor, dim);
+}
+
+/// `size + delta`, folded when `size` is static.
+OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult size,
+                      int64_t delta) {
+  if (std::optional<int64_t> known = getConstantIntValue(size))
+    return b.getIndexAttr(*known + delta);
+  if (delta == 0)
+    return size;
+  return arith::AddIOp::create(b, loc, cast<Value>(size),
+                               arith::ConstantIndexOp::create(b, loc, delta))
+      .getResult();
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Type elementType) {
+  return tensor::EmptyOp::create(b, loc, sizes, elementType);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                   Type elementType, double value) {
+  Value empty = emptyTensor(b, loc, sizes, elementType);
+  Value scalar = floatConstant(b, loc, elementType, value);
+  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{empty})
+      .getResult(0);
+}
+
+using BodyFn = function_ref<void(OpBuilder &, Location, ValueRange)>;
+
+/// A linalg.generic with one result per init.
+linalg::GenericOp buildGeneric(OpBuilder &b, Location loc, ValueRange inputs,
+                               ValueRange inits, ArrayRef<AffineMap> maps,
+                               ArrayRef<IteratorType> iterators, BodyFn body) {
+  return linalg::GenericOp::create(b, loc, TypeRange(inits), inputs, inits,
+                                   maps, iterators, body);
+}
+
+/// `(d0, ..., d{n-1}) -> (dims...)`.
+AffineMap projection(MLIRContext *ctx, unsigned numLoops,
+                     ArrayRef<AffineExpr> results) {
+  return AffineMap::get(numLoops, 0, results, ctx);
+}
+
+/// Elementwise float conversion of a whole tensor (identity when the types
+/// already agree).
+Value convertTensor(OpBuilder &b, Location loc, Value tensor, Type to) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (type.getElementType() == to)
+    return tensor;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
+  unsigned rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<IteratorType> iters(rank, kPar);
+  return buildGeneric(b, loc, tensor, emptyTensor(b, loc, sizes, to), {id, id},
+                      iters,
+                      [&](OpBuilder &nb, Location nl, ValueRange args) {
+                        linalg::YieldOp::create(
+                            nb, nl, convertFloat(nb, nl, args[0], to));
+                      })
+      .getResult(0);
+}
+
+/// A `[sizes...]` tensor of compute type holding `bias` broadcast along the
+/// last dimension, or zeros without a bias.
+Value biasOrZeroInit(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                     Value bias, Type computeType) {
+  if (!bias)
+    return filledTensor(b, loc, sizes, computeType, 0.0);
+  unsigned rank = sizes.size();
+  MLIRContext *ctx = b.getContext();
+  AffineMap biasMap = projection(ctx, rank, {b.getAffineDimExpr(rank - 1)});
+  SmallVector<IteratorType> iters(rank, kPar);
+  return buildGeneric(b, loc, bias, emptyTensor(b, loc, sizes, computeType),
+                      {biasMap, b.getMultiDimIdentityMap(rank)}, iters,
+                      [&](OpBuilder &nb, Location nl, ValueRange args) {
+                        linalg::YieldOp::create(
+                            nb, nl, convertFloat(nb, nl, args[0], computeType));
+                      })
+      .getResult(0);
+}
+
+/// Sum over the last dimension (reduced away) of `tensor`, or of its squares,
+/// into a compute-type tensor.
+Value reduceLast(OpBuilder &b, Location loc, Value tensor, Type computeType,
+                 bool squares) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  unsigned rank = type.getRank();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
+  sizes.pop_back();
+  Value init = filledTensor(b, loc, sizes, computeType, 0.0);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> outDims;
+  for (unsigned i = 0; i + 1 < rank; ++i)
+    outDims.push_back(b.getAffineDimExpr(i));
+  SmallVector<IteratorType> iters(rank, kPar);
+  iters.back() = kRed;
+  return buildGeneric(
+             b, loc, tensor, init,
+             {b.getMultiDimIdentityMap(rank), projection(ctx, rank, outDims)},
+             iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = convertFloat(nb, nl, args[0], computeType);
+               if (squares)
+                 x = arith::MulFOp::create(nb, nl, x, x);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[1], x).getResult());
+             })
+      .getResult(0);
+}
+
+/// `tensor[..., offset : offset + size]` along the last dimension.
+Value sliceLast(OpBuilder &b, Location loc, Value tensor, int64_t offset,
+                int64_t size) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  unsigned rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets.back() = b.getIndexAttr(offset);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
+  sizes.back() = b.getIndexAttr(size);
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, tensor, offsets, sizes,
+                                        strides);
+}
+
+/// Casts `value` to `type` when the static information differs.
+Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
+  if (value.getType() == type)
+    return value;
+  return tensor::CastOp::create(b, loc, type, value);
+}
+
+/// Inserts `source` into `dest` at `offsets` (unit strides, full source).
+Value insertAt(OpBuilder &b, Location loc, Value source, Value dest,
+               ArrayRef<OpFoldResult> offsets) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, source);
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, source, dest, offsets, sizes,
+                                       strides);
+}
+
+//===----------------------------------------------------------------------===//
+// attn.project: x W^T + b
+//===----------------------------------------------------------------------===//
+
+struct ProjectLowering : OpConversionPattern<ProjectOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ProjectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput(), weight = adaptor.getWeight();
+    Type elementType = elementTypeOf(input);
+    Type computeType = computeTypeFor(elementType);
+    MLIRContext *ctx = rewriter.getContext();
+
+    SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, input, 0),
+                                       dimOf(rewriter, loc, input, 1),
+                                       dimOf(rewriter, loc, weight, 0)};
+    Value init =
+        biasOrZeroInit(rewriter, loc, sizes, adaptor.getBias(), computeType);
+
+    // (b, s, n, e): acc[b, s, n] += x[b, s, e] * w[n, e].
+    AffineExpr d0, d1, d2, d3;
+    bindDims(ctx, d0, d1, d2, d3);
+    Value acc =
+        buildGeneric(
+            rewriter, loc, ValueRange{input, weight}, init,
+            {projection(ctx, 4, {d0, d1, d3}), projection(ctx, 4, {d2, d3}),
+             projection(ctx, 4, {d0, d1, d2})},
+            {kPar, kPar, kPar, kRed},
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value x = convertFloat(b, l, args[0], computeType);
+              Value w = convertFloat(b, l, args[1], computeType);
+              Value prod = arith::MulFOp::create(b, l, x, w);
+              linalg::YieldOp::create(
+                  b, l, arith::AddFOp::create(b, l, args[2], prod).getResult());
+            })
+            .getResult(0);
+    Value result = convertTensor(rewriter, loc, acc, elementType);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.causal_conv1d: left zero padding, then a valid grouped convolution
+//===----------------------------------------------------------------------===//
+
+struct CausalConv1DLowering : OpConversionPattern<CausalConv1DOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CausalConv1DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput(), weight = adaptor.getWeight();
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    Type elementType = elementTypeOf(input);
+    Type computeType = computeTypeFor(elementType);
+    int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(2);
+    int64_t groupWidth = channels / op.getGroups();
+    int64_t kernel = weightType.getDimSize(2);
+    int64_t padding = op.getPadding();
+
+    // padded[b, p + t, c] = x[b, t, c], zeros in front.
+    OpFoldResult seq = dimOf(rewriter, loc, input, 1);
+    OpFoldResult batch = dimOf(rewriter, loc, input, 0);
+    SmallVector<OpFoldResult> paddedSizes = {
+        batch, addIndex(rewriter, loc, seq, padding),
+        rewriter.getIndexAttr(channels)};
+    Value padded = filledTensor(rewriter, loc, paddedSizes, elementType, 0.0);
+    padded = insertAt(rewriter, loc, input, padded,
+                      {rewriter.getIndexAttr(0), rewriter.getIndexAttr(padding),
+                       rewriter.getIndexAttr(0)});
+
+    // The output has seq + padding - (kernel - 1) steps.
+    OpFoldResult outSeq = addIndex(rewriter, loc, seq, padding - (kernel - 1));
+    SmallVector<OpFoldResult> outSizes = {batch, outSeq,
+                                          rewriter.getIndexAttr(channels)};
+    Value init =
+        biasOrZeroInit(rewriter, loc, outSizes, adaptor.getBias(), computeType);
+
+    // (b, t, c, ci, k): out[b, t, c] += padded[b, t + k, group(c) + ci]
+    //                                   * w[c, ci, k]; tap 0 is the oldest.
+    AffineExpr b, t, c, ci, k;
+    bindDims(ctx, b, t, c, ci, k);
+    AffineExpr inputChannel = c.floorDiv(groupWidth) * groupWidth + ci;
+    Value acc =
+        buildGeneric(
+            rewriter, loc, ValueRange{padded, weight}, init,
+            {projection(ctx, 5, {b, t + k, inputChannel}),
+             projection(ctx, 5, {c, ci, k}), projection(ctx, 5, {b, t, c})},
+            {kPar, kPar, kPar, kRed, kRed},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value x = convertFloat(nb, l, args[0], computeType);
+              Value w = convertFloat(nb, l, args[1], computeType);
+              Value prod = arith::MulFOp::create(nb, l, x, w);
+              linalg::YieldOp::create(
+                  nb, l,
+                  arith::AddFOp::create(nb, l, args[2], prod).getResult());
+            })
+            .getResult(0);
+    Value result = convertTensor(rewriter, loc, acc, elementType);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.qk_mean: CCA residual from the pre-convolution projections
+//===----------------------------------------------------------------------===//
+
+struct QKMeanLowering : OpConversionPattern<QKMeanOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(QKMeanOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value qConv = adaptor.getQConv(), kConv = adaptor.getKConv();
+    Value qRaw = adaptor.getQRaw(), kRaw = adaptor.getKRaw();
+    auto qType = cast<RankedTensorType>(qConv.getType());
+    auto kType = cast<RankedTensorType>(kConv.getType());
+    Type elementType = qType.getElementType();
+    Type computeType = computeTypeFor(elementType);
+    int64_t numHeads = qType.getDimSize(2), numKvHeads = kType.getDimSize(2);
+    int64_t group = numHeads / numKvHeads;
+    int64_t headDim = qType.getDimSize(3);
+
+    AffineExpr d0, d1, d2, d3, d4;
+    bindDims(ctx, d0, d1, d2, d3, d4);
+    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    SmallVector<IteratorType> par4(4, kPar);
+    Value half = floatConstant(rewriter, loc, computeType, 0.5);
+
+    // q[h] = q_conv[h] + 0.5 q_raw[h] + 0.5 k_raw[h / G].
+    Value qInit =
+        emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, qConv),
+                    elementType);
+    Value query =
+        buildGeneric(
+            rewriter, loc, ValueRange{qConv, qRaw, kRaw}, qInit,
+            {id4, id4, projection(ctx, 4, {d0, d1, d2.floorDiv(group), d3}),
+             id4},
+            par4,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value qc = convertFloat(b, l, args[0], computeType);
+              Value qr = convertFloat(b, l, args[1], computeType);
+              Value kr = convertFloat(b, l, args[2], computeType);
+              Value sum = arith::AddFOp::create(
+                  b, l, arith::MulFOp::create(b, l, half, qr),
+                  arith::MulFOp::create(b, l, half, kr));
+              sum = arith::AddFOp::create(b, l, qc, sum);
+              linalg::YieldOp::create(b, l,
+                                      convertFloat(b, l, sum, elementType));
+            })
+            .getResult(0);
+
+    // Sum of q_raw over each group: view [B, S, Hq, d] as [B, S, Hk, G, d].
+    SmallVector<OpFoldResult> groupedSizes = {
+        dimOf(rewriter, loc, qRaw, 0), dimOf(rewriter, loc, qRaw, 1),
+        rewriter.getIndexAttr(numKvHeads), rewriter.getIndexAttr(group),
+        rewriter.getIndexAttr(headDim)};
+    auto groupedType = RankedTensorType::get(
+        {qType.getDimSize(0), qType.getDimSize(1), numKvHeads, group, headDim},
+        elementType);
+    Value grouped = tensor::ExpandShapeOp::create(
+        rewriter, loc, groupedType, qRaw,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}}, groupedSizes);
+    SmallVector<OpFoldResult> kSizes =
+        tensor::getMixedSizes(rewriter, loc, kConv);
+    Value groupSum =
+        buildGeneric(rewriter, loc, grouped,
+                     filledTensor(rewriter, loc, kSizes, computeType, 0.0),
+                     {projection(ctx, 5, {d0, d1, d2, d4, d3}),
+                      projection(ctx, 5, {d0, d1, d2, d3})},
+                     {kPar, kPar, kPar, kPar, kRed},
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       Value x = convertFloat(b, l, args[0], computeType);
+                       linalg::YieldOp::create(
+                           b, l,
+                           arith::AddFOp::create(b, l, args[1], x).getResult());
+                     })
+            .getResult(0);
+
+    // k[j] = k_conv[j] + 0.5 mean(q_raw over group j) + 0.5 k_raw[j].
+    Value invGroup = floatConstant(rewriter, loc, computeType,
+                                   1.0 / static_cast<double>(group));
+    Value key =
+        buildGeneric(rewriter, loc, ValueRange{kConv, groupSum, kRaw},
+                     emptyTensor(rewriter, loc, kSizes, elementType),
+                     {id4, id4, id4, id4}, par4,
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       Value kc = convertFloat(b, l, args[0], computeType);
+                       Value mean =
+                           arith::MulFOp::create(b, l, args[1], invGroup);
+                       Value kr = convertFloat(b, l, args[2], computeType);
+                       Value sum = arith::AddFOp::create(
+                           b, l, arith::MulFOp::create(b, l, half, mean),
+                           arith::MulFOp::create(b, l, half, kr));
+                       sum = arith::AddFOp::create(b, l, kc, sum);
+                       linalg::YieldOp::create(
+                           b, l, convertFloat(b, l, sum, elementType));
+                     })
+            .getResult(0);
+    rewriter.replaceOp(op, {castTo(rewriter, loc, query, op.getQ().getType()),
+                            castTo(rewriter, loc, key, op.getK().getType())});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.qk_norm: per-head L2 norm to sqrt(d), key temperature
+//===----------------------------------------------------------------------===//
+
+struct QKNormLowering : OpConversionPattern<QKNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(QKNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value query = adaptor.getQ(), key = adaptor.getK();
+    Type elementType = elementTypeOf(query);
+    Type computeType = computeTypeFor(elementType);
+    int64_t headDim = cast<RankedTensorType>(query.getType()).getDimSize(3);
+    double eps = op.getEps().convertToDouble();
+    bool clamped = op.getTemperature() == TemperatureMode::clamped;
+
+    Value queryOut = normalize(rewriter, loc, query, /*temp=*/{}, computeType,
+                               headDim, eps, clamped);
+    Value keyOut = normalize(rewriter, loc, key, adaptor.getTemp(), computeType,
+                             headDim, eps, clamped);
+    rewriter.replaceOp(op,
+                       {castTo(rewriter, loc, queryOut, op.getQOut().getType()),
+                        castTo(rewriter, loc, keyOut, op.getKOut().getType())});
+    return success();
+  }
+
+  /// `x * sqrt(d) / sqrt(|x|^2 + eps)` per head, times `tau[head]` when
+  /// `temp` is given.
+  static Value normalize(OpBuilder &rewriter, Location loc, Value heads,
+                         Value temp, Type computeType, int64_t headDim,
+                         double eps, bool clamped) {
+    MLIRContext *ctx = rewriter.getContext();
+    Type elementType = elementTypeOf(heads);
+    Value sumSquares =
+        reduceLast(rewriter, loc, heads, computeType, /*squares=*/true);
+    AffineExpr d0, d1, d2, d3;
+    bindDims(ctx, d0, d1, d2, d3);
+    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    SmallVector<Value> inputs = {heads, sumSquares};
+    SmallVector<AffineMap> maps = {id4, projection(ctx, 4, {d0, d1, d2})};
+    if (temp) {
+      inputs.push_back(temp);
+      maps.push_back(projection(ctx, 4, {d2}));
+    }
+    maps.push_back(id4);
+    Value sqrtD = floatConstant(rewriter, loc, computeType,
+                                std::sqrt(static_cast<double>(headDim)));
+    Value epsValue = floatConstant(rewriter, loc, computeType, eps);
+    Value lo = floatConstant(rewriter, loc, computeType, 1e-7);
+    Value hi = floatConstant(rewriter, loc, computeType, 2.0);
+    Value init =
+        emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, heads),
+                    elementType);
+    return buildGeneric(
+               rewriter, loc, inputs, init, maps,
+               SmallVector<IteratorType>(4, kPar),
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 Value x = convertFloat(b, l, args[0], computeType);
+                 Value norm = math::SqrtOp::create(
+                     b, l, arith::AddFOp::create(b, l, args[1], epsValue));
+                 Value y = arith::DivFOp::create(
+                     b, l, arith::MulFOp::create(b, l, sqrtD, x), norm);
+                 if (temp) {
+                   Value tau = convertFloat(b, l, args[2], computeType);
+                   if (clamped) {
+                     tau = arith::MaximumFOp::create(b, l, tau, lo);
+                     tau = arith::MinimumFOp::create(b, l, tau, hi);
+                     tau = math::ExpOp::create(b, l, tau);
+                   }
+                   y = arith::MulFOp::create(b, l, y, tau);
+                 }
+                 linalg::YieldOp::create(b, l,
+                                         convertFloat(b, l, y, elementType));
+               })
+        .getResult(0);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.value_shift: concat(current[t], previous[t - 1]), previous[-1] = 0
+//===----------------------------------------------------------------------===//
+
+struct ValueShiftLowering : OpConversionPattern<ValueShiftOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ValueShiftOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value current = adaptor.getCurrent(), previous = adaptor.getPrevious();
+    Type elementType = elementTypeOf(current);
+    int64_t width = cast<RankedTensorType>(current.getType()).getDimSize(2);
+    OpFoldResult batch = dimOf(rewriter, loc, current, 0);
+    OpFoldResult seq = dimOf(rewriter, loc, current, 1);
+    OpFoldResult zero = rewriter.getIndexAttr(0),
+                 one = rewriter.getIndexAttr(1);
+
+    Value result = filledTensor(rewriter, loc,
+                                {batch, seq, rewriter.getIndexAttr(2 * width)},
+                                elementType, 0.0);
+    result = insertAt(rewriter, loc, current, result, {zero, zero, zero});
+    // previous[:, 0 : S - 1] goes to result[:, 1 : S, width : 2 width].
+    OpFoldResult shifted;
+    if (std::optional<int64_t> known = getConstantIntValue(seq))
+      shifted = rewriter.getIndexAttr(std::max<int64_t>(*known - 1, 0));
+    else
+      shifted = arith::MaxSIOp::create(
+                    rewriter, loc,
+                    arith::SubIOp::create(rewriter, loc, cast<Value>(seq),
+                                          indexConstant(rewriter, loc, 1)),
+                    indexConstant(rewriter, loc, 0))
+                    .getResult();
+    Value head = tensor::ExtractSliceOp::create(
+        rewriter, loc, previous, SmallVector<OpFoldResult>{zero, zero, zero},
+        SmallVector<OpFoldResult>{batch, shifted, rewriter.getIndexAttr(width)},
+        SmallVector<OpFoldResult>{one, one, one});
+    result = insertAt(rewriter, loc, head, result,
+                      {zero, one, rewriter.getIndexAttr(width)});
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.rope: NeoX rotate-half on the first r dims, position = index along S
+//===----------------------------------------------------------------------===//
+
+struct RoPELowering : OpConversionPattern<RoPEOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RoPEOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    Type elementType = type.getElementType();
+    Type computeType = computeTypeFor(elementType);
+    int64_t headDim = type.getDimSize(3);
+    FailureOr<int64_t> rotated = op.getRope().getRotatedDim(headDim);
+    if (failed(rotated) || *rotated % 2 != 0)
+      return rewriter.notifyMatchFailure(op, "invalid rotated width");
+    if (*rotated == 0) {
+      rewriter.replaceOp(op, input);
+      return success();
+    }
+    int64_t rot = *rotated, half = rot / 2;
+    double theta = op.getRope().getThetaValue();
+
+    // Inverse frequencies theta^(-2i/r), i < r/2, in f64.
+    Type f64 = rewriter.getF64Type();
+    SmallVector<double> invFreq;
+    for (int64_t i = 0; i < half; ++i)
+      invFreq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) /
+                                            static_cast<double>(rot)));
+    auto freqType = RankedTensorType::get({half}, f64);
+    Value freqs = arith::ConstantOp::create(
+        rewriter, loc, freqType,
+        DenseElementsAttr::get(freqType, ArrayRef<double>(invFreq)));
+
+    // (x1, x2) = (x[:half], x[half:r]):
+    //   out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin, angle = s * f_i.
+    Value first = sliceLast(rewriter, loc, input, 0, half);
+    Value second = sliceLast(rewriter, loc, input, half, half);
+    SmallVector<OpFoldResult> halfSizes =
+        tensor::getMixedSizes(rewriter, loc, first);
+    AffineExpr d0, d1, d2, d3;
+    bindDims(ctx, d0, d1, d2, d3);
+    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    auto rotatedHalves = buildGeneric(
+        rewriter, loc, ValueRange{first, second, freqs},
+        ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
+                   emptyTensor(rewriter, loc, halfSizes, elementType)},
+        {id4, id4, projection(ctx, 4, {d3}), id4, id4},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value pos = linalg::IndexOp::create(b, l, 1);
+          Value posInt = arith::IndexCastOp::create(b, l, b.getI64Type(), pos);
+          Value posFloat = arith::SIToFPOp::create(b, l, f64, posInt);
+          Value angle = arith::MulFOp::create(b, l, posFloat, args[2]);
+          Value cos =
+              convertFloat(b, l, math::CosOp::create(b, l, angle), computeType);
+          Value sin =
+              convertFloat(b, l, math::SinOp::create(b, l, angle), computeType);
+          Value x1 = convertFloat(b, l, args[0], computeType);
+          Value x2 = convertFloat(b, l, args[1], computeType);
+          Value out1 =
+              arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, x1, cos),
+                                    arith::MulFOp::create(b, l, x2, sin));
+          Value out2 =
+              arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, x2, cos),
+                                    arith::MulFOp::create(b, l, x1, sin));
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{convertFloat(b, l, out1, elementType),
+                         convertFloat(b, l, out2, elementType)});
+        });
+
+    OpFoldResult zero = rewriter.getIndexAttr(0);
+    Value result =
+        emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, input),
+                    elementType);
+    result = insertAt(rewriter, loc, rotatedHalves.getResult(0), result,
+                      {zero, zero, zero, zero});
+    result = insertAt(rewriter, loc, rotatedHalves.getResult(1), result,
+                      {zero, zero, zero, rewriter.getIndexAttr(half)});
+    if (rot < headDim)
+      result = insertAt(rewriter, loc,
+                        sliceLast(rewriter, loc, input, rot, headDim - rot),
+                        result, {zero, zero, zero, rewriter.getIndexAttr(rot)});
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// attn.sdpa: masked, max-subtracted softmax attention with GQA
+//===----------------------------------------------------------------------===//
+
+struct SDPALowering : OpConversionPattern<SDPAOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SDPAOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value query = adaptor.getQuery(), key = adaptor.getKey();
+    Value value = adaptor.getValue(), bias = adaptor.getBias();
+    auto queryType = cast<RankedTensorType>(query.getType());
+    Type elementType = queryType.getElementType();
+    Type computeType = computeTypeFor(elementType);
+    int64_t numHeads = queryType.getDimSize(2);
+    int64_t headDim = queryType.getDimSize(3);
+    int64_t numKvHeads = cast<RankedTensorType>(key.getType()).getDimSize(2);
+    int64_t valueDim = cast<RankedTensorType>(value.getType()).getDimSize(3);
+    int64_t group = numHeads / numKvHeads;
+    double scale = op.getScaleAttr()
+                       ? op.getScaleAttr().getValueAsDouble()
+                       : 1.0 / std::sqrt(static_cast<double>(headDim));
+    bool causal = op.getCausal();
+    std::optional<int64_t> window = op.getWindow();
+
+    OpFoldResult batch = dimOf(rewriter, loc, query, 0);
+    OpFoldResult queries = dimOf(rewriter, loc, query, 1);
+    OpFoldResult keys = dimOf(rewriter, loc, key, 1);
+    OpFoldResult heads = rewriter.getIndexAttr(numHeads);
+    SmallVector<OpFoldResult> scoreSizes = {batch, heads, queries, keys};
+    SmallVector<OpFoldResult> rowSizes = {batch, heads, queries};
+
+    AffineExpr d0, d1, d2, d3, d4;
+    bindDims(ctx, d0, d1, d2, d3, d4);
+    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    AffineMap rowMap = projection(ctx, 4, {d0, d1, d2});
+    SmallVector<IteratorType> par4(4, kPar);
+    SmallVector<IteratorType> rowReduce = {kPar, kPar, kPar, kRed};
+
+    // 1. scores[b, h, i, j] = q[b, i, h] . k[b, j, h / G].
+    Value scores =
+        buildGeneric(rewriter, loc, ValueRange{query, key},
+                     filledTensor(rewriter, loc, scoreSizes, computeType, 0.0),
+                     {projection(ctx, 5, {d0, d2, d1, d4}),
+                      projection(ctx, 5, {d0, d3, d1.floorDiv(group), d4}),
+                      projection(ctx, 5, {d0, d1, d2, d3})},
+                     {kPar, kPar, kPar, kPar, kRed},
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       Value q = convertFloat(b, l, args[0], computeType);
+                       Value k = convertFloat(b, l, args[1], computeType);
+                       linalg::YieldOp::create(
+                           b, l,
+                           arith::AddFOp::create(
+                               b, l, args[2], arith::MulFOp::create(b, l, q, k))
+                               .getResult());
+                     })
+            .getResult(0);
+
+    // 2. logits = scale * scores + bias, -inf where masked. Query i sits at
+    // absolute position i + (T - S).
+    Value offset;
+    if (causal || window) {
+      std::optional<int64_t> s = getConstantIntValue(queries);
+      std::optional<int64_t> t = getConstantIntValue(keys);
+      offset =
+          s && t ? indexConstant(rewriter, loc, *t - *s)
+                 : arith::SubIOp::create(
+                       rewriter, loc,
+                       getValueOrCreateConstantIndexOp(rewriter, loc, keys),
+                       getValueOrCreateConstantIndexOp(rewriter, loc, queries))
+                       .getResult();
+    }
+    Value scaleValue = floatConstant(rewriter, loc, computeType, scale);
+    Value negInf = floatConstant(rewriter, loc, computeType,
+                                 -std::numeric_limits<double>::infinity());
+    Value windowValue =
+        window ? indexConstant(rewriter, loc, *window) : Value();
+    SmallVector<Value> logitInputs = {scores};
+    SmallVector<AffineMap> logitMaps = {id4};
+    if (bias) {
+      logitInputs.push_back(bias);
+      bool perHead = cast<RankedTensorType>(bias.getType()).getRank() == 3;
+      logitMaps.push_back(perHead ? projection(ctx, 4, {d1, d2, d3})
+                                  : projection(ctx, 4, {d2, d3}));
+    }
+    logitMaps.push_back(id4);
+    Value logits =
+        buildGeneric(
+            rewriter, loc, logitInputs,
+            emptyTensor(rewriter, loc, scoreSizes, computeType), logitMaps,
+            par4,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value logit = arith::MulFOp::create(b, l, args[0], scaleValue);
+              if (bias)
+                logit = arith::AddFOp::create(
+                    b, l, logit, convertFloat(b, l, args[1], computeType));
+              if (causal || window) {
+                Value i = linalg::IndexOp::create(b, l, 2);
+                Value j = linalg::IndexOp::create(b, l, 3);
+                Value position = arith::AddIOp::create(b, l, i, offset);
+                Value keep;
+                if (causal)
+                  keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle,
+                                               j, position);
+                if (window) {
+                  Value distance = arith::SubIOp::create(b, l, position, j);
+                  Value inWindow = arith::CmpIOp::create(
+                      b, l, arith::CmpIPredicate::slt, distance, windowValue);
+                  keep = keep ? arith::AndIOp::create(b, l, keep, inWindow)
+                                    .getResult()
+                              : inWindow;
+                }
+                logit = arith::SelectOp::create(b, l, keep, logit, negInf);
+              }
+              linalg::YieldOp::create(b, l, logit);
+            })
+            .getResult(0);
+
+    // 3. Row maximum (-inf for a fully masked row).
+    Value rowMax =
+        buildGeneric(rewriter, loc, logits,
+                     filledTensor(rewriter, loc, rowSizes, computeType,
+                                  -std::numeric_limits<double>::infinity()),
+                     {id4, rowMap}, rowReduce,
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       linalg::YieldOp::create(
+                           b, l,
+                           arith::MaximumFOp::create(b, l, args[0], args[1])
+                               .getResult());
+                     })
+            .getResult(0);
+
+    // 4. p = exp(logit - max); 0 for a fully masked row (max = -inf), where
+    // exp(-inf - -inf) would be NaN.
+    Value zero = floatConstant(rewriter, loc, computeType, 0.0);
+    Value probs =
+        buildGeneric(
+            rewriter, loc, ValueRange{logits, rowMax},
+            emptyTensor(rewriter, loc, scoreSizes, computeType),
+            {id4, rowMap, id4}, par4,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+              Value e = math::ExpOp::create(b, l, shifted);
+              Value masked = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OEQ, args[1], negInf);
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::SelectOp::create(b, l, masked, zero, e).getResult());
+            })
+            .getResult(0);
+
+    // 5. Row sums.
+    Value rowSum =
+        buildGeneric(
+            rewriter, loc, probs,
+            filledTensor(rewriter, loc, rowSizes, computeType, 0.0),
+            {id4, rowMap}, rowReduce,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::AddFOp::create(b, l, args[0], args[1]).getResult());
+            })
+            .getResult(0);
+
+    // 6. acc[b, i, h, e] = sum_j p[b, h, i, j] v[b, j, h / G, e].
+    SmallVector<OpFoldResult> outSizes = {batch, queries, heads,
+                                          rewriter.getIndexAttr(valueDim)};
+    Value acc =
+        buildGeneric(
+            rewriter, loc, ValueRange{probs, value},
+            filledTensor(rewriter, loc, outSizes, computeType, 0.0),
+            {projection(ctx, 5, {d0, d2, d1, d4}),
+             projection(ctx, 5, {d0, d4, d2.floorDiv(group), d3}),
+             projection(ctx, 5, {d0, d1, d2, d3})},
+            {kPar, kPar, kPar, kPar, kRed},
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value v = convertFloat(b, l, args[1], computeType);
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::AddFOp::create(b, l, args[2],
+                                        arith::MulFOp::create(b, l, args[0], v))
+                      .getResult());
+            })
+            .getResult(0);
+
+    // 7. o = acc / sum, zeros for a fully masked row (sum = 0).
+    Value result =
+        buildGeneric(rewriter, loc, ValueRange{acc, rowSum},
+                     emptyTensor(rewriter, loc, outSizes, elementType),
+                     {id4, projection(ctx, 4, {d0, d2, d1}), id4}, par4,
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       Value empty = arith::CmpFOp::create(
+                           b, l, arith::CmpFPredicate::OEQ, args[1], zero);
+                       Value o = arith::DivFOp::create(b, l, args[0], args[1]);
+                       o = arith::SelectOp::create(b, l, empty, zero, o);
+                       linalg::YieldOp::create(
+                           b, l, convertFloat(b, l, o, elementType));
+                     })
+            .getResult(0);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertAttnToLinalgPass
+    : public attnfuse::impl::ConvertAttnToLinalgPassBase<
+          ConvertAttnToLinalgPass> {
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    // Layer ops are decomposed, not lowered: point at the missing step.
+    WalkResult layers =
+        root->walk([](Operation *op) {
+          if (isa<QKVAttentionOp, CCAOp>(op)) {
+            op->emitOpError()
+                << "is a layer op; run attn-decompose before "
+                   "convert-attn-to-linalg (the attn-to-cpu pipeline does)";
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+    if (layers.wasInterrupted())
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    // Only the primitives are this pass's business; other attn ops (the
+    // fused kernel ops of convert-attn-kernels-to-scf) are left alone.
+    ConversionTarget target(*ctx);
+    target.addIllegalOp<ProjectOp, CausalConv1DOp, QKMeanOp, QKNormOp,
+                        ValueShiftOp, RoPEOp, SDPAOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    attnfuse::populateAttnToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(root, target, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+void attnfuse::populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<ProjectLowering, CausalConv1DLowering, QKMeanLowering,
+               QKNormLowering, ValueShiftLowering, RoPELowering, SDPALowering>(
+      patterns.getContext());
+}

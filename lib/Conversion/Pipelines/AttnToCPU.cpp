@@ -1,0 +1,136 @@
+//===- AttnToCPU.cpp - the attn-to-cpu lowering pipeline --------*- C++ -*-===//
+//
+// attn (layer or primitive ops) on tensors -> linalg on tensors -> buffers ->
+// loops -> LLVM dialect, ready for mlir::ExecutionEngine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"
+#include "attnfuse/Conversion/Pipelines.h"
+#include "attnfuse/Dialect/Attn/IR/AttnDialect.h"
+#include "attnfuse/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/RuntimeOpVerification.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/RuntimeOpVerification.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm) {
+  buildAttnToCPUPipeline(pm, AttnToCPUOptions());
+}
+
+void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
+                                      const AttnToCPUOptions &options) {
+  // attn -> linalg on tensors.
+  pm.addPass(attn::createAttnDecompose());
+  pm.addPass(createConvertAttnToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  if (options.runtimeChecks) {
+    // Operands whose dynamic sizes disagree (say a logit bias that is not
+    // [S, T]) would make the loops read out of bounds: check every linalg and
+    // tensor op's sizes at run time instead.
+    // Level 0 keeps the messages short (the location, not the printed op).
+    std::unique_ptr<Pass> verification =
+        createGenerateRuntimeVerificationPass();
+    (void)verification->initializeOptions(
+        "verbose-level=0", [](const Twine &) { return failure(); });
+    pm.addPass(std::move(verification));
+  }
+
+  // Tensors -> buffers. Identity layouts at the function boundary keep the
+  // C interface plain (contiguous row-major descriptors); temporaries are
+  // freed by the ownership-based deallocation pipeline, and results are
+  // owned by the caller.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass()); // bufferization.clone
+
+  // Buffers -> loops -> LLVM.
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true; // bf16 <-> f32 as integer ops, no libcalls
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void attnfuse::registerAttnToCPUPipeline() {
+  PassPipelineRegistration<AttnToCPUOptions>(
+      "attn-to-cpu",
+      "Lower attn ops to the LLVM dialect for CPU execution (attn-decompose, "
+      "convert-attn-to-linalg, bufferization, loops, LLVM)",
+      [](OpPassManager &pm, const AttnToCPUOptions &options) {
+        buildAttnToCPUPipeline(pm, options);
+      });
+}
+
+void attnfuse::registerAttnToCPUDialects(DialectRegistry &registry) {
+  registry.insert<attn::AttnDialect, affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerRuntimeVerifiableOpInterfaceExternalModels(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerRuntimeVerifiableOpInterfaceExternalModels(registry);
+}

@@ -1,0 +1,241 @@
+// RUN: attnfuse-opt %s --convert-attn-to-linalg | FileCheck %s
+// RUN: attnfuse-opt %s --convert-attn-to-linalg --canonicalize | FileCheck %s --check-prefix=CANON --implicit-check-not=attn.
+
+// The indexing maps the lowering relies on.
+// CHECK-DAG: #[[BIAS:.+]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-DAG: #[[ID3:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[PX:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[PW:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+// CHECK-DAG: #[[PO:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// Conv: tap k of output step t reads padded step t + k; channel c of group
+// c floordiv 4 reads input channel (c floordiv 4) * 4 + ci.
+// CHECK-DAG: #[[CX:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d4, (d2 floordiv 4) * 4 + d3)>
+// CHECK-DAG: #[[CW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
+// CHECK-DAG: #[[CO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+// CHECK-DAG: #[[ID4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// qk_mean: query head h adds k_raw of KV head h floordiv G (G = 2); the
+// group mean reduces over the G axis of q_raw viewed as [B, S, Hk, G, d].
+// CHECK-DAG: #[[KVH:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3)>
+// CHECK-DAG: #[[GRP:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4, d3)>
+// CHECK-DAG: #[[GRPO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[HEAD:.+]] = affine_map<(d0, d1, d2, d3) -> (d2)>
+// CHECK-DAG: #[[FMAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d3)>
+// sdpa with G = 2: scores[b, h, i, j] = q[b, i, h] . k[b, j, h floordiv 2];
+// out[b, i, h] = sum_j p[b, h, i, j] v[b, j, h floordiv 2].
+// CHECK-DAG: #[[SQ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>
+// CHECK-DAG: #[[SK:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1 floordiv 2, d4)>
+// CHECK-DAG: #[[SV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2 floordiv 2, d3)>
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
+// CHECK-DAG: #[[HB:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>
+
+// CHECK-LABEL: func.func @project(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?x8xf32>, %[[W:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<4xf32>
+// CHECK-DAG: %[[BATCH:.+]] = tensor.dim %[[X]], %c0
+// CHECK-DAG: %[[SEQ:.+]] = tensor.dim %[[X]], %c1
+// CHECK: %[[EMPTY:.+]] = tensor.empty(%[[BATCH]], %[[SEQ]]) : tensor<?x?x4xf32>
+// The bias, broadcast over batch and sequence, initializes the accumulator.
+// CHECK: %[[INIT:.+]] = linalg.generic {indexing_maps = [#[[BIAS]], #[[ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[B]] : tensor<4xf32>) outs(%[[EMPTY]]
+// CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[PX]], #[[PW]], #[[PO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[X]], %[[W]] : tensor<?x?x8xf32>, tensor<4x8xf32>) outs(%[[INIT]] : tensor<?x?x4xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: return %[[Y]]
+func.func @project(%x: tensor<?x?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<?x?x4xf32> {
+  %y = attn.project %x, %w, %b : (tensor<?x?x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<?x?x4xf32>
+  return %y : tensor<?x?x4xf32>
+}
+
+// bf16 is widened in the loop body, accumulated in f32 and truncated once.
+// CHECK-LABEL: func.func @project_bf16(
+// CHECK: %[[ZERO:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x3x4xf32>)
+// CHECK: %[[ACC:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %{{.+}} : tensor<2x3x8xbf16>, tensor<4x8xbf16>) outs(%[[ZERO]] : tensor<2x3x4xf32>)
+// CHECK: ^bb0(%[[IN:.+]]: bf16, %[[IN2:.+]]: bf16, %[[OUT:.+]]: f32):
+// CHECK: arith.extf %[[IN]] : bf16 to f32
+// CHECK: arith.extf %[[IN2]] : bf16 to f32
+// CHECK: %[[TRUNC:.+]] = linalg.generic {{.+}} ins(%[[ACC]] : tensor<2x3x4xf32>) outs(%{{.+}} : tensor<2x3x4xbf16>)
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: return %[[TRUNC]] : tensor<2x3x4xbf16>
+func.func @project_bf16(%x: tensor<2x3x8xbf16>, %w: tensor<4x8xbf16>) -> tensor<2x3x4xbf16> {
+  %y = attn.project %x, %w : (tensor<2x3x8xbf16>, tensor<4x8xbf16>) -> tensor<2x3x4xbf16>
+  return %y : tensor<2x3x4xbf16>
+}
+
+// Left padding by 2 zero steps, then a valid grouped convolution (2 groups of
+// 4 channels, 3 taps): the output keeps the input length.
+// CHECK-LABEL: func.func @causal_conv1d(
+// CHECK-SAME: %[[U:.+]]: tensor<?x?x8xf32>, %[[W:.+]]: tensor<8x4x3xf32>, %[[B:.+]]: tensor<8xf32>
+// CHECK: %[[SEQ:.+]] = tensor.dim %[[U]], %c1
+// CHECK: %[[PSEQ:.+]] = arith.addi %[[SEQ]], %c2
+// CHECK: %[[PEMPTY:.+]] = tensor.empty(%{{.+}}, %[[PSEQ]]) : tensor<?x?x8xf32>
+// CHECK: %[[ZEROS:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[PEMPTY]]
+// CHECK: %[[PADDED:.+]] = tensor.insert_slice %[[U]] into %[[ZEROS]][0, 2, 0]
+// CHECK: %[[OEMPTY:.+]] = tensor.empty(%{{.+}}, %[[SEQ]]) : tensor<?x?x8xf32>
+// CHECK: %[[INIT:.+]] = linalg.generic {{.+}} ins(%[[B]] : tensor<8xf32>) outs(%[[OEMPTY]]
+// CHECK: linalg.generic {indexing_maps = [#[[CX]], #[[CW]], #[[CO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[PADDED]], %[[W]] : tensor<?x?x8xf32>, tensor<8x4x3xf32>) outs(%[[INIT]]
+func.func @causal_conv1d(%u: tensor<?x?x8xf32>, %w: tensor<8x4x3xf32>, %b: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %y = attn.causal_conv1d %u, %w, %b {groups = 2 : i64, padding = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x4x3xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// Depthwise, padded for a following k = 2 convolution: S + 1 output steps.
+// CHECK-LABEL: func.func @causal_conv1d_depthwise(
+// CHECK: %[[SEQ:.+]] = tensor.dim %{{.+}}, %c1
+// CHECK: arith.addi %[[SEQ]], %c2
+// CHECK: %[[OSEQ:.+]] = arith.addi %[[SEQ]], %c1
+// CHECK: tensor.empty(%{{.+}}, %[[OSEQ]]) : tensor<?x?x6xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[CW]], #[[CO]]]
+// CHECK: return %{{.+}} : tensor<?x?x6xf32>
+func.func @causal_conv1d_depthwise(%u: tensor<?x?x6xf32>, %w: tensor<6x1x2xf32>) -> tensor<?x?x6xf32> {
+  %y = attn.causal_conv1d %u, %w {groups = 6 : i64, padding = 2 : i64} : (tensor<?x?x6xf32>, tensor<6x1x2xf32>) -> tensor<?x?x6xf32>
+  return %y : tensor<?x?x6xf32>
+}
+
+// CHECK-LABEL: func.func @qk_mean(
+// CHECK-SAME: %[[QC:[^:]+]]: tensor<?x?x4x8xf32>, %[[KC:[^:]+]]: tensor<?x?x2x8xf32>, %[[QR:[^:]+]]: tensor<?x?x4x8xf32>, %[[KR:[^:]+]]: tensor<?x?x2x8xf32>
+// CHECK: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
+// q = q_conv + 0.5 q_raw + 0.5 k_raw[h / G]
+// CHECK: %[[Q:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[KVH]], #[[ID4]]], {{.+}} ins(%[[QC]], %[[QR]], %[[KR]] :
+// CHECK: %[[GROUPED:.+]] = tensor.expand_shape %[[QR]] {{\[}}[0], [1], [2, 3], [4]] output_shape [%{{.+}}, %{{.+}}, 2, 2, 8] : tensor<?x?x4x8xf32> into tensor<?x?x2x2x8xf32>
+// CHECK: %[[GSUM:.+]] = linalg.generic {indexing_maps = [#[[GRP]], #[[GRPO]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[GROUPED]]
+// k = k_conv + 0.5 * (sum / G) + 0.5 k_raw
+// CHECK: %[[K:.+]] = linalg.generic {{.+}} ins(%[[KC]], %[[GSUM]], %[[KR]] :
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK: return %[[Q]], %[[K]]
+func.func @qk_mean(%qc: tensor<?x?x4x8xf32>, %kc: tensor<?x?x2x8xf32>, %qr: tensor<?x?x4x8xf32>, %kr: tensor<?x?x2x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>) {
+  %q, %k = attn.qk_mean %qc, %kc, %qr, %kr : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>
+  return %q, %k : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>
+}
+
+// Sum of squares per head, then x * sqrt(d) / sqrt(ss + eps); keys times
+// exp(clamp(temp, 1e-7, 2)).
+// CHECK-LABEL: func.func @qk_norm(
+// CHECK: %[[QSS:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK: %[[SQRTD:.+]] = arith.constant 2.82842708 : f32
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[QSS]] :
+// CHECK: math.sqrt
+// CHECK: arith.divf
+// CHECK: %[[KSS:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK: linalg.generic {indexing_maps = [#[[ID4]], #[[PO]], #[[HEAD]], #[[ID4]]], {{.+}} ins(%{{.+}}, %[[KSS]], %{{.+}} : tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<2xf32>)
+// CHECK: math.sqrt
+// CHECK: %[[LO:.+]] = arith.maximumf %{{.+}}, %cst
+// CHECK: %[[HI:.+]] = arith.minimumf %[[LO]], %cst
+// CHECK: math.exp %[[HI]]
+func.func @qk_norm(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>, %t: tensor<2xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %t {temperature = #attn.temperature<clamped>} : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<2xf32>
+  return %qn, %kn : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>
+}
+
+// Raw temperature: no clamp, no exp.
+// CHECK-LABEL: func.func @qk_norm_raw(
+// CHECK-NOT: math.exp
+// CHECK: return
+func.func @qk_norm_raw(%q: tensor<1x3x2x4xf32>, %k: tensor<1x3x2x4xf32>, %t: tensor<2xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %t : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>, tensor<2xf32>
+  return %qn, %kn : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>
+}
+
+// result[:, :, 0:6] = current; result[:, 1:, 6:12] = previous[:, :S-1]; zeros
+// elsewhere.
+// CHECK-LABEL: func.func @value_shift(
+// CHECK-SAME: %[[CUR:.+]]: tensor<?x?x6xf32>, %[[PREV:.+]]: tensor<?x?x6xf32>
+// CHECK: %[[SEQ:.+]] = tensor.dim %[[CUR]], %c1
+// CHECK: %[[ZEROS:.+]] = linalg.fill
+// CHECK: %[[WITHCUR:.+]] = tensor.insert_slice %[[CUR]] into %[[ZEROS]][0, 0, 0]
+// CHECK: %[[SM1:.+]] = arith.subi %[[SEQ]], %c1
+// CHECK: %[[LEN:.+]] = arith.maxsi %[[SM1]], %c0
+// CHECK: %[[HEAD:.+]] = tensor.extract_slice %[[PREV]][0, 0, 0] [%{{.+}}, %[[LEN]], 6] [1, 1, 1]
+// CHECK: %[[OUT:.+]] = tensor.insert_slice %[[HEAD]] into %[[WITHCUR]][0, 1, 6] [%{{.+}}, %[[LEN]], 6] [1, 1, 1]
+// CHECK: return %[[OUT]] : tensor<?x?x12xf32>
+func.func @value_shift(%c: tensor<?x?x6xf32>, %p: tensor<?x?x6xf32>) -> tensor<?x?x12xf32> {
+  %y = attn.value_shift %c, %p : (tensor<?x?x6xf32>, tensor<?x?x6xf32>) -> tensor<?x?x12xf32>
+  return %y : tensor<?x?x12xf32>
+}
+
+// NeoX rotate-half on the first r = 4 of 8 dims: pairs (i, i + 2), inverse
+// frequencies 10000^(-2i/4) = [1, 0.01] in f64, position = index along S.
+// CHECK-LABEL: func.func @rope(
+// CHECK-SAME: %[[X:.+]]: tensor<?x?x2x8xf32>
+// CHECK: %[[FREQ:.+]] = arith.constant dense<[1.000000e+00, 1.000000e-02]> : tensor<2xf64>
+// CHECK: %[[X1:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [%{{.+}}, %{{.+}}, 2, 2]
+// CHECK: %[[X2:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 2] [%{{.+}}, %{{.+}}, 2, 2]
+// CHECK: %[[ROT:.+]]:2 = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[FMAP]], #[[ID4]], #[[ID4]]], {{.+}} ins(%[[X1]], %[[X2]], %[[FREQ]] :
+// CHECK: %[[POS:.+]] = linalg.index 1 : index
+// CHECK: %[[ANGLE:.+]] = arith.mulf %{{.+}}, %{{.+}} : f64
+// CHECK: math.cos %[[ANGLE]] : f64
+// CHECK: math.sin %[[ANGLE]] : f64
+// CHECK: arith.subf
+// CHECK: arith.addf
+// CHECK: %[[R1:.+]] = tensor.insert_slice %[[ROT]]#0 into %{{.+}}[0, 0, 0, 0]
+// CHECK: %[[R2:.+]] = tensor.insert_slice %[[ROT]]#1 into %[[R1]][0, 0, 0, 2]
+// CHECK: %[[PASS:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 4] [%{{.+}}, %{{.+}}, 2, 4]
+// CHECK: %[[R3:.+]] = tensor.insert_slice %[[PASS]] into %[[R2]][0, 0, 0, 4]
+// CHECK: return %[[R3]]
+func.func @rope(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
+  %y = attn.rope %x {rope = #attn.rope<theta = 10000.0, fraction = 0.5>} : tensor<?x?x2x8xf32>
+  return %y : tensor<?x?x2x8xf32>
+}
+
+// CHECK-LABEL: func.func @sdpa(
+// CHECK-SAME: %[[Q:[^:]+]]: tensor<?x?x4x8xf32>, %[[K:[^:]+]]: tensor<?x?x2x8xf32>, %[[V:[^:]+]]: tensor<?x?x2x8xf32>, %[[B:[^:]+]]: tensor<?x?xf32>
+// CHECK-DAG: %[[S:.+]] = tensor.dim %[[Q]], %c1
+// CHECK-DAG: %[[T:.+]] = tensor.dim %[[K]], %c1
+// 1. Scores in f32 over the GQA head mapping.
+// CHECK: %[[SCORES:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SK]], #[[GRPO]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] :
+// 2. Scale, bias, causal and window masks; query i sits at i + (T - S).
+// CHECK: %[[OFFSET:.+]] = arith.subi %[[T]], %[[S]] : index
+// CHECK-DAG: %[[SCALE:.+]] = arith.constant 0.353553385 : f32
+// CHECK-DAG: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[W:.+]] = arith.constant 3 : index
+// CHECK: %[[LOGITS:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PW]], #[[ID4]]], {{.+}} ins(%[[SCORES]], %[[B]] :
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]]
+// CHECK: arith.addf
+// CHECK: %[[I:.+]] = linalg.index 2
+// CHECK: %[[J:.+]] = linalg.index 3
+// CHECK: %[[POS:.+]] = arith.addi %[[I]], %[[OFFSET]]
+// CHECK: %[[CAUSAL:.+]] = arith.cmpi sle, %[[J]], %[[POS]]
+// CHECK: %[[DIST:.+]] = arith.subi %[[POS]], %[[J]]
+// CHECK: %[[INWIN:.+]] = arith.cmpi slt, %[[DIST]], %[[W]]
+// CHECK: %[[KEEP:.+]] = arith.andi %[[CAUSAL]], %[[INWIN]]
+// CHECK: arith.select %[[KEEP]], %{{.+}}, %[[NEGINF]]
+// 3. Row max from -inf.
+// CHECK: %[[MAXINIT:.+]] = linalg.fill ins(%{{.+}} : f32)
+// CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[LOGITS]] : {{.+}}) outs(%[[MAXINIT]]
+// CHECK: arith.maximumf
+// 4. exp(l - max), zero where the whole row is masked.
+// CHECK: %[[P:.+]] = linalg.generic {{.+}} ins(%[[LOGITS]], %[[MAX]] :
+// CHECK: %[[SHIFTED:.+]] = arith.subf
+// CHECK: %[[E:.+]] = math.exp %[[SHIFTED]]
+// CHECK: %[[DEAD:.+]] = arith.cmpf oeq, %{{.+}}, %[[NEGINF]]
+// CHECK: arith.select %[[DEAD]], %{{.+}}, %[[E]]
+// 5. Row sums; 6. p . v with the GQA mapping; 7. normalize, 0 for empty rows.
+// CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PO]]], {{.+}} ins(%[[P]] :
+// CHECK: %[[ACC:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SV]], #[[GRPO]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[V]] :
+// CHECK: %[[OUT:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[ROW]], #[[ID4]]], {{.+}} ins(%[[ACC]], %[[SUM]] :
+// CHECK: arith.cmpf oeq
+// CHECK: arith.divf
+// CHECK: arith.select
+// CHECK: return %[[OUT]] : tensor<?x?x4x8xf32>
+func.func @sdpa(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %b: tensor<?x?xf32>) -> tensor<?x?x4x8xf32> {
+  %o = attn.sdpa %q, %k, %v bias(%b) {causal, window = 3 : i64} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xf32>) -> tensor<?x?x4x8xf32>
+  return %o : tensor<?x?x4x8xf32>
+}
+
+// No mask: no index arithmetic; an explicit scale; a per-head bias; bf16.
+// CHECK-LABEL: func.func @sdpa_unmasked_bf16(
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[ID4]], #[[HB]], #[[ID4]]], {{.+}} ins(%{{.+}}, %{{.+}} : tensor<2x4x3x3xf32>, tensor<4x3x3xbf16>)
+// CHECK-NOT: linalg.index
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK-NOT: linalg.index
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: return %{{.+}} : tensor<2x3x4x8xbf16>
+func.func @sdpa_unmasked_bf16(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x4x8xbf16>, %v: tensor<2x3x4x8xbf16>, %b: tensor<4x3x3xbf16>) -> tensor<2x3x4x8xbf16> {
+  %o = attn.sdpa %q, %k, %v bias(%b) {scale = 0.25 : f64} : (tensor<2x3x4x8xbf16>, tensor<2x3x4x8xbf16>, tensor<2x3x4x8xbf16>, tensor<4x3x3xbf16>) -> tensor<2x3x4x8xbf16>
+  return %o : tensor<2x3x4x8xbf16>
+}
+
+// After canonicalization nothing of the attn dialect is left and the dims
+// are shared.
+// CANON-LABEL: func.func @project(
+// CANON-COUNT-2: tensor.dim
+// CANON-NOT: tensor.dim
+// CANON: return
