@@ -102,6 +102,7 @@ class Variant:
     reference: Callable  # dict name -> float64 array  ->  float64 array
     shapes: Sequence[Tuple[int, int]] = tuple(SHAPES)
     check: Optional[Callable] = None  # extra check(y, inputs, B, S)
+    tiles: Optional[str] = None  # attn-to-cpu tile options (fused lowering)
 
     def ir(self):
         params = ", ".join(f"%{a.name}: {ttype(a.shape, self.dtype)}" for a in self.args)
@@ -133,8 +134,9 @@ def run_variant(tool, variant, tmp_path):
         cases.append((batch, seq, exact, case_dir / "out" / "out0.npy"))
     run_list = tmp_path / "runs.txt"
     run_list.write_text("\n".join(lines) + "\n")
+    options = [f"--pipeline-options={variant.tiles}"] if variant.tiles else []
     proc = subprocess.run(
-        [tool, str(model), "--entry=main", f"--run-list={run_list}"],
+        [*tool, str(model), "--entry=main", f"--run-list={run_list}", *options],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (
         f"attnfuse-run failed ({proc.returncode}):\n{proc.stderr}\nIR:\n{variant.ir()}")
@@ -552,7 +554,39 @@ PRIMITIVE_VARIANTS = [
     _project_bf16(),
 ]
 
-ALL_VARIANTS = QKV_VARIANTS + CCA_VARIANTS + PRIMITIVE_VARIANTS
+# ---------------------------------------------------------------------------
+# Tile boundaries of the fused kernels
+# ---------------------------------------------------------------------------
+
+# Small tiles, and sequences just below, at and above their multiples: the
+# last query and key tiles are partial, causal diagonals and windows cross
+# tile edges, and the convolution halo (P = 4 for k = (3, 3)) and the value
+# shift reach into the previous token tile.
+SMALL_TILES = "block-q=8 block-kv=16 block-s=8 block-n=16 block-k=16"
+TILE_SHAPES = [(1, 7), (1, 8), (2, 9), (1, 15), (1, 16), (2, 17), (1, 33)]
+
+
+def _tiled(variant):
+    variant.name += "-tiles"
+    variant.tiles = SMALL_TILES
+    variant.shapes = TILE_SHAPES
+    return variant
+
+
+TILE_VARIANTS = [
+    _tiled(qkv_variant("kv", 8, 2, window=5, rope=(10000.0, 1.0), tag="-window5-rope")),
+    _tiled(qkv_variant("none", 8, 8, causal=False, window=6, logit_bias="st",
+                       tag="-noncausal-window6-bias")),
+    _tiled(qkv_variant("qkv", 8, 8, d=8, rope=(10000.0, 0.5), logit_bias="hst",
+                       biases=True, tag="-rope-bias")),
+    _tiled(qkv_variant("qk", 4, 4, d=8, rope=(10000.0, 1.0), causal=False, tag="-rope")),
+    _tiled(qkv_variant("kv", 8, 1, d=8, rope=(500.0, 0.5), dtype="bf16", tag="-rope")),
+    _tiled(cca_variant(4, 4, kernels=(3, 3))),
+    _tiled(cca_variant(4, 2, window=6, temperature="raw", tag="-window6")),
+    _tiled(cca_variant(4, 2, kernels=(2, 3), dtype="bf16")),
+]
+
+ALL_VARIANTS = QKV_VARIANTS + CCA_VARIANTS + PRIMITIVE_VARIANTS + TILE_VARIANTS
 
 
 def test_variant_names_are_unique():
@@ -562,4 +596,6 @@ def test_variant_names_are_unique():
 
 @pytest.mark.parametrize("variant", ALL_VARIANTS, ids=lambda v: v.name)
 def test_numerics(attnfuse_run, variant, tmp_path):
+    if variant.tiles and "--reference" in attnfuse_run:
+        pytest.skip("tile sizes only shape the fused lowering")
     run_variant(attnfuse_run, variant, tmp_path)

@@ -42,6 +42,7 @@
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -50,6 +51,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +64,7 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -102,6 +106,24 @@ static cl::opt<bool> runtimeChecks(
     cl::init(true));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
                                   cl::init(2), cl::Prefix);
+static cl::opt<bool> referenceLowering(
+    "reference",
+    cl::desc("Lower every primitive through the reference path "
+             "(attn-to-cpu fused=false) instead of the fused kernels"),
+    cl::init(false));
+static cl::opt<std::string> pipelineOptionsText(
+    "pipeline-options",
+    cl::desc("Options of the attn-to-cpu pipeline, e.g. \"block-q=32 "
+             "block-kv=128\" (see attnfuse-opt --help)"),
+    cl::value_desc("options"), cl::init(""));
+static cl::opt<unsigned> benchmarkRuns(
+    "benchmark",
+    cl::desc("After one warm-up call, time N more calls and print a JSON "
+             "line with the compile time, the min and median call time and "
+             "the peak resident memory"),
+    cl::value_desc("N"), cl::init(0));
+
+
 
 namespace {
 
@@ -613,6 +635,8 @@ llvm::Expected<std::vector<RunSpec>> readRunList(StringRef path) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Hide the many LLVM backend options from --help.
+  cl::HideUnrelatedOptions(cl::getGeneralCategory());
   cl::ParseCommandLineOptions(
       argc, argv,
       "AttnFuse runner: lower with attn-to-cpu, JIT-execute one function on "
@@ -625,6 +649,9 @@ int main(int argc, char **argv) {
   bool listMode = runList.getNumOccurrences() > 0;
   if (int(randomInputs) + int(listMode) + int(!inputFiles.empty()) > 1)
     return fail("give one of --input files, --random-seed or --run-list");
+  if (listMode && benchmarkRuns > 0)
+    return fail("--benchmark times one call: give --input files or "
+                "--random-seed, not --run-list");
   if (randomInputs && (batchSize < 1 || seqLen < 1))
     return fail("--batch and --seq must be positive");
   if (!listMode && outputDir.empty())
@@ -705,6 +732,10 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   attnfuse::AttnToCPUOptions pipelineOptions;
   pipelineOptions.runtimeChecks = runtimeChecks;
+  if (failed(pipelineOptions.parseFromString(pipelineOptionsText)))
+    return fail("invalid --pipeline-options '" + pipelineOptionsText + "'");
+  pipelineOptions.fused = !referenceLowering;
+  auto compileStart = std::chrono::steady_clock::now();
   attnfuse::buildAttnToCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return fail("lowering '" + inputFilename + "' with attn-to-cpu failed");
@@ -730,6 +761,39 @@ int main(int argc, char **argv) {
     return symbols;
   });
 
+  if (!listMode && benchmarkRuns > 0) {
+    // The first call also finishes the lazy JIT materialization.
+    auto warmup = invoke(*engine, singleInputs, resultSpecs);
+    if (!warmup)
+      return fail(llvm::toString(warmup.takeError()));
+    double compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      compileStart)
+            .count();
+    std::vector<double> seconds;
+    for (unsigned run = 0; run < benchmarkRuns; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      auto results = invoke(*engine, singleInputs, resultSpecs);
+      seconds.push_back(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      if (!results)
+        return fail(llvm::toString(results.takeError()));
+    }
+    std::sort(seconds.begin(), seconds.end());
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    llvm::outs() << llvm::formatv(
+        "{{\"compile_and_first_call_s\": {0:f4}, \"runs\": {1}, "
+        "\"call_s_min\": {2:e}, \"call_s_median\": {3:e}, "
+        "\"peak_rss_bytes\": {4}}\n",
+        compileSeconds, seconds.size(), seconds.front(),
+        seconds[seconds.size() / 2],
+        static_cast<int64_t>(usage.ru_maxrss) * 1024);
+    if (llvm::Error error = writeArrays(outputDir, "out", *warmup))
+      return fail(llvm::toString(std::move(error)));
+    return 0;
+  }
   if (!listMode) {
     auto results = invoke(*engine, singleInputs, resultSpecs);
     if (!results)

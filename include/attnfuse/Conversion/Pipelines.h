@@ -20,10 +20,34 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "operands agree (generate-runtime-verification); a "
                      "failed check prints the op's location and aborts"),
       llvm::cl::init(true)};
+  Option<bool> fused{
+      *this, "fused",
+      llvm::cl::desc("Fuse the primitives into kernels (attn-fuse) and lower "
+                     "those as tiled loops (convert-attn-kernels-to-scf); "
+                     "false lowers every primitive through the reference "
+                     "path (convert-attn-to-linalg)"),
+      llvm::cl::init(true)};
+  Option<int64_t> blockQ{*this, "block-q",
+                         llvm::cl::desc("Flash-attention query tile"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockKV{*this, "block-kv",
+                          llvm::cl::desc("Flash-attention key tile"),
+                          llvm::cl::init(64)};
+  Option<int64_t> blockS{*this, "block-s",
+                         llvm::cl::desc("Prologue and projection token tile"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n",
+                         llvm::cl::desc("Projection feature tile"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockK{*this, "block-k",
+                         llvm::cl::desc("Projection reduction step"),
+                         llvm::cl::init(64)};
 };
 
 /// Adds the `attn-to-cpu` pipeline to `pm` (anchored on a builtin.module):
-/// attn-decompose, convert-attn-to-linalg, canonicalize, (optionally)
+/// attn-decompose, then (by default) attn-fuse and
+/// convert-attn-kernels-to-scf for the fused kernels, convert-attn-to-linalg
+/// for the remaining primitives, canonicalize, (optionally)
 /// run-time size checks, one-shot bufferization across function boundaries
 /// (identity layouts at the boundary), the buffer deallocation pipeline,
 /// then linalg to loops and the standard conversions down to the LLVM

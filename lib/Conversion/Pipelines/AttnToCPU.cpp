@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"
 #include "attnfuse/Conversion/Pipelines.h"
 #include "attnfuse/Dialect/Attn/IR/AttnDialect.h"
@@ -60,8 +61,19 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm) {
 
 void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
                                       const AttnToCPUOptions &options) {
-  // attn -> linalg on tensors.
+  // attn -> (fused kernels ->) linalg and scf on tensors.
   pm.addPass(attn::createAttnDecompose());
+  if (options.fused) {
+    attn::AttnFuseOptions tiles;
+    tiles.blockQ = options.blockQ;
+    tiles.blockKV = options.blockKV;
+    tiles.blockS = options.blockS;
+    tiles.blockN = options.blockN;
+    tiles.blockK = options.blockK;
+    pm.addPass(attn::createAttnFuse(tiles));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createConvertAttnKernelsToSCFPass());
+  }
   pm.addPass(createConvertAttnToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   if (options.runtimeChecks) {
@@ -109,6 +121,7 @@ void attnfuse::registerAttnToCPUPipeline() {
   PassPipelineRegistration<AttnToCPUOptions>(
       "attn-to-cpu",
       "Lower attn ops to the LLVM dialect for CPU execution (attn-decompose, "
+      "attn-fuse and convert-attn-kernels-to-scf unless fused=false, "
       "convert-attn-to-linalg, bufferization, loops, LLVM)",
       [](OpPassManager &pm, const AttnToCPUOptions &options) {
         buildAttnToCPUPipeline(pm, options);
