@@ -39,6 +39,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -743,8 +744,18 @@ int main(int argc, char **argv) {
   // JIT-compile.
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  // Optimize for the host: without its target machine LLVM's cost models
+  // see no vector registers and the loop vectorizer does nothing.
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return fail("cannot describe the host CPU: " +
+                llvm::toString(machineBuilder.takeError()));
+  auto targetMachine = machineBuilder->createTargetMachine();
+  if (!targetMachine)
+    return fail("cannot create a target machine for the host: " +
+                llvm::toString(targetMachine.takeError()));
   auto transformer = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
+                                               targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   auto engineOr = ExecutionEngine::create(*module, engineOptions);

@@ -4,7 +4,9 @@
 // in three phases so that the larger fusions see their producers intact:
 //   1. the CCA chain feeding an attn.sdpa -> attn.cca_prologue;
 //   2. attn.sdpa -> attn.flash_attention (K=V and RoPE-on-load recognized);
-//   3. head-split projections (and their RoPE) -> attn.fused_projection.
+//   3. head-split projections (and their RoPE) -> attn.fused_projection;
+//   4. the remaining projections (the up-projection) -> attn.fused_projection
+//      with one head, a tiled GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -320,6 +322,36 @@ struct FuseProjectionRope : OpRewritePattern<RoPEOp> {
   }
 };
 
+/// Any other `project(x, W, b)`, such as the up-projection, becomes a tiled
+/// GEMM too: a `fused_projection` with one head of all output features,
+/// collapsed back to `[B, S, N]`.
+struct FuseLinearProjection : OpRewritePattern<ProjectOp> {
+  FuseLinearProjection(MLIRContext *context, TileSizes tiles)
+      : OpRewritePattern(context), tiles(tiles) {}
+
+  LogicalResult matchAndRewrite(ProjectOp project,
+                                PatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(project.getType());
+    int64_t features = resultType.getDimSize(2);
+    auto headsType = RankedTensorType::get(
+        {resultType.getDimSize(0), resultType.getDimSize(1), 1, features},
+        resultType.getElementType());
+    Value heads = FusedProjectionOp::create(
+        rewriter, project.getLoc(), headsType, project.getInput(),
+        project.getWeight(), project.getBias(),
+        rewriter.getI64IntegerAttr(features), RopeAttr(),
+        rewriter.getI64IntegerAttr(tiles.blockS),
+        rewriter.getI64IntegerAttr(tiles.blockN),
+        rewriter.getI64IntegerAttr(tiles.blockK));
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        project, resultType, heads,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    return success();
+  }
+
+  TileSizes tiles;
+};
+
 struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
   using AttnFuseBase::AttnFuseBase;
 
@@ -341,12 +373,14 @@ struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
 
     // Each phase runs to a fixpoint before the next sees the IR.
     RewritePatternSet prologue(context), attention(context),
-        projections(context);
+        projections(context), gemms(context);
     prologue.add<FuseCCAPrologue>(context, tiles);
     attention.add<FuseFlashAttention>(context, tiles);
     projections.add<FuseHeadProjection>(context, tiles);
     projections.add<FuseProjectionRope>(context);
-    for (RewritePatternSet *phase : {&prologue, &attention, &projections}) {
+    gemms.add<FuseLinearProjection>(context, tiles);
+    for (RewritePatternSet *phase :
+         {&prologue, &attention, &projections, &gemms}) {
       if (failed(applyPatternsGreedily(getOperation(), std::move(*phase))))
         return signalPassFailure();
     }

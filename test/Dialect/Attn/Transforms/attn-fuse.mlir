@@ -14,8 +14,11 @@
 // CHECK: %[[O:.*]] = attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
 // CHECK-NOT: attn.sdpa
 // CHECK-NOT: attn.rope
-// CHECK: tensor.collapse_shape %[[O]]
-// CHECK: attn.project
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[O]]
+// The up-projection is a one-head fused projection (a tiled GEMM).
+// CHECK: %[[UP:.*]] = attn.fused_projection %[[FLAT]], %arg4 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 64 : i64} : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x1x64xf32>
+// CHECK: tensor.collapse_shape %[[UP]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x1x64xf32> into tensor<?x?x64xf32>
+// CHECK-NOT: attn.project
 // TILES-LABEL: func.func @none_rope
 // TILES: attn.fused_projection {{.*}}block_k = 8 : i64, block_n = 48 : i64, block_s = 16 : i64
 // TILES: attn.flash_attention {{.*}}block_kv = 32 : i64, block_q = 128 : i64

@@ -35,9 +35,12 @@ def AttnFuse : Pass<"attn-fuse"> {
       temperature, value shift, RoPE) -> `attn.cca_prologue`;
     * a projection split into heads, with its RoPE -> `attn.fused_projection`.
 
-    The up-projection stays an `attn.project` (a GEMM). Primitives that match
-    no pattern are left alone; they lower through the reference path. The
-    tile sizes are the options; the defaults suit the CPU target.
+    * any other projection, such as the up-projection, -> a one-head
+      `attn.fused_projection` (a tiled GEMM) and a `tensor.collapse_shape`.
+
+    Primitives that match no pattern are left alone; they lower through the
+    reference path. The tile sizes are the options; the defaults suit the
+    CPU target.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", /*default=*/"64",
