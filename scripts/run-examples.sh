@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: builds AttnFuse, compiles every shipped example model and
-# prints its cost report.
+# The main job: builds AttnFuse, compiles every shipped example model, prints
+# its cost report, then runs every model on the CPU (fused lowering, batch 1,
+# 8 tokens) and checks it against the independent numpy reference.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -16,3 +17,5 @@ for model in "$ROOT"/examples/*.mlir; do
   "$OPT" "$model" --attn-cost-report -o /dev/null
   echo
 done
+
+"$ROOT/scripts/check_examples.py" --build "$BUILD_DIR" --batch 1 --seq 8

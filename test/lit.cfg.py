@@ -24,10 +24,22 @@ if config.enable_sanitizers:
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.attnfuse_tools_dir, config.llvm_tools_dir]
-tools = ["attnfuse-opt", "attnfuse-run"]
+tools = ["attnfuse-opt", "attnfuse-run", "attnfuse-compile"]
 # Upstream mlir-opt, for the plugin tests.
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(
     ("%attnfuse_plugin", os.path.join(config.attnfuse_obj_root, "lib", "AttnFusePlugin.so")))
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# ptxas (CUDA toolkit) for the sm_90a assembly checks: PATH, $CUDA_HOME/bin
+# or /usr/local/cuda/bin, the places attnfuse-compile looks.
+import shutil
+_ptxas = shutil.which("ptxas")
+for _candidate in [os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "ptxas"),
+                   "/usr/local/cuda/bin/ptxas"]:
+    if not _ptxas and os.path.isfile(_candidate) and os.access(_candidate, os.X_OK):
+        _ptxas = _candidate
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))

@@ -208,6 +208,9 @@ int main(int argc, char **argv) {
   attnfuse::registerAttnToPTXDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at the model's source lines; the generic form of the
+  // op adds nothing for a user.
+  context.printOpOnDiagnostic(false);
 
   std::string error;
   auto buffer = openInputFile(inputFile, &error);
@@ -251,7 +254,7 @@ int main(int argc, char **argv) {
 
   // Launch descriptions and the host-side schedule.
   std::map<std::string, DictionaryAttr> launchByKernel;
-  std::map<std::string, std::string> kernelOfDecl;
+  std::map<std::string, std::string> kernelOfDecl, opOfDecl;
   module->walk([&](func::FuncOp func) {
     if (auto launch =
             func->getAttrOfType<DictionaryAttr>(attnfuse::kLaunchAttrName)) {
@@ -259,6 +262,8 @@ int main(int argc, char **argv) {
           cast<StringAttr>(launch.get("kernel")).getValue().str();
       launchByKernel.emplace(kernel, launch);
       kernelOfDecl[func.getName().str()] = kernel;
+      if (auto op = func->getAttrOfType<StringAttr>("attnfuse.op"))
+        opOfDecl[func.getName().str()] = op.getValue().str();
     }
   });
   json::Array launches;
@@ -288,6 +293,7 @@ int main(int argc, char **argv) {
           }
           launches.push_back(json::Object{{"function", func.getName().str()},
                                           {"kernel", it->second},
+                                          {"op", opOfDecl[it->first]},
                                           {"operands", std::move(operands)},
                                           {"results", std::move(results)}});
           return;
@@ -361,8 +367,13 @@ int main(int argc, char **argv) {
     return fail("ptxas rejected at least one kernel");
 
   json::Array hostOpList;
-  for (auto &[name, count] : hostOps)
+  for (auto &[name, count] : hostOps) {
     hostOpList.push_back(json::Object{{"op", name}, {"count", count}});
+    if (StringRef(name).starts_with("attn."))
+      llvm::errs() << "attnfuse-compile: warning: " << count << " x " << name
+                   << " have no sm_90a kernel and stay on the host side "
+                      "(listed under host_ops in the manifest)\n";
+  }
 
   json::Object manifest{
       {"format", "attnfuse-sm90a-manifest"},

@@ -65,7 +65,9 @@ public:
     OpBuilder b(op);
     auto type = FunctionType::get(op->getContext(), op->getOperandTypes(),
                                   op->getResultTypes());
-    std::string key = (kernel + ":" + llvm::formatv("{0}", type).str()).str();
+    std::string key = (kernel + ":" + op->getName().getStringRef() + ":" +
+                       llvm::formatv("{0}", type).str())
+                          .str();
     func::FuncOp decl;
     auto it = launches.find(key);
     if (it != launches.end()) {
@@ -79,6 +81,8 @@ public:
       decl = func::FuncOp::create(mb, op->getLoc(), name, type);
       decl.setPrivate();
       decl->setAttr(kLaunchAttr, launch);
+      decl->setAttr("attnfuse.op", StringAttr::get(module.getContext(),
+                                                   op->getName().getStringRef()));
       decl->setAttr("attnfuse.kernel",
                     SymbolRefAttr::get(
                         module.getContext(), kernel,
@@ -139,15 +143,14 @@ struct ConvertAttnKernelsToNVVMPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(ctx));
 
+    // Models repeat layers: stop at the first op without a kernel instead of
+    // reporting the same problem for every layer.
     KernelEmitter emitter(module);
-    bool failedAny = false;
     for (Operation *op : ops) {
       if (auto fa = dyn_cast<attn::FlashAttentionOp>(op)) {
         FailureOr<FlashPlan> plan = planFlashAttention(fa, options);
-        if (failed(plan)) {
-          failedAny = true;
-          continue;
-        }
+        if (failed(plan))
+          return signalPassFailure();
         StringRef name = emitter.kernelFor(
             plan->key(), plan->name, op->getLoc(),
             [&](gpu::GPUModuleOp gm, const std::string &finalName) {
@@ -161,10 +164,8 @@ struct ConvertAttnKernelsToNVVMPass
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);
-      if (failed(plan)) {
-        failedAny = true;
-        continue;
-      }
+      if (failed(plan))
+        return signalPassFailure();
       StringRef name = emitter.kernelFor(
           plan->key(), plan->name, op->getLoc(),
           [&](gpu::GPUModuleOp gm, const std::string &finalName) {
@@ -176,8 +177,6 @@ struct ConvertAttnKernelsToNVVMPass
       DictionaryAttr launch = describeProjection(ctx, op, *plan);
       emitter.replaceWithLaunch(op, name, launch);
     }
-    if (failedAny)
-      signalPassFailure();
   }
 };
 

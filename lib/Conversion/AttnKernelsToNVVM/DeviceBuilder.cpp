@@ -113,7 +113,9 @@ Value DeviceBuilder::fma(Value a, Value c, Value d) {
 }
 Value DeviceBuilder::maxf(Value a, Value c) {
   // max.f32: the non-NaN operand wins, max(-inf, x) = x.
-  return arith::MaxNumFOp::create(b, loc, a, c);
+  // llvm.intr.maxnum -> max.f32 (arith.maxnumf may become a libdevice call
+  // in convert-gpu-to-nvvm).
+  return LLVM::MaxNumOp::create(b, loc, a, c);
 }
 Value DeviceBuilder::exp2(Value a) {
   // The softmax exponent: ex2.approx.ftz.f32 (ex2(-inf) = +0), as the

@@ -495,11 +495,27 @@ void FlashEmitter::consumer() {
         // Online softmax. Each thread holds two rows (h = 0, 1); a row is
         // spread over the 4 lanes of a quad.
         Value mNew[2], mScaled[2], alpha[2], lNew[2];
+        // Pairwise (tree) reductions keep the dependency chains short.
+        auto reduce = [&](SmallVector<Value> values,
+                          const std::function<Value(Value, Value)> &f) {
+          while (values.size() > 1) {
+            SmallVector<Value> next;
+            for (size_t i = 0; i + 1 < values.size(); i += 2)
+              next.push_back(f(values[i], values[i + 1]));
+            if (values.size() % 2)
+              next.push_back(values.back());
+            values = std::move(next);
+          }
+          return values.front();
+        };
+        auto maxOf = [&](Value a, Value b2) { return d.maxf(a, b2); };
+        auto sumOf = [&](Value a, Value b2) { return d.addf(a, b2); };
         for (int h = 0; h < 2; ++h) {
-          Value mx = negInf;
+          SmallVector<Value> row;
           for (size_t i = 0; i < sv.size(); ++i)
             if ((i / 2) % 2 == static_cast<size_t>(h))
-              mx = d.maxf(mx, sv[i]);
+              row.push_back(sv[i]);
+          Value mx = reduce(row, maxOf);
           mx = d.maxf(mx, d.shflBfly(mx, 1));
           mx = d.maxf(mx, d.shflBfly(mx, 2));
           mNew[h] = d.maxf(mOld[h], mx);
@@ -509,18 +525,17 @@ void FlashEmitter::consumer() {
           mScaled[h] = d.select(empty, zero, d.mulf(mNew[h], scaleLog2));
           alpha[h] = d.exp2(d.subf(d.mulf(mOld[h], scaleLog2), mScaled[h]));
         }
-        SmallVector<Value> probs;
-        Value rowSum[2] = {zero, zero};
+        SmallVector<Value> probs, rowTerms[2];
+        Value negScaled[2] = {arith::NegFOp::create(d.b, d.loc, mScaled[0]),
+                              arith::NegFOp::create(d.b, d.loc, mScaled[1])};
         for (auto [i, v] : llvm::enumerate(sv)) {
           int h = (i / 2) % 2;
-          Value e = d.exp2(
-              d.fma(v, scaleLog2, arith::NegFOp::create(d.b, d.loc,
-                                                        mScaled[h])));
+          Value e = d.exp2(d.fma(v, scaleLog2, negScaled[h]));
           probs.push_back(e);
-          rowSum[h] = d.addf(rowSum[h], e);
+          rowTerms[h].push_back(e);
         }
         for (int h = 0; h < 2; ++h)
-          lNew[h] = d.fma(lOld[h], alpha[h], rowSum[h]);
+          lNew[h] = d.fma(lOld[h], alpha[h], reduce(rowTerms[h], sumOf));
 
         // Rescale O, pack P (A fragment of k-step kk = value pairs
         // 8kk + {0,1}, {2,3}, {4,5}, {6,7}).
@@ -771,7 +786,6 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
   DictBuilder info(ctx);
   info.set("kernel", StringRef(p.name))
       .set("kind", "flash_attention")
-      .set("op", "attn.flash_attention")
       .set("symbols", "B = batch, S = query length, T = key length")
       .set("block", intArray(ctx, {p.threads, 1, 1}))
       .set("grid", arrayAttr(ctx, grid))

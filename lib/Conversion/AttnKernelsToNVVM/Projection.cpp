@@ -29,9 +29,12 @@ using namespace attnfuse::nvgpu;
 using arith::CmpIPredicate;
 
 std::string GemmPlan::key() const {
-  return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}",
-                       elemName(elem), inFeatures, outFeatures, headDim,
-                       hasBias, rotated, blockM, blockN, blockK, stages)
+  // The code depends on head_dim only through the RoPE epilogue: a
+  // fused_projection without RoPE and an attn.project share one kernel.
+  return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}",
+                       elemName(elem), inFeatures, outFeatures,
+                       rotated ? headDim : 0, hasBias, rotated, blockM,
+                       blockN, blockK, stages, hostCastFromF32)
       .str();
 }
 
@@ -210,7 +213,6 @@ void GemmEmitter::producer() {
 void GemmEmitter::consumer() {
   Value c = d.sub(wg, d.c32(1));
   int64_t n = p.blockN;
-  Value acc = d.zeroAcc(n);
   auto descA = [&](Value s) {
     return d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16,
                        1024);
@@ -218,24 +220,29 @@ void GemmEmitter::consumer() {
   auto descB = [&](Value s) {
     return d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
   };
+  // One k step: wait for its stage, issue blockK / 16 wgmmas, commit. The
+  // first step of the first k block starts the accumulator (scale-d = 0), so
+  // no register is zeroed outside wgmma.
+  auto step = [&](Value it, Value a, bool first) {
+    Value s = stageOf(it);
+    d.mbarWait(fullBar(s), parityOf(it));
+    Value da = descA(s), db = descB(s);
+    d.wgmmaFence();
+    for (int64_t kk = 0; kk < p.blockK / 16; ++kk)
+      a = d.wgmmaSS(a, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
+                    /*accumulate=*/!(first && kk == 0), /*transB=*/false);
+    d.wgmmaCommit();
+    return a;
+  };
+  Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
   // Main loop: one wgmma group in flight; the stage of the group that
   // completed (the previous one) goes back to the producer.
   SmallVector<Value> state = d.forLoop(
-      d.c32(0), numK, d.c32(1), ValueRange{acc},
+      d.c32(1), numK, d.c32(1), ValueRange{acc},
       [&](Value it, ValueRange args) -> SmallVector<Value> {
-        Value a = args[0];
-        Value s = stageOf(it);
-        d.mbarWait(fullBar(s), parityOf(it));
-        Value da = descA(s), db = descB(s);
-        d.wgmmaFence();
-        for (int64_t kk = 0; kk < p.blockK / 16; ++kk)
-          a = d.wgmmaSS(a, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
-                        /*accumulate=*/true, /*transB=*/false);
-        d.wgmmaCommit();
+        Value a = step(it, args[0], /*first=*/false);
         d.wgmmaWait(1);
-        d.ifThen(d.cmp(CmpIPredicate::sgt, it, 0), [&]() {
-          d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
-        });
+        d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
         return {a};
       });
   d.wgmmaWait(0);
@@ -364,19 +371,12 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
   if (p.hasBias)
     tensors.push_back(tensor("bias", "bias", 2, {intAttr(ctx, n)},
                              {intAttr(ctx, 1)}, "contiguous"));
-  SmallVector<Attribute> outShape = {strAttr(ctx, "B"), strAttr(ctx, "S")};
-  SmallVector<Attribute> outStrides = {scaled(ctx, n, "S")};
-  if (p.fromProject) {
-    outShape.push_back(intAttr(ctx, n));
-    outStrides.append({intAttr(ctx, n), intAttr(ctx, 1)});
-  } else {
-    outShape.append({intAttr(ctx, n / p.headDim), intAttr(ctx, p.headDim)});
-    outStrides.append(
-        {intAttr(ctx, n), intAttr(ctx, p.headDim), intAttr(ctx, 1)});
-  }
-  tensors.push_back(tensor("output", "result", -1, outShape, outStrides,
-                           "row-major, contiguous (heads x head_dim = "
-                           "out_features)"));
+  tensors.push_back(tensor(
+      "output", "result", -1,
+      {strAttr(ctx, "B"), strAttr(ctx, "S"), intAttr(ctx, n)},
+      {scaled(ctx, n, "S"), intAttr(ctx, n), intAttr(ctx, 1)},
+      "row-major [batch, seq, out_features], contiguous (attn.fused_projection "
+      "views it as [batch, seq, heads, head_dim])"));
 
   auto tma = [&](StringRef param, StringRef tensorName,
                  SmallVector<Attribute> dims, SmallVector<Attribute> strides,
@@ -474,8 +474,7 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
       .set("rope_dims", p.rotated);
   DictBuilder info(ctx);
   info.set("kernel", StringRef(p.name))
-      .set("kind", p.fromProject ? "project" : "fused_projection")
-      .set("op", p.fromProject ? "attn.project" : "attn.fused_projection")
+      .set("kind", "projection_gemm")
       .set("symbols", "B = batch, S = sequence length")
       .set("block", intArray(ctx, {p.threads, 1, 1}))
       .set("grid", arrayAttr(ctx, grid))

@@ -75,6 +75,9 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
     pm.addPass(createConvertAttnKernelsToSCFPass());
   }
   pm.addPass(createConvertAttnToLinalgPass());
+  // Elementwise arith/math on tensors between layers (the residual adds of
+  // a model) become linalg too, so that everything bufferizes.
+  pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   if (options.runtimeChecks) {
     // Operands whose dynamic sizes disagree (say a logit bias that is not

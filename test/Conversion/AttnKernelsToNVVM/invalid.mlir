@@ -1,0 +1,45 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file -verify-diagnostics
+
+func.func @head_dim_96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16> {
+  // expected-error @+1 {{head_dim 96 is not supported by the sm_90a kernel (supported: 64, 128)}}
+  %o = attn.flash_attention %q, %k {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16>
+  return %o : tensor<?x?x4x96xbf16>
+}
+
+// -----
+
+func.func @f16_asked_bf16(%q: tensor<?x?x4x64xf16>, %k: tensor<?x?x4x64xf16>) -> tensor<?x?x4x64xf16> {
+  // expected-error @+1 {{has 'f16' tensors but the sm_90a kernels were asked for elem-type=bf16}}
+  %o = attn.flash_attention %q, %k {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x64xf16>, tensor<?x?x4x64xf16>) -> tensor<?x?x4x64xf16>
+  return %o : tensor<?x?x4x64xf16>
+}
+
+// -----
+
+func.func @logit_bias(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{additive logit bias is not supported by the sm_90a kernel yet}}
+  %o = attn.flash_attention %q, %k bias(%b) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xbf16>) -> tensor<?x?x4x64xbf16>
+  return %o : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
+func.func @rope_not_chunked(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{RoPE must rotate a multiple of 16 dims (got 8)}}
+  %o = attn.flash_attention %q, %k
+      {block_q = 64 : i64, block_kv = 64 : i64,
+       key_rope = #attn.rope<theta = 10000.0, fraction = 0.125>}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
+  return %o : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
+func.func @odd_features(%x: tensor<?x?x100xbf16>, %w: tensor<64x100xbf16>) -> tensor<?x?x64xbf16> {
+  // expected-error @+1 {{needs in and out features that are multiples of 8 (16-byte TMA strides), got 100 and 64}}
+  %y = attn.project %x, %w : (tensor<?x?x100xbf16>, tensor<64x100xbf16>) -> tensor<?x?x64xbf16>
+  return %y : tensor<?x?x64xbf16>
+}

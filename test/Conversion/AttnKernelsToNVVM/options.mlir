@@ -1,0 +1,32 @@
+// Option validation: a bad chip, tile or element type is a diagnostic and a
+// failed pass, never an LLVM abort (sm_90 without "a", or a PTX version
+// below 8.0 with sm_90a, would otherwise reach the NVPTX backend).
+// RUN: not attnfuse-opt %s --pass-pipeline='builtin.module(convert-attn-kernels-to-nvvm{chip=sm_80})' 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not attnfuse-opt %s --attn-to-ptx=chip=sm_90 2>&1 | FileCheck %s --check-prefix=SM90
+// RUN: not attnfuse-opt %s --attn-to-ptx=elem-type=f32 2>&1 | FileCheck %s --check-prefix=ELEM
+// RUN: not attnfuse-opt %s --attn-to-ptx=block-q=96 2>&1 | FileCheck %s --check-prefix=BLOCKQ
+// RUN: not attnfuse-opt %s --attn-to-ptx=block-kv=256 2>&1 | FileCheck %s --check-prefix=BLOCKKV
+// RUN: not attnfuse-opt %s --attn-to-ptx="block-kv=128 stages=4" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: attnfuse-opt %s --attn-to-ptx="block-q=64 block-kv=64 stages=2" | FileCheck %s --check-prefix=SMALL
+
+// CHIP: error: attn sm_90a kernels: unsupported chip 'sm_80': the kernels use wgmma, setmaxnreg and TMA, which need sm_90a
+// SM90: error: attn sm_90a kernels: unsupported chip 'sm_90'
+// ELEM: error: attn sm_90a kernels: unsupported elem-type 'f32' (bf16 or f16)
+// BLOCKQ: error: 'attn.flash_attention' op block-q 96 is not supported on sm_90a (64, 128, 192: one consumer warpgroup per 64 rows)
+// BLOCKKV: error: 'attn.flash_attention' op block-kv 256 is not supported on sm_90a (64, 128)
+// SMEM: error: 'attn.flash_attention' op the sm_90a kernel needs 296040 bytes of shared memory (block-q 128, block-kv 128, 4 stages), more than the 232448 available; lower stages or block-kv
+
+// One consumer warpgroup (block-q 64) runs two CTAs per SM: 256 threads,
+// minctasm 2, a register cap of 128 moved to 232 for the consumer.
+// SMALL: gpu.binary @attn_fa_bf16_d128_h8_g1_q64_kv64_s2
+// SMALL-SAME: .maxntid 256, 1, 1
+// SMALL-SAME: .minnctapersm 2
+// SMALL-SAME: setmaxnreg.dec.sync.aligned.u32 \0924
+// SMALL-SAME: setmaxnreg.inc.sync.aligned.u32 \09232
+func.func @mha(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
+               %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  %o = attn.flash_attention %q, %k, %v {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
+      -> tensor<?x?x8x128xbf16>
+  return %o : tensor<?x?x8x128xbf16>
+}

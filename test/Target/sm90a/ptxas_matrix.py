@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Static sm_90a check of every kernel AttnFuse emits (ctest: sm90a/ptxas-matrix).
+
+Builds a matrix of attention layers (head dim 64 and 128; GQA group 1, 4, 8;
+causal or not; K=V on or off; plus key-RoPE K=V layers), compiles them and the
+example models with `attnfuse-compile --target=sm_90a --no-cubin`, assembles
+every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
+
+  * a ptxas error (for instance an unresolved libdevice call),
+  * any spill store / spill load bytes or a non-zero stack frame,
+  * a `wgmma ... serialized` warning (C7515) or any other ptxas warning,
+  * a flash-attention kernel without wgmma, cp.async.bulk.tensor, mbarrier
+    try_wait and setmaxnreg in its PTX.
+
+It writes registers / shared memory / spills per kernel to a markdown table
+(bench/ptxas-sm90a.md). With nvdisasm available (CUDA toolkit or the
+nvidia-cuda-nvdisasm wheel) the table also gives the HGMMA count and the
+highest register index in the SASS, which shows the consumer warpgroups'
+real register use after setmaxnreg (ptxas -v reports the launch allocation).
+
+Exit status: 0 pass, 1 fail, 77 skipped (no ptxas).
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+MATRIX_HEAD_DIMS = (64, 128)
+MATRIX_GROUPS = (1, 4, 8)
+
+
+def layer_function(name, E, hq, hk, d, sharing, causal, rope):
+    attrs = f"num_heads = {hq} : i64, num_kv_heads = {hk} : i64, head_dim = {d} : i64"
+    if causal:
+        attrs += ", causal"
+    if rope:
+        attrs += ", rope = #attn.rope<theta = 10000.0>"
+    lq, lk = hq * d, hk * d
+    weights = ["wq", "wk"] + (["wv"] if sharing == "none" else [])
+    shapes = {"wq": f"{lq}x{E}", "wk": f"{lk}x{E}", "wv": f"{lk}x{E}"}
+    args = ", ".join(f"%{w}: tensor<{shapes[w]}xbf16>" for w in weights)
+    uses = " ".join(f"{w}(%{w})" for w in weights)
+    types = ", ".join(f"tensor<{shapes[w]}xbf16>" for w in weights)
+    return (
+        f"func.func @{name}(%x: tensor<?x?x{E}xbf16>, {args}, "
+        f"%wo: tensor<{E}x{lq}xbf16>) -> tensor<?x?x{E}xbf16> {{\n"
+        f"  %y = attn.qkv_attention <{sharing}> %x {uses} wo(%wo) {{{attrs}}}\n"
+        f"      : (tensor<?x?x{E}xbf16>, {types}, tensor<{E}x{lq}xbf16>) "
+        f"-> tensor<?x?x{E}xbf16>\n"
+        f"  return %y : tensor<?x?x{E}xbf16>\n}}\n")
+
+
+def matrix_model():
+    """One module with a function per configuration; returns (text, rows)."""
+    funcs, configs = [], []
+    for d in MATRIX_HEAD_DIMS:
+        hq = 16 if d == 64 else 8
+        E = 1024
+        for g in MATRIX_GROUPS:
+            for causal in (False, True):
+                for kv in (False, True):
+                    name = f"d{d}_g{g}_{'causal' if causal else 'full'}_{'keqv' if kv else 'kv2'}"
+                    funcs.append(layer_function(name, E, hq, hq // g, d,
+                                                "kv" if kv else "none", causal, False))
+                    configs.append(dict(name=name, d=d, g=g, causal=causal, kv=kv, rope=False))
+            # The paper's Q-K=V with RoPE on load (un-rotated cache).
+            name = f"d{d}_g{g}_causal_keqv_rope"
+            funcs.append(layer_function(name, E, hq, hq // g, d, "kv", True, True))
+            configs.append(dict(name=name, d=d, g=g, causal=True, kv=True, rope=True))
+    return "\n".join(funcs), configs
+
+
+def find_tool(name, explicit, extra):
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    found = shutil.which(name)
+    if found:
+        return found
+    for c in extra:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def find_nvdisasm():
+    extra = [os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvdisasm"),
+             "/usr/local/cuda/bin/nvdisasm"]
+    try:  # the nvidia-cuda-nvdisasm wheel
+        import importlib.util
+        spec = importlib.util.find_spec("nvidia")
+        if spec and spec.submodule_search_locations:
+            for root in spec.submodule_search_locations:
+                extra += glob.glob(os.path.join(root, "*", "bin", "nvdisasm"))
+                extra += glob.glob(os.path.join(root, "cuda_nvdisasm", "bin", "nvdisasm"))
+    except Exception:
+        pass
+    return find_tool("nvdisasm", None, extra)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+PTXAS_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?")
+PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+SASS_REG = re.compile(r"\bR(\d+)\b")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compile", required=True, help="attnfuse-compile")
+    ap.add_argument("--work", required=True, help="scratch directory")
+    ap.add_argument("--markdown", required=True, help="table to write")
+    ap.add_argument("--examples", help="directory of example models to include")
+    ap.add_argument("--ptxas", help="ptxas (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+    args = ap.parse_args()
+
+    ptxas = find_tool("ptxas", args.ptxas,
+                      [os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "ptxas"),
+                       "/usr/local/cuda/bin/ptxas"])
+    if not ptxas:
+        print("SKIP: ptxas not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+        return 77
+    nvdisasm = find_nvdisasm()
+    version = run([ptxas, "--version"]).stdout.strip().splitlines()[-1]
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    failures = []
+
+    # Compile the matrix and the examples.
+    models = []
+    text, configs = matrix_model()
+    matrix_path = os.path.join(args.work, "matrix.mlir")
+    with open(matrix_path, "w") as f:
+        f.write(text)
+    models.append(("matrix", matrix_path))
+    if args.examples:
+        for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
+            models.append((os.path.splitext(os.path.basename(path))[0], path))
+
+    kernels = {}  # name -> dict(kind, config, smem, sources, ptx)
+    launches = {}  # (model, function) -> [kernel names]
+    for model, path in models:
+        out = os.path.join(args.work, model)
+        r = run([args.compile, path, "--target=sm_90a", "-o", out, "--no-cubin"])
+        if r.returncode != 0:
+            failures.append(f"{model}: attnfuse-compile failed:\n{r.stderr}")
+            continue
+        with open(os.path.join(out, "manifest.json")) as f:
+            manifest = json.load(f)
+        for k in manifest["kernels"]:
+            entry = kernels.setdefault(k["name"], dict(
+                kind=k.get("kind", "?"), config=k.get("config", {}),
+                smem=k.get("dynamic_smem_bytes", 0), block=k.get("block", []),
+                ptx=os.path.join(out, k["ptx"]), sources=[]))
+            entry["sources"].append(model)
+        for l in manifest["launches"]:
+            launches.setdefault((model, l["function"]), []).append(l["kernel"])
+
+    for c in configs:
+        names = [k for k in launches.get(("matrix", c["name"]), [])
+                 if kernels[k]["kind"] == "flash_attention"]
+        if len(names) != 1:
+            failures.append(f"matrix {c['name']}: expected one flash_attention kernel, got {names}")
+        c["kernel"] = names[0] if names else None
+
+    # Assemble every kernel; parse the resource report.
+    for name, k in sorted(kernels.items()):
+        cubin = os.path.splitext(k["ptx"])[0] + ".cubin"
+        r = run([ptxas, "-arch=sm_90a", "-O3", "-v", k["ptx"], "-o", cubin])
+        log = r.stdout + r.stderr
+        k["log"] = log
+        if r.returncode != 0:
+            failures.append(f"{name}: ptxas failed:\n{log}")
+            k.update(registers="-", spills="-", stack="-", barriers="-")
+            continue
+        used = PTXAS_USED.search(log)
+        spill = PTXAS_SPILL.search(log)
+        smem = PTXAS_SMEM.search(log)
+        k["registers"] = int(used.group(1)) if used else -1
+        k["barriers"] = int(used.group(2)) if used and used.group(2) else 0
+        k["static_smem"] = int(smem.group(1)) if smem else 0
+        if spill:
+            k["stack"], st, ld = (int(x) for x in spill.groups())
+            k["spills"] = st + ld
+        else:
+            k["stack"], k["spills"] = -1, -1
+        if k["spills"] != 0 or k["stack"] != 0:
+            failures.append(f"{name}: {k['spills']} spill bytes, {k['stack']} bytes stack frame")
+        for line in log.splitlines():
+            if "C7515" in line or "serialized" in line:
+                failures.append(f"{name}: {line.strip()}")
+            elif "warning" in line.lower():
+                failures.append(f"{name}: ptxas warning: {line.strip()}")
+        k["notes"] = sorted({m for m in re.findall(r"\((C\d{4})\)", log)})
+        with open(k["ptx"]) as f:
+            ptx = f.read()
+        required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait", "setmaxnreg"]
+        missing = [s for s in required if s not in ptx]
+        if missing:
+            failures.append(f"{name}: PTX lacks {missing}")
+        # SASS: tensor-core instructions and the real register use.
+        k["hgmma"], k["sass_regs"] = "n/a", "n/a"
+        if nvdisasm:
+            d = run([nvdisasm, "-c", cubin])
+            if d.returncode == 0:
+                sass = d.stdout
+                k["hgmma"] = sass.count("HGMMA")
+                regs = [int(x) for x in SASS_REG.findall(sass)]
+                k["sass_regs"] = max(regs) + 1 if regs else 0
+                if re.search(r"\b(LDL|STL)\b", sass):
+                    failures.append(f"{name}: local memory (LDL/STL) in SASS")
+                if k["hgmma"] == 0:
+                    failures.append(f"{name}: no HGMMA in SASS")
+
+    # The table.
+    lines = []
+    lines.append("# sm_90a kernels: ptxas resource report\n")
+    lines.append("Generated by `test/Target/sm90a/ptxas_matrix.py` (ctest `sm90a/ptxas-matrix`); "
+                 "do not edit by hand.\n")
+    lines.append(f"Assembler: `{os.path.basename(ptxas)} -arch=sm_90a -O3 -v`, {version}. "
+                 "Static figures only: nothing here ran on a GPU, and nothing here says the "
+                 "kernels compute the right numbers (that needs the device check).\n")
+    lines.append("* **regs (ptxas)**: the per-thread allocation at launch (`Used N registers`); "
+                 "the warp-specialized kernels then move registers from the producer to the "
+                 "consumer warpgroups with `setmaxnreg` (**setmaxnreg p/c**).")
+    if nvdisasm:
+        lines.append("* **SASS regs**: highest register index + 1 in the `nvdisasm` listing, i.e. the "
+                     "real use of the widest warpgroup (consumer); **HGMMA**: tensor-core "
+                     "instructions in the SASS.")
+    else:
+        lines.append("* SASS columns are `n/a`: nvdisasm was not found when the table was written.")
+    lines.append("* **spill**: spill store + load bytes; **stack**: stack frame bytes. The test "
+                 "fails on any non-zero value and on any C7515 `wgmma ... serialized` warning; "
+                 "C7519/C7517 (warpgroup.arrive/wait injected) are informational.")
+    lines.append("* **smem**: dynamic shared memory per CTA (bytes, including 1 KiB alignment "
+                 "slack), from the manifest.\n")
+
+    lines.append("## Flash attention matrix\n")
+    lines.append("| d | G | causal | K=V | key RoPE | kernel | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in configs:
+        k = kernels.get(c["kernel"] or "", {})
+        cfg = k.get("config", {})
+        lines.append(
+            f"| {c['d']} | {c['g']} | {'yes' if c['causal'] else 'no'} | {'yes' if c['kv'] else 'no'} "
+            f"| {'yes' if c['rope'] else 'no'} | `{c['kernel']}` | {k.get('block', ['?'])[0]} "
+            f"| {k.get('registers', '-')} | {cfg.get('producer_registers', '?')}/{cfg.get('consumer_registers', '?')} "
+            f"| {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} | {k.get('spills', '-')} "
+            f"| {k.get('stack', '-')} | {k.get('smem', '-')} |")
+
+    lines.append("\n## All kernels (matrix and examples/)\n")
+    lines.append("| kernel | kind | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem | barriers | ptxas notes | from |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, k in sorted(kernels.items()):
+        cfg = k.get("config", {})
+        sources = sorted(set(k["sources"]))
+        shown = ", ".join(sources[:3]) + (f" (+{len(sources) - 3})" if len(sources) > 3 else "")
+        lines.append(
+            f"| `{name}` | {k['kind']} | {k.get('block', ['?'])[0]} | {k.get('registers', '-')} "
+            f"| {cfg.get('producer_registers', '?')}/{cfg.get('consumer_registers', '?')} "
+            f"| {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} | {k.get('spills', '-')} "
+            f"| {k.get('stack', '-')} | {k['smem']} | {k.get('barriers', '-')} "
+            f"| {' '.join(k.get('notes', [])) or '-'} | {shown} |")
+    lines.append("")
+    lines.append(f"Result: {len(kernels)} kernels, "
+                 f"{'all assembled with 0 spills and no C7515' if not failures else str(len(failures)) + ' failure(s)'}.")
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
+    with open(args.markdown, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.markdown} ({len(kernels)} kernels)")
+
+    if failures:
+        print("FAIL:")
+        for f_ in failures:
+            print("  " + f_)
+        print(f"0 passed, {len(failures)} failed")
+        return 1
+    print(f"{len(kernels)} passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
