@@ -55,32 +55,33 @@ using namespace mlir;
 namespace cl = llvm::cl;
 namespace json = llvm::json;
 
+static cl::OptionCategory compilerCategory("attnfuse-compile options");
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
-                                      cl::Required);
+                                      cl::Required, cl::cat(compilerCategory));
 static cl::opt<std::string>
     target("target", cl::desc("Target: sm_90a (PTX + cubin + manifest)"),
-           cl::init("sm_90a"));
+           cl::init("sm_90a"), cl::cat(compilerCategory));
 static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
-                                      cl::value_desc("DIR"), cl::Required);
+                                      cl::value_desc("DIR"), cl::Required, cl::cat(compilerCategory));
 static cl::opt<std::string> elemType("elem-type",
                                      cl::desc("Kernel element type (bf16|f16)"),
-                                     cl::init("bf16"));
+                                     cl::init("bf16"), cl::cat(compilerCategory));
 static cl::opt<int64_t> blockQ("block-q",
                                cl::desc("Flash attention query rows per CTA"),
-                               cl::init(128));
+                               cl::init(128), cl::cat(compilerCategory));
 static cl::opt<int64_t> blockKV("block-kv",
                                 cl::desc("Flash attention keys per tile"),
-                                cl::init(128));
+                                cl::init(128), cl::cat(compilerCategory));
 static cl::opt<int64_t> stages("stages",
                                cl::desc("Flash attention pipeline depth"),
-                               cl::init(2));
+                               cl::init(2), cl::cat(compilerCategory));
 static cl::opt<std::string>
     ptxasPath("ptxas", cl::desc("ptxas to run (default: PATH, then "
                                 "$CUDA_HOME/bin, /usr/local/cuda/bin)"),
-              cl::init(""));
+              cl::init(""), cl::cat(compilerCategory));
 static cl::opt<bool> noCubin("no-cubin",
                              cl::desc("Write PTX and the manifest only"),
-                             cl::init(false));
+                             cl::init(false), cl::cat(compilerCategory));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "attnfuse-compile: error: " << message << "\n";
@@ -182,6 +183,8 @@ static LogicalResult writeFile(StringRef path, StringRef contents) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Hide the many LLVM backend options from --help.
+  llvm::cl::HideUnrelatedOptions(compilerCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "AttnFuse compiler driver: attn model -> sm_90a PTX, cubin and "

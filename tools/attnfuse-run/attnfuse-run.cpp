@@ -71,58 +71,59 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory runnerCategory("attnfuse-run options");
 static cl::opt<std::string>
-    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required);
+    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required, cl::cat(runnerCategory));
 static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::value_desc("name"), cl::Required);
+                                      cl::value_desc("name"), cl::Required, cl::cat(runnerCategory));
 static cl::list<std::string>
     inputFiles("input", cl::desc("Input .npy file, one per argument, in order"),
-               cl::value_desc("file.npy"));
+               cl::value_desc("file.npy"), cl::cat(runnerCategory));
 static cl::opt<std::string>
     outputDir("output-dir", cl::desc("Directory for out0.npy, out1.npy, ..."),
-              cl::value_desc("dir"));
+              cl::value_desc("dir"), cl::cat(runnerCategory));
 static cl::opt<std::string> runList(
     "run-list",
     cl::desc("Compile once, run many: each line of the file is an output "
              "directory followed by the input .npy files of one call "
              "('#' starts a comment line)"),
-    cl::value_desc("file"));
+    cl::value_desc("file"), cl::cat(runnerCategory));
 static cl::opt<uint64_t>
     randomSeed("random-seed",
                cl::desc("Fill every argument with uniform [-1, 1) values "
                         "from this seed (instead of --input)"),
-               cl::value_desc("N"));
+               cl::value_desc("N"), cl::cat(runnerCategory));
 static cl::opt<int64_t>
     batchSize("batch",
               cl::desc("Random inputs: size of a dynamic batch dimension"),
-              cl::init(1));
+              cl::init(1), cl::cat(runnerCategory));
 static cl::opt<int64_t>
     seqLen("seq",
            cl::desc("Random inputs: size of a dynamic sequence dimension"),
-           cl::init(8));
+           cl::init(8), cl::cat(runnerCategory));
 static cl::opt<bool> runtimeChecks(
     "runtime-checks",
     cl::desc("Compile in checks that the dynamic sizes of the inputs agree "
              "(default on; a failed check is reported as an error)"),
-    cl::init(true));
+    cl::init(true), cl::cat(runnerCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::Prefix);
+                                  cl::init(2), cl::Prefix, cl::cat(runnerCategory));
 static cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Lower every primitive through the reference path "
              "(attn-to-cpu fused=false) instead of the fused kernels"),
-    cl::init(false));
+    cl::init(false), cl::cat(runnerCategory));
 static cl::opt<std::string> pipelineOptionsText(
     "pipeline-options",
     cl::desc("Options of the attn-to-cpu pipeline, e.g. \"block-q=32 "
              "block-kv=128\" (see attnfuse-opt --help)"),
-    cl::value_desc("options"), cl::init(""));
+    cl::value_desc("options"), cl::init(""), cl::cat(runnerCategory));
 static cl::opt<unsigned> benchmarkRuns(
     "benchmark",
     cl::desc("After one warm-up call, time N more calls and print a JSON "
              "line with the compile time, the min and median call time and "
              "the peak resident memory"),
-    cl::value_desc("N"), cl::init(0));
+    cl::value_desc("N"), cl::init(0), cl::cat(runnerCategory));
 
 
 
@@ -637,7 +638,7 @@ llvm::Expected<std::vector<RunSpec>> readRunList(StringRef path) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // Hide the many LLVM backend options from --help.
-  cl::HideUnrelatedOptions(cl::getGeneralCategory());
+  cl::HideUnrelatedOptions(runnerCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "AttnFuse runner: lower with attn-to-cpu, JIT-execute one function on "
