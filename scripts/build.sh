@@ -14,6 +14,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   CMAKE_ARGS+=(-DATTNFUSE_ENABLE_SANITIZERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 fi
 
+# Relative paths in ccache keys: clones in other folders share the cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+
 # Progress goes to stderr; stdout carries only the build directory, for the
 # scripts that call this one.
 "$ROOT/scripts/setup.sh" >&2

@@ -24,7 +24,7 @@ if config.enable_sanitizers:
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.attnfuse_tools_dir, config.llvm_tools_dir]
-tools = ["attnfuse-opt", "attnfuse-run", "attnfuse-compile"]
+tools = ["mlir-translate", "opt", "attnfuse-opt", "attnfuse-run", "attnfuse-compile"]
 # Upstream mlir-opt, for the plugin tests.
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(
