@@ -1,6 +1,8 @@
 // Upstream mlir-opt loads the attn dialect and passes from the plugin. Pass
 // plugins register after the command line is parsed, so their passes are
-// named through --pass-pipeline.
+// named through --pass-pipeline. An ASan-instrumented plugin cannot load into
+// the uninstrumented upstream mlir-opt.
+// UNSUPPORTED: sanitizers
 // RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose)" | FileCheck %s
 // RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-cost-report)" -o /dev/null | FileCheck %s --check-prefix=COST
 
