@@ -135,7 +135,7 @@ struct ConvertAttnKernelsToNVVMPass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<attn::FlashAttentionOp, attn::FusedProjectionOp,
-              attn::ProjectOp>(op))
+              attn::ProjectOp, attn::CCAPrologueOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -161,6 +161,30 @@ struct ConvertAttnKernelsToNVVMPass
         plan->name = name.str();
         emitter.replaceWithLaunch(op, name,
                                   describeFlashAttention(ctx, fa, *plan));
+        continue;
+      }
+      if (auto cca = dyn_cast<attn::CCAPrologueOp>(op)) {
+        std::string unsupported;
+        FailureOr<ProloguePlan> plan = planCCAPrologue(cca, options,
+                                                       unsupported);
+        if (failed(plan)) {
+          if (unsupported.empty())
+            return signalPassFailure();
+          // No kernel for this shape: the op stays on the host side.
+          op->emitWarning() << unsupported
+                            << "; attn.cca_prologue stays on the host";
+          continue;
+        }
+        StringRef name = emitter.kernelFor(
+            plan->key(), plan->name, op->getLoc(),
+            [&](gpu::GPUModuleOp gm, const std::string &finalName) {
+              plan->name = finalName;
+              OpBuilder b(ctx);
+              buildCCAPrologueKernel(b, op->getLoc(), gm, *plan);
+            });
+        plan->name = name.str();
+        emitter.replaceWithLaunch(op, name,
+                                  describeCCAPrologue(ctx, cca, *plan));
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);

@@ -114,6 +114,37 @@ mlir::DictionaryAttr describeProjection(mlir::MLIRContext *ctx,
                                         mlir::Operation *op,
                                         const GemmPlan &plan);
 
+/// The plan of one attn.cca_prologue kernel: one CTA of two warpgroups per
+/// (block of 64 tokens, KV group, batch).
+struct ProloguePlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t width, numHeads, numKvHeads, headDim, group;
+  int64_t k0, k1, padding, halo;
+  bool qkMean, valueShift, clamped;
+  double eps;
+  int64_t rotated = 0;
+  double theta = 10000.0;
+  int64_t blockS, rows, midRows, tiles, convChannels, channels;
+  int64_t threads, stages;
+  int64_t aStageBytes, bStageBytes;
+  int64_t aOff, bOff, scratchOff, uOff, partOff, barOff, sharedBytes;
+  std::string name;
+  std::string key() const;
+};
+
+/// Plans `op`; on failure either reports an error on `op` (bad element
+/// type) or, with `unsupported` set, leaves the op to the host.
+mlir::FailureOr<ProloguePlan> planCCAPrologue(attn::CCAPrologueOp op,
+                                              const TargetOptions &options,
+                                              std::string &unsupported);
+void buildCCAPrologueKernel(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::gpu::GPUModuleOp module,
+                            const ProloguePlan &plan);
+mlir::DictionaryAttr describeCCAPrologue(mlir::MLIRContext *ctx,
+                                         attn::CCAPrologueOp op,
+                                         const ProloguePlan &plan);
+
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//

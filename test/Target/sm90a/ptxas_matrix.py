@@ -9,8 +9,13 @@ every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
   * a ptxas error (for instance an unresolved libdevice call),
   * any spill store / spill load bytes or a non-zero stack frame,
   * a `wgmma ... serialized` warning (C7515) or any other ptxas warning,
-  * a flash-attention kernel without wgmma, cp.async.bulk.tensor, mbarrier
-    try_wait and setmaxnreg in its PTX.
+  * a flash-attention or GEMM kernel without wgmma, cp.async.bulk.tensor,
+    mbarrier try_wait and setmaxnreg in its PTX (the attn.cca_prologue
+    kernels, which are not warp-specialized: without the first three).
+
+A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
+shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
+conv kernels 3/3, and the toggles off.
 
 It writes registers / shared memory / spills per kernel to a markdown table
 (bench/ptxas-sm90a.md). With nvdisasm available (CUDA toolkit or the
@@ -72,6 +77,53 @@ def matrix_model():
             name = f"d{d}_g{g}_causal_keqv_rope"
             funcs.append(layer_function(name, E, hq, hq // g, d, "kv", True, True))
             configs.append(dict(name=name, d=d, g=g, causal=True, kv=True, rope=True))
+    return "\n".join(funcs), configs
+
+
+# attn.cca_prologue configurations: (name, E, Hq, Hk, d, k0, k1, toggles).
+CCA_CONFIGS = (
+    ("zaya1", 2048, 8, 2, 128, 2, 2, True),
+    ("d128_k3", 2048, 8, 2, 128, 3, 3, True),
+    ("d64_k2", 1024, 16, 2, 64, 2, 2, True),
+    ("d64_k3", 1024, 16, 4, 64, 3, 3, True),
+    ("d128_plain", 2048, 8, 2, 128, 2, 2, False),
+    ("d64_mha_plain", 1024, 8, 8, 64, 3, 3, False),
+)
+
+
+def cca_function(name, E, hq, hk, d, k0, k1, toggles):
+    lq, lk = hq * d, hk * d
+    c = lq + lk
+    vrows = lk // 2 if toggles else lk
+    attrs = (f"num_heads = {hq} : i64, num_kv_heads = {hk} : i64, head_dim = {d} : i64, "
+             f"conv_kernel_sizes = array<i64: {k0}, {k1}>, block_s = 64 : i64")
+    if toggles:
+        attrs += (", qk_mean, value_shift, temperature = #attn.temperature<clamped>, "
+                  "rope = #attn.rope<theta = 10000.0, fraction = 0.5>")
+    ops = [("x", f"?x?x{E}"), ("wq", f"{lq}x{E}"), ("wk", f"{lk}x{E}"), ("wv", f"{vrows}x{E}")]
+    if toggles:
+        ops.append(("wvp", f"{vrows}x{E}"))
+    ops += [("dw", f"{c}x1x{k0}"), ("dwb", f"{c}"), ("gw", f"{c}x{d}x{k1}"), ("gwb", f"{c}"),
+            ("temp", f"{hk}")]
+    args = ", ".join(f"%{n}: tensor<{t}xbf16>" for n, t in ops)
+    types = ", ".join(f"tensor<{t}xbf16>" for _, t in ops)
+    results = (f"tensor<?x?x{hq}x{d}xbf16>, tensor<?x?x{hk}x{d}xbf16>, "
+               f"tensor<?x?x{hk}x{d}xbf16>")
+    vprev = " wv_prev(%wvp)" if toggles else ""
+    return (
+        f"func.func @cca_{name}({args}) -> ({results}) {{\n"
+        f"  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv){vprev} "
+        f"conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) {{{attrs}}}\n"
+        f"      : ({types}) -> ({results})\n"
+        f"  return %q, %k, %v : {results}\n}}\n")
+
+
+def cca_model():
+    funcs, configs = [], []
+    for name, E, hq, hk, d, k0, k1, toggles in CCA_CONFIGS:
+        funcs.append(cca_function(name, E, hq, hk, d, k0, k1, toggles))
+        configs.append(dict(name=f"cca_{name}", E=E, hq=hq, hk=hk, d=d, k=(k0, k1),
+                            toggles=toggles))
     return "\n".join(funcs), configs
 
 
@@ -142,6 +194,11 @@ def main():
     with open(matrix_path, "w") as f:
         f.write(text)
     models.append(("matrix", matrix_path))
+    cca_text, cca_configs = cca_model()
+    cca_path = os.path.join(args.work, "cca_matrix.mlir")
+    with open(cca_path, "w") as f:
+        f.write(cca_text)
+    models.append(("cca_matrix", cca_path))
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
             models.append((os.path.splitext(os.path.basename(path))[0], path))
@@ -170,6 +227,12 @@ def main():
                  if kernels[k]["kind"] == "flash_attention"]
         if len(names) != 1:
             failures.append(f"matrix {c['name']}: expected one flash_attention kernel, got {names}")
+        c["kernel"] = names[0] if names else None
+    for c in cca_configs:
+        names = [k for k in launches.get(("cca_matrix", c["name"]), [])
+                 if kernels[k]["kind"] == "cca_prologue"]
+        if len(names) != 1:
+            failures.append(f"cca matrix {c['name']}: expected one cca_prologue kernel, got {names}")
         c["kernel"] = names[0] if names else None
 
     # Assemble every kernel; parse the resource report.
@@ -203,7 +266,9 @@ def main():
         k["notes"] = sorted({m for m in re.findall(r"\((C\d{4})\)", log)})
         with open(k["ptx"]) as f:
             ptx = f.read()
-        required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait", "setmaxnreg"]
+        required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"]
+        if k["kind"] != "cca_prologue":
+            required.append("setmaxnreg")
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
@@ -256,6 +321,20 @@ def main():
             f"| {k.get('registers', '-')} | {cfg.get('producer_registers', '?')}/{cfg.get('consumer_registers', '?')} "
             f"| {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} | {k.get('spills', '-')} "
             f"| {k.get('stack', '-')} | {k.get('smem', '-')} |")
+
+    lines.append("\n## CCA prologue matrix (attn.cca_prologue)\n")
+    lines.append("Toggles: qk_mean, value_shift, clamped temperature, RoPE on half of each "
+                 "head; 'off': none of them. One CTA of 256 threads per (64 tokens, KV group, "
+                 "batch), not warp-specialized (no setmaxnreg).\n")
+    lines.append("| E | Hq | Hk | d | conv | toggles | kernel | block | regs (ptxas) | SASS regs | HGMMA | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in cca_configs:
+        k = kernels.get(c["kernel"] or "", {})
+        lines.append(
+            f"| {c['E']} | {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} "
+            f"| {'all' if c['toggles'] else 'off'} | `{c['kernel']}` | {k.get('block', ['?'])[0]} "
+            f"| {k.get('registers', '-')} | {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} "
+            f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
     lines.append("\n## All kernels (matrix and examples/)\n")
     lines.append("| kernel | kind | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem | barriers | ptxas notes | from |")

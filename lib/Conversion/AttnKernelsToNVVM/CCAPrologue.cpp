@@ -1,0 +1,737 @@
+//===- CCAPrologue.cpp - attn.cca_prologue for sm_90a -----------*- C++ -*-===//
+//
+// attn.cca_prologue (steps 1-6 of CCA / CCGQA) as one sm_90a kernel. One CTA
+// of two warpgroups (256 threads, no warp specialization) per (block of 64
+// tokens, KV group j, batch); a KV group (its G query heads, key head j and
+// value head j) is self-contained, QK-mean included.
+//
+// 1. GEMM (TMA + wgmma, f32 accumulators): the 128 x rows [s0 - H, s0 - H +
+//    128) of x (H = max(P, 1) halo tokens; TMA zero-fills rows before token 0
+//    and past S) times the group's G + 2 weight tiles of d rows each: Wq
+//    heads jG .. jG+G-1, Wk head j, and value head j (Wv, or with the value
+//    shift Wv / Wv_prev: one GEMM for all four weights). Warpgroup c owns
+//    rows 64c .. 64c+63 (m64nDk16, both operands K-major, 128B swizzle); a
+//    3-stage TMA ring (one thread issues, every k step waits wgmma group 0
+//    and a CTA barrier before its stage is refilled). Rows < 64 + H of the
+//    result go to shared memory as 16-bit `u` ([rows][(G + 2) d]).
+// 2. Per chunk of 256 conv channels (thread = channel): depthwise conv
+//    (k0 taps + bias, also at padded rows) into an f32 scratch m [64 + k1 - 1]
+//    [256]; grouped conv by FMA loops (thread = output channel o of its
+//    head, 64 f32 accumulators = the block's tokens, d x k1 weights read from
+//    global); QK-mean from u; L2 norm (warp shuffles + a cross-warp shared
+//    sum) to sqrt(d), key temperature; RoPE (partner column through shared
+//    memory, cos/sin from the host tables); plain 16-bit global stores.
+// 3. Values: copied from u (row of token t, or t - 1 for the heads of the
+//    shifted half) to the value output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::nvgpu;
+using arith::CmpIPredicate;
+
+std::string ProloguePlan::key() const {
+  return llvm::formatv("cca:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
+                       "{12}:{13}",
+                       elemName(elem), width, numHeads, numKvHeads, headDim,
+                       k0, k1, qkMean, valueShift, clamped, eps, rotated,
+                       stages, hostCastFromF32)
+      .str();
+}
+
+FailureOr<ProloguePlan>
+attnfuse::nvgpu::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
+                                 std::string &unsupported) {
+  ProloguePlan p;
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
+                                            options, p.hostCastFromF32);
+  if (failed(elem))
+    return failure();
+  p.elem = *elem;
+  p.width = inputType.getDimSize(2);
+  p.numHeads = op.getNumHeads();
+  p.numKvHeads = op.getNumKvHeads();
+  p.headDim = op.getHeadDim();
+  p.group = p.numHeads / p.numKvHeads;
+  p.k0 = op.getConvKernelSizes()[0];
+  p.k1 = op.getConvKernelSizes()[1];
+  p.padding = op.getConvPadding();
+  p.qkMean = op.getQkMean();
+  p.valueShift = op.getValueShift();
+  p.halo = std::max<int64_t>(p.padding, p.valueShift ? 1 : 0);
+  p.clamped = op.getTemperature() == TemperatureMode::clamped;
+  p.eps = op.getEps().convertToDouble();
+  if (auto rope = op.getRopeAttr()) {
+    FailureOr<int64_t> r = rope.getRotatedDim(p.headDim);
+    if (failed(r) || *r % 2 != 0) {
+      unsupported = "RoPE rotated dims not supported";
+      return failure();
+    }
+    p.rotated = *r;
+    p.theta = rope.getThetaValue();
+  }
+  int64_t keyLatent = p.numKvHeads * p.headDim;
+  if (ShapedType::isDynamic(p.width) || p.width % 64 != 0) {
+    unsupported = "the sm_90a prologue needs a static model width that is a "
+                  "multiple of 64";
+    return failure();
+  }
+  if (p.headDim != 64 && p.headDim != 128) {
+    unsupported = "the sm_90a prologue supports head_dim 64 and 128";
+    return failure();
+  }
+  if (p.valueShift && (keyLatent / 2) % p.headDim != 0) {
+    unsupported = "the sm_90a prologue needs an even number of KV heads with "
+                  "the value shift (each value head wholly current or "
+                  "previous)";
+    return failure();
+  }
+  p.blockS = 64;
+  p.rows = p.blockS + p.halo;
+  if (p.rows > 128) {
+    unsupported = "the sm_90a prologue needs a convolution halo of at most "
+                  "64 tokens";
+    return failure();
+  }
+  p.tiles = p.group + 2;
+  p.convChannels = (p.group + 1) * p.headDim;
+  p.channels = p.tiles * p.headDim;
+  p.threads = 256;
+  p.midRows = p.blockS + p.k1 - 1;
+  p.aStageBytes = 128 * 64 * 2;
+  p.bStageBytes = p.headDim * 128;
+  for (p.stages = 3; p.stages >= 2; --p.stages) {
+    int64_t ring = p.stages * (p.aStageBytes + p.bStageBytes);
+    int64_t scratch = std::max<int64_t>(p.midRows, p.blockS) * p.threads * 4;
+    p.aOff = 0;
+    p.bOff = p.stages * p.aStageBytes;
+    p.scratchOff = 0;
+    p.uOff = llvm::alignTo(std::max(ring, scratch), 1024);
+    p.partOff = llvm::alignTo(p.uOff + p.rows * p.channels * 2, 16);
+    p.barOff = p.partOff + (p.threads / 32) * p.blockS * 4;
+    p.sharedBytes = p.barOff + 8 * p.stages + 1024;
+    if (p.sharedBytes <= kMaxDynamicSharedBytes)
+      break;
+  }
+  if (p.sharedBytes > kMaxDynamicSharedBytes) {
+    unsupported = "the sm_90a prologue's shared memory (" +
+                  std::to_string(p.sharedBytes) + " bytes) exceeds 227 KiB";
+    return failure();
+  }
+  std::string name = llvm::formatv("attn_cca_prologue_{0}_e{1}_h{2}_g{3}_d{4}"
+                                   "_k{5}x{6}",
+                                   elemName(p.elem), p.width, p.numHeads,
+                                   p.group, p.headDim, p.k0, p.k1);
+  if (p.qkMean)
+    name += "_qkmean";
+  if (p.valueShift)
+    name += "_vshift";
+  if (p.clamped)
+    name += "_tclamp";
+  if (p.rotated)
+    name += llvm::formatv("_rope{0}", p.rotated).str();
+  p.name = name;
+  return p;
+}
+
+namespace {
+
+class PrologueEmitter {
+public:
+  PrologueEmitter(DeviceBuilder &d, const ProloguePlan &p,
+                  gpu::GPUFuncOp func)
+      : d(d), p(p), func(func) {}
+  void emit();
+
+private:
+  Value aStage(Value s) {
+    return d.sAt(smem, d.add(d.mul(s, p.aStageBytes), p.aOff));
+  }
+  Value bStage(Value s) {
+    return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
+  }
+  Value fullBar(Value s) { return d.sAt(smem, d.add(d.shl(s, 3), p.barOff)); }
+  /// Shared pointer to u[row][col] (16-bit).
+  Value uAt(Value row, Value col) {
+    return d.sAt(smem, d.add(d.shl(d.add(d.mul(row, p.channels), col), 1),
+                             p.uOff));
+  }
+  /// Shared pointer to f32 scratch[row][col] (row = 256 floats).
+  Value scratchAt(Value row, Value col) {
+    return d.sAt(smem, d.add(d.shl(d.add(d.mul(row, p.threads), col), 2),
+                             p.scratchOff));
+  }
+  Value loadU(Value row, Value col) {
+    return arith::ExtFOp::create(d.b, d.loc, d.f32,
+                                 d.load(d.elemType, uAt(row, col), 2));
+  }
+  Value loadParam(Value ptr, Value index) {
+    return arith::ExtFOp::create(
+        d.b, d.loc, d.f32, d.load(d.elemType, d.gAt(ptr, index, d.elemType), 2));
+  }
+  Value toElem(Value v) {
+    return arith::TruncFOp::create(d.b, d.loc, d.elemType, v);
+  }
+  Value i64(Value v) {
+    return arith::ExtUIOp::create(d.b, d.loc, d.i64, v);
+  }
+
+  void issue(Value g);
+  void gemm();
+  void convChunk(Value chunk);
+  void values();
+
+  DeviceBuilder &d;
+  const ProloguePlan &p;
+  gpu::GPUFuncOp func;
+  Value tmaX, tmaWq, tmaWk, tmaWv, tmaWvp, seq;
+  Value dwW, dwB, gW, gB, temp, ropeCos, ropeSin, outQ, outK, outV;
+  Value smem, tid, wg, tInWg, warp, warpInWg, lane, s0, kvHead, batch;
+  int64_t numK = 0, total = 0;
+};
+
+void PrologueEmitter::emit() {
+  Block &entry = func.getBody().front();
+  unsigned arg = 0;
+  tmaX = entry.getArgument(arg++);
+  tmaWq = entry.getArgument(arg++);
+  tmaWk = entry.getArgument(arg++);
+  tmaWv = entry.getArgument(arg++);
+  if (p.valueShift)
+    tmaWvp = entry.getArgument(arg++);
+  seq = entry.getArgument(arg++);
+  dwW = entry.getArgument(arg++);
+  dwB = entry.getArgument(arg++);
+  gW = entry.getArgument(arg++);
+  gB = entry.getArgument(arg++);
+  temp = entry.getArgument(arg++);
+  if (p.rotated) {
+    ropeCos = entry.getArgument(arg++);
+    ropeSin = entry.getArgument(arg++);
+  }
+  outQ = entry.getArgument(arg++);
+  outK = entry.getArgument(arg++);
+  outV = entry.getArgument(arg++);
+
+  tid = d.tid();
+  wg = d.divu(tid, 128);
+  tInWg = d.remu(tid, 128);
+  warp = d.divu(tid, 32);
+  warpInWg = d.divu(tInWg, 32);
+  lane = d.remu(tid, 32);
+  smem = d.alignedDynamicShared(kSharedSymbol);
+  s0 = d.mul(d.ctaid(0), p.blockS);
+  kvHead = d.ctaid(1);
+  batch = d.ctaid(2);
+  numK = p.width / 64;
+  total = numK * p.tiles;
+  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
+    for (int64_t s = 0; s < p.stages; ++s)
+      d.mbarInit(fullBar(d.c32(s)), 1);
+  });
+  d.barrierAll();
+  gemm();
+  d.barrierAll();
+  int64_t chunks = (p.convChannels + p.threads - 1) / p.threads;
+  d.forLoop(d.c32(0), d.c32(chunks), d.c32(1), ValueRange(),
+            [&](Value chunk, ValueRange) -> SmallVector<Value> {
+              convChunk(chunk);
+              return {};
+            });
+  values();
+}
+
+/// Loads k step `g` (of tile g / numK) into stage g % stages.
+void PrologueEmitter::issue(Value g) {
+  Value tile = d.divu(g, numK);
+  Value k0 = d.mul(d.remu(g, numK), 64);
+  Value s = d.remu(g, p.stages);
+  Value bar = fullBar(s);
+  d.mbarArriveExpectTx(bar, p.aStageBytes + p.bStageBytes);
+  // x rows [s0 - halo, s0 - halo + 128): box {64, 128, 1}.
+  d.tmaLoad(aStage(s), tmaX, {k0, d.sub(s0, p.halo), batch}, bar);
+  Value dst = bStage(s);
+  int64_t d0 = p.headDim;
+  d.ifThenElse(
+      d.cmp(CmpIPredicate::ult, tile, p.group),
+      [&]() {
+        Value row = d.mul(d.add(d.mul(kvHead, p.group), tile), d0);
+        d.tmaLoad(dst, tmaWq, {k0, row}, bar);
+      },
+      [&]() {
+        d.ifThenElse(
+            d.cmp(CmpIPredicate::eq, tile, p.group),
+            [&]() { d.tmaLoad(dst, tmaWk, {k0, d.mul(kvHead, d0)}, bar); },
+            [&]() {
+              Value row = d.mul(kvHead, d0);
+              if (!p.valueShift) {
+                d.tmaLoad(dst, tmaWv, {k0, row}, bar);
+                return;
+              }
+              int64_t half = p.numKvHeads * d0 / 2;
+              d.ifThenElse(
+                  d.cmp(CmpIPredicate::slt, row, half),
+                  [&]() { d.tmaLoad(dst, tmaWv, {k0, row}, bar); },
+                  [&]() {
+                    d.tmaLoad(dst, tmaWvp, {k0, d.sub(row, half)}, bar);
+                  });
+            });
+      });
+}
+
+void PrologueEmitter::gemm() {
+  int n = static_cast<int>(p.headDim);
+  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
+    for (int64_t g = 0; g < std::min(p.stages, total); ++g)
+      issue(d.c32(g));
+  });
+  // One k step: wait for its stage, m64nDk16 x 4, wait for the group, then
+  // (all warps past the barrier) refill the stage with step g + stages.
+  auto step = [&](Value g, Value acc, bool first) {
+    Value s = d.remu(g, p.stages);
+    d.mbarWait(fullBar(s), d.andi(d.divu(g, p.stages), 1));
+    Value da = d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(wg, 64 * 128))),
+                           16, 1024);
+    Value db = d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
+    d.wgmmaFence();
+    for (int64_t kk = 0; kk < 4; ++kk)
+      acc = d.wgmmaSS(acc, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
+                      /*accumulate=*/!(first && kk == 0), /*transB=*/false);
+    d.wgmmaCommit();
+    d.wgmmaWait(0);
+    d.barrierAll();
+    Value next = d.add(g, p.stages);
+    d.ifThen(d.andb(d.cmp(CmpIPredicate::eq, tid, 0),
+                    d.cmp(CmpIPredicate::slt, next, total)),
+             [&]() { issue(next); });
+    return acc;
+  };
+  d.forLoop(
+      d.c32(0), d.c32(p.tiles), d.c32(1), ValueRange(),
+      [&](Value tile, ValueRange) -> SmallVector<Value> {
+        Value g0 = d.mul(tile, numK);
+        Value acc = step(g0, d.poisonAcc(n), /*first=*/true);
+        acc = d.forLoop(d.c32(1), d.c32(numK), d.c32(1), ValueRange{acc},
+                        [&](Value k, ValueRange args) -> SmallVector<Value> {
+                          return {step(d.add(g0, k), args[0], false)};
+                        })[0];
+        // Accumulator value i: row 64 wg + 16 warp + lane / 4 + 8 ((i/2)%2),
+        // column 8 (i / 4) + 2 (lane % 4) + i % 2 of the tile.
+        SmallVector<Value> v = d.unpack(acc, n);
+        Value groupRow =
+            d.add(d.add(d.mul(wg, 64), d.mul(warpInWg, 16)), d.divu(lane, 4));
+        Value colBase = d.add(d.mul(tile, p.headDim), d.mul(d.andi(lane, 3), 2));
+        for (int64_t h = 0; h < 2; ++h) {
+          Value row = d.add(groupRow, 8 * h);
+          d.ifThen(d.cmp(CmpIPredicate::slt, row, p.rows), [&]() {
+            for (int64_t g = 0; g < n / 8; ++g) {
+              int64_t i = 4 * g + 2 * h;
+              Value packed = d.packHalf2(v[i], v[i + 1]);
+              d.store(packed, uAt(row, d.add(colBase, 8 * g)), 4);
+            }
+          });
+        }
+        return {};
+      });
+}
+
+void PrologueEmitter::convChunk(Value chunk) {
+  int64_t dim = p.headDim, G = p.group, T = p.threads;
+  Value ch = d.add(d.mul(chunk, T), tid);
+  Value active = d.cmp(CmpIPredicate::slt, ch, p.convChannels);
+  Value chc = d.mins(ch, d.c32(p.convChannels - 1));
+  Value localHead = d.divu(chc, dim);
+  Value o = d.remu(chc, dim);
+  Value isKey = d.cmp(CmpIPredicate::eq, localHead, G);
+  // Channel in the op's [query heads | key heads] order.
+  Value gc = d.select(
+      isKey, d.add(d.mul(kvHead, dim), d.add(o, p.numHeads * dim)),
+      d.add(d.mul(d.add(d.mul(kvHead, G), localHead), dim), o));
+
+  // (a) depthwise conv of this channel: m[r] = b + sum_t w[t] u[r + t + off].
+  SmallVector<Value> wdw;
+  for (int64_t t = 0; t < p.k0; ++t)
+    wdw.push_back(loadParam(dwW, d.add(d.mul(gc, p.k0), t)));
+  Value bdw = loadParam(dwB, gc);
+  int64_t off = p.halo - p.padding;
+  for (int64_t r = 0; r < p.midRows; ++r) {
+    Value m = bdw;
+    for (int64_t t = 0; t < p.k0; ++t)
+      m = d.fma(wdw[t], loadU(d.c32(r + t + off), chc), m);
+    d.store(m, scratchAt(d.c32(r), tid), 4);
+  }
+  d.barrierAll();
+
+  // (b) grouped conv: acc[i] = b_g + sum_{e, t} w_g[gc, e, t] m[i + t][e].
+  Value slotBase = d.mul(d.divu(tid, dim), dim); // first column of the head
+  Value bg = loadParam(gB, gc);
+  SmallVector<Value> init(p.blockS, bg);
+  SmallVector<Value> acc = d.forLoop(
+      d.c32(0), d.c32(dim), d.c32(1), init,
+      [&](Value e, ValueRange args) -> SmallVector<Value> {
+        SmallVector<Value> a(args.begin(), args.end());
+        SmallVector<Value> w;
+        Value wBase = d.mul(d.add(d.mul(gc, dim), e), p.k1);
+        for (int64_t t = 0; t < p.k1; ++t)
+          w.push_back(loadParam(gW, d.add(wBase, t)));
+        Value col = d.add(slotBase, e);
+        for (int64_t r = 0; r < p.midRows; ++r) {
+          Value m = d.load(d.f32, scratchAt(d.c32(r), col), 4);
+          for (int64_t t = 0; t < p.k1; ++t) {
+            int64_t i = r - t;
+            if (i >= 0 && i < p.blockS)
+              a[i] = d.fma(m, w[t], a[i]);
+          }
+        }
+        return a;
+      });
+
+  // (c) QK-mean from the pre-conv projections of the token's row.
+  if (p.qkMean) {
+    Value keyCol = d.add(o, G * dim);
+    for (int64_t i = 0; i < p.blockS; ++i) {
+      Value row = d.c32(i + p.halo);
+      Value kraw = loadU(row, keyCol);
+      Value own = loadU(row, chc);
+      Value qsum;
+      for (int64_t m = 0; m < G; ++m) {
+        Value q = loadU(row, d.add(o, m * dim));
+        qsum = qsum ? d.addf(qsum, q) : q;
+      }
+      Value qmean = d.mulf(qsum, d.cf(1.0 / static_cast<double>(G)));
+      Value term = d.select(isKey, d.addf(qmean, kraw), d.addf(own, kraw));
+      acc[i] = d.fma(term, d.cf(0.5), acc[i]);
+    }
+  }
+
+  // (d) L2 norm over the head's d channels (= d consecutive threads).
+  Value partBase = d.sAt(smem, p.partOff);
+  for (int64_t i = 0; i < p.blockS; ++i) {
+    Value sq = d.mulf(acc[i], acc[i]);
+    for (int sh = 16; sh >= 1; sh /= 2)
+      sq = d.addf(sq, d.shflBfly(sq, sh));
+    d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
+      d.store(sq, d.sAt(partBase, d.shl(d.add(d.mul(warp, p.blockS), i), 2)),
+              4);
+    });
+  }
+  d.barrierAll();
+  Value tau = d.cf(1.0);
+  {
+    Value t = loadParam(temp, kvHead);
+    if (p.clamped) {
+      t = d.maxf(t, d.cf(1e-7));
+      t = arith::MinimumFOp::create(d.b, d.loc, t, d.cf(2.0));
+      t = d.exp2(d.mulf(t, d.cf(1.4426950408889634)));
+    }
+    tau = d.select(isKey, t, tau);
+  }
+  Value warp0 = d.divu(slotBase, 32);
+  Value scale = d.mulf(d.cf(std::sqrt(static_cast<double>(dim))), tau);
+  for (int64_t i = 0; i < p.blockS; ++i) {
+    Value sum;
+    for (int64_t w = 0; w < dim / 32; ++w) {
+      Value part = d.load(
+          d.f32,
+          d.sAt(partBase, d.shl(d.add(d.mul(d.add(warp0, w), p.blockS), i), 2)),
+          4);
+      sum = sum ? d.addf(sum, part) : part;
+    }
+    Value norm = d.inlineAsm(d.f32, ValueRange{d.addf(sum, d.cf(p.eps))},
+                             "sqrt.rn.f32 $0, $1;", "=f,f",
+                             /*sideEffects=*/false);
+    acc[i] = d.divf(d.mulf(acc[i], scale), norm);
+  }
+
+  // (e) RoPE: the partner column o +- r/2 lives in another thread.
+  if (p.rotated) {
+    for (int64_t i = 0; i < p.blockS; ++i)
+      d.store(acc[i], scratchAt(d.c32(i), tid), 4);
+    d.barrierAll();
+    int64_t half = p.rotated / 2;
+    Value low = d.cmp(CmpIPredicate::slt, o, half);
+    Value rotatedDim = d.cmp(CmpIPredicate::slt, o, p.rotated);
+    Value partnerCol = d.select(low, d.add(tid, half), d.sub(tid, half));
+    partnerCol = d.select(rotatedDim, partnerCol, tid);
+    Value freq = d.select(low, o, d.sub(o, half));
+    freq = d.mins(freq, d.c32(half - 1));
+    Value sign = d.select(low, d.cf(-1.0), d.cf(1.0));
+    Value lastPos = d.sub(seq, 1);
+    for (int64_t i = 0; i < p.blockS; ++i) {
+      Value pos = d.mins(d.add(s0, i), lastPos);
+      Value idx = d.add(d.mul(pos, half), freq);
+      Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
+      Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
+      Value partner = d.load(d.f32, scratchAt(d.c32(i), partnerCol), 4);
+      Value rot = d.fma(d.mulf(partner, sign), sn, d.mulf(acc[i], cs));
+      acc[i] = d.select(rotatedDim, rot, acc[i]);
+    }
+  }
+
+  // (f) Store: query [B, S, Hq, d] or key [B, S, Hk, d].
+  Value outPtr = d.select(isKey, outK, outQ);
+  Value headsOut = d.select(isKey, d.c32(p.numKvHeads), d.c32(p.numHeads));
+  Value head = d.select(isKey, kvHead, d.add(d.mul(kvHead, G), localHead));
+  for (int64_t i = 0; i < p.blockS; ++i) {
+    Value token = d.add(s0, i);
+    d.ifThen(d.andb(active, d.cmp(CmpIPredicate::slt, token, seq)), [&]() {
+      Value rowIndex = d.add(d.mul(batch, seq), token); // < 2^31 tokens
+      Value index = arith::AddIOp::create(
+          d.b, d.loc,
+          arith::MulIOp::create(
+              d.b, d.loc,
+              arith::AddIOp::create(
+                  d.b, d.loc,
+                  arith::MulIOp::create(d.b, d.loc, i64(rowIndex),
+                                        i64(headsOut)),
+                  i64(head)),
+              d.c64(dim)),
+          i64(o));
+      d.store(toElem(acc[i]), d.gAt(outPtr, index, d.elemType), 2);
+    });
+  }
+  d.barrierAll();
+}
+
+void PrologueEmitter::values() {
+  int64_t dim = p.headDim, T = p.threads;
+  Value o = d.remu(tid, dim);
+  Value i0 = d.divu(tid, dim);
+  Value rowOff = d.c32(p.halo);
+  if (p.valueShift)
+    rowOff = d.select(d.cmp(CmpIPredicate::sge, d.mul(kvHead, dim),
+                            p.numKvHeads * dim / 2),
+                      d.c32(p.halo - 1), rowOff);
+  Value col = d.add(o, (p.group + 1) * dim);
+  for (int64_t k = 0; k < p.blockS / (T / dim); ++k) {
+    Value i = d.add(i0, k * (T / dim));
+    Value token = d.add(s0, i);
+    d.ifThen(d.cmp(CmpIPredicate::slt, token, seq), [&]() {
+      Value v = d.load(d.elemType, uAt(d.add(i, rowOff), col), 2);
+      Value rowIndex = d.add(d.mul(batch, seq), token);
+      Value index = arith::AddIOp::create(
+          d.b, d.loc,
+          arith::MulIOp::create(
+              d.b, d.loc,
+              arith::AddIOp::create(
+                  d.b, d.loc,
+                  arith::MulIOp::create(d.b, d.loc, i64(rowIndex),
+                                        d.c64(p.numKvHeads)),
+                  i64(kvHead)),
+              d.c64(dim)),
+          i64(o));
+      d.store(v, d.gAt(outV, index, d.elemType), 2);
+    });
+  }
+}
+
+} // namespace
+
+void attnfuse::nvgpu::buildCCAPrologueKernel(OpBuilder &b, Location loc,
+                                             gpu::GPUModuleOp module,
+                                             const ProloguePlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> args = {ptr, ptr, ptr, ptr};
+  SmallVector<int32_t> tma = {0, 1, 2, 3};
+  if (p.valueShift) {
+    args.push_back(ptr);
+    tma.push_back(4);
+  }
+  args.push_back(b.getI32Type());
+  args.append({gptr, gptr, gptr, gptr, gptr});
+  if (p.rotated)
+    args.append({gptr, gptr});
+  args.append({gptr, gptr, gptr});
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, loc, module, p.name, args, tma, p.threads, 1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, p.elem);
+  PrologueEmitter(d, p, func).emit();
+  gpu::ReturnOp::create(b, loc);
+}
+
+DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
+                                                    CCAPrologueOp op,
+                                                    const ProloguePlan &p) {
+  StringRef elem = elemName(p.elem);
+  int64_t e = p.width, dim = p.headDim, hq = p.numHeads, hk = p.numKvHeads;
+  int64_t lq = hq * dim, lk = hk * dim, c = lq + lk;
+  auto tensor = [&](StringRef name, StringRef role, int64_t operand,
+                    ArrayRef<Attribute> shape, StringRef layout) {
+    return DictBuilder(ctx)
+        .set("name", name)
+        .set("role", role)
+        .set("operand", operand)
+        .set("dtype", elem)
+        .set("shape", arrayAttr(ctx, shape))
+        .set("layout", layout)
+        .get();
+  };
+  auto I = [&](int64_t v) { return intAttr(ctx, v); };
+  auto S = [&](StringRef v) { return strAttr(ctx, v); };
+  int64_t valueRows = p.valueShift ? lk / 2 : lk;
+  SmallVector<Attribute> tensors = {
+      tensor("input", "input", 0, {S("B"), S("S"), I(e)},
+             "row-major [batch, seq, width], contiguous"),
+      tensor("wq", "weight", 1, {I(lq), I(e)}, "row-major, contiguous"),
+      tensor("wk", "weight", 2, {I(lk), I(e)}, "row-major, contiguous"),
+      tensor("wv", "weight", 3, {I(valueRows), I(e)},
+             "row-major, contiguous")};
+  int64_t operand = 4;
+  if (p.valueShift)
+    tensors.push_back(tensor("wv_prev", "weight", operand++,
+                             {I(valueRows), I(e)}, "row-major, contiguous"));
+  tensors.push_back(tensor("conv_dw_weight", "weight", operand++,
+                           {I(c), I(1), I(p.k0)}, "contiguous"));
+  tensors.push_back(
+      tensor("conv_dw_bias", "bias", operand++, {I(c)}, "contiguous"));
+  tensors.push_back(tensor("conv_g_weight", "weight", operand++,
+                           {I(c), I(dim), I(p.k1)}, "contiguous"));
+  tensors.push_back(
+      tensor("conv_g_bias", "bias", operand++, {I(c)}, "contiguous"));
+  tensors.push_back(tensor("temp", "weight", operand++, {I(hk)},
+                           "contiguous (converted to the kernel type)"));
+  tensors.push_back(tensor("query", "result", -1, {S("B"), S("S"), I(hq),
+                                                   I(dim)},
+                           "row-major [batch, seq, heads, head_dim]"));
+  tensors.push_back(tensor("key", "result", -1,
+                           {S("B"), S("S"), I(hk), I(dim)},
+                           "row-major [batch, seq, kv_heads, head_dim]"));
+  tensors.push_back(tensor("value", "result", -1,
+                           {S("B"), S("S"), I(hk), I(dim)},
+                           "row-major [batch, seq, kv_heads, head_dim]"));
+
+  auto tma = [&](StringRef param, StringRef tensorName,
+                 SmallVector<Attribute> dims, SmallVector<Attribute> strides,
+                 SmallVector<int64_t> box) {
+    TmaInfo t;
+    t.param = param.str();
+    t.tensor = tensorName.str();
+    t.role = "load";
+    t.globalDim = std::move(dims);
+    t.globalStridesBytes = std::move(strides);
+    t.boxDim = std::move(box);
+    return describeTma(ctx, t, p.elem);
+  };
+  SmallVector<Attribute> tmas = {
+      tma("tma_x", "input", {I(e), S("S"), S("B")},
+          {I(e * 2), scaled(ctx, e * 2, "S")}, {64, 128, 1}),
+      tma("tma_wq", "wq", {I(e), I(lq)}, {I(e * 2)}, {64, dim}),
+      tma("tma_wk", "wk", {I(e), I(lk)}, {I(e * 2)}, {64, dim}),
+      tma("tma_wv", "wv", {I(e), I(valueRows)}, {I(e * 2)}, {64, dim})};
+  if (p.valueShift)
+    tmas.push_back(tma("tma_wv_prev", "wv_prev", {I(e), I(valueRows)},
+                       {I(e * 2)}, {64, dim}));
+
+  auto param = [&](StringRef name, StringRef kind, StringRef detail,
+                   StringRef value) {
+    DictBuilder pb(ctx);
+    pb.set("name", name).set("kind", kind);
+    if (kind == "tma_descriptor")
+      pb.set("tma", detail).set("abi", "CUtensorMap (128 bytes, 64-byte "
+                                       "aligned) passed by value as a "
+                                       "__grid_constant__ parameter");
+    else
+      pb.set("dtype", detail);
+    if (!value.empty())
+      pb.set("value", value);
+    return pb.get();
+  };
+  SmallVector<Attribute> params = {
+      param("tma_x", "tma_descriptor", "tma_x", ""),
+      param("tma_wq", "tma_descriptor", "tma_wq", ""),
+      param("tma_wk", "tma_descriptor", "tma_wk", ""),
+      param("tma_wv", "tma_descriptor", "tma_wv", "")};
+  if (p.valueShift)
+    params.push_back(param("tma_wv_prev", "tma_descriptor", "tma_wv_prev", ""));
+  params.push_back(param("seq", "scalar", "i32", "S"));
+  for (StringRef t : {"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
+                      "conv_g_bias", "temp"})
+    params.push_back(param(t, "pointer", elem, t));
+  SmallVector<Attribute> tables;
+  if (p.rotated) {
+    for (StringRef fn : {"cos", "sin"}) {
+      std::string name = ("rope_" + fn).str();
+      params.push_back(param(name, "pointer", "f32", ""));
+      tables.push_back(
+          DictBuilder(ctx)
+              .set("param", StringRef(name))
+              .set("dtype", "f32")
+              .set("shape", arrayAttr(ctx, {S("S"), I(p.rotated / 2)}))
+              .set("formula",
+                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
+                         "computed in f64 and rounded to f32")
+                       .str())
+              .set("theta", p.theta)
+              .set("rotated_dims", p.rotated)
+              .get());
+    }
+  }
+  for (StringRef t : {"query", "key", "value"})
+    params.push_back(param(t, "pointer", elem, t));
+
+  SmallVector<Attribute> grid = {
+      DictBuilder(ctx)
+          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", p.blockS)
+                                     .str()))
+          .set("symbol", "S")
+          .set("ceil_div", p.blockS)
+          .get(),
+      DictBuilder(ctx)
+          .set("expr", StringRef(std::to_string(hk)))
+          .set("value", hk)
+          .get(),
+      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
+                                                                 int64_t(1))
+          .get()};
+  DictBuilder config(ctx);
+  config.set("elem_type", elem)
+      .set("width", e)
+      .set("num_heads", hq)
+      .set("num_kv_heads", hk)
+      .set("head_dim", dim)
+      .set("conv_kernel_sizes", intArray(ctx, {p.k0, p.k1}))
+      .set("halo", p.halo)
+      .set("block_tokens", p.blockS)
+      .set("op_block_s", static_cast<int64_t>(op.getBlockS()))
+      .set("gemm_rows", int64_t(128))
+      .set("gemm_tile_n", dim)
+      .set("block_k", int64_t(64))
+      .set("stages", p.stages)
+      .setBool("qk_mean", p.qkMean)
+      .setBool("value_shift", p.valueShift)
+      .set("temperature", p.clamped ? "clamped" : "raw")
+      .set("eps", p.eps)
+      .set("rope_dims", p.rotated)
+      .set("grouped_conv", "FMA loops (thread per output channel)");
+  DictBuilder info(ctx);
+  info.set("kernel", StringRef(p.name))
+      .set("kind", "cca_prologue")
+      .set("symbols", "B = batch, S = sequence length")
+      .set("block", intArray(ctx, {p.threads, 1, 1}))
+      .set("grid", arrayAttr(ctx, grid))
+      .set("dynamic_smem_bytes", p.sharedBytes)
+      .set("params", arrayAttr(ctx, params))
+      .set("tensors", arrayAttr(ctx, tensors))
+      .set("tma_descriptors", arrayAttr(ctx, tmas))
+      .set("config", config.get());
+  if (!tables.empty())
+    info.set("rope_tables", arrayAttr(ctx, tables));
+  if (p.hostCastFromF32)
+    info.set("host_cast", "the op's tensors are f32: the host converts "
+                          "inputs to the kernel type and the outputs back");
+  return info.get();
+}
