@@ -33,9 +33,6 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
-constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
-
 class CCAPrologueLowering {
 public:
   CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder)
@@ -83,11 +80,7 @@ private:
 
 Value CCAPrologueLowering::transposeWeight(Value weight) {
   int64_t rows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  return kb.generic({weight}, kb.empty({width, rows}, kb.computeType),
-                    {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
-                    [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-                      return kb.toCompute(nb, args[0]);
-                    });
+  return kb.convert(weight, {width, rows}, kb.computeType, kb.map(2, {1, 0}));
 }
 
 Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
@@ -297,12 +290,7 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   } else {
     values = project(block, halo, blockS, valueWeightT);
   }
-  Value valueTile = kb.generic(
-      {values}, kb.empty({blockS, keyLatent}, kb.elementType),
-      {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-        return kb.toElement(nb, args[0]);
-      });
+  Value valueTile = kb.convert(values, kb.elementType);
   valueTile = tensor::ExpandShapeOp::create(
       b, kb.loc,
       RankedTensorType::get({blockS, numKvHeads, headDim}, kb.elementType),
@@ -322,25 +310,15 @@ SmallVector<Value> CCAPrologueLowering::build() {
   valueWeightT = transposeWeight(op.getWv());
   if (shift)
     previousWeightT = transposeWeight(op.getWvPrev());
-  depthwiseWeight = kb.generic(
-      {op.getConvDwWeight()}, kb.empty({channels, k0}, kb.computeType),
-      {AffineMap::get(2, 0,
-                      {getAffineDimExpr(0, context),
-                       getAffineConstantExpr(0, context),
-                       getAffineDimExpr(1, context)},
-                      context),
-       kb.map(2, {0, 1})},
-      {kPar, kPar}, [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-        return kb.toCompute(nb, args[0]);
-      });
-  auto toComputeVector = [&](Value vector, int64_t size) {
-    return kb.generic({vector}, kb.empty({size}, kb.computeType),
-                      {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
-                      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-                        return kb.toCompute(nb, args[0]);
-                      });
-  };
-  depthwiseBias = toComputeVector(op.getConvDwBias(), channels);
+  // [C, 1, k0] -> [C, k0].
+  depthwiseWeight = kb.convert(
+      op.getConvDwWeight(), {channels, k0}, kb.computeType,
+      AffineMap::get(2, 0,
+                     {getAffineDimExpr(0, context),
+                      getAffineConstantExpr(0, context),
+                      getAffineDimExpr(1, context)},
+                     context));
+  depthwiseBias = kb.convert(op.getConvDwBias(), kb.computeType);
   // w_g[g * d + o, e, t] -> [g, t, e, o]: output channel innermost.
   Value groupedSource = tensor::ExpandShapeOp::create(
       b, loc,
@@ -349,16 +327,11 @@ SmallVector<Value> CCAPrologueLowering::build() {
                                 op.getConvGWeight().getType())
                                 .getElementType()),
       op.getConvGWeight(), ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
-  groupedWeight = kb.generic(
-      {groupedSource}, kb.empty({heads, k1, headDim, headDim}, kb.computeType),
-      {kb.map(4, {0, 3, 2, 1}), kb.map(4, {0, 1, 2, 3})},
-      {kPar, kPar, kPar, kPar},
-      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-        return kb.toCompute(nb, args[0]);
-      });
+  groupedWeight = kb.convert(groupedSource, {heads, k1, headDim, headDim},
+                             kb.computeType, kb.map(4, {0, 3, 2, 1}));
   groupedBias = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get({heads, headDim}, kb.computeType),
-      toComputeVector(op.getConvGBias(), channels),
+      kb.convert(op.getConvGBias(), kb.computeType),
       ArrayRef<ReassociationIndices>{{0, 1}});
   bool clamped = op.getTemperature() == TemperatureMode::clamped;
   temperature = kb.generic(

@@ -35,9 +35,6 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
-constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
-
 /// Builds the tiled loops of one attn.flash_attention.
 class FlashAttentionLowering {
 public:
@@ -212,12 +209,7 @@ FlashAttentionLowering::loadKeyValueTiles(Value batchIndex, Value kvHead,
           ? keySlab
           : kb.slice(value, {batchIndex, key0, kvHead, b.getIndexAttr(0)},
                      {1, blockKV, 1, valueDim}, {blockKV, valueDim});
-  Value valueTile = kb.generic(
-      {valueSlab}, kb.empty({blockKV, valueDim}, kb.computeType),
-      {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-        return kb.toCompute(nb, args[0]);
-      });
+  Value valueTile = kb.convert(valueSlab, kb.computeType);
   return {keyTile, valueTile};
 }
 

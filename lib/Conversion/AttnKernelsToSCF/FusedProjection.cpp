@@ -23,9 +23,6 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-constexpr utils::IteratorType kPar = utils::IteratorType::parallel;
-constexpr utils::IteratorType kRed = utils::IteratorType::reduction;
-
 struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -53,20 +50,13 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     // W^T [E, N_padded] and the bias [N_padded] in the compute type.
     Value weight =
         kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
-    Value weightT = kb.generic(
-        {weight}, kb.empty({width, paddedFeatures}, kb.computeType),
-        {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
-        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-          return kb.toCompute(nb, args[0]);
-        });
+    Value weightT = kb.convert(weight, {width, paddedFeatures}, kb.computeType,
+                               kb.map(2, {1, 0}));
     Value bias;
     if (op.getBias()) {
-      Value padded = kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures));
-      bias = kb.generic({padded}, kb.empty({paddedFeatures}, kb.computeType),
-                        {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
-                        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-                          return kb.toCompute(nb, args[0]);
-                        });
+      bias = kb.convert(
+          kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
+          {paddedFeatures}, kb.computeType);
     }
     RopeTables rope =
         buildRopeTables(kb, op.getRopeAttr(), headDim, paddedTokens);

@@ -134,6 +134,29 @@ Value KernelBuilder::generic(ValueRange inputs, Value init,
   return op.getResult(0);
 }
 
+Value KernelBuilder::convert(Value source, ArrayRef<int64_t> shape, Type type,
+                             AffineMap sourceMap) {
+  auto identity = builder.getMultiDimIdentityMap(shape.size());
+  SmallVector<utils::IteratorType> iterators(shape.size(), kPar);
+  return generic({source}, empty(shape, type),
+                 {sourceMap ? sourceMap : identity, identity}, iterators,
+                 [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                   Value value = args[0];
+                   auto from = cast<FloatType>(value.getType());
+                   auto to = cast<FloatType>(type);
+                   if (from.getWidth() < to.getWidth())
+                     return arith::ExtFOp::create(b, l, to, value);
+                   if (from.getWidth() > to.getWidth())
+                     return arith::TruncFOp::create(b, l, to, value);
+                   return value;
+                 });
+}
+
+Value KernelBuilder::convert(Value source, Type type) {
+  return convert(source, cast<RankedTensorType>(source.getType()).getShape(),
+                 type);
+}
+
 AffineMap KernelBuilder::map(unsigned numDims, ArrayRef<unsigned> dims) {
   SmallVector<AffineExpr> results;
   for (unsigned dim : dims)

@@ -17,6 +17,10 @@
 
 namespace attnfuse::kernels {
 
+constexpr mlir::utils::IteratorType kPar = mlir::utils::IteratorType::parallel;
+constexpr mlir::utils::IteratorType kRed =
+    mlir::utils::IteratorType::reduction;
+
 using mlir::OpBuilder;
 using mlir::Location;
 using mlir::Value;
@@ -81,6 +85,14 @@ public:
                 llvm::ArrayRef<mlir::AffineMap> maps,
                 llvm::ArrayRef<mlir::utils::IteratorType> iterators,
                 BodyFn body);
+
+  /// A static-shape tensor of `shape` whose element at index `i` is the
+  /// element `sourceMap(i)` of `source` (identity when null) converted to
+  /// `type`: element type conversions, transposes and slices of a dim.
+  Value convert(Value source, llvm::ArrayRef<int64_t> shape, Type type,
+                mlir::AffineMap sourceMap = {});
+  /// `source` (static shape) with its elements converted to `type`.
+  Value convert(Value source, Type type);
 
   /// Affine map of `numDims` loop dims to the results `dims`.
   mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<unsigned> dims);
