@@ -636,36 +636,22 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
     tmas.push_back(tma("tma_wv_prev", "wv_prev", {I(e), I(valueRows)},
                        {I(e * 2)}, {64, dim}));
 
-  auto param = [&](StringRef name, StringRef kind, StringRef detail,
-                   StringRef value) {
-    DictBuilder pb(ctx);
-    pb.set("name", name).set("kind", kind);
-    if (kind == "tma_descriptor")
-      pb.set("tma", detail).set("abi", "CUtensorMap (128 bytes, 64-byte "
-                                       "aligned) passed by value as a "
-                                       "__grid_constant__ parameter");
-    else
-      pb.set("dtype", detail);
-    if (!value.empty())
-      pb.set("value", value);
-    return pb.get();
-  };
   SmallVector<Attribute> params = {
-      param("tma_x", "tma_descriptor", "tma_x", ""),
-      param("tma_wq", "tma_descriptor", "tma_wq", ""),
-      param("tma_wk", "tma_descriptor", "tma_wk", ""),
-      param("tma_wv", "tma_descriptor", "tma_wv", "")};
+      describeParam(ctx, "tma_x", "tma_descriptor", "tma_x", ""),
+      describeParam(ctx, "tma_wq", "tma_descriptor", "tma_wq", ""),
+      describeParam(ctx, "tma_wk", "tma_descriptor", "tma_wk", ""),
+      describeParam(ctx, "tma_wv", "tma_descriptor", "tma_wv", "")};
   if (p.valueShift)
-    params.push_back(param("tma_wv_prev", "tma_descriptor", "tma_wv_prev", ""));
-  params.push_back(param("seq", "scalar", "i32", "S"));
+    params.push_back(describeParam(ctx, "tma_wv_prev", "tma_descriptor", "tma_wv_prev", ""));
+  params.push_back(describeParam(ctx, "seq", "scalar", "i32", "S"));
   for (StringRef t : {"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
                       "conv_g_bias", "temp"})
-    params.push_back(param(t, "pointer", elem, t));
+    params.push_back(describeParam(ctx, t, "pointer", elem, t));
   SmallVector<Attribute> tables;
   if (p.rotated) {
     for (StringRef fn : {"cos", "sin"}) {
       std::string name = ("rope_" + fn).str();
-      params.push_back(param(name, "pointer", "f32", ""));
+      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
       tables.push_back(
           DictBuilder(ctx)
               .set("param", StringRef(name))
@@ -681,7 +667,7 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
     }
   }
   for (StringRef t : {"query", "key", "value"})
-    params.push_back(param(t, "pointer", elem, t));
+    params.push_back(describeParam(ctx, t, "pointer", elem, t));
 
   SmallVector<Attribute> grid = {
       DictBuilder(ctx)

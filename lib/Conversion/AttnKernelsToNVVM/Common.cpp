@@ -220,3 +220,18 @@ void attnfuse::nvgpu::rotateTile(DeviceBuilder &d, Value src, Value dst,
         return {};
       });
 }
+
+DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
+                                              StringRef kind, StringRef detail,
+                                              StringRef value) {
+  DictBuilder param(ctx);
+  param.set("name", name).set("kind", kind);
+  if (!detail.empty())
+    param.set(kind == "tma_descriptor" ? "tma" : "dtype", detail);
+  if (!value.empty())
+    param.set("value", value);
+  if (kind == "tma_descriptor")
+    param.set("abi", "CUtensorMap (128 bytes, 64-byte aligned) passed by "
+                     "value as a __grid_constant__ parameter");
+  return param.get();
+}

@@ -694,33 +694,20 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
     tmas.push_back(tma("tma_v", "value", hk, dv, "T", kvBox, "load"));
   tmas.push_back(tma("tma_o", "output", hq, dv, "S", qBox, "store"));
 
-  auto param = [&](StringRef name, StringRef kind, StringRef detail,
-                   StringRef value) {
-    DictBuilder pb(ctx);
-    pb.set("name", name).set("kind", kind);
-    if (!detail.empty())
-      pb.set(kind == "tma_descriptor" ? "tma" : "dtype", detail);
-    if (!value.empty())
-      pb.set("value", value);
-    if (kind == "tma_descriptor")
-      pb.set("abi", "CUtensorMap (128 bytes, 64-byte aligned) passed by "
-                    "value as a __grid_constant__ parameter");
-    return pb.get();
-  };
   SmallVector<Attribute> params;
-  params.push_back(param("tma_q", "tma_descriptor", "tma_q", ""));
-  params.push_back(param("tma_k", "tma_descriptor", "tma_k", ""));
+  params.push_back(describeParam(ctx, "tma_q", "tma_descriptor", "tma_q", ""));
+  params.push_back(describeParam(ctx, "tma_k", "tma_descriptor", "tma_k", ""));
   if (!p.keyIsValue)
-    params.push_back(param("tma_v", "tma_descriptor", "tma_v", ""));
-  params.push_back(param("tma_o", "tma_descriptor", "tma_o", ""));
-  params.push_back(param("seq_q", "scalar", "i32", "S"));
-  params.push_back(param("seq_kv", "scalar", "i32", "T"));
+    params.push_back(describeParam(ctx, "tma_v", "tma_descriptor", "tma_v", ""));
+  params.push_back(describeParam(ctx, "tma_o", "tma_descriptor", "tma_o", ""));
+  params.push_back(describeParam(ctx, "seq_q", "scalar", "i32", "S"));
+  params.push_back(describeParam(ctx, "seq_kv", "scalar", "i32", "T"));
   SmallVector<Attribute> tables;
   auto ropeTable = [&](StringRef prefix, RopeAttr rope, int64_t rotated,
                        StringRef positions) {
     for (StringRef fn : {"cos", "sin"}) {
       std::string name = (prefix + "_" + fn).str();
-      params.push_back(param(name, "pointer", "f32", ""));
+      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
       tables.push_back(
           DictBuilder(ctx)
               .set("param", StringRef(name))

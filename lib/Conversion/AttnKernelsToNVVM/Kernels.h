@@ -178,6 +178,14 @@ mlir::Attribute scaled(mlir::MLIRContext *ctx, int64_t factor,
                        llvm::StringRef symbol);
 mlir::DictionaryAttr describeTma(mlir::MLIRContext *ctx, const TmaInfo &tma,
                                  ElemKind elem);
+/// One kernel parameter of the launch description: `kind` is
+/// "tma_descriptor" (then `detail` names the descriptor), "scalar" or
+/// "pointer" (then `detail` is the dtype); `value` says what the host
+/// passes (a symbol such as "S"), when it is not an argument buffer.
+mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx,
+                                   llvm::StringRef name, llvm::StringRef kind,
+                                   llvm::StringRef detail,
+                                   llvm::StringRef value);
 /// Element type of a kernel operand, or failure with a diagnostic.
 mlir::FailureOr<ElemKind> kernelElemKind(mlir::Operation *op,
                                          mlir::Type elementType,

@@ -402,33 +402,19 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
           {intAttr(ctx, n * 2), scaled(ctx, n * 2, "S")}, {64, 64, 1},
           "store")};
 
-  auto param = [&](StringRef name, StringRef kind, StringRef detail,
-                   StringRef value) {
-    DictBuilder pb(ctx);
-    pb.set("name", name).set("kind", kind);
-    if (kind == "tma_descriptor")
-      pb.set("tma", detail).set("abi", "CUtensorMap (128 bytes, 64-byte "
-                                       "aligned) passed by value as a "
-                                       "__grid_constant__ parameter");
-    else
-      pb.set("dtype", detail);
-    if (!value.empty())
-      pb.set("value", value);
-    return pb.get();
-  };
   SmallVector<Attribute> params = {
-      param("tma_x", "tma_descriptor", "tma_x", ""),
-      param("tma_w", "tma_descriptor", "tma_w", ""),
-      param("tma_y", "tma_descriptor", "tma_y", ""),
-      param("seq", "scalar", "i32", "S")};
+      describeParam(ctx, "tma_x", "tma_descriptor", "tma_x", ""),
+      describeParam(ctx, "tma_w", "tma_descriptor", "tma_w", ""),
+      describeParam(ctx, "tma_y", "tma_descriptor", "tma_y", ""),
+      describeParam(ctx, "seq", "scalar", "i32", "S")};
   if (p.hasBias)
-    params.push_back(param("bias", "pointer", elem, "bias"));
+    params.push_back(describeParam(ctx, "bias", "pointer", elem, "bias"));
   SmallVector<Attribute> tables;
   if (p.rotated) {
     auto rope = cast<FusedProjectionOp>(op).getRopeAttr();
     for (StringRef fn : {"cos", "sin"}) {
       std::string name = ("rope_" + fn).str();
-      params.push_back(param(name, "pointer", "f32", ""));
+      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
       tables.push_back(
           DictBuilder(ctx)
               .set("param", StringRef(name))
