@@ -703,21 +703,19 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
       .set("eps", p.eps)
       .set("rope_dims", p.rotated)
       .set("grouped_conv", "FMA loops (thread per output channel)");
-  DictBuilder info(ctx);
-  info.set("kernel", StringRef(p.name))
-      .set("kind", "cca_prologue")
-      .set("symbols", "B = batch, S = sequence length")
-      .set("block", intArray(ctx, {p.threads, 1, 1}))
-      .set("grid", arrayAttr(ctx, grid))
-      .set("dynamic_smem_bytes", p.sharedBytes)
-      .set("params", arrayAttr(ctx, params))
-      .set("tensors", arrayAttr(ctx, tensors))
-      .set("tma_descriptors", arrayAttr(ctx, tmas))
-      .set("config", config.get());
-  if (!tables.empty())
-    info.set("rope_tables", arrayAttr(ctx, tables));
-  if (p.hostCastFromF32)
-    info.set("host_cast", "the op's tensors are f32: the host converts "
-                          "inputs to the kernel type and the outputs back");
-  return info.get();
+  LaunchDescription launch;
+  launch.kernel = p.name;
+  launch.kind = "cca_prologue";
+  launch.symbols = "B = batch, S = sequence length";
+  launch.threads = p.threads;
+  launch.sharedBytes = p.sharedBytes;
+  launch.grid = grid;
+  launch.params = params;
+  launch.tensors = tensors;
+  launch.tmas = tmas;
+  launch.ropeTables = tables;
+  launch.config = config.get();
+  launch.hostCast = p.hostCastFromF32;
+  launch.castBack = "outputs";
+  return describeLaunch(ctx, launch);
 }

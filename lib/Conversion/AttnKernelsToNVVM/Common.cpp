@@ -235,3 +235,27 @@ DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
                      "value as a __grid_constant__ parameter");
   return param.get();
 }
+
+DictionaryAttr
+attnfuse::nvgpu::describeLaunch(MLIRContext *ctx,
+                                const LaunchDescription &launch) {
+  DictBuilder info(ctx);
+  info.set("kernel", launch.kernel)
+      .set("kind", launch.kind)
+      .set("symbols", launch.symbols)
+      .set("block", intArray(ctx, {launch.threads, 1, 1}))
+      .set("grid", arrayAttr(ctx, launch.grid))
+      .set("dynamic_smem_bytes", launch.sharedBytes)
+      .set("params", arrayAttr(ctx, launch.params))
+      .set("tensors", arrayAttr(ctx, launch.tensors))
+      .set("tma_descriptors", arrayAttr(ctx, launch.tmas))
+      .set("config", Attribute(launch.config));
+  if (!launch.ropeTables.empty())
+    info.set("rope_tables", arrayAttr(ctx, launch.ropeTables));
+  if (launch.hostCast)
+    info.set("host_cast", ("the op's tensors are f32: the host converts "
+                           "inputs to the kernel type and the " +
+                           launch.castBack + " back")
+                              .str());
+  return info.get();
+}

@@ -770,21 +770,19 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
   if (p.window)
     config.set("window", *p.window);
 
-  DictBuilder info(ctx);
-  info.set("kernel", StringRef(p.name))
-      .set("kind", "flash_attention")
-      .set("symbols", "B = batch, S = query length, T = key length")
-      .set("block", intArray(ctx, {p.threads, 1, 1}))
-      .set("grid", arrayAttr(ctx, grid))
-      .set("dynamic_smem_bytes", p.sharedBytes)
-      .set("params", arrayAttr(ctx, params))
-      .set("tensors", arrayAttr(ctx, tensors))
-      .set("tma_descriptors", arrayAttr(ctx, tmas))
-      .set("config", config.get());
-  if (!tables.empty())
-    info.set("rope_tables", arrayAttr(ctx, tables));
-  if (p.hostCastFromF32)
-    info.set("host_cast", "the op's tensors are f32: the host converts "
-                          "inputs to the kernel type and the output back");
-  return info.get();
+  LaunchDescription launch;
+  launch.kernel = p.name;
+  launch.kind = "flash_attention";
+  launch.symbols = "B = batch, S = query length, T = key length";
+  launch.threads = p.threads;
+  launch.sharedBytes = p.sharedBytes;
+  launch.grid = grid;
+  launch.params = params;
+  launch.tensors = tensors;
+  launch.tmas = tmas;
+  launch.ropeTables = tables;
+  launch.config = config.get();
+  launch.hostCast = p.hostCastFromF32;
+  launch.castBack = "output";
+  return describeLaunch(ctx, launch);
 }

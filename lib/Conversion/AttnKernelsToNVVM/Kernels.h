@@ -178,6 +178,19 @@ mlir::Attribute scaled(mlir::MLIRContext *ctx, int64_t factor,
                        llvm::StringRef symbol);
 mlir::DictionaryAttr describeTma(mlir::MLIRContext *ctx, const TmaInfo &tma,
                                  ElemKind elem);
+/// The parts of a kernel's launch description (the manifest entry).
+struct LaunchDescription {
+  llvm::StringRef kernel, kind, symbols;
+  int64_t threads = 0, sharedBytes = 0;
+  llvm::ArrayRef<mlir::Attribute> grid, params, tensors, tmas, ropeTables;
+  mlir::DictionaryAttr config;
+  /// Whether the op's tensors are f32 and the host converts them, and what
+  /// it converts back ("output" or "outputs").
+  bool hostCast = false;
+  llvm::StringRef castBack = "output";
+};
+mlir::DictionaryAttr describeLaunch(mlir::MLIRContext *ctx,
+                                    const LaunchDescription &launch);
 /// One kernel parameter of the launch description: `kind` is
 /// "tma_descriptor" (then `detail` names the descriptor), "scalar" or
 /// "pointer" (then `detail` is the dtype); `value` says what the host

@@ -458,21 +458,19 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
       .set("consumer_registers", p.consumerRegs)
       .setBool("bias", p.hasBias)
       .set("rope_dims", p.rotated);
-  DictBuilder info(ctx);
-  info.set("kernel", StringRef(p.name))
-      .set("kind", "projection_gemm")
-      .set("symbols", "B = batch, S = sequence length")
-      .set("block", intArray(ctx, {p.threads, 1, 1}))
-      .set("grid", arrayAttr(ctx, grid))
-      .set("dynamic_smem_bytes", p.sharedBytes)
-      .set("params", arrayAttr(ctx, params))
-      .set("tensors", arrayAttr(ctx, tensors))
-      .set("tma_descriptors", arrayAttr(ctx, tmas))
-      .set("config", config.get());
-  if (!tables.empty())
-    info.set("rope_tables", arrayAttr(ctx, tables));
-  if (p.hostCastFromF32)
-    info.set("host_cast", "the op's tensors are f32: the host converts "
-                          "inputs to the kernel type and the output back");
-  return info.get();
+  LaunchDescription launch;
+  launch.kernel = p.name;
+  launch.kind = "projection_gemm";
+  launch.symbols = "B = batch, S = sequence length";
+  launch.threads = p.threads;
+  launch.sharedBytes = p.sharedBytes;
+  launch.grid = grid;
+  launch.params = params;
+  launch.tensors = tensors;
+  launch.tmas = tmas;
+  launch.ropeTables = tables;
+  launch.config = config.get();
+  launch.hostCast = p.hostCastFromF32;
+  launch.castBack = "output";
+  return describeLaunch(ctx, launch);
 }
