@@ -102,6 +102,24 @@ private:
   std::map<std::string, func::FuncOp> launches;
 };
 
+
+/// Emits (or reuses) the kernel of `plan` and replaces `op` by its launch.
+/// `build` writes the kernel into a gpu.module; `describe` gives the launch
+/// description once the plan carries the kernel's final name.
+template <typename Plan, typename BuildFn, typename DescribeFn>
+void lowerToKernel(KernelEmitter &emitter, Operation *op, Plan &plan,
+                   BuildFn build, DescribeFn describe) {
+  StringRef name = emitter.kernelFor(
+      plan.key(), plan.name, op->getLoc(),
+      [&](gpu::GPUModuleOp gm, const std::string &finalName) {
+        plan.name = finalName;
+        OpBuilder b(op->getContext());
+        build(b, op->getLoc(), gm, plan);
+      });
+  plan.name = name.str();
+  emitter.replaceWithLaunch(op, name, describe());
+}
+
 struct ConvertAttnKernelsToNVVMPass
     : public attnfuse::impl::ConvertAttnKernelsToNVVMPassBase<
           ConvertAttnKernelsToNVVMPass> {
@@ -151,16 +169,8 @@ struct ConvertAttnKernelsToNVVMPass
         FailureOr<FlashPlan> plan = planFlashAttention(fa, options);
         if (failed(plan))
           return signalPassFailure();
-        StringRef name = emitter.kernelFor(
-            plan->key(), plan->name, op->getLoc(),
-            [&](gpu::GPUModuleOp gm, const std::string &finalName) {
-              plan->name = finalName;
-              OpBuilder b(ctx);
-              buildFlashAttentionKernel(b, op->getLoc(), gm, *plan);
-            });
-        plan->name = name.str();
-        emitter.replaceWithLaunch(op, name,
-                                  describeFlashAttention(ctx, fa, *plan));
+        lowerToKernel(emitter, op, *plan, buildFlashAttentionKernel,
+                      [&] { return describeFlashAttention(ctx, fa, *plan); });
         continue;
       }
       if (auto cca = dyn_cast<attn::CCAPrologueOp>(op)) {
@@ -175,31 +185,15 @@ struct ConvertAttnKernelsToNVVMPass
                             << "; attn.cca_prologue stays on the host";
           continue;
         }
-        StringRef name = emitter.kernelFor(
-            plan->key(), plan->name, op->getLoc(),
-            [&](gpu::GPUModuleOp gm, const std::string &finalName) {
-              plan->name = finalName;
-              OpBuilder b(ctx);
-              buildCCAPrologueKernel(b, op->getLoc(), gm, *plan);
-            });
-        plan->name = name.str();
-        emitter.replaceWithLaunch(op, name,
-                                  describeCCAPrologue(ctx, cca, *plan));
+        lowerToKernel(emitter, op, *plan, buildCCAPrologueKernel,
+                      [&] { return describeCCAPrologue(ctx, cca, *plan); });
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);
       if (failed(plan))
         return signalPassFailure();
-      StringRef name = emitter.kernelFor(
-          plan->key(), plan->name, op->getLoc(),
-          [&](gpu::GPUModuleOp gm, const std::string &finalName) {
-            plan->name = finalName;
-            OpBuilder b(ctx);
-            buildProjectionKernel(b, op->getLoc(), gm, *plan);
-          });
-      plan->name = name.str();
-      DictionaryAttr launch = describeProjection(ctx, op, *plan);
-      emitter.replaceWithLaunch(op, name, launch);
+      lowerToKernel(emitter, op, *plan, buildProjectionKernel,
+                    [&] { return describeProjection(ctx, op, *plan); });
     }
   }
 };
