@@ -28,42 +28,47 @@ import sys
 import tempfile
 
 
-def cca_layer(e=2048, hq=8, hk=2, d=128):
-    lq, lk, c = hq * d, hk * d, (hq + hk) * d
-    t = lambda *shape: "tensor<" + "x".join(map(str, shape)) + "xf32>"  # noqa: E731
-    args = [("x", "tensor<?x?x%dxf32>" % e), ("wq", t(lq, e)), ("wk", t(lk, e)),
-            ("wv", t(lk // 2, e)), ("wvp", t(lk // 2, e)), ("dw", t(c, 1, 2)),
-            ("dwb", t(c)), ("gw", t(c, d, 2)), ("gwb", t(c)), ("temp", t(hk)),
-            ("wo", t(e, lq))]
+def tensor(*shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def layer_function(args, op):
+    """`func.func @layer` over `args` ((name, type) pairs, the input first)
+    computing `%y` with `op` (the op's text up to its type list)."""
     types = ", ".join(ty for _, ty in args)
     params = ", ".join(f"%{n}: {ty}" for n, ty in args)
     xt = args[0][1]
     return (f"func.func @layer({params}) -> {xt} {{\n"
-            f"  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)\n"
-            f"      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)\n"
-            f"      {{num_heads = {hq} : i64, num_kv_heads = {hk} : i64,\n"
-            f"       head_dim = {d} : i64, conv_kernel_sizes = array<i64: 2, 2>,\n"
-            f"       qk_mean, value_shift, temperature = #attn.temperature<clamped>,\n"
-            f"       causal, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}}\n"
+            f"  %y = {op}\n"
             f"      : ({types}) -> {xt}\n"
             f"  return %y : {xt}\n}}\n")
+
+
+def cca_layer(e=2048, hq=8, hk=2, d=128):
+    lq, lk, c = hq * d, hk * d, (hq + hk) * d
+    args = [("x", "tensor<?x?x%dxf32>" % e), ("wq", tensor(lq, e)),
+            ("wk", tensor(lk, e)), ("wv", tensor(lk // 2, e)),
+            ("wvp", tensor(lk // 2, e)), ("dw", tensor(c, 1, 2)),
+            ("dwb", tensor(c)), ("gw", tensor(c, d, 2)), ("gwb", tensor(c)),
+            ("temp", tensor(hk)), ("wo", tensor(e, lq))]
+    return layer_function(args, (
+        f"attn.cca %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)\n"
+        f"      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)\n"
+        f"      {{num_heads = {hq} : i64, num_kv_heads = {hk} : i64,\n"
+        f"       head_dim = {d} : i64, conv_kernel_sizes = array<i64: 2, 2>,\n"
+        f"       qk_mean, value_shift, temperature = #attn.temperature<clamped>,\n"
+        f"       causal, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}}"))
 
 
 def kv_layer(e=1024, hq=16, hk=4, d=64):
     lq, lk = hq * d, hk * d
-    t = lambda *shape: "tensor<" + "x".join(map(str, shape)) + "xf32>"  # noqa: E731
-    args = [("x", "tensor<?x?x%dxf32>" % e), ("wq", t(lq, e)), ("wk", t(lk, e)),
-            ("wo", t(e, lq))]
-    types = ", ".join(ty for _, ty in args)
-    params = ", ".join(f"%{n}: {ty}" for n, ty in args)
-    xt = args[0][1]
-    return (f"func.func @layer({params}) -> {xt} {{\n"
-            f"  %y = attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)\n"
-            f"      {{num_heads = {hq} : i64, num_kv_heads = {hk} : i64,\n"
-            f"       head_dim = {d} : i64, causal,\n"
-            f"       rope = #attn.rope<theta = 10000.0>}}\n"
-            f"      : ({types}) -> {xt}\n"
-            f"  return %y : {xt}\n}}\n")
+    args = [("x", "tensor<?x?x%dxf32>" % e), ("wq", tensor(lq, e)),
+            ("wk", tensor(lk, e)), ("wo", tensor(e, lq))]
+    return layer_function(args, (
+        f"attn.qkv_attention <kv> %x wq(%wq) wk(%wk) wo(%wo)\n"
+        f"      {{num_heads = {hq} : i64, num_kv_heads = {hk} : i64,\n"
+        f"       head_dim = {d} : i64, causal,\n"
+        f"       rope = #attn.rope<theta = 10000.0>}}"))
 
 
 LAYERS = {"zaya1-ccgqa": cca_layer, "kv-gqa4": kv_layer}
