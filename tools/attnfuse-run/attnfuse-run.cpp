@@ -6,16 +6,17 @@
 // Parses the module, lowers it with the attn-to-cpu pipeline, JIT-compiles it
 // with mlir::ExecutionEngine and calls NAME through its C interface
 // (`llvm.emit_c_interface` is set here). The function takes and returns
-// ranked tensors of f32, f64, f16 or bf16.
+// ranked tensors of f32, f64, f16, bf16, i32 or i64.
 //
 // Inputs are .npy files (C order, little endian): `<f4` for f32, `<f8` for
-// f64, `<f2` for f16 and, since numpy has no bfloat16, `<u2` holding the bf16
-// bit patterns (the upper 16 bits of the f32 encoding) for bf16. Dynamic
+// f64, `<f2` for f16, `<i4`/`<i8` for i32/i64 (positions, block tables) and,
+// since numpy has no bfloat16, `<u2` holding the bf16 bit patterns (the
+// upper 16 bits of the f32 encoding) for bf16. Dynamic
 // dimensions of the signature are taken from the input arrays. Without
-// --input, every argument is filled with uniform random values in [-1, 1)
-// from --random-seed; its dynamic dimensions are --batch for dimension 0 of
-// a tensor of rank >= 3 and --seq for every other one; the generated arrays
-// are saved as inputN.npy next to the results.
+// --input, every float argument is filled with uniform random values in
+// [-1, 1) from --random-seed (integer ones with zeros); its dynamic dimensions
+// are --batch for dimension 0 of a tensor of rank >= 3 and --seq for every
+// other one; the generated arrays are saved as inputN.npy next to the results.
 //
 // Each result is written as DIR/outN.npy with the same dtype convention.
 //
@@ -72,10 +73,13 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory runnerCategory("attnfuse-run options");
-static cl::opt<std::string>
-    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required, cl::cat(runnerCategory));
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<model.mlir>"),
+                                          cl::Required,
+                                          cl::cat(runnerCategory));
 static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::value_desc("name"), cl::Required, cl::cat(runnerCategory));
+                                      cl::value_desc("name"), cl::Required,
+                                      cl::cat(runnerCategory));
 static cl::list<std::string>
     inputFiles("input", cl::desc("Input .npy file, one per argument, in order"),
                cl::value_desc("file.npy"), cl::cat(runnerCategory));
@@ -107,7 +111,8 @@ static cl::opt<bool> runtimeChecks(
              "(default on; a failed check is reported as an error)"),
     cl::init(true), cl::cat(runnerCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::Prefix, cl::cat(runnerCategory));
+                                  cl::init(2), cl::Prefix,
+                                  cl::cat(runnerCategory));
 static cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Lower every primitive through the reference path "
@@ -125,15 +130,13 @@ static cl::opt<unsigned> benchmarkRuns(
              "the peak resident memory"),
     cl::value_desc("N"), cl::init(0), cl::cat(runnerCategory));
 
-
-
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Element types and .npy files
 //===----------------------------------------------------------------------===//
 
-enum class DType { F32, F64, F16, BF16 };
+enum class DType { F32, F64, F16, BF16, I32, I64 };
 
 size_t byteSize(DType type) {
   switch (type) {
@@ -144,6 +147,10 @@ size_t byteSize(DType type) {
   case DType::F16:
   case DType::BF16:
     return 2;
+  case DType::I32:
+    return 4;
+  case DType::I64:
+    return 8;
   }
   return 0;
 }
@@ -158,6 +165,10 @@ const char *npyDescr(DType type) {
     return "<f2";
   case DType::BF16:
     return "<u2";
+  case DType::I32:
+    return "<i4";
+  case DType::I64:
+    return "<i8";
   }
   return "";
 }
@@ -172,6 +183,10 @@ const char *typeName(DType type) {
     return "f16";
   case DType::BF16:
     return "bf16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
   }
   return "";
 }
@@ -185,6 +200,10 @@ std::optional<DType> dtypeOf(Type type) {
     return DType::F16;
   if (type.isBF16())
     return DType::BF16;
+  if (type.isSignlessInteger(32))
+    return DType::I32;
+  if (type.isSignlessInteger(64))
+    return DType::I64;
   return std::nullopt;
 }
 
@@ -270,10 +289,14 @@ llvm::Expected<Array> readNpy(StringRef path) {
     array.dtype = DType::F16;
   else if (type == "<u2" || type == "=u2")
     array.dtype = DType::BF16;
+  else if (type == "<i4" || type == "=i4")
+    array.dtype = DType::I32;
+  else if (type == "<i8" || type == "=i8")
+    array.dtype = DType::I64;
   else
     return fail("unsupported dtype '" + type +
-                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, or <u2 "
-                "holding bf16 bit patterns)");
+                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, <u2 "
+                "holding bf16 bit patterns, <i4 for i32 or <i8 for i64)");
 
   std::optional<std::string> fortran = headerField(header, "fortran_order");
   if (!fortran)
@@ -367,6 +390,16 @@ void storeValue(DType type, double value, char *dst) {
     std::memcpy(dst, &bits, 2);
     return;
   }
+  case DType::I32: {
+    auto i = static_cast<int32_t>(value);
+    std::memcpy(dst, &i, 4);
+    return;
+  }
+  case DType::I64: {
+    auto i = static_cast<int64_t>(value);
+    std::memcpy(dst, &i, 8);
+    return;
+  }
   }
 }
 
@@ -393,7 +426,7 @@ llvm::Expected<TensorSpec> specOf(Type type, const Twine &what) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         what + " has type " + text +
-            "; supported element types are f32, f64, f16 and bf16");
+            "; supported element types are f32, f64, f16, bf16, i32 and i64");
   return TensorSpec{*dtype, std::vector<int64_t>(tensorType.getShape().begin(),
                                                  tensorType.getShape().end())};
 }
@@ -508,8 +541,12 @@ std::vector<Array> randomInputsFor(ArrayRef<TensorSpec> argSpecs) {
                                 : int64_t(seqLen));
     size_t elem = byteSize(spec.dtype);
     array.data.resize(size_t(array.numElements()) * elem);
+    // Integer arguments (positions, lengths, block tables) are zeros: random
+    // ones would index out of range.
+    bool integer = spec.dtype == DType::I32 || spec.dtype == DType::I64;
     for (int64_t n = 0; n < array.numElements(); ++n)
-      storeValue(spec.dtype, uniform(rng), array.data.data() + n * elem);
+      storeValue(spec.dtype, integer ? 0.0 : uniform(rng),
+                 array.data.data() + n * elem);
     inputs.push_back(std::move(array));
   }
   return inputs;
@@ -530,15 +567,17 @@ llvm::Error writeArrays(StringRef dir, StringRef prefix,
 }
 
 /// The compiled code checks at run time that the dynamic sizes of the
-/// operands agree (generate-runtime-verification); a failed check prints its
-/// message on stdout and aborts. Turn that into a clean error exit.
+/// operands agree (generate-runtime-verification) and that cache positions
+/// and block table entries are in range; a failed check prints its message
+/// and aborts. Turn that into a clean error exit.
 extern "C" void onRuntimeCheckFailure(int) {
   std::fflush(stdout);
   static const char message[] =
-      "attnfuse-run: error: a run-time check of the compiled function failed: "
-      "the dynamic sizes of the inputs are inconsistent (for example a batch "
-      "or sequence length that differs between arguments, or a logit bias "
-      "that is not [S, T]); the failing op's location is printed above\n";
+      "attnfuse-run: error: a run-time check of the compiled function failed "
+      "(its message is printed above): inconsistent dynamic sizes of the "
+      "inputs (for example a batch or sequence length that differs between "
+      "arguments, or a logit bias that is not [S, T]), or a cache position or "
+      "block table entry out of range\n";
   ssize_t ignored = ::write(2, message, sizeof(message) - 1);
   (void)ignored;
   std::_Exit(1);
@@ -643,7 +682,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "AttnFuse runner: lower with attn-to-cpu, JIT-execute one function on "
       ".npy inputs and write its results as .npy files\n\n"
-      "dtypes: f32 <f4, f64 <f8, f16 <f2, bf16 <u2 (bit patterns; numpy has "
+      "dtypes: f32 <f4, f64 <f8, f16 <f2, i32 <i4, i64 <i8, bf16 <u2 (bit "
+      "patterns; numpy has "
       "no bfloat16)\n");
 
   // Which inputs: files, random, or a list of runs sharing one compilation.
@@ -778,10 +818,9 @@ int main(int argc, char **argv) {
     auto warmup = invoke(*engine, singleInputs, resultSpecs);
     if (!warmup)
       return fail(llvm::toString(warmup.takeError()));
-    double compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      compileStart)
-            .count();
+    double compileSeconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - compileStart)
+                                .count();
     std::vector<double> seconds;
     for (unsigned run = 0; run < benchmarkRuns; ++run) {
       auto start = std::chrono::steady_clock::now();

@@ -10,7 +10,9 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
   let description = [{
     The reference lowering of the attn primitives (`attn.project`,
     `attn.causal_conv1d`, `attn.qk_mean`, `attn.qk_norm`,
-    `attn.value_shift`, `attn.rope`, `attn.sdpa`) on tensors to
+    `attn.value_shift`, `attn.rope`, `attn.sdpa`, and the cache and state
+    primitives `attn.cache_update`, `attn.cache_gather`,
+    `attn.state_update`) on tensors to
     `linalg.generic` / `linalg.fill` and `tensor` slicing, with `arith` and
     `math` in the bodies. Dynamic batch and sequence sizes are read with
     `tensor.dim`.
@@ -20,15 +22,18 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
     element type. The softmax of `attn.sdpa` subtracts the row maximum and
     a fully masked row yields zeros. RoPE angles are computed in f64.
 
-    The layer ops `attn.qkv_attention` and `attn.cca` are not lowered: run
+    The layer ops (`attn.qkv_attention`, `attn.cca` and their decode forms)
+    are not lowered: run
     `attn-decompose` first (the `attn-to-cpu` pipeline does); the pass fails
     on them with that advice. Other attn ops (the fused kernel ops) are left
     to `convert-attn-kernels-to-scf`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

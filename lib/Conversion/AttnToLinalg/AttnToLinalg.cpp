@@ -12,8 +12,10 @@
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -69,6 +71,11 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// A position, length or page index read as an `index`.
+Value toIndex(OpBuilder &b, Location loc, Value integer) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
 }
 
 /// Size `dim` of `tensor`, static when known.
@@ -549,6 +556,17 @@ struct ValueShiftLowering : OpConversionPattern<ValueShiftOp> {
         SmallVector<OpFoldResult>{one, one, one});
     result = insertAt(rewriter, loc, head, result,
                       {zero, one, rewriter.getIndexAttr(width)});
+    // A decoder's previous token, before the first new one.
+    if (Value state = adaptor.getState()) {
+      Value first = tensor::ExtractSliceOp::create(
+          rewriter, loc, state, SmallVector<OpFoldResult>{zero, zero, zero},
+          SmallVector<OpFoldResult>{batch,
+                                    getConstantIntValue(seq) == 0 ? zero : one,
+                                    rewriter.getIndexAttr(width)},
+          SmallVector<OpFoldResult>{one, one, one});
+      result = insertAt(rewriter, loc, first, result,
+                        {zero, zero, rewriter.getIndexAttr(width)});
+    }
     rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
     return success();
   }
@@ -601,14 +619,24 @@ struct RoPELowering : OpConversionPattern<RoPEOp> {
     AffineExpr d0, d1, d2, d3;
     bindDims(ctx, d0, d1, d2, d3);
     AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    // Token t of sequence b sits at t, or at positions[b] + t.
+    Value positions = adaptor.getPositions();
+    SmallVector<Value> inputs = {first, second, freqs};
+    SmallVector<AffineMap> maps = {id4, id4, projection(ctx, 4, {d3})};
+    if (positions) {
+      inputs.push_back(positions);
+      maps.push_back(projection(ctx, 4, {d0}));
+    }
+    maps.append({id4, id4});
     auto rotatedHalves = buildGeneric(
-        rewriter, loc, ValueRange{first, second, freqs},
+        rewriter, loc, inputs,
         ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
                    emptyTensor(rewriter, loc, halfSizes, elementType)},
-        {id4, id4, projection(ctx, 4, {d3}), id4, id4},
-        SmallVector<IteratorType>(4, kPar),
+        maps, SmallVector<IteratorType>(4, kPar),
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value pos = linalg::IndexOp::create(b, l, 1);
+          if (positions)
+            pos = arith::AddIOp::create(b, l, pos, toIndex(b, l, args[3]));
           Value posInt = arith::IndexCastOp::create(b, l, b.getI64Type(), pos);
           Value posFloat = arith::SIToFPOp::create(b, l, f64, posInt);
           Value angle = arith::MulFOp::create(b, l, posFloat, args[2]);
@@ -711,7 +739,8 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
     // 2. logits = scale * scores + bias, -inf where masked. Query i sits at
     // absolute position i + (T - S).
     Value offset;
-    if (causal || window) {
+    Value positions = adaptor.getPositions();
+    if ((causal || window) && !positions) {
       std::optional<int64_t> s = getConstantIntValue(queries);
       std::optional<int64_t> t = getConstantIntValue(keys);
       offset =
@@ -735,6 +764,14 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
       logitMaps.push_back(perHead ? projection(ctx, 4, {d1, d2, d3})
                                   : projection(ctx, 4, {d2, d3}));
     }
+    // Per-sequence query offsets of a decoder: query i of sequence b sits at
+    // positions[b] + i.
+    unsigned positionsArg = logitInputs.size();
+    bool maskByPosition = (causal || window) && positions;
+    if (maskByPosition) {
+      logitInputs.push_back(positions);
+      logitMaps.push_back(projection(ctx, 4, {d0}));
+    }
     logitMaps.push_back(id4);
     Value logits =
         buildGeneric(
@@ -749,7 +786,10 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
               if (causal || window) {
                 Value i = linalg::IndexOp::create(b, l, 2);
                 Value j = linalg::IndexOp::create(b, l, 3);
-                Value position = arith::AddIOp::create(b, l, i, offset);
+                Value position = arith::AddIOp::create(
+                    b, l, i,
+                    maskByPosition ? toIndex(b, l, args[positionsArg])
+                                   : offset);
                 Value keep;
                 if (causal)
                   keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle,
@@ -855,6 +895,261 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// KV cache and decode state
+//===----------------------------------------------------------------------===//
+
+/// `lengths[b]` as an index, or the static-or-dynamic `T` of `rows` without
+/// lengths.
+Value newRowCount(OpBuilder &b, Location loc, Value lengths, Value rows,
+                  Value batchIndex) {
+  if (!lengths)
+    return getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, rows, 1));
+  return toIndex(b, loc,
+                 tensor::ExtractOp::create(b, loc, lengths, batchIndex));
+}
+
+/// attn.cache_update: for each sequence and new token, one row copy at the
+/// token's position (through the block table for a paged cache).
+struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CacheUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache(), rows = adaptor.getNewRows();
+    Value positions = adaptor.getPositions(), lengths = adaptor.getLengths();
+    Value blockTable = adaptor.getBlockTable();
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    int64_t heads = rowsType.getDimSize(2), headDim = rowsType.getDimSize(3);
+    Value zero = indexConstant(rewriter, loc, 0);
+    Value one = indexConstant(rewriter, loc, 1);
+    Value batch = getValueOrCreateConstantIndexOp(
+        rewriter, loc, dimOf(rewriter, loc, rows, 0));
+    // Rows per sequence: the cache's second dimension, times the pages of a
+    // sequence when paged.
+    Value rowsPerPage = getValueOrCreateConstantIndexOp(
+        rewriter, loc, dimOf(rewriter, loc, cache, 1));
+    Value capacity = rowsPerPage;
+    Value numPages;
+    if (blockTable) {
+      Value pagesPerSequence = getValueOrCreateConstantIndexOp(
+          rewriter, loc, dimOf(rewriter, loc, blockTable, 1));
+      capacity =
+          arith::MulIOp::create(rewriter, loc, rowsPerPage, pagesPerSequence);
+      numPages = getValueOrCreateConstantIndexOp(
+          rewriter, loc, dimOf(rewriter, loc, cache, 0));
+    }
+
+    auto batchLoop = scf::ForOp::create(
+        rewriter, loc, zero, batch, one, ValueRange{cache},
+        [&](OpBuilder &b, Location l, Value seqIndex, ValueRange outer) {
+          Value start = toIndex(
+              b, l, tensor::ExtractOp::create(b, l, positions, seqIndex));
+          Value count = newRowCount(b, l, lengths, rows, seqIndex);
+          auto tokenLoop = scf::ForOp::create(
+              b, l, zero, count, one, outer,
+              [&](OpBuilder &ib, Location il, Value token, ValueRange inner) {
+                Value position = arith::AddIOp::create(ib, il, start, token);
+                Value inRange = arith::AndIOp::create(
+                    ib, il,
+                    arith::CmpIOp::create(ib, il, arith::CmpIPredicate::sge,
+                                          position, zero),
+                    arith::CmpIOp::create(ib, il, arith::CmpIPredicate::slt,
+                                          position, capacity));
+                cf::AssertOp::create(
+                    ib, il, inRange,
+                    "attn.cache_update: a token's position is outside the "
+                    "sequence's cache capacity");
+                // Destination row: [b, position] or [page, slot].
+                Value outerIndex = seqIndex, rowIndex = position;
+                if (blockTable) {
+                  Value pageOfSequence =
+                      arith::DivUIOp::create(ib, il, position, rowsPerPage);
+                  rowIndex =
+                      arith::RemUIOp::create(ib, il, position, rowsPerPage);
+                  outerIndex =
+                      toIndex(ib, il,
+                              tensor::ExtractOp::create(
+                                  ib, il, blockTable,
+                                  ValueRange{seqIndex, pageOfSequence}));
+                  Value validPage = arith::AndIOp::create(
+                      ib, il,
+                      arith::CmpIOp::create(ib, il, arith::CmpIPredicate::sge,
+                                            outerIndex, zero),
+                      arith::CmpIOp::create(ib, il, arith::CmpIPredicate::slt,
+                                            outerIndex, numPages));
+                  cf::AssertOp::create(
+                      ib, il, validPage,
+                      "attn.cache_update: a block table entry is not a page "
+                      "of the cache");
+                }
+                SmallVector<OpFoldResult> unit(4, ib.getIndexAttr(1));
+                SmallVector<OpFoldResult> rowSizes = {
+                    ib.getIndexAttr(1), ib.getIndexAttr(1),
+                    ib.getIndexAttr(heads), ib.getIndexAttr(headDim)};
+                Value row = tensor::ExtractSliceOp::create(
+                    ib, il, rows,
+                    SmallVector<OpFoldResult>{seqIndex, token,
+                                              ib.getIndexAttr(0),
+                                              ib.getIndexAttr(0)},
+                    rowSizes, unit);
+                Value updated = tensor::InsertSliceOp::create(
+                    ib, il, row, inner[0],
+                    SmallVector<OpFoldResult>{outerIndex, rowIndex,
+                                              ib.getIndexAttr(0),
+                                              ib.getIndexAttr(0)},
+                    rowSizes, unit);
+                scf::YieldOp::create(ib, il, updated);
+              });
+          scf::YieldOp::create(b, l, tokenLoop.getResults());
+        });
+    rewriter.replaceOp(op, batchLoop.getResult(0));
+    return success();
+  }
+};
+
+/// attn.cache_gather: the contiguous per-sequence view of a paged cache. A
+/// block table entry that is not a page of the cache reads zeros (tables pad
+/// unused entries, whose rows are never attended to).
+struct CacheGatherLowering : OpConversionPattern<CacheGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CacheGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache(), blockTable = adaptor.getBlockTable();
+    Type elementType = elementTypeOf(cache);
+    OpFoldResult pageSize = dimOf(rewriter, loc, cache, 1);
+    Value pageSizeValue =
+        getValueOrCreateConstantIndexOp(rewriter, loc, pageSize);
+    Value numPages = getValueOrCreateConstantIndexOp(
+        rewriter, loc, dimOf(rewriter, loc, cache, 0));
+    Value pages = getValueOrCreateConstantIndexOp(
+        rewriter, loc, dimOf(rewriter, loc, blockTable, 1));
+    SmallVector<OpFoldResult> sizes = {
+        dimOf(rewriter, loc, blockTable, 0),
+        arith::MulIOp::create(rewriter, loc, pages, pageSizeValue).getResult(),
+        dimOf(rewriter, loc, cache, 2), dimOf(rewriter, loc, cache, 3)};
+    Value zero = indexConstant(rewriter, loc, 0);
+    Value zeroElement = floatConstant(rewriter, loc, elementType, 0.0);
+    Value result =
+        buildGeneric(
+            rewriter, loc, ValueRange{},
+            emptyTensor(rewriter, loc, sizes, elementType),
+            {rewriter.getMultiDimIdentityMap(4)},
+            SmallVector<IteratorType>(4, kPar),
+            [&](OpBuilder &b, Location l, ValueRange) {
+              Value seqIndex = linalg::IndexOp::create(b, l, 0);
+              Value position = linalg::IndexOp::create(b, l, 1);
+              Value head = linalg::IndexOp::create(b, l, 2);
+              Value dim = linalg::IndexOp::create(b, l, 3);
+              Value page =
+                  toIndex(b, l,
+                          tensor::ExtractOp::create(
+                              b, l, blockTable,
+                              ValueRange{seqIndex,
+                                         arith::DivUIOp::create(
+                                             b, l, position, pageSizeValue)}));
+              Value valid = arith::AndIOp::create(
+                  b, l,
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, page,
+                                        zero),
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, page,
+                                        numPages));
+              Value safePage = arith::SelectOp::create(b, l, valid, page, zero);
+              Value slot =
+                  arith::RemUIOp::create(b, l, position, pageSizeValue);
+              Value element = tensor::ExtractOp::create(
+                  b, l, cache, ValueRange{safePage, slot, head, dim});
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::SelectOp::create(b, l, valid, element, zeroElement)
+                      .getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+/// attn.state_update: row r of the new state is row lengths[b] + r of
+/// concat(state[b], new[b]).
+struct StateUpdateLowering : OpConversionPattern<StateUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(StateUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value state = adaptor.getState(), rows = adaptor.getNewRows();
+    Value lengths = adaptor.getLengths();
+    Type elementType = elementTypeOf(state);
+    int64_t stateRows = cast<RankedTensorType>(state.getType()).getDimSize(1);
+    Value stateRowCount = indexConstant(rewriter, loc, stateRows);
+    Value rowCount = getValueOrCreateConstantIndexOp(
+        rewriter, loc, dimOf(rewriter, loc, rows, 1));
+    Value zero = indexConstant(rewriter, loc, 0);
+    Value result =
+        buildGeneric(
+            rewriter, loc, ValueRange{},
+            emptyTensor(rewriter, loc,
+                        tensor::getMixedSizes(rewriter, loc, state),
+                        elementType),
+            {rewriter.getMultiDimIdentityMap(3)},
+            SmallVector<IteratorType>(3, kPar),
+            [&](OpBuilder &b, Location l, ValueRange) {
+              Value seqIndex = linalg::IndexOp::create(b, l, 0);
+              Value row = linalg::IndexOp::create(b, l, 1);
+              Value channel = linalg::IndexOp::create(b, l, 2);
+              Value count = rowCount;
+              if (lengths) {
+                // Clamp to [0, T]: a length past the new rows keeps them all.
+                count = toIndex(
+                    b, l, tensor::ExtractOp::create(b, l, lengths, seqIndex));
+                count = arith::MinSIOp::create(
+                    b, l, arith::MaxSIOp::create(b, l, count, zero), rowCount);
+              }
+              Value source = arith::AddIOp::create(b, l, count, row);
+              Value fromState = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, source, stateRowCount);
+              // Both reads stay in bounds; the select picks the real one.
+              Value stateRow = arith::MinSIOp::create(
+                  b, l, source,
+                  arith::SubIOp::create(b, l, stateRowCount,
+                                        indexConstant(b, l, 1)));
+              Value newRow = arith::MaxSIOp::create(
+                  b, l, arith::SubIOp::create(b, l, source, stateRowCount),
+                  zero);
+              newRow = arith::MinSIOp::create(
+                  b, l, newRow,
+                  arith::MaxSIOp::create(
+                      b, l,
+                      arith::SubIOp::create(b, l, rowCount,
+                                            indexConstant(b, l, 1)),
+                      zero));
+              Value fromOld = tensor::ExtractOp::create(
+                  b, l, state, ValueRange{seqIndex, stateRow, channel});
+              auto pick = scf::IfOp::create(
+                  b, l, fromState,
+                  [&](OpBuilder &tb, Location tl) {
+                    scf::YieldOp::create(tb, tl, fromOld);
+                  },
+                  [&](OpBuilder &eb, Location el) {
+                    Value fromNew = tensor::ExtractOp::create(
+                        eb, el, rows, ValueRange{seqIndex, newRow, channel});
+                    scf::YieldOp::create(eb, el, fromNew);
+                  });
+              linalg::YieldOp::create(b, l, pick.getResult(0));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Pass
 //===----------------------------------------------------------------------===//
 
@@ -866,7 +1161,7 @@ struct ConvertAttnToLinalgPass
     // Layer ops are decomposed, not lowered: point at the missing step.
     WalkResult layers =
         root->walk([](Operation *op) {
-          if (isa<QKVAttentionOp, CCAOp>(op)) {
+          if (isa<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(op)) {
             op->emitOpError()
                 << "is a layer op; run attn-decompose before "
                    "convert-attn-to-linalg (the attn-to-cpu pipeline does)";
@@ -882,7 +1177,8 @@ struct ConvertAttnToLinalgPass
     // fused kernel ops of convert-attn-kernels-to-scf) are left alone.
     ConversionTarget target(*ctx);
     target.addIllegalOp<ProjectOp, CausalConv1DOp, QKMeanOp, QKNormOp,
-                        ValueShiftOp, RoPEOp, SDPAOp>();
+                        ValueShiftOp, RoPEOp, SDPAOp, CacheUpdateOp,
+                        CacheGatherOp, StateUpdateOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     attnfuse::populateAttnToLinalgPatterns(patterns);
@@ -895,6 +1191,7 @@ struct ConvertAttnToLinalgPass
 
 void attnfuse::populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ProjectLowering, CausalConv1DLowering, QKMeanLowering,
-               QKNormLowering, ValueShiftLowering, RoPELowering, SDPALowering>(
+               QKNormLowering, ValueShiftLowering, RoPELowering, SDPALowering,
+               CacheUpdateLowering, CacheGatherLowering, StateUpdateLowering>(
       patterns.getContext());
 }

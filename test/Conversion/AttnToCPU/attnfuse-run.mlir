@@ -27,7 +27,7 @@
 // BF16: {'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 6), }
 
 // RUN: not attnfuse-run %s --entry=nope --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32)
+// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i16)
 
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: attnfuse-run: error: 'sdpa' takes 3 argument(s), got 1 input file(s)
@@ -55,10 +55,10 @@
 // of batch 3) are caught by the run-time checks of the compiled code.
 // RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=3 --seq=5 --output-dir=%t/b3
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=RUNTIME
-// RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed: the dynamic sizes of the inputs are inconsistent
+// RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed (its message is printed above): inconsistent dynamic sizes of the inputs
 
-// RUN: not attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: attnfuse-run: error: argument #0 of 'takes_i32' has type tensor<4xi32>; supported element types are f32, f64, f16 and bf16
+// RUN: not attnfuse-run %s --entry=takes_i16 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: attnfuse-run: error: argument #0 of 'takes_i16' has type tensor<4xi16>; supported element types are f32, f64, f16, bf16, i32 and i64
 
 // RUN: not attnfuse-run %t/missing.mlir --entry=sdpa --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: attnfuse-run: error: cannot read '{{.*}}missing.mlir'
@@ -79,6 +79,6 @@ func.func @project_bf16(%x: tensor<?x?x8xbf16>, %w: tensor<6x8xbf16>) -> tensor<
   return %y : tensor<?x?x6xbf16>
 }
 
-func.func @takes_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
-  return %x : tensor<4xi32>
+func.func @takes_i16(%x: tensor<4xi16>) -> tensor<4xi16> {
+  return %x : tensor<4xi16>
 }

@@ -2533,7 +2533,7 @@ func.func @rope_wrong_attr_kind(%x: tensor<2x8x2x4xf32>)
 
 // The result has the input type (generic form).
 func.func @rope_result_type(%x: tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf16> {
-  // expected-error @+1 {{requires the same type for all operands and results}}
+  // expected-error @+1 {{all of {input, result} have same type}}
   %r = "attn.rope"(%x) {rope = #attn.rope<theta = 10000.0>}
       : (tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf16>
   return %r : tensor<2x8x2x4xf16>
@@ -2813,4 +2813,482 @@ func.func @sdpa_window_not_integer(%q: tensor<2x8x4x4xf32>,
   %r = attn.sdpa %q, %k, %v {window = 4.0 : f64}
       : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32>
   return %r : tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// K=V caches one tensor.
+func.func @qkv_decode_kv_two_caches(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{sharing mode 'kv' caches one tensor (the shared key/value); 'cache' takes one operand, got two}}
+  %r0, %r1, %r2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Separate K and V need two caches.
+func.func @qkv_decode_none_one_cache(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{sharing mode 'none' caches keys and values; 'cache' takes two operands (key, value), got one}}
+  %r0, %r1 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Each cache comes back updated.
+func.func @qkv_decode_missing_value_result(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{the updated value cache is returned exactly when a value cache is given}}
+  %r0, %r1 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo) cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// The sharing mode's projections are checked as for qkv_attention.
+func.func @qkv_decode_missing_wq(%x: tensor<2x1x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{sharing mode 'none' needs a query projection 'wq'}}
+  %r0, %r1, %r2 = attn.qkv_decode <none> %x wk(%wk) wv(%wv) wo(%wo) cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// The result has the input's shape.
+func.func @qkv_decode_result_shape(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'result' must have shape [batch, seq, E] = [2, 1, 16], got [2, 2, 16]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x2x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Positions are one per sequence.
+func.func @qkv_decode_positions_rank(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2x1xi32>) {
+  // expected-error @+1 {{'positions' must be a rank-1 tensor [batch], got rank 2}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2x1xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Positions are one per sequence.
+func.func @qkv_decode_positions_batch(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<3xi32>) {
+  // expected-error @+1 {{'positions' must have shape [batch] = [2], got [3]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<3xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Positions are integers.
+func.func @qkv_decode_positions_type(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2xf32>) {
+  // expected-error @+1 {{must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2xf32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// Lengths are one per sequence.
+func.func @qkv_decode_lengths_batch(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>, %len: tensor<4xi32>) {
+  // expected-error @+1 {{'lengths' must have shape [batch] = [2], got [4]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos) lengths(%len)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>, tensor<4xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// A contiguous cache is [batch, capacity, kv_heads, head_dim].
+func.func @qkv_decode_cache_rank(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x8xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'key_cache' must be a rank-4 tensor [batch, capacity, kv_heads, head_dim], got rank 3}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x8xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x8xf32>)
+  return
+}
+
+// -----
+
+// A contiguous cache has a row block per sequence.
+func.func @qkv_decode_cache_batch(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<3x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'key_cache' must have shape [batch, capacity, kv_heads, head_dim] = [2, ?, 2, 4], got [3, 16, 2, 4]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<3x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<3x16x2x4xf32>)
+  return
+}
+
+// -----
+
+// The cache's head count is static.
+func.func @qkv_decode_cache_dynamic_heads(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x?x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'key_cache' must have a static kv head count (dimension 2), got [2, 16, ?, 4]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x?x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x?x4xf32>)
+  return
+}
+
+// -----
+
+// A paged cache is [num_pages, page_size, kv_heads, head_dim].
+func.func @qkv_decode_paged_heads(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<8x4x1x4xf32>, %pos: tensor<2xi32>, %bt: tensor<2x4xi32>) {
+  // expected-error @+1 {{'key_cache' must have shape [num_pages, page_size, kv_heads, head_dim] = [?, ?, 2, 4], got [8, 4, 1, 4]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<8x4x1x4xf32>, tensor<2xi32>, tensor<2x4xi32>)
+      -> (tensor<2x1x16xf32>, tensor<8x4x1x4xf32>)
+  return
+}
+
+// -----
+
+// A block table lists the pages of each sequence.
+func.func @qkv_decode_block_table_rank(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<8x4x2x4xf32>, %pos: tensor<2xi32>, %bt: tensor<8xi32>) {
+  // expected-error @+1 {{'block_table' must be a rank-2 tensor [batch, pages_per_sequence], got rank 1}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<8x4x2x4xf32>, tensor<2xi32>, tensor<8xi32>)
+      -> (tensor<2x1x16xf32>, tensor<8x4x2x4xf32>)
+  return
+}
+
+// -----
+
+// A block table has a row per sequence.
+func.func @qkv_decode_block_table_batch(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<8x4x2x4xf32>, %pos: tensor<2xi32>, %bt: tensor<3x4xi32>) {
+  // expected-error @+1 {{'block_table' must have shape [batch, pages_per_sequence] = [2, ?], got [3, 4]}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<8x4x2x4xf32>, tensor<2xi32>, tensor<3x4xi32>)
+      -> (tensor<2x1x16xf32>, tensor<8x4x2x4xf32>)
+  return
+}
+
+// -----
+
+// The updated cache has the cache's type.
+func.func @qkv_decode_cache_result_type(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{result 'key_cache' must have the type 'tensor<2x16x2x4xf32>' of 'key_cache', got 'tensor<2x?x2x4xf32>'}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x?x2x4xf32>)
+  return
+}
+
+// -----
+
+// Key and value caches have one type.
+func.func @qkv_decode_value_cache_type(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xf32>, %vc: tensor<2x8x2x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'value_cache' must have the type 'tensor<2x16x2x4xf32>' of 'key_cache', got 'tensor<2x8x2x4xf32>'}}
+  %r0, %r1, %r2 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo) cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// The cache holds the layer's element type.
+func.func @qkv_decode_cache_element_type(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kc: tensor<2x16x2x4xbf16>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'key_cache' has element type 'bf16', expected 'f32' (the element type of 'input')}}
+  %r0, %r1 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x16x2x4xbf16>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x2x4xbf16>)
+  return
+}
+
+// -----
+
+// The conv state holds the last P pre-conv vectors.
+func.func @cca_decode_conv_state_shape(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x1x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'conv_state' must have shape [batch, (k0 - 1) + (k1 - 1), (num_heads + num_kv_heads) * head_dim] = [2, 2, 12], got [2, 1, 12]}}
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x1x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x1x12xf32>, tensor<2x1x2xf32>)
+  return
+}
+
+// -----
+
+// value_shift keeps the previous token's value half.
+func.func @cca_decode_missing_shift_state(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{value_shift needs the previous token's value half: 'shift_state' is missing}}
+  %r0, %r1, %r2, %r3 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>)
+  return
+}
+
+// -----
+
+// Without value_shift there is no shift state.
+func.func @cca_decode_stray_shift_state(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<4x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'shift_state' is given but value_shift is not set}}
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>)
+  return
+}
+
+// -----
+
+// The shift state is one value half per sequence.
+func.func @cca_decode_shift_state_shape(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'shift_state' must have shape [batch, 1, num_kv_heads * head_dim / 2] = [2, 1, 2], got [2, 1, 4]}}
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x4xf32>)
+  return
+}
+
+// -----
+
+// The shift state comes back updated.
+func.func @cca_decode_missing_shift_result(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{the updated shift state is returned exactly when a shift state is given}}
+  %r0, %r1, %r2, %r3 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>)
+  return
+}
+
+// -----
+
+// The updated conv state has the state's type.
+func.func @cca_decode_conv_state_result(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{result 'conv_state' must have the type 'tensor<2x2x12xf32>' of 'conv_state', got 'tensor<2x2x12xbf16>'}}
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xbf16>, tensor<2x1x2xf32>)
+  return
+}
+
+// -----
+
+// The layer parameters are checked as for attn.cca.
+func.func @cca_decode_missing_wv_prev(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>, %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>, %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>, %kc: tensor<2x16x1x4xf32>, %vc: tensor<2x16x1x4xf32>, %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{value_shift needs the previous-token projection 'wv_prev'}}
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x16x1x4xf32>, tensor<2x16x1x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2xf32>)
+  return
+}
+
+// -----
+
+// New rows are [batch, T, kv_heads, head_dim].
+func.func @cache_update_rows_rank(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x8xf32>, %p: tensor<2xi32>) {
+  // expected-error @+1 {{'new_rows' must be a rank-4 tensor [batch, T, kv_heads, head_dim], got rank 3}}
+  %0 = attn.cache_update %c, %k positions(%p) : (tensor<2x16x2x4xf32>, tensor<2x1x8xf32>, tensor<2xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// New rows match the cache's heads and head dim.
+func.func @cache_update_heads(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x1x4xf32>, %p: tensor<2xi32>) {
+  // expected-error @+1 {{'cache' must have shape [batch, capacity, kv_heads, head_dim] = [2, ?, 1, 4], got [2, 16, 2, 4]}}
+  %0 = attn.cache_update %c, %k positions(%p) : (tensor<2x16x2x4xf32>, tensor<2x1x1x4xf32>, tensor<2xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// Positions are one per sequence.
+func.func @cache_update_positions(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x2x4xf32>, %p: tensor<1xi32>) {
+  // expected-error @+1 {{'positions' must have shape [batch] = [2], got [1]}}
+  %0 = attn.cache_update %c, %k positions(%p) : (tensor<2x16x2x4xf32>, tensor<2x1x2x4xf32>, tensor<1xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// Lengths are one per sequence.
+func.func @cache_update_lengths_rank(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x2x4xf32>, %p: tensor<2xi32>, %l: tensor<2x1xi32>) {
+  // expected-error @+1 {{'lengths' must be a rank-1 tensor [batch], got rank 2}}
+  %0 = attn.cache_update %c, %k positions(%p) lengths(%l) : (tensor<2x16x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2xi32>, tensor<2x1xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// Rows and cache share an element type.
+func.func @cache_update_element_type(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x2x4xbf16>, %p: tensor<2xi32>) {
+  // expected-error @+1 {{'new_rows' has element type 'bf16', expected 'f32' (the element type of 'cache')}}
+  %0 = attn.cache_update %c, %k positions(%p) : (tensor<2x16x2x4xf32>, tensor<2x1x2x4xbf16>, tensor<2xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// The result is the updated cache.
+func.func @cache_update_result_type(%c: tensor<2x16x2x4xf32>, %k: tensor<2x1x2x4xf32>, %p: tensor<2xi32>) {
+  // expected-error @+1 {{all of {cache, result} have same type}}
+  %0 = attn.cache_update %c, %k positions(%p) : (tensor<2x16x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2xi32>) -> tensor<2x?x2x4xf32>
+  return
+}
+
+// -----
+
+// The view holds pages_per_sequence * page_size rows.
+func.func @cache_gather_result(%c: tensor<8x4x2x4xf32>, %bt: tensor<2x4xi32>) {
+  // expected-error @+1 {{'result' must have shape [batch, pages_per_sequence * page_size, kv_heads, head_dim] = [2, 16, 2, 4], got [2, 12, 2, 4]}}
+  %0 = attn.cache_gather %c block_table(%bt) : (tensor<8x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x12x2x4xf32>
+  return
+}
+
+// -----
+
+// A paged cache is [num_pages, page_size, kv_heads, head_dim].
+func.func @cache_gather_cache_rank(%c: tensor<8x4x8xf32>, %bt: tensor<2x4xi32>) {
+  // expected-error @+1 {{'cache' must be a rank-4 tensor [num_pages, page_size, kv_heads, head_dim], got rank 3}}
+  %0 = attn.cache_gather %c block_table(%bt) : (tensor<8x4x8xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// A block table lists the pages of each sequence.
+func.func @cache_gather_table_rank(%c: tensor<8x4x2x4xf32>, %bt: tensor<8xi32>) {
+  // expected-error @+1 {{'block_table' must be a rank-2 tensor [batch, pages_per_sequence], got rank 1}}
+  %0 = attn.cache_gather %c block_table(%bt) : (tensor<8x4x2x4xf32>, tensor<8xi32>) -> tensor<2x16x2x4xf32>
+  return
+}
+
+// -----
+
+// The view has the cache's element type.
+func.func @cache_gather_element_type(%c: tensor<8x4x2x4xf32>, %bt: tensor<2x4xi32>) {
+  // expected-error @+1 {{'result' has element type 'bf16', expected 'f32' (the element type of 'cache')}}
+  %0 = attn.cache_gather %c block_table(%bt) : (tensor<8x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xbf16>
+  return
+}
+
+// -----
+
+// A state is [batch, P, channels].
+func.func @state_update_rank(%s: tensor<2x12xf32>, %u: tensor<2x1x12xf32>) {
+  // expected-error @+1 {{'state' must be a rank-3 tensor [batch, P, channels], got rank 2}}
+  %0 = attn.state_update %s, %u : (tensor<2x12xf32>, tensor<2x1x12xf32>) -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+// The number of state rows is static.
+func.func @state_update_dynamic_rows(%s: tensor<2x?x12xf32>, %u: tensor<2x1x12xf32>) {
+  // expected-error @+1 {{'state' must have a static row count P (dimension 1), got [2, ?, 12]}}
+  %0 = attn.state_update %s, %u : (tensor<2x?x12xf32>, tensor<2x1x12xf32>) -> tensor<2x?x12xf32>
+  return
+}
+
+// -----
+
+// New rows have the state's channels.
+func.func @state_update_channels(%s: tensor<2x2x12xf32>, %u: tensor<2x1x8xf32>) {
+  // expected-error @+1 {{'new_rows' must have shape [batch, T, channels] = [2, ?, 12], got [2, 1, 8]}}
+  %0 = attn.state_update %s, %u : (tensor<2x2x12xf32>, tensor<2x1x8xf32>) -> tensor<2x2x12xf32>
+  return
+}
+
+// -----
+
+// Lengths are one per sequence.
+func.func @state_update_lengths(%s: tensor<2x2x12xf32>, %u: tensor<2x1x12xf32>, %l: tensor<3xi64>) {
+  // expected-error @+1 {{'lengths' must have shape [batch] = [2], got [3]}}
+  %0 = attn.state_update %s, %u lengths(%l) : (tensor<2x2x12xf32>, tensor<2x1x12xf32>, tensor<3xi64>) -> tensor<2x2x12xf32>
+  return
+}
+
+// -----
+
+// New rows have the state's element type.
+func.func @state_update_element_type(%s: tensor<2x2x12xf32>, %u: tensor<2x1x12xf16>) {
+  // expected-error @+1 {{'new_rows' has element type 'f16', expected 'f32' (the element type of 'state')}}
+  %0 = attn.state_update %s, %u : (tensor<2x2x12xf32>, tensor<2x1x12xf16>) -> tensor<2x2x12xf32>
+  return
+}
+
+// -----
+
+// RoPE positions are one per sequence.
+func.func @rope_positions_batch(%q: tensor<2x1x4x8xf32>, %p: tensor<3xi32>) {
+  // expected-error @+1 {{'positions' must have shape [batch] = [2], got [3]}}
+  %0 = attn.rope %q positions(%p : tensor<3xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<2x1x4x8xf32>
+  return
+}
+
+// -----
+
+// RoPE positions are one per sequence.
+func.func @rope_positions_rank(%q: tensor<2x1x4x8xf32>, %p: tensor<i32>) {
+  // expected-error @+1 {{'positions' must be a rank-1 tensor [batch], got rank 0}}
+  %0 = attn.rope %q positions(%p : tensor<i32>) {rope = #attn.rope<theta = 10000.0>} : tensor<2x1x4x8xf32>
+  return
+}
+
+// -----
+
+// Query positions are one per sequence.
+func.func @sdpa_positions_batch(%q: tensor<2x1x4x8xf32>, %k: tensor<2x16x2x8xf32>, %p: tensor<4xi32>) {
+  // expected-error @+1 {{'positions' must have shape [batch] = [2], got [4]}}
+  %0 = attn.sdpa %q, %k, %k positions(%p) {causal} : (tensor<2x1x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<4xi32>) -> tensor<2x1x4x8xf32>
+  return
+}
+
+// -----
+
+// The shift state is one row per sequence.
+func.func @value_shift_state_shape(%c: tensor<2x3x4xf32>, %p: tensor<2x3x4xf32>, %s: tensor<2x2x4xf32>) {
+  // expected-error @+1 {{'state' must have shape [batch, 1, channels] = [2, 1, 4], got [2, 2, 4]}}
+  %0 = attn.value_shift %c, %p state(%s) : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x2x4xf32>) -> tensor<2x3x8xf32>
+  return
 }

@@ -500,3 +500,106 @@ func.func @rope_float_printing(%q: tensor<1x2x2x8xf32>) -> tensor<1x2x2x8xf32> {
   %t = attn.rope %s {rope = #attn.rope<theta = 500000.0>} : tensor<1x2x2x8xf32>
   return %t : tensor<1x2x2x8xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// KV cache and decode ops
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @qkv_decode_none_contiguous
+// CHECK: attn.qkv_decode <none> %{{.*}} wq(%{{.*}}) wk(%{{.*}}) wv(%{{.*}}) wo(%{{.*}}) cache(%{{.*}}, %{{.*}}) positions(%{{.*}}) {head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, window = 8 : i64}
+func.func @qkv_decode_none_contiguous(%x: tensor<2x1x16xf32>,
+    %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+    %wo: tensor<16x16xf32>, %kc: tensor<2x32x2x4xf32>,
+    %vc: tensor<2x32x2x4xf32>, %pos: tensor<2xi32>)
+    -> (tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>) {
+  %y, %k2, %v2 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       window = 8 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x32x2x4xf32>,
+         tensor<2x32x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>)
+  return %y, %k2, %v2
+      : tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>
+}
+
+// CHECK-LABEL: func.func @qkv_decode_kv_paged
+// CHECK: attn.qkv_decode <kv> %{{.*}} wq(%{{.*}}) wk(%{{.*}}) wo(%{{.*}}) bk(%{{.*}}) cache(%{{.*}}) positions(%{{.*}}) lengths(%{{.*}}) block_table(%{{.*}}) {{.*}}rope = #attn.rope<theta = 10000.0>
+func.func @qkv_decode_kv_paged(%x: tensor<?x?x16xbf16>,
+    %wq: tensor<16x16xbf16>, %wk: tensor<8x16xbf16>, %bk: tensor<8xbf16>,
+    %wo: tensor<16x16xbf16>, %kv: tensor<?x16x2x4xbf16>, %pos: tensor<?xi64>,
+    %len: tensor<?xi64>, %bt: tensor<?x?xi32>)
+    -> (tensor<?x?x16xbf16>, tensor<?x16x2x4xbf16>) {
+  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) bk(%bk)
+      cache(%kv) positions(%pos) lengths(%len) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x?x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>,
+         tensor<16x16xbf16>, tensor<8xbf16>, tensor<?x16x2x4xbf16>,
+         tensor<?xi64>, tensor<?xi64>, tensor<?x?xi32>)
+      -> (tensor<?x?x16xbf16>, tensor<?x16x2x4xbf16>)
+  return %y, %kv2 : tensor<?x?x16xbf16>, tensor<?x16x2x4xbf16>
+}
+
+// CCGQA: Hq 2, Hk 1, d 4 -> Lq 8, Lk 4, C 12, P 2.
+// CHECK-LABEL: func.func @cca_decode
+// CHECK: attn.cca_decode %{{.*}} wq(%{{.*}}) wk(%{{.*}}) wv(%{{.*}}) wv_prev(%{{.*}}) conv_dw(%{{.*}}, %{{.*}}) conv_g(%{{.*}}, %{{.*}}) temp(%{{.*}}) wo(%{{.*}}) cache(%{{.*}}, %{{.*}}) conv_state(%{{.*}}) shift_state(%{{.*}}) positions(%{{.*}}) {conv_kernel_sizes = array<i64: 2, 2>, {{.*}}qk_mean, {{.*}}temperature = #attn.temperature<clamped>, value_shift}
+func.func @cca_decode(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>,
+    %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>,
+    %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>,
+    %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>,
+    %kc: tensor<2x64x1x4xf32>, %vc: tensor<2x64x1x4xf32>,
+    %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>)
+    -> (tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>) {
+  %y, %k2, %v2, %c2, %s2 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv)
+      wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       temperature = #attn.temperature<clamped>}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>,
+         tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>,
+         tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>,
+         tensor<16x8xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+         tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+          tensor<2x2x12xf32>, tensor<2x1x2xf32>)
+  return %y, %k2, %v2, %c2, %s2
+      : tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>
+}
+
+// CHECK-LABEL: func.func @cache_primitives
+// CHECK: attn.cache_update %{{.*}}, %{{.*}} positions(%{{.*}}) lengths(%{{.*}}) block_table(%{{.*}}) : (tensor<9x4x2x4xf32>, tensor<2x?x2x4xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2x4xi32>) -> tensor<9x4x2x4xf32>
+// CHECK: attn.cache_gather %{{.*}} block_table(%{{.*}}) : (tensor<9x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xf32>
+// CHECK: attn.state_update %{{.*}}, %{{.*}} lengths(%{{.*}}) : (tensor<2x2x12xf32>, tensor<2x?x12xf32>, tensor<2xi32>) -> tensor<2x2x12xf32>
+// CHECK: attn.rope %{{.*}} positions(%{{.*}} : tensor<2xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<2x?x4x4xf32>
+// CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} positions(%{{.*}}) {causal} : (tensor<2x?x4x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2xi32>) -> tensor<2x?x4x4xf32>
+// CHECK: attn.value_shift %{{.*}}, %{{.*}} state(%{{.*}}) : (tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x1x2xf32>) -> tensor<2x?x4xf32>
+func.func @cache_primitives(%cache: tensor<9x4x2x4xf32>,
+    %k: tensor<2x?x2x4xf32>, %pos: tensor<2xi32>, %len: tensor<2xi32>,
+    %bt: tensor<2x4xi32>, %s: tensor<2x2x12xf32>, %u: tensor<2x?x12xf32>,
+    %q: tensor<2x?x4x4xf32>, %cur: tensor<2x?x2xf32>,
+    %prev: tensor<2x?x2xf32>, %vs: tensor<2x1x2xf32>)
+    -> (tensor<2x?x4x4xf32>, tensor<2x2x12xf32>, tensor<2x?x4xf32>) {
+  %c2 = attn.cache_update %cache, %k positions(%pos) lengths(%len)
+      block_table(%bt)
+      : (tensor<9x4x2x4xf32>, tensor<2x?x2x4xf32>, tensor<2xi32>,
+         tensor<2xi32>, tensor<2x4xi32>) -> tensor<9x4x2x4xf32>
+  %view = attn.cache_gather %c2 block_table(%bt)
+      : (tensor<9x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xf32>
+  %s2 = attn.state_update %s, %u lengths(%len)
+      : (tensor<2x2x12xf32>, tensor<2x?x12xf32>, tensor<2xi32>)
+      -> tensor<2x2x12xf32>
+  %qr = attn.rope %q positions(%pos : tensor<2xi32>)
+      {rope = #attn.rope<theta = 10000.0>} : tensor<2x?x4x4xf32>
+  %o = attn.sdpa %qr, %view, %view positions(%pos) {causal}
+      : (tensor<2x?x4x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>,
+         tensor<2xi32>) -> tensor<2x?x4x4xf32>
+  %v = attn.value_shift %cur, %prev state(%vs)
+      : (tensor<2x?x2xf32>, tensor<2x?x2xf32>, tensor<2x1x2xf32>)
+      -> tensor<2x?x4xf32>
+  return %o, %s2, %v : tensor<2x?x4x4xf32>, tensor<2x2x12xf32>, tensor<2x?x4xf32>
+}

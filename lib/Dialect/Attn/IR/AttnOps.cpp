@@ -89,9 +89,8 @@ static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
 
 /// Checks that a static dimension of `value` is known: the op needs it to
 /// derive the other shapes.
-static LogicalResult verifyStaticDim(Operation *op, StringRef name,
-                                     Value value, int64_t dim,
-                                     StringRef dimName) {
+static LogicalResult verifyStaticDim(Operation *op, StringRef name, Value value,
+                                     int64_t dim, StringRef dimName) {
   auto type = cast<RankedTensorType>(value.getType());
   if (!type.isDynamicDim(dim))
     return success();
@@ -110,17 +109,18 @@ static LogicalResult verifyRank(Operation *op, StringRef name, Value value,
                            << type.getRank();
 }
 
-/// Checks that every operand and result has the element type of the first
-/// operand.
+/// Checks that every float operand and result has the element type of the
+/// first operand. Integer operands (positions) are typed by their ODS
+/// constraints and are not named in `operandNames`; they come last.
 static LogicalResult verifySameElementType(Operation *op,
                                            ArrayRef<StringRef> operandNames) {
   Type expected = getElementTypeOrSelf(op->getOperand(0).getType());
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Type actual = getElementTypeOrSelf(operand.getType());
-    if (actual == expected)
+    if (actual == expected || isa<IntegerType>(actual))
       continue;
-    StringRef name =
-        index < operandNames.size() ? operandNames[index] : StringRef("operand");
+    StringRef name = index < operandNames.size() ? operandNames[index]
+                                                 : StringRef("operand");
     return op->emitOpError()
            << "'" << name << "' has element type " << actual << ", expected "
            << expected << " (the element type of '" << operandNames[0] << "')";
@@ -128,9 +128,8 @@ static LogicalResult verifySameElementType(Operation *op,
   for (Value result : op->getResults()) {
     Type actual = getElementTypeOrSelf(result.getType());
     if (actual != expected)
-      return op->emitOpError()
-             << "result has element type " << actual << ", expected "
-             << expected;
+      return op->emitOpError() << "result has element type " << actual
+                               << ", expected " << expected;
   }
   return success();
 }
@@ -144,7 +143,8 @@ static LogicalResult verifyHeads(Operation *op, int64_t numHeads,
   return success();
 }
 
-static LogicalResult verifyWindow(Operation *op, std::optional<int64_t> window) {
+static LogicalResult verifyWindow(Operation *op,
+                                  std::optional<int64_t> window) {
   if (window && *window <= 0)
     return op->emitOpError()
            << "window must be a positive number of keys, got " << *window;
@@ -161,8 +161,7 @@ static LogicalResult verifyScale(Operation *op, FloatAttr scaleAttr) {
   return success();
 }
 
-static LogicalResult verifyRope(Operation *op, RopeAttr rope,
-                                int64_t headDim) {
+static LogicalResult verifyRope(Operation *op, RopeAttr rope, int64_t headDim) {
   if (!rope)
     return success();
   FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
@@ -178,9 +177,9 @@ static LogicalResult verifyRope(Operation *op, RopeAttr rope,
 }
 
 /// Shared check of the `[S, T]` or `[num_heads, S, T]` additive logit bias.
-static LogicalResult verifyLogitBias(Operation *op, StringRef name,
-                                     Value bias, int64_t numHeads,
-                                     int64_t queries, int64_t keys) {
+static LogicalResult verifyLogitBias(Operation *op, StringRef name, Value bias,
+                                     int64_t numHeads, int64_t queries,
+                                     int64_t keys) {
   if (!bias)
     return success();
   auto rank = cast<RankedTensorType>(bias.getType()).getRank();
@@ -196,6 +195,78 @@ static LogicalResult verifyLogitBias(Operation *op, StringRef name,
 
 static int64_t dimOf(Value value, int64_t dim) {
   return cast<RankedTensorType>(value.getType()).getDimSize(dim);
+}
+
+/// Checks that the named float `values` share the element type of the
+/// first one (integer operands such as positions are not listed).
+static LogicalResult
+verifyFloatElementTypes(Operation *op,
+                        ArrayRef<std::pair<StringRef, Value>> values) {
+  Type expected = getElementTypeOrSelf(values.front().second.getType());
+  for (auto [name, value] : values) {
+    if (!value)
+      continue;
+    Type actual = getElementTypeOrSelf(value.getType());
+    if (actual != expected)
+      return op->emitOpError()
+             << "'" << name << "' has element type " << actual << ", expected "
+             << expected << " (the element type of '" << values.front().first
+             << "')";
+  }
+  return success();
+}
+
+/// Checks an optional `[batch]` integer operand (positions, lengths).
+static LogicalResult verifyPerSequence(Operation *op, StringRef name,
+                                       Value value, int64_t batch) {
+  if (!value)
+    return success();
+  return verifyShape(op, name, value, {{batch, "batch"}});
+}
+
+/// Checks a KV cache `[batch, capacity, kv_heads, head_dim]`, or, with a
+/// block table `[batch, pages_per_sequence]`, a paged cache `[num_pages,
+/// page_size, kv_heads, head_dim]`.
+static LogicalResult verifyCache(Operation *op, StringRef name, Value cache,
+                                 Value blockTable, int64_t batch,
+                                 int64_t numKvHeads, int64_t headDim) {
+  if (failed(verifyRank(op, name, cache, 4,
+                        blockTable
+                            ? "[num_pages, page_size, kv_heads, head_dim]"
+                            : "[batch, capacity, kv_heads, head_dim]")))
+    return failure();
+  if (blockTable)
+    return failure(
+        failed(verifyShape(op, name, cache,
+                           {{ShapedType::kDynamic, "num_pages"},
+                            {ShapedType::kDynamic, "page_size"},
+                            {numKvHeads, "kv_heads"},
+                            {headDim, "head_dim"}},
+                           /*requireStatic=*/false)) ||
+        failed(verifyStaticDim(op, name, cache, 2, "kv head count")) ||
+        failed(verifyStaticDim(op, name, cache, 3, "head dim")) ||
+        failed(verifyShape(
+            op, "block_table", blockTable,
+            {{batch, "batch"}, {ShapedType::kDynamic, "pages_per_sequence"}})));
+  return failure(failed(verifyShape(op, name, cache,
+                                    {{batch, "batch"},
+                                     {ShapedType::kDynamic, "capacity"},
+                                     {numKvHeads, "kv_heads"},
+                                     {headDim, "head_dim"}})) ||
+                 failed(verifyStaticDim(op, name, cache, 2, "kv head count")) ||
+                 failed(verifyStaticDim(op, name, cache, 3, "head dim")));
+}
+
+/// Checks that a result has exactly the type of the operand it updates.
+static LogicalResult verifyUpdatedType(Operation *op, StringRef resultName,
+                                       Value result, StringRef operandName,
+                                       Value operand) {
+  if (result.getType() == operand.getType())
+    return success();
+  return op->emitOpError() << "result '" << resultName
+                           << "' must have the type " << operand.getType()
+                           << " of '" << operandName << "', got "
+                           << result.getType();
 }
 
 /// Verifies a `[batch, seq, E]` layer input, its static width, and a result
@@ -215,77 +286,95 @@ static LogicalResult verifyLayerInputAndResult(Operation *op, Value input,
 // QKVAttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult QKVAttentionOp::verify() {
-  Operation *op = getOperation();
-  if (failed(verifyLayerInputAndResult(op, getInput(), getResult())))
-    return failure();
-  int64_t numHeads = getNumHeads(), numKvHeads = getNumKvHeads();
-  int64_t headDim = getHeadDim(), width = dimOf(getInput(), 2);
-  int64_t seq = dimOf(getInput(), 1);
-  if (failed(verifyHeads(op, numHeads, numKvHeads)))
+/// The checks `attn.qkv_attention` and `attn.qkv_decode` share: heads, the
+/// projections the sharing mode needs, and their shapes.
+template <typename SharingOp>
+static LogicalResult verifySharedProjections(SharingOp op) {
+  Operation *operation = op.getOperation();
+  int64_t numHeads = op.getNumHeads(), numKvHeads = op.getNumKvHeads();
+  int64_t headDim = op.getHeadDim(), width = dimOf(op.getInput(), 2);
+  if (failed(verifyHeads(operation, numHeads, numKvHeads)))
     return failure();
 
-  StringRef mode = stringifySharingMode(getSharing());
-  bool needsQuery = !sharesQueryKey();
-  bool needsValue = !sharesKeyValue();
-  if (needsQuery && !getWq())
-    return emitOpError() << "sharing mode '" << mode
-                         << "' needs a query projection 'wq'";
-  if (!needsQuery && getWq())
-    return emitOpError() << "sharing mode '" << mode
-                         << "' uses the key projection as the query; 'wq' "
-                            "must be absent";
-  if (needsValue && !getWv())
-    return emitOpError() << "sharing mode '" << mode
-                         << "' needs a value projection 'wv'";
-  if (!needsValue && getWv())
-    return emitOpError() << "sharing mode '" << mode
-                         << "' uses the key projection as the value; 'wv' "
-                            "must be absent";
-  if (sharesQueryKey() && numHeads != numKvHeads)
-    return emitOpError() << "sharing mode '" << mode
-                         << "' uses the key as the query, so num_heads ("
-                         << numHeads << ") must equal num_kv_heads ("
-                         << numKvHeads << ")";
-  if (getBq() && !getWq())
-    return emitOpError() << "'bq' is given without a query projection 'wq'";
-  if (getBv() && !getWv())
-    return emitOpError() << "'bv' is given without a value projection 'wv'";
+  StringRef mode = stringifySharingMode(op.getSharing());
+  bool needsQuery = !op.sharesQueryKey();
+  bool needsValue = !op.sharesKeyValue();
+  if (needsQuery && !op.getWq())
+    return op.emitOpError()
+           << "sharing mode '" << mode << "' needs a query projection 'wq'";
+  if (!needsQuery && op.getWq())
+    return op.emitOpError() << "sharing mode '" << mode
+                            << "' uses the key projection as the query; 'wq' "
+                               "must be absent";
+  if (needsValue && !op.getWv())
+    return op.emitOpError()
+           << "sharing mode '" << mode << "' needs a value projection 'wv'";
+  if (!needsValue && op.getWv())
+    return op.emitOpError() << "sharing mode '" << mode
+                            << "' uses the key projection as the value; 'wv' "
+                               "must be absent";
+  if (op.sharesQueryKey() && numHeads != numKvHeads)
+    return op.emitOpError()
+           << "sharing mode '" << mode
+           << "' uses the key as the query, so num_heads (" << numHeads
+           << ") must equal num_kv_heads (" << numKvHeads << ")";
+  if (op.getBq() && !op.getWq())
+    return op.emitOpError() << "'bq' is given without a query projection 'wq'";
+  if (op.getBv() && !op.getWv())
+    return op.emitOpError() << "'bv' is given without a value projection 'wv'";
 
   // Weights and biases have static shapes: widths are static.
   auto verifyParam = [&](StringRef name, Value value,
                          ArrayRef<ExpectedDim> expected) {
-    return verifyShape(op, name, value, expected, /*requireStatic=*/true);
+    return verifyShape(operation, name, value, expected,
+                       /*requireStatic=*/true);
   };
   int64_t queryWidth = numHeads * headDim, keyWidth = numKvHeads * headDim;
   ExpectedDim modelDim{width, "E"};
   ExpectedDim queryDim{queryWidth, "num_heads * head_dim"};
   ExpectedDim keyDim{keyWidth, "num_kv_heads * head_dim"};
-  if ((getWq() && failed(verifyParam("wq", getWq(), {queryDim, modelDim}))) ||
-      failed(verifyParam("wk", getWk(), {keyDim, modelDim})) ||
-      (getWv() && failed(verifyParam("wv", getWv(), {keyDim, modelDim}))) ||
-      failed(verifyParam("wo", getWo(), {modelDim, queryDim})) ||
-      (getBq() && failed(verifyParam("bq", getBq(), {queryDim}))) ||
-      (getBk() && failed(verifyParam("bk", getBk(), {keyDim}))) ||
-      (getBv() && failed(verifyParam("bv", getBv(), {keyDim}))) ||
-      (getBo() && failed(verifyParam("bo", getBo(), {modelDim}))))
+  if ((op.getWq() &&
+       failed(verifyParam("wq", op.getWq(), {queryDim, modelDim}))) ||
+      failed(verifyParam("wk", op.getWk(), {keyDim, modelDim})) ||
+      (op.getWv() &&
+       failed(verifyParam("wv", op.getWv(), {keyDim, modelDim}))) ||
+      failed(verifyParam("wo", op.getWo(), {modelDim, queryDim})) ||
+      (op.getBq() && failed(verifyParam("bq", op.getBq(), {queryDim}))) ||
+      (op.getBk() && failed(verifyParam("bk", op.getBk(), {keyDim}))) ||
+      (op.getBv() && failed(verifyParam("bv", op.getBv(), {keyDim}))) ||
+      (op.getBo() && failed(verifyParam("bo", op.getBo(), {modelDim}))))
     return failure();
-  if (failed(verifyLogitBias(op, "logit_bias", getLogitBias(), numHeads, seq,
-                             seq)) ||
-      failed(verifyWindow(op, getWindow())) ||
-      failed(verifyScale(op, getScaleAttr())) ||
-      failed(verifyRope(op, getRopeAttr(), headDim)))
-    return failure();
+  return failure(failed(verifyWindow(operation, op.getWindow())) ||
+                 failed(verifyScale(operation, op.getScaleAttr())) ||
+                 failed(verifyRope(operation, op.getRopeAttr(), headDim)));
+}
 
-  // Names of the present operands, in operand order.
-  StringRef operandNames[] = {"wq", "wk", "wv", "wo", "bq",
-                              "bk", "bv", "bo", "logit_bias"};
-  Value operands[] = {getWq(), getWk(), getWv(), getWo(),       getBq(),
-                      getBk(), getBv(), getBo(), getLogitBias()};
+/// Names of the present projection operands of a sharing op, in operand
+/// order, starting with "input".
+template <typename SharingOp>
+static SmallVector<StringRef> getProjectionOperandNames(SharingOp op) {
+  StringRef operandNames[] = {"wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo"};
+  Value operands[] = {op.getWq(), op.getWk(), op.getWv(), op.getWo(),
+                      op.getBq(), op.getBk(), op.getBv(), op.getBo()};
   SmallVector<StringRef> names = {"input"};
   for (auto [name, value] : llvm::zip_equal(operandNames, operands))
     if (value)
       names.push_back(name);
+  return names;
+}
+
+LogicalResult QKVAttentionOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyLayerInputAndResult(op, getInput(), getResult())) ||
+      failed(verifySharedProjections(*this)))
+    return failure();
+  int64_t seq = dimOf(getInput(), 1);
+  if (failed(verifyLogitBias(op, "logit_bias", getLogitBias(), getNumHeads(),
+                             seq, seq)))
+    return failure();
+  SmallVector<StringRef> names = getProjectionOperandNames(*this);
+  if (getLogitBias())
+    names.push_back("logit_bias");
   return verifySameElementType(op, names);
 }
 
@@ -333,8 +422,7 @@ static LogicalResult verifyCCAParameters(CCALikeOp op, int64_t modelWidth) {
       return op.emitOpError()
              << "value_shift needs the previous-token projection 'wv_prev'";
   } else if (op.getWvPrev()) {
-    return op.emitOpError()
-           << "'wv_prev' is given but value_shift is not set";
+    return op.emitOpError() << "'wv_prev' is given but value_shift is not set";
   }
   ExpectedDim valueDim =
       op.getValueShift()
@@ -349,17 +437,16 @@ static LogicalResult verifyCCAParameters(CCALikeOp op, int64_t modelWidth) {
       failed(verifyParam("conv_dw_weight", op.getConvDwWeight(),
                          {channelDim, {1, "1"}, {kernels[0], "k0"}})) ||
       failed(verifyParam("conv_dw_bias", op.getConvDwBias(), {channelDim})) ||
-      failed(verifyParam("conv_g_weight", op.getConvGWeight(),
-                         {channelDim, {headDim, "head_dim"},
-                          {kernels[1], "k1"}})) ||
+      failed(verifyParam(
+          "conv_g_weight", op.getConvGWeight(),
+          {channelDim, {headDim, "head_dim"}, {kernels[1], "k1"}})) ||
       failed(verifyParam("conv_g_bias", op.getConvGBias(), {channelDim})) ||
-      failed(verifyParam("temp", op.getTemp(),
-                         {{numKvHeads, "num_kv_heads"}})))
+      failed(verifyParam("temp", op.getTemp(), {{numKvHeads, "num_kv_heads"}})))
     return failure();
 
   if (!(op.getEps().convertToDouble() > 0.0))
-    return op.emitOpError() << "eps must be positive, got "
-                            << op.getEps().convertToDouble();
+    return op.emitOpError()
+           << "eps must be positive, got " << op.getEps().convertToDouble();
   return verifyRope(operation, op.getRopeAttr(), headDim);
 }
 
@@ -383,10 +470,10 @@ LogicalResult CCAOp::verify() {
     return failure();
   int64_t width = dimOf(getInput(), 2);
   if (failed(verifyCCAParameters(*this, width)) ||
-      failed(verifyShape(op, "wo", getWo(),
-                         {{width, "E"},
-                          {getQueryLatentDim(), "num_heads * head_dim"}},
-                         /*requireStatic=*/true)) ||
+      failed(verifyShape(
+          op, "wo", getWo(),
+          {{width, "E"}, {getQueryLatentDim(), "num_heads * head_dim"}},
+          /*requireStatic=*/true)) ||
       failed(verifyWindow(op, getWindow())))
     return failure();
   return verifySameElementType(op, getCCAOperandNames(*this, {"wo"}));
@@ -473,8 +560,8 @@ LogicalResult ProjectOp::verify() {
 
 LogicalResult CausalConv1DOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyRank(op, "input", getInput(), 3,
-                        "[batch, seq, channels]")) ||
+  if (failed(
+          verifyRank(op, "input", getInput(), 3, "[batch, seq, channels]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 2, "channel count")) ||
       failed(verifyRank(op, "weight", getWeight(), 3,
                         "[channels, channels / groups, kernel]")) ||
@@ -531,17 +618,17 @@ static LogicalResult verifyQueryKeyHeads(Operation *op, StringRef queryName,
                                          Value key, bool sameSeqAndDim) {
   if (failed(verifyRank(op, queryName, query, 4,
                         "[batch, seq, heads, head_dim]")) ||
-      failed(verifyRank(op, keyName, key, 4, "[batch, seq, heads, head_dim]")) ||
+      failed(
+          verifyRank(op, keyName, key, 4, "[batch, seq, heads, head_dim]")) ||
       failed(verifyStaticDim(op, queryName, query, 2, "head count")) ||
       failed(verifyStaticDim(op, keyName, key, 2, "head count")) ||
       failed(verifyStaticDim(op, queryName, query, 3, "head dim")))
     return failure();
   int64_t numHeads = dimOf(query, 2), numKvHeads = dimOf(key, 2);
   if (numKvHeads < 1 || numHeads % numKvHeads != 0)
-    return op->emitOpError()
-           << "the " << numHeads << " heads of '" << queryName
-           << "' must be a multiple of the " << numKvHeads << " heads of '"
-           << keyName << "'";
+    return op->emitOpError() << "the " << numHeads << " heads of '" << queryName
+                             << "' must be a multiple of the " << numKvHeads
+                             << " heads of '" << keyName << "'";
   return verifyShape(op, keyName, key,
                      {{dimOf(query, 0), "batch"},
                       {sameSeqAndDim ? dimOf(query, 1) : dimOf(key, 1),
@@ -552,8 +639,8 @@ static LogicalResult verifyQueryKeyHeads(Operation *op, StringRef queryName,
 
 LogicalResult QKMeanOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyQueryKeyHeads(op, "q_conv", getQConv(), "k_conv",
-                                 getKConv(), /*sameSeqAndDim=*/true)))
+  if (failed(verifyQueryKeyHeads(op, "q_conv", getQConv(), "k_conv", getKConv(),
+                                 /*sameSeqAndDim=*/true)))
     return failure();
   return verifySameElementType(op, {"q_conv", "k_conv", "q_raw", "k_raw"});
 }
@@ -562,8 +649,8 @@ LogicalResult QKNormOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyQueryKeyHeads(op, "q", getQ(), "k", getK(),
                                  /*sameSeqAndDim=*/true)) ||
-      failed(verifyShape(op, "temp", getTemp(),
-                         {{dimOf(getK(), 2), "kv_heads"}})))
+      failed(
+          verifyShape(op, "temp", getTemp(), {{dimOf(getK(), 2), "kv_heads"}})))
     return failure();
   if (!(getEps().convertToDouble() > 0.0))
     return emitOpError() << "eps must be positive, got "
@@ -579,14 +666,20 @@ LogicalResult ValueShiftOp::verify() {
     return failure();
   int64_t batch = dimOf(getCurrent(), 0), seq = dimOf(getCurrent(), 1);
   int64_t half = dimOf(getCurrent(), 2);
-  if (failed(verifyShape(op, "previous", getPrevious(),
-                         {{batch, "batch"}, {seq, "seq"}, {half, "channels"}})) ||
-      failed(verifyShape(op, "result", getResult(),
-                         {{batch, "batch"},
-                          {seq, "seq"},
-                          {2 * half, "2 * channels"}})))
+  if (failed(
+          verifyShape(op, "previous", getPrevious(),
+                      {{batch, "batch"}, {seq, "seq"}, {half, "channels"}})) ||
+      failed(verifyShape(
+          op, "result", getResult(),
+          {{batch, "batch"}, {seq, "seq"}, {2 * half, "2 * channels"}})) ||
+      (getState() &&
+       failed(verifyShape(op, "state", getState(),
+                          {{batch, "batch"}, {1, "1"}, {half, "channels"}}))))
     return failure();
-  return verifySameElementType(op, {"current", "previous"});
+  SmallVector<StringRef> names = {"current", "previous"};
+  if (getState())
+    names.push_back("state");
+  return verifySameElementType(op, names);
 }
 
 LogicalResult RoPEOp::verify() {
@@ -594,6 +687,11 @@ LogicalResult RoPEOp::verify() {
   if (failed(verifyRank(op, "input", getInput(), 4,
                         "[batch, seq, heads, head_dim]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 3, "head dim")))
+    return failure();
+  if (getPositions() &&
+      (failed(verifyRank(op, "positions", getPositions(), 1, "[batch]")) ||
+       failed(verifyPerSequence(op, "positions", getPositions(),
+                                dimOf(getInput(), 0)))))
     return failure();
   return verifyRope(op, getRope(), dimOf(getInput(), 3));
 }
@@ -634,8 +732,8 @@ static LogicalResult verifyAttention(AttentionOp op, Value value) {
                           {queries, "S"},
                           {numHeads, "num_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyLogitBias(operation, "bias", op.getBias(), numHeads,
-                             queries, keys)) ||
+      failed(verifyLogitBias(operation, "bias", op.getBias(), numHeads, queries,
+                             keys)) ||
       failed(verifyWindow(operation, op.getWindow())) ||
       failed(verifyScale(operation, op.getScaleAttr())))
     return failure();
@@ -647,7 +745,17 @@ static LogicalResult verifyAttention(AttentionOp op, Value value) {
   return verifySameElementType(operation, names);
 }
 
-LogicalResult SDPAOp::verify() { return verifyAttention(*this, getValue()); }
+LogicalResult SDPAOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyAttention(*this, getValue())))
+    return failure();
+  if (!getPositions())
+    return success();
+  return failure(
+      failed(verifyRank(op, "positions", getPositions(), 1, "[batch]")) ||
+      failed(verifyPerSequence(op, "positions", getPositions(),
+                               dimOf(getQuery(), 0))));
+}
 
 namespace {
 /// A window of at least T keys masks nothing: the distance between a query
@@ -681,8 +789,8 @@ LogicalResult FusedProjectionOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
-      failed(verifyRank(op, "weight", getWeight(), 2,
-                        "[heads * head_dim, E]")) ||
+      failed(
+          verifyRank(op, "weight", getWeight(), 2, "[heads * head_dim, E]")) ||
       failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")))
     return failure();
   int64_t headDim = getHeadDim(), outFeatures = dimOf(getWeight(), 0);
@@ -723,15 +831,15 @@ LogicalResult CCAPrologueOp::verify() {
   ExpectedDim batchDim{dimOf(getInput(), 0), "batch"};
   ExpectedDim seqDim{dimOf(getInput(), 1), "seq"};
   ExpectedDim headDim{static_cast<int64_t>(getHeadDim()), "head_dim"};
-  if (failed(verifyShape(op, "query", getQuery(),
-                         {batchDim, seqDim, {numHeads, "num_heads"},
-                          headDim})) ||
-      failed(verifyShape(op, "key", getKey(),
-                         {batchDim, seqDim, {numKvHeads, "num_kv_heads"},
-                          headDim})) ||
-      failed(verifyShape(op, "value", getValue(),
-                         {batchDim, seqDim, {numKvHeads, "num_kv_heads"},
-                          headDim})))
+  if (failed(
+          verifyShape(op, "query", getQuery(),
+                      {batchDim, seqDim, {numHeads, "num_heads"}, headDim})) ||
+      failed(verifyShape(
+          op, "key", getKey(),
+          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
+      failed(verifyShape(
+          op, "value", getValue(),
+          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})))
     return failure();
   return verifySameElementType(op, getCCAOperandNames(*this, {}));
 }
@@ -740,9 +848,215 @@ LogicalResult FlashAttentionOp::verify() {
   if (failed(verifyAttention(*this, getValueOrKey())))
     return failure();
   int64_t headDim = dimOf(getQuery(), 3);
-  return failure(failed(verifyRope(getOperation(), getQueryRopeAttr(),
-                                   headDim)) ||
-                 failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
+  return failure(
+      failed(verifyRope(getOperation(), getQueryRopeAttr(), headDim)) ||
+      failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache and decode ops
+//===----------------------------------------------------------------------===//
+
+/// The checks the decode layer ops share: the input, result, positions,
+/// lengths and the caches.
+template <typename DecodeOp>
+static LogicalResult verifyDecodeOperands(DecodeOp op, Value valueCache,
+                                          Value valueCacheOut) {
+  Operation *operation = op.getOperation();
+  if (failed(
+          verifyLayerInputAndResult(operation, op.getInput(), op.getResult())))
+    return failure();
+  int64_t batch = dimOf(op.getInput(), 0);
+  int64_t numKvHeads = op.getNumKvHeads(), headDim = op.getHeadDim();
+  if (failed(verifyRank(operation, "positions", op.getPositions(), 1,
+                        "[batch]")) ||
+      failed(verifyPerSequence(operation, "positions", op.getPositions(),
+                               batch)) ||
+      (op.getLengths() &&
+       (failed(
+            verifyRank(operation, "lengths", op.getLengths(), 1, "[batch]")) ||
+        failed(verifyPerSequence(operation, "lengths", op.getLengths(),
+                                 batch)))) ||
+      (op.getBlockTable() &&
+       failed(verifyRank(operation, "block_table", op.getBlockTable(), 2,
+                         "[batch, pages_per_sequence]"))) ||
+      failed(verifyCache(operation, "key_cache", op.getKeyCache(),
+                         op.getBlockTable(), batch, numKvHeads, headDim)) ||
+      failed(verifyUpdatedType(operation, "key_cache", op.getKeyCacheOut(),
+                               "key_cache", op.getKeyCache())))
+    return failure();
+  if (!valueCache)
+    return success();
+  if (valueCache.getType() != op.getKeyCache().getType())
+    return op.emitOpError()
+           << "'value_cache' must have the type " << op.getKeyCache().getType()
+           << " of 'key_cache', got " << valueCache.getType();
+  return verifyUpdatedType(operation, "value_cache", valueCacheOut,
+                           "value_cache", valueCache);
+}
+
+LogicalResult QKVDecodeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifySharedProjections(*this)))
+    return failure();
+  StringRef mode = stringifySharingMode(getSharing());
+  if (sharesKeyValue() && getValueCache())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' caches one tensor (the shared key/value); "
+                            "'cache' takes one operand, got two";
+  if (!sharesKeyValue() && !getValueCache())
+    return emitOpError() << "sharing mode '" << mode
+                         << "' caches keys and values; 'cache' takes two "
+                            "operands (key, value), got one";
+  if (static_cast<bool>(getValueCache()) !=
+      static_cast<bool>(getValueCacheOut()))
+    return emitOpError() << "the updated value cache is returned exactly when "
+                            "a value cache is given";
+  if (failed(verifyDecodeOperands(*this, getValueCache(), getValueCacheOut())))
+    return failure();
+  SmallVector<std::pair<StringRef, Value>> floats;
+  for (auto [name, value] : llvm::zip_equal(
+           getProjectionOperandNames(*this),
+           getOperands().take_front(getProjectionOperandNames(*this).size())))
+    floats.push_back({name, value});
+  floats.push_back({"key_cache", getKeyCache()});
+  floats.push_back({"value_cache", getValueCache()});
+  return verifyFloatElementTypes(op, floats);
+}
+
+LogicalResult CCADecodeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")))
+    return failure();
+  int64_t width = dimOf(getInput(), 2), batch = dimOf(getInput(), 0);
+  if (failed(verifyCCAParameters(*this, width)) ||
+      failed(verifyShape(
+          op, "wo", getWo(),
+          {{width, "E"}, {getQueryLatentDim(), "num_heads * head_dim"}},
+          /*requireStatic=*/true)) ||
+      failed(verifyWindow(op, getWindow())) ||
+      failed(verifyDecodeOperands(*this, getValueCache(), getValueCacheOut())))
+    return failure();
+
+  if (failed(verifyShape(
+          op, "conv_state", getConvState(),
+          {{batch, "batch"},
+           {getConvPadding(), "(k0 - 1) + (k1 - 1)"},
+           {getConvChannels(), "(num_heads + num_kv_heads) * head_dim"}})) ||
+      failed(verifyUpdatedType(op, "conv_state", getConvStateOut(),
+                               "conv_state", getConvState())))
+    return failure();
+  if (getValueShift() != static_cast<bool>(getShiftState()))
+    return emitOpError() << (getValueShift()
+                                 ? "value_shift needs the previous token's "
+                                   "value half: 'shift_state' is missing"
+                                 : "'shift_state' is given but value_shift "
+                                   "is not set");
+  if (static_cast<bool>(getShiftState()) !=
+      static_cast<bool>(getShiftStateOut()))
+    return emitOpError() << "the updated shift state is returned exactly when "
+                            "a shift state is given";
+  if (getShiftState() &&
+      (failed(verifyShape(
+           op, "shift_state", getShiftState(),
+           {{batch, "batch"},
+            {1, "1"},
+            {getKeyLatentDim() / 2, "num_kv_heads * head_dim / 2"}})) ||
+       failed(verifyUpdatedType(op, "shift_state", getShiftStateOut(),
+                                "shift_state", getShiftState()))))
+    return failure();
+
+  return verifyFloatElementTypes(op, {{"input", getInput()},
+                                      {"wq", getWq()},
+                                      {"wk", getWk()},
+                                      {"wv", getWv()},
+                                      {"wv_prev", getWvPrev()},
+                                      {"conv_dw_weight", getConvDwWeight()},
+                                      {"conv_dw_bias", getConvDwBias()},
+                                      {"conv_g_weight", getConvGWeight()},
+                                      {"conv_g_bias", getConvGBias()},
+                                      {"temp", getTemp()},
+                                      {"wo", getWo()},
+                                      {"key_cache", getKeyCache()},
+                                      {"value_cache", getValueCache()},
+                                      {"conv_state", getConvState()},
+                                      {"shift_state", getShiftState()}});
+}
+
+void QKVDecodeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<DropNoOpLayerRope<QKVDecodeOp>>(context);
+}
+
+void CCADecodeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<DropNoOpLayerRope<CCADecodeOp>>(context);
+}
+
+LogicalResult CacheUpdateOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "new_rows", getNewRows(), 4,
+                        "[batch, T, kv_heads, head_dim]")) ||
+      failed(
+          verifyStaticDim(op, "new_rows", getNewRows(), 2, "kv head count")) ||
+      failed(verifyStaticDim(op, "new_rows", getNewRows(), 3, "head dim")))
+    return failure();
+  int64_t batch = dimOf(getNewRows(), 0);
+  if (failed(verifyRank(op, "positions", getPositions(), 1, "[batch]")) ||
+      failed(verifyPerSequence(op, "positions", getPositions(), batch)) ||
+      (getLengths() &&
+       (failed(verifyRank(op, "lengths", getLengths(), 1, "[batch]")) ||
+        failed(verifyPerSequence(op, "lengths", getLengths(), batch)))) ||
+      (getBlockTable() &&
+       failed(verifyRank(op, "block_table", getBlockTable(), 2,
+                         "[batch, pages_per_sequence]"))) ||
+      failed(verifyCache(op, "cache", getCache(), getBlockTable(), batch,
+                         dimOf(getNewRows(), 2), dimOf(getNewRows(), 3))))
+    return failure();
+  return verifyFloatElementTypes(
+      op, {{"cache", getCache()}, {"new_rows", getNewRows()}});
+}
+
+LogicalResult CacheGatherOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "cache", getCache(), 4,
+                        "[num_pages, page_size, kv_heads, head_dim]")) ||
+      failed(verifyRank(op, "block_table", getBlockTable(), 2,
+                        "[batch, pages_per_sequence]")))
+    return failure();
+  int64_t pageSize = dimOf(getCache(), 1);
+  int64_t pages = dimOf(getBlockTable(), 1);
+  int64_t capacity =
+      ShapedType::isDynamic(pageSize) || ShapedType::isDynamic(pages)
+          ? ShapedType::kDynamic
+          : pageSize * pages;
+  if (failed(verifyShape(op, "result", getResult(),
+                         {{dimOf(getBlockTable(), 0), "batch"},
+                          {capacity, "pages_per_sequence * page_size"},
+                          {dimOf(getCache(), 2), "kv_heads"},
+                          {dimOf(getCache(), 3), "head_dim"}})))
+    return failure();
+  return verifyFloatElementTypes(
+      op, {{"cache", getCache()}, {"result", getResult()}});
+}
+
+LogicalResult StateUpdateOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "state", getState(), 3, "[batch, P, channels]")) ||
+      failed(verifyStaticDim(op, "state", getState(), 1, "row count P")))
+    return failure();
+  int64_t batch = dimOf(getState(), 0);
+  if (failed(verifyShape(op, "new_rows", getNewRows(),
+                         {{batch, "batch"},
+                          {ShapedType::kDynamic, "T"},
+                          {dimOf(getState(), 2), "channels"}})) ||
+      (getLengths() &&
+       (failed(verifyRank(op, "lengths", getLengths(), 1, "[batch]")) ||
+        failed(verifyPerSequence(op, "lengths", getLengths(), batch)))))
+    return failure();
+  return verifyFloatElementTypes(
+      op, {{"state", getState()}, {"new_rows", getNewRows()}});
 }
 
 #define GET_OP_CLASSES

@@ -66,12 +66,10 @@ static double projectionFlops(ArrayRef<Value> matrices, int64_t seqLen,
          static_cast<double>(batch);
 }
 
-static LayerCost computeCost(QKVAttentionOp op, int64_t seqLen,
-                             int64_t batch) {
+static LayerCost computeCost(QKVAttentionOp op, int64_t seqLen, int64_t batch) {
   LayerCost cost;
-  cost.kind = ("qkv_attention <" + stringifySharingMode(op.getSharing()) +
-               ">")
-                  .str();
+  cost.kind =
+      ("qkv_attention <" + stringifySharingMode(op.getSharing()) + ">").str();
   fillCommon(op, seqLen, batch, cost);
   int64_t keyWidth = op.getNumKvHeads() * op.getHeadDim();
   // K=V modes cache the one shared tensor; the others K and V.
@@ -93,17 +91,16 @@ static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
   // Post-RoPE keys and value-shifted values.
   cost.cacheValuesPerToken = 2 * keyLatent;
   // The last P pre-conv vectors u, and the previous token's value half.
-  cost.stateValuesPerSequence = op.getConvPadding() * channels +
-                                (op.getValueShift() ? keyLatent / 2 : 0);
+  cost.stateValuesPerSequence =
+      op.getConvPadding() * channels + (op.getValueShift() ? keyLatent / 2 : 0);
   for (Value param :
        {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(),
         op.getConvDwWeight(), op.getConvDwBias(), op.getConvGWeight(),
         op.getConvGBias(), op.getTemp(), op.getWo()})
     cost.parameters += numElements(param);
-  cost.projectionFlops =
-      projectionFlops({op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(),
-                       op.getWo()},
-                      seqLen, batch);
+  cost.projectionFlops = projectionFlops(
+      {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(), op.getWo()}, seqLen,
+      batch);
   // Depthwise (k0 taps) and grouped (head_dim x k1 taps) convolutions over
   // every token.
   ArrayRef<int64_t> kernels = op.getConvKernelSizes();
@@ -115,12 +112,80 @@ static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
   return cost;
 }
 
-FailureOr<LayerCost> attnfuse::attn::computeLayerCost(Operation *op,
-                                                      int64_t seqLen,
-                                                      int64_t batch) {
+/// A decode step: each of `batch` sequences adds one token that attends to
+/// the `seqLen` tokens its cache holds (at most the window).
+template <typename DecodeOp>
+static void makeDecodeStep(DecodeOp op, int64_t seqLen, int64_t batch,
+                           LayerCost &cost) {
+  cost.decodeStep = true;
+  cost.causal = true;
+  cost.window = op.getWindow();
+  cost.cachedTokensPerSequence =
+      cost.window ? std::min(seqLen, *cost.window) : seqLen;
+  cost.attentionPairs = cost.cachedTokensPerSequence;
+  cost.attentionFlops = 4.0 * static_cast<double>(cost.attentionPairs) *
+                        static_cast<double>(cost.numHeads * cost.headDim) *
+                        static_cast<double>(batch);
+}
+
+static LayerCost computeCost(QKVDecodeOp op, int64_t seqLen, int64_t batch) {
+  LayerCost cost;
+  cost.kind =
+      ("qkv_decode <" + stringifySharingMode(op.getSharing()) + ">").str();
+  cost.modelWidth =
+      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
+  cost.numHeads = op.getNumHeads();
+  cost.numKvHeads = op.getNumKvHeads();
+  cost.headDim = op.getHeadDim();
+  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
+  int64_t keyWidth = op.getNumKvHeads() * op.getHeadDim();
+  cost.cacheValuesPerToken = op.sharesKeyValue() ? keyWidth : 2 * keyWidth;
+  for (Value param : {op.getWq(), op.getWk(), op.getWv(), op.getWo(),
+                      op.getBq(), op.getBk(), op.getBv(), op.getBo()})
+    cost.parameters += numElements(param);
+  makeDecodeStep(op, seqLen, batch, cost);
+  cost.projectionFlops = projectionFlops(
+      {op.getWq(), op.getWk(), op.getWv(), op.getWo()}, 1, batch);
+  return cost;
+}
+
+static LayerCost computeCost(CCADecodeOp op, int64_t seqLen, int64_t batch) {
+  LayerCost cost;
+  cost.kind = "cca_decode";
+  cost.modelWidth =
+      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
+  cost.numHeads = op.getNumHeads();
+  cost.numKvHeads = op.getNumKvHeads();
+  cost.headDim = op.getHeadDim();
+  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
+  int64_t keyLatent = op.getKeyLatentDim();
+  int64_t channels = op.getConvChannels();
+  cost.cacheValuesPerToken = 2 * keyLatent;
+  cost.stateValuesPerSequence =
+      op.getConvPadding() * channels + (op.getValueShift() ? keyLatent / 2 : 0);
+  for (Value param :
+       {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(),
+        op.getConvDwWeight(), op.getConvDwBias(), op.getConvGWeight(),
+        op.getConvGBias(), op.getTemp(), op.getWo()})
+    cost.parameters += numElements(param);
+  makeDecodeStep(op, seqLen, batch, cost);
+  cost.projectionFlops = projectionFlops(
+      {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(), op.getWo()}, 1,
+      batch);
+  ArrayRef<int64_t> kernels = op.getConvKernelSizes();
+  cost.otherFlops =
+      2.0 * static_cast<double>(channels) *
+      static_cast<double>(kernels[0] + op.getHeadDim() * kernels[1]) *
+      static_cast<double>(batch);
+  return cost;
+}
+
+FailureOr<LayerCost>
+attnfuse::attn::computeLayerCost(Operation *op, int64_t seqLen, int64_t batch) {
   return llvm::TypeSwitch<Operation *, FailureOr<LayerCost>>(op)
-      .Case<QKVAttentionOp, CCAOp>([&](auto layer) -> FailureOr<LayerCost> {
-        return computeCost(layer, seqLen, batch);
-      })
+      .Case<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(
+          [&](auto layer) -> FailureOr<LayerCost> {
+            return computeCost(layer, seqLen, batch);
+          })
       .Default([](Operation *) { return failure(); });
 }

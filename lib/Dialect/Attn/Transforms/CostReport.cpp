@@ -183,8 +183,23 @@ std::pair<int64_t, int64_t>
 AttnCostReportPass::getSequenceAndBatch(Operation *op) {
   auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
   int64_t seq = seqLen, batchSize = batch;
-  if (!seqLen.hasValue() && !inputType.isDynamicDim(1))
+  // A decode layer holds as many tokens as its cache: the static capacity of
+  // a contiguous cache (paged ones need seq-len).
+  Value cache;
+  if (auto decode = dyn_cast<QKVDecodeOp>(op);
+      decode && !decode.getBlockTable())
+    cache = decode.getKeyCache();
+  if (auto decode = dyn_cast<CCADecodeOp>(op);
+      decode && !decode.getBlockTable())
+    cache = decode.getKeyCache();
+  if (isa<QKVDecodeOp, CCADecodeOp>(op)) {
+    auto cacheType =
+        cache ? cast<RankedTensorType>(cache.getType()) : RankedTensorType();
+    if (!seqLen.hasValue() && cacheType && !cacheType.isDynamicDim(1))
+      seq = cacheType.getDimSize(1);
+  } else if (!seqLen.hasValue() && !inputType.isDynamicDim(1)) {
     seq = inputType.getDimSize(1);
+  }
   if (!batch.hasValue() && !inputType.isDynamicDim(0))
     batchSize = inputType.getDimSize(0);
   return {seq, batchSize};
@@ -192,9 +207,8 @@ AttnCostReportPass::getSequenceAndBatch(Operation *op) {
 
 void AttnCostReportPass::runOnOperation() {
   if (format != "text" && format != "json") {
-    getOperation().emitError()
-        << "attn-cost-report: unknown format '" << format
-        << "', expected 'text' or 'json'";
+    getOperation().emitError() << "attn-cost-report: unknown format '" << format
+                               << "', expected 'text' or 'json'";
     return signalPassFailure();
   }
   if (seqLen <= 0 || batch <= 0) {
@@ -216,7 +230,7 @@ void AttnCostReportPass::runOnOperation() {
   int64_t reportSeq = seqLen, reportBatch = batch;
   bool failedLayer = false;
   getOperation().walk([&](Operation *op) {
-    if (!isa<QKVAttentionOp, CCAOp>(op))
+    if (!isa<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(op))
       return;
     auto [seq, batchSize] = getSequenceAndBatch(op);
     if (layers.empty()) {
@@ -250,9 +264,8 @@ void AttnCostReportPass::runOnOperation() {
   markAllAnalysesPreserved();
 }
 
-void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers,
-                                   int64_t seq, int64_t batchSize,
-                                   raw_ostream &os) {
+void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers, int64_t seq,
+                                   int64_t batchSize, raw_ostream &os) {
   os << "attn-cost-report: " << layers.size() << " attention layer"
      << (layers.size() == 1 ? "" : "s") << ", " << seq
      << " tokens per sequence, batch " << batchSize << "\n";
@@ -268,8 +281,8 @@ void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers,
   bool mixedTypes = false;
   for (auto [index, layer] : llvm::enumerate(layers)) {
     const LayerCost &cost = layer.cost;
-    std::string heads = std::to_string(cost.numHeads) + "/" +
-                        std::to_string(cost.numKvHeads);
+    std::string heads =
+        std::to_string(cost.numHeads) + "/" + std::to_string(cost.numKvHeads);
     std::string cache = std::to_string(cost.cacheValuesPerToken) + " (" +
                         formatBytes(layer.cacheBytesPerToken()) + ")";
     double ratio = static_cast<double>(cost.mhaCacheValuesPerToken) /
@@ -296,17 +309,26 @@ void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers,
   os << "total over " << layers.size() << " layers (" << elementType << "):\n";
   os << "  kv cache per token:    " << formatBytes(totals.cacheBytesPerToken)
      << " vs " << formatBytes(totals.mhaCacheBytesPerToken) << " (MHA)\n";
-  os << "  per-sequence state:    " << formatBytes(totals.stateBytesPerSequence) << "\n";
-  os << "  kv cache per sequence: " << formatBytes(totals.bytesPerSequence) << " vs "
-     << formatBytes(totals.mhaBytesPerSequence) << " (MHA) per sequence at " << seq
-     << " tokens in " << elementType << " (" << formatRatio(ratio)
-     << " smaller, " << formatPercent(1.0 - 1.0 / ratio) << " less)\n";
+  os << "  per-sequence state:    " << formatBytes(totals.stateBytesPerSequence)
+     << "\n";
+  os << "  kv cache per sequence: " << formatBytes(totals.bytesPerSequence)
+     << " vs " << formatBytes(totals.mhaBytesPerSequence)
+     << " (MHA) per sequence at " << seq << " tokens in " << elementType << " ("
+     << formatRatio(ratio) << " smaller, " << formatPercent(1.0 - 1.0 / ratio)
+     << " less)\n";
   if (batchSize != 1)
     os << "  kv cache per batch:    "
        << formatBytes(static_cast<double>(totals.bytesPerSequence) * batchSize)
        << " for " << batchSize << " sequences\n";
   os << "  parameters:            " << formatCount(totals.parameters) << "\n";
-  os << "  prefill FLOPs:         "
+  bool decode = llvm::any_of(
+      layers, [](const ReportedLayer &layer) { return layer.cost.decodeStep; });
+  bool prefill = llvm::any_of(layers, [](const ReportedLayer &layer) {
+    return !layer.cost.decodeStep;
+  });
+  os << (decode && prefill ? "  FLOPs (prefill/step):  "
+         : decode          ? "  decode-step FLOPs:     "
+                           : "  prefill FLOPs:         ")
      << formatCount(totals.attentionFlops + totals.projectionFlops +
                     totals.otherFlops)
      << " (attention " << formatCount(totals.attentionFlops) << ", projections "
@@ -316,9 +338,8 @@ void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers,
   os << ")\n";
 }
 
-void AttnCostReportPass::printJson(ArrayRef<ReportedLayer> layers,
-                                   int64_t seq, int64_t batchSize,
-                                   raw_ostream &os) {
+void AttnCostReportPass::printJson(ArrayRef<ReportedLayer> layers, int64_t seq,
+                                   int64_t batchSize, raw_ostream &os) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
   ModelTotals totals(layers, seq);
   json.object([&] {
@@ -359,14 +380,14 @@ void AttnCostReportPass::printJson(ArrayRef<ReportedLayer> layers,
           json.attribute("attention_flops", cost.attentionFlops);
           json.attribute("projection_flops", cost.projectionFlops);
           json.attribute("other_flops", cost.otherFlops);
+          json.attribute("decode_step", cost.decodeStep);
         });
       }
     });
     json.attributeObject("total", [&] {
       json.attribute("layers", static_cast<int64_t>(layers.size()));
       json.attribute("cache_bytes_per_token", totals.cacheBytesPerToken);
-      json.attribute("mha_cache_bytes_per_token",
-                     totals.mhaCacheBytesPerToken);
+      json.attribute("mha_cache_bytes_per_token", totals.mhaCacheBytesPerToken);
       json.attribute("state_bytes_per_sequence", totals.stateBytesPerSequence);
       json.attribute("bytes_per_sequence", totals.bytesPerSequence);
       json.attribute("mha_bytes_per_sequence", totals.mhaBytesPerSequence);

@@ -1,8 +1,8 @@
 //===- Decompose.cpp - attn layer ops to primitives -------------*- C++ -*-===//
 //
-// Rewrites the layer ops `attn.qkv_attention` and `attn.cca` into the
-// primitive attn ops plus `tensor` reshapes, following the attention-variants
-// spec step by step.
+// Rewrites the layer ops `attn.qkv_attention` and `attn.cca`, and their
+// decode forms over a KV cache, into the primitive attn ops plus `tensor`
+// reshapes, following the attention-variants spec step by step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,8 +42,8 @@ public:
   Value project(Value source, Value weight, Value bias = {}) {
     int64_t outFeatures =
         cast<RankedTensorType>(weight.getType()).getDimSize(0);
-    return ProjectOp::create(rewriter, loc, activationType(outFeatures),
-                             source, weight, bias);
+    return ProjectOp::create(rewriter, loc, activationType(outFeatures), source,
+                             weight, bias);
   }
 
   /// `[B, S, H * d]` -> `[B, S, H, d]`. Dynamic batch and sequence sizes
@@ -67,8 +67,7 @@ public:
   /// `[B, S, H, d]` -> `[B, S, H * d]`.
   Value mergeHeads(Value heads) {
     return tensor::CollapseShapeOp::create(
-        rewriter, loc, heads,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+        rewriter, loc, heads, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
   }
 
   /// Channels `[offset, offset + width)` of a `[B, S, C]` tensor.
@@ -80,27 +79,30 @@ public:
         tensor::getMixedSizes(rewriter, loc, source);
     sizes[2] = rewriter.getIndexAttr(width);
     SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(rewriter, loc, source, offsets,
-                                          sizes, strides);
+    return tensor::ExtractSliceOp::create(rewriter, loc, source, offsets, sizes,
+                                          strides);
   }
 
-  Value rope(Value heads, RopeAttr ropeAttr) {
+  /// RoPE of `heads`; token t of sequence b at `positions[b] + t`, or at t
+  /// without positions.
+  Value rope(Value heads, RopeAttr ropeAttr, Value positions = {}) {
     if (!ropeAttr)
       return heads;
-    return RoPEOp::create(rewriter, loc, heads.getType(), heads, ropeAttr);
+    return RoPEOp::create(rewriter, loc, heads.getType(), heads, positions,
+                          ropeAttr);
   }
 
   Value sdpa(Value query, Value key, Value value, Value bias, bool causal,
-             IntegerAttr window, FloatAttr scale) {
+             IntegerAttr window, FloatAttr scale, Value positions = {}) {
     auto queryType = cast<RankedTensorType>(query.getType());
     auto valueType = cast<RankedTensorType>(value.getType());
     auto resultType = RankedTensorType::get(
         {queryType.getDimSize(0), queryType.getDimSize(1),
          queryType.getDimSize(2), valueType.getDimSize(3)},
         queryType.getElementType());
-    return SDPAOp::create(rewriter, loc, resultType, query, key, value, bias,
-                          causal ? rewriter.getUnitAttr() : UnitAttr(),
-                          window, scale);
+    return SDPAOp::create(
+        rewriter, loc, resultType, query, key, value, bias, positions,
+        causal ? rewriter.getUnitAttr() : UnitAttr(), window, scale);
   }
 
   /// The layer result may be less (or more) static than the input it is
@@ -126,18 +128,16 @@ struct DecomposeQKVAttention : OpRewritePattern<QKVAttentionOp> {
     int64_t headDim = op.getHeadDim();
 
     // Each distinct projection is computed once; tied roles reuse it.
-    Value key = b.splitHeads(b.project(b.input, op.getWk(), op.getBk()),
-                             headDim);
-    Value query = op.sharesQueryKey()
-                      ? key
-                      : b.splitHeads(b.project(b.input, op.getWq(),
-                                               op.getBq()),
-                                     headDim);
-    Value value = op.sharesKeyValue()
-                      ? key
-                      : b.splitHeads(b.project(b.input, op.getWv(),
-                                               op.getBv()),
-                                     headDim);
+    Value key =
+        b.splitHeads(b.project(b.input, op.getWk(), op.getBk()), headDim);
+    Value query =
+        op.sharesQueryKey()
+            ? key
+            : b.splitHeads(b.project(b.input, op.getWq(), op.getBq()), headDim);
+    Value value =
+        op.sharesKeyValue()
+            ? key
+            : b.splitHeads(b.project(b.input, op.getWv(), op.getBv()), headDim);
 
     // Scores use rotated queries and keys; values stay un-rotated, so for
     // K=V the value is the un-rotated shared tensor.
@@ -176,8 +176,8 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
     // 2. Pad once by P, then a depthwise and a grouped valid convolution:
     // the first yields S + k1 - 1 steps, the second S.
     int64_t seq = b.inputType.getDimSize(1);
-    int64_t midSeq =
-        ShapedType::isDynamic(seq) ? ShapedType::kDynamic : seq + kernels[1] - 1;
+    int64_t midSeq = ShapedType::isDynamic(seq) ? ShapedType::kDynamic
+                                                : seq + kernels[1] - 1;
     Value depthwise = CausalConv1DOp::create(
         rewriter, loc, b.activationType(channels, midSeq), packed,
         op.getConvDwWeight(), op.getConvDwBias(),
@@ -191,8 +191,8 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
 
     Value query =
         b.splitHeads(b.sliceChannels(grouped, 0, queryLatent), headDim);
-    Value key = b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent),
-                             headDim);
+    Value key =
+        b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent), headDim);
 
     // 3. QK-mean residual from the pre-conv projections.
     if (op.getQkMean()) {
@@ -213,7 +213,7 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
       Value current = b.project(b.input, op.getWv());
       Value previous = b.project(b.input, op.getWvPrev());
       value = ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
-                                   current, previous);
+                                   current, previous, /*state=*/Value());
     } else {
       value = b.project(b.input, op.getWv());
     }
@@ -221,12 +221,181 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
     // 6. RoPE in latent space, 7. attention and up-projection.
     Value rotatedQuery = b.rope(norm.getQOut(), op.getRopeAttr());
     Value rotatedKey = b.rope(norm.getKOut(), op.getRopeAttr());
-    Value attention = b.sdpa(rotatedQuery, rotatedKey,
-                             b.splitHeads(value, headDim), /*bias=*/{},
-                             op.getCausal(), op.getWindowAttr(),
-                             /*scale=*/{});
+    Value attention =
+        b.sdpa(rotatedQuery, rotatedKey, b.splitHeads(value, headDim),
+               /*bias=*/{}, op.getCausal(), op.getWindowAttr(),
+               /*scale=*/{});
     Value output = b.project(b.mergeHeads(attention), op.getWo());
     rewriter.replaceOp(op, b.castTo(output, op.getType()));
+    return success();
+  }
+};
+
+/// The cache side of a decode layer: writes the new rows and returns the
+/// updated cache and its per-sequence view (gathered when paged).
+struct CacheAccess {
+  Value updated;
+  Value view;
+};
+
+template <typename DecodeOp>
+static CacheAccess updateCache(LayerBuilder &b, DecodeOp op, Value cache,
+                               Value newRows) {
+  Value updated = CacheUpdateOp::create(b.rewriter, b.loc, cache.getType(),
+                                        cache, newRows, op.getPositions(),
+                                        op.getLengths(), op.getBlockTable());
+  Value blockTable = op.getBlockTable();
+  if (!blockTable)
+    return {updated, updated};
+  auto cacheType = cast<RankedTensorType>(cache.getType());
+  auto tableType = cast<RankedTensorType>(blockTable.getType());
+  int64_t pageSize = cacheType.getDimSize(1);
+  int64_t pages = tableType.getDimSize(1);
+  int64_t capacity =
+      ShapedType::isDynamic(pageSize) || ShapedType::isDynamic(pages)
+          ? ShapedType::kDynamic
+          : pageSize * pages;
+  auto viewType =
+      RankedTensorType::get({tableType.getDimSize(0), capacity,
+                             cacheType.getDimSize(2), cacheType.getDimSize(3)},
+                            cacheType.getElementType());
+  Value view =
+      CacheGatherOp::create(b.rewriter, b.loc, viewType, updated, blockTable);
+  return {updated, view};
+}
+
+struct DecomposeQKVDecode : OpRewritePattern<QKVDecodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(QKVDecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    LayerBuilder b(rewriter, op.getLoc(), op.getInput());
+    int64_t headDim = op.getHeadDim();
+    Value positions = op.getPositions();
+
+    Value key =
+        b.splitHeads(b.project(b.input, op.getWk(), op.getBk()), headDim);
+    Value query =
+        op.sharesQueryKey()
+            ? key
+            : b.splitHeads(b.project(b.input, op.getWq(), op.getBq()), headDim);
+
+    // The cache holds un-rotated keys: for K=V they are the values too.
+    CacheAccess keys = updateCache(b, op, op.getKeyCache(), key);
+    CacheAccess values = keys;
+    if (!op.sharesKeyValue()) {
+      Value value =
+          b.splitHeads(b.project(b.input, op.getWv(), op.getBv()), headDim);
+      values = updateCache(b, op, op.getValueCache(), value);
+    }
+
+    // Scores rotate the new queries at their positions and the cached keys
+    // at theirs (row j of the view is position j).
+    Value rotatedQuery = b.rope(query, op.getRopeAttr(), positions);
+    Value rotatedKeys = b.rope(keys.view, op.getRopeAttr());
+    Value attention = b.sdpa(
+        rotatedQuery, rotatedKeys, values.view, /*bias=*/{},
+        /*causal=*/true, op.getWindowAttr(), op.getScaleAttr(), positions);
+    Value output = b.project(b.mergeHeads(attention), op.getWo(), op.getBo());
+
+    SmallVector<Value> results = {b.castTo(output, op.getResult().getType()),
+                                  keys.updated};
+    if (!op.sharesKeyValue())
+      results.push_back(values.updated);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct DecomposeCCADecode : OpRewritePattern<CCADecodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CCADecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    LayerBuilder b(rewriter, op.getLoc(), op.getInput());
+    Location loc = op.getLoc();
+    int64_t headDim = op.getHeadDim();
+    int64_t queryLatent = op.getQueryLatentDim();
+    int64_t keyLatent = op.getKeyLatentDim();
+    int64_t channels = op.getConvChannels();
+    ArrayRef<int64_t> kernels = op.getConvKernelSizes();
+    Value positions = op.getPositions(), lengths = op.getLengths();
+
+    // 1. Down-projections, packed as u = concat(qr, kr).
+    Value queryRaw = b.project(b.input, op.getWq());
+    Value keyRaw = b.project(b.input, op.getWk());
+    Value packed = tensor::ConcatOp::create(rewriter, loc, /*dim=*/2,
+                                            ValueRange{queryRaw, keyRaw});
+
+    // 2. The conv state stands in for the prefill's padding: convolve
+    // [state | u] without padding; the depthwise conv yields T + k1 - 1
+    // steps, the grouped one T.
+    Value window = tensor::ConcatOp::create(
+        rewriter, loc, /*dim=*/1, ValueRange{op.getConvState(), packed});
+    int64_t seq = b.inputType.getDimSize(1);
+    int64_t midSeq = ShapedType::isDynamic(seq) ? ShapedType::kDynamic
+                                                : seq + kernels[1] - 1;
+    Value depthwise = CausalConv1DOp::create(
+        rewriter, loc, b.activationType(channels, midSeq), window,
+        op.getConvDwWeight(), op.getConvDwBias(),
+        rewriter.getI64IntegerAttr(channels), rewriter.getI64IntegerAttr(0));
+    Value grouped = CausalConv1DOp::create(
+        rewriter, loc, b.activationType(channels), depthwise,
+        op.getConvGWeight(), op.getConvGBias(),
+        rewriter.getI64IntegerAttr(op.getNumHeads() + op.getNumKvHeads()),
+        rewriter.getI64IntegerAttr(0));
+    Value convState =
+        StateUpdateOp::create(rewriter, loc, op.getConvState().getType(),
+                              op.getConvState(), packed, lengths);
+
+    Value query =
+        b.splitHeads(b.sliceChannels(grouped, 0, queryLatent), headDim);
+    Value key =
+        b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent), headDim);
+
+    // 3. QK-mean residual, 4. L2 norm and key temperature.
+    if (op.getQkMean()) {
+      auto mean = QKMeanOp::create(rewriter, loc, query, key,
+                                   b.splitHeads(queryRaw, headDim),
+                                   b.splitHeads(keyRaw, headDim));
+      query = mean.getQ();
+      key = mean.getK();
+    }
+    auto norm = QKNormOp::create(rewriter, loc, query, key, op.getTemp(),
+                                 op.getTemperatureAttr(), op.getEpsAttr());
+
+    // 5. Values; the shift state is the previous token's value half.
+    Value value, shiftState;
+    if (op.getValueShift()) {
+      Value current = b.project(b.input, op.getWv());
+      Value previous = b.project(b.input, op.getWvPrev());
+      value = ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
+                                   current, previous, op.getShiftState());
+      shiftState =
+          StateUpdateOp::create(rewriter, loc, op.getShiftState().getType(),
+                                op.getShiftState(), previous, lengths);
+    } else {
+      value = b.project(b.input, op.getWv());
+    }
+
+    // 6. RoPE at the new tokens' positions; the cache holds the final keys.
+    Value rotatedQuery = b.rope(norm.getQOut(), op.getRopeAttr(), positions);
+    Value rotatedKey = b.rope(norm.getKOut(), op.getRopeAttr(), positions);
+    CacheAccess keys = updateCache(b, op, op.getKeyCache(), rotatedKey);
+    CacheAccess values =
+        updateCache(b, op, op.getValueCache(), b.splitHeads(value, headDim));
+
+    // 7. Attention over the cache and up-projection.
+    Value attention = b.sdpa(rotatedQuery, keys.view, values.view,
+                             /*bias=*/{}, /*causal=*/true, op.getWindowAttr(),
+                             /*scale=*/{}, positions);
+    Value output = b.project(b.mergeHeads(attention), op.getWo());
+
+    SmallVector<Value> results = {b.castTo(output, op.getResult().getType()),
+                                  keys.updated, values.updated, convState};
+    if (shiftState)
+      results.push_back(shiftState);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -245,5 +414,6 @@ struct AttnDecomposePass
 
 void attnfuse::attn::populateAttnDecomposePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<DecomposeQKVAttention, DecomposeCCA>(patterns.getContext());
+  patterns.add<DecomposeQKVAttention, DecomposeCCA, DecomposeQKVDecode,
+               DecomposeCCADecode>(patterns.getContext());
 }

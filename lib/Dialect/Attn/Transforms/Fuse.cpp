@@ -103,7 +103,8 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
     QKMeanOp mean = convQuery.getDefiningOp<QKMeanOp>();
     if (mean) {
       if (convKey.getDefiningOp<QKMeanOp>() != mean)
-        return rewriter.notifyMatchFailure(norm, "query and key QK-mean differ");
+        return rewriter.notifyMatchFailure(norm,
+                                           "query and key QK-mean differ");
       convQuery = mean.getQConv();
       convKey = mean.getKConv();
     }
@@ -116,10 +117,10 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
     int64_t queryLatent = numHeads * headDim, keyLatent = numKvHeads * headDim;
 
     // The two channel slices of the grouped convolution.
-    Value querySliceSource = getChannelSliceSource(
-        getHeadSplitSource(convQuery), 0, queryLatent);
-    Value keySliceSource = getChannelSliceSource(
-        getHeadSplitSource(convKey), queryLatent, keyLatent);
+    Value querySliceSource =
+        getChannelSliceSource(getHeadSplitSource(convQuery), 0, queryLatent);
+    Value keySliceSource = getChannelSliceSource(getHeadSplitSource(convKey),
+                                                 queryLatent, keyLatent);
     if (!querySliceSource || querySliceSource != keySliceSource)
       return rewriter.notifyMatchFailure(norm, "not a split convolution");
     auto grouped = querySliceSource.getDefiningOp<CausalConv1DOp>();
@@ -150,10 +151,9 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
         getUnbiasedProjectionOf(concat.getInputs()[1], input);
     if (!keyProjection)
       return rewriter.notifyMatchFailure(norm, "no key down-projection");
-    if (mean && (getHeadSplitSource(mean.getQRaw()) !=
-                     queryProjection.getResult() ||
-                 getHeadSplitSource(mean.getKRaw()) !=
-                     keyProjection.getResult()))
+    if (mean &&
+        (getHeadSplitSource(mean.getQRaw()) != queryProjection.getResult() ||
+         getHeadSplitSource(mean.getKRaw()) != keyProjection.getResult()))
       return rewriter.notifyMatchFailure(norm, "QK-mean reads other tensors");
 
     // RoPE, when present, is the only user of each normalized tensor.
@@ -161,7 +161,8 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
     RopeAttr rope;
     auto queryRope = dyn_cast_if_present<RoPEOp>(getSingleUser(query));
     auto keyRope = dyn_cast_if_present<RoPEOp>(getSingleUser(key));
-    if (queryRope && keyRope && queryRope.getRope() == keyRope.getRope()) {
+    if (queryRope && keyRope && queryRope.getRope() == keyRope.getRope() &&
+        !queryRope.getPositions() && !keyRope.getPositions()) {
       rope = queryRope.getRope();
       query = queryRope.getResult();
       key = keyRope.getResult();
@@ -243,6 +244,9 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
 
   LogicalResult matchAndRewrite(SDPAOp op,
                                 PatternRewriter &rewriter) const override {
+    // Queries at per-sequence positions over a cache are decode attention.
+    if (op.getPositions())
+      return rewriter.notifyMatchFailure(op, "attention over a cache");
     Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
     RopeAttr queryRope, keyRope;
     // K=V with RoPE: the key is the rotated value. Read the un-rotated tensor
@@ -260,9 +264,8 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
     bool keyIsValue = key == value;
     rewriter.replaceOpWithNewOp<FlashAttentionOp>(
         op, op.getType(), query, key, keyIsValue ? Value() : value,
-        op.getBias(), op.getCausalAttr(), op.getWindowAttr(),
-        op.getScaleAttr(), queryRope, keyRope,
-        rewriter.getI64IntegerAttr(tiles.blockQ),
+        op.getBias(), op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.blockQ),
         rewriter.getI64IntegerAttr(tiles.blockKV));
     return success();
   }
@@ -288,9 +291,8 @@ struct FuseHeadProjection : OpRewritePattern<tensor::ExpandShapeOp> {
       return rewriter.notifyMatchFailure(expand, "not a projection head split");
     int64_t headDim = expand.getResultType().getDimSize(3);
     rewriter.replaceOpWithNewOp<FusedProjectionOp>(
-        expand, expand.getResultType(), project.getInput(),
-        project.getWeight(), project.getBias(),
-        rewriter.getI64IntegerAttr(headDim), RopeAttr(),
+        expand, expand.getResultType(), project.getInput(), project.getWeight(),
+        project.getBias(), rewriter.getI64IntegerAttr(headDim), RopeAttr(),
         rewriter.getI64IntegerAttr(tiles.blockS),
         rewriter.getI64IntegerAttr(tiles.blockN),
         rewriter.getI64IntegerAttr(tiles.blockK));
@@ -307,12 +309,15 @@ struct FuseProjectionRope : OpRewritePattern<RoPEOp> {
 
   LogicalResult matchAndRewrite(RoPEOp rope,
                                 PatternRewriter &rewriter) const override {
+    // The epilogue rotates by token index: not at per-sequence positions.
+    if (rope.getPositions())
+      return rewriter.notifyMatchFailure(rope, "rotation at cache positions");
     auto projection = rope.getInput().getDefiningOp<FusedProjectionOp>();
-    if (!projection || projection.getRopeAttr() ||
-        !projection->hasOneUse())
+    if (!projection || projection.getRopeAttr() || !projection->hasOneUse())
       return rewriter.notifyMatchFailure(rope, "not a plain fused projection");
     int64_t headDim = projection.getHeadDim();
-    int64_t blockN = llvm::divideCeil(projection.getBlockN(), headDim) * headDim;
+    int64_t blockN =
+        llvm::divideCeil(projection.getBlockN(), headDim) * headDim;
     rewriter.replaceOpWithNewOp<FusedProjectionOp>(
         rope, rope.getType(), projection.getInput(), projection.getWeight(),
         projection.getBias(), projection.getHeadDimAttr(), rope.getRope(),
@@ -356,12 +361,11 @@ struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
   using AttnFuseBase::AttnFuseBase;
 
   void runOnOperation() override {
-    for (auto [name, size] :
-         {std::pair<StringRef, int64_t>{"block-q", blockQ},
-          {"block-kv", blockKV},
-          {"block-s", blockS},
-          {"block-n", blockN},
-          {"block-k", blockK}}) {
+    for (auto [name, size] : {std::pair<StringRef, int64_t>{"block-q", blockQ},
+                              {"block-kv", blockKV},
+                              {"block-s", blockS},
+                              {"block-n", blockN},
+                              {"block-k", blockK}}) {
       if (size <= 0) {
         getOperation()->emitError()
             << "attn-fuse: " << name << " must be positive, got " << size;

@@ -413,3 +413,63 @@ func.func @rounding(%x: tensor<1x707x707xf16>, %wk: tensor<707x707xf16>,
 // TEXT:       0 qkv_attention <qkv> 707 7/7 101 707 (1.414 kB) 0 B 1 M
 // TEXT:       kv cache per sequence: 1.000 MB vs 1.999 MB (MHA)
 // TEXT:       parameters: 1 M
+
+// -----
+
+// Decode steps: one K=V GQA-4 step over a contiguous cache of 4096 tokens
+// (the cache capacity sets the tokens per sequence), batch 8, bf16:
+//   cache/token = Hk d = 4 * 64 = 256 values = 512 B; MHA 2 E = 2048 values:
+//   8x, 87.5% less; per sequence 512 B * 4096 = 2.097 MB.
+//   attention pairs = 4096 keys for the new token; FLOPs = 4 * 4096 * 16 * 64
+//   * 8 = 134.2 M; projections 2 * (1024^2 + 256 * 1024 + 1024^2) * 8 = 37.7 M.
+// A ZAYA1-shaped CCGQA step adds the state: P C + Lk / 2 = 2 * 1280 + 128 =
+//   2688 values = 5.376 kB per sequence in bf16.
+// TEXT-LABEL: attn-cost-report: 2 attention layers, 4096 tokens per sequence, batch 8
+// TEXT:       0 qkv_decode <kv> 1024 16/4 64 256 (512 B) 0 B 2.36 M 134 M 37.7 M 8x, 87.5% less
+// TEXT:       1 cca_decode 2048 8/2 128 512 (1.024 kB) 5.376 kB
+// TEXT:       per-sequence state: 5.376 kB
+// TEXT:       decode-step FLOPs:
+// JSON-LABEL: "op": "qkv_decode <kv>"
+// JSON:       "cached_tokens_per_sequence": 4096
+// JSON:       "attention_pairs": 4096
+// JSON:       "attention_flops": 134217728
+// JSON:       "projection_flops": 37748736
+// JSON:       "decode_step": true
+// JSON:       "op": "cca_decode"
+// JSON:       "state_values_per_sequence": 2688
+// JSON:       "state_bytes_per_sequence": 5376
+func.func @decode_steps(%x: tensor<8x1x1024xbf16>, %wq: tensor<1024x1024xbf16>,
+    %wk: tensor<256x1024xbf16>, %wo: tensor<1024x1024xbf16>,
+    %kv: tensor<8x4096x4x64xbf16>, %pos: tensor<8xi32>,
+    %z: tensor<8x1x2048xbf16>, %zq: tensor<1024x2048xbf16>,
+    %zk: tensor<256x2048xbf16>, %zv: tensor<128x2048xbf16>,
+    %zvp: tensor<128x2048xbf16>, %dw: tensor<1280x1x2xbf16>,
+    %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>,
+    %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>,
+    %zo: tensor<2048x1024xbf16>, %kc: tensor<8x4096x2x128xbf16>,
+    %vc: tensor<8x4096x2x128xbf16>, %cs: tensor<8x2x1280xbf16>,
+    %ss: tensor<8x1x128xbf16>) {
+  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kv)
+      positions(%pos)
+      {num_heads = 16 : i64, num_kv_heads = 4 : i64, head_dim = 64 : i64}
+      : (tensor<8x1x1024xbf16>, tensor<1024x1024xbf16>,
+         tensor<256x1024xbf16>, tensor<1024x1024xbf16>,
+         tensor<8x4096x4x64xbf16>, tensor<8xi32>)
+      -> (tensor<8x1x1024xbf16>, tensor<8x4096x4x64xbf16>)
+  %o, %k2, %v2, %c2, %s2 = attn.cca_decode %z wq(%zq) wk(%zk) wv(%zv)
+      wv_prev(%zvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%zo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift}
+      : (tensor<8x1x2048xbf16>, tensor<1024x2048xbf16>,
+         tensor<256x2048xbf16>, tensor<128x2048xbf16>,
+         tensor<128x2048xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>,
+         tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>,
+         tensor<2048x1024xbf16>, tensor<8x4096x2x128xbf16>,
+         tensor<8x4096x2x128xbf16>, tensor<8x2x1280xbf16>,
+         tensor<8x1x128xbf16>, tensor<8xi32>)
+      -> (tensor<8x1x2048xbf16>, tensor<8x4096x2x128xbf16>,
+          tensor<8x4096x2x128xbf16>, tensor<8x2x1280xbf16>,
+          tensor<8x1x128xbf16>)
+  return
+}

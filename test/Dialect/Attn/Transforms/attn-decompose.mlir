@@ -432,3 +432,90 @@ func.func @cca_result_more_static(
          tensor<16x16xf32>) -> tensor<2x8x16xf32>
   return %y : tensor<2x8x16xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Decode forms over a KV cache
+//===----------------------------------------------------------------------===//
+
+// K=V with RoPE over a paged cache: the un-rotated shared key is written once;
+// the scores rotate the new query at its position and the cached keys at
+// theirs, and the values are the un-rotated cached rows.
+// CHECK-LABEL: func.func @kv_decode_paged_rope(
+// CHECK:       %[[K:.+]] = attn.project %arg0, %arg2
+// CHECK:       %[[KH:.+]] = tensor.expand_shape %[[K]]
+// CHECK:       %[[Q:.+]] = attn.project %arg0, %arg1
+// CHECK:       %[[QH:.+]] = tensor.expand_shape %[[Q]]
+// CHECK:       %[[C:.+]] = attn.cache_update %arg4, %[[KH]] positions(%arg5) block_table(%arg6) : (tensor<9x4x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2xi32>, tensor<2x4xi32>) -> tensor<9x4x2x4xf32>
+// CHECK:       %[[VIEW:.+]] = attn.cache_gather %[[C]] block_table(%arg6) : (tensor<9x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xf32>
+// CHECK:       %[[QR:.+]] = attn.rope %[[QH]] positions(%arg5 : tensor<2xi32>)
+// CHECK:       %[[KR:.+]] = attn.rope %[[VIEW]] {rope
+// CHECK:       %[[O:.+]] = attn.sdpa %[[QR]], %[[KR]], %[[VIEW]] positions(%arg5) {causal}
+// CHECK:       %[[OF:.+]] = tensor.collapse_shape %[[O]]
+// CHECK:       %[[Y:.+]] = attn.project %[[OF]], %arg3
+// CHECK:       return %[[Y]], %[[C]]
+func.func @kv_decode_paged_rope(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>,
+    %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kv: tensor<9x4x2x4xf32>,
+    %pos: tensor<2xi32>, %bt: tensor<2x4xi32>)
+    -> (tensor<2x1x16xf32>, tensor<9x4x2x4xf32>) {
+  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kv)
+      positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       rope = #attn.rope<theta = 10000.0>}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>, tensor<9x4x2x4xf32>, tensor<2xi32>,
+         tensor<2x4xi32>) -> (tensor<2x1x16xf32>, tensor<9x4x2x4xf32>)
+  return %y, %kv2 : tensor<2x1x16xf32>, tensor<9x4x2x4xf32>
+}
+
+// CCGQA over its state: the conv state replaces the prefill's padding, the
+// state keeps the last P pre-conv vectors, the shift state feeds the first
+// shifted value and keeps the last one; the cache gets the final keys.
+// CHECK-LABEL: func.func @cca_decode(
+// CHECK:       %[[QR:.+]] = attn.project %arg0, %arg1
+// CHECK:       %[[KR:.+]] = attn.project %arg0, %arg2
+// CHECK:       %[[U:.+]] = tensor.concat dim(2) %[[QR]], %[[KR]]
+// CHECK:       %[[W:.+]] = tensor.concat dim(1) %arg13, %[[U]] : (tensor<2x2x12xf32>, tensor<2x?x12xf32>) -> tensor<2x?x12xf32>
+// CHECK:       %[[DW:.+]] = attn.causal_conv1d %[[W]], %arg5, %arg6 {groups = 12 : i64, padding = 0 : i64}
+// CHECK:       %[[G:.+]] = attn.causal_conv1d %[[DW]], %arg7, %arg8 {groups = 3 : i64, padding = 0 : i64}
+// CHECK:       %[[CS:.+]] = attn.state_update %arg13, %[[U]] lengths(%arg16)
+// CHECK:       attn.qk_mean
+// CHECK:       %[[QN:.+]], %[[KN:.+]] = attn.qk_norm
+// CHECK:       %[[VC:.+]] = attn.project %arg0, %arg3
+// CHECK:       %[[VP:.+]] = attn.project %arg0, %arg4
+// CHECK:       %[[V:.+]] = attn.value_shift %[[VC]], %[[VP]] state(%arg14)
+// CHECK:       %[[SS:.+]] = attn.state_update %arg14, %[[VP]] lengths(%arg16)
+// CHECK:       %[[QROT:.+]] = attn.rope %[[QN]] positions(%arg15
+// CHECK:       %[[KROT:.+]] = attn.rope %[[KN]] positions(%arg15
+// CHECK:       %[[KC:.+]] = attn.cache_update %arg11, %[[KROT]] positions(%arg15) lengths(%arg16)
+// CHECK:       %[[VH:.+]] = tensor.expand_shape %[[V]]
+// CHECK:       %[[VCACHE:.+]] = attn.cache_update %arg12, %[[VH]] positions(%arg15) lengths(%arg16)
+// CHECK:       %[[O:.+]] = attn.sdpa %[[QROT]], %[[KC]], %[[VCACHE]] positions(%arg15) {causal}
+// CHECK:       %[[Y:.+]] = attn.project
+// CHECK:       return %[[Y]], %[[KC]], %[[VCACHE]], %[[CS]], %[[SS]]
+func.func @cca_decode(%x: tensor<2x?x16xf32>, %wq: tensor<8x16xf32>,
+    %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>,
+    %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>,
+    %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>,
+    %kc: tensor<2x64x1x4xf32>, %vc: tensor<2x64x1x4xf32>,
+    %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>,
+    %len: tensor<2xi32>)
+    -> (tensor<2x?x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>) {
+  %y, %k2, %v2, %c2, %s2 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv)
+      wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      lengths(%len)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<2x?x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>,
+         tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>,
+         tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>,
+         tensor<16x8xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+         tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>, tensor<2xi32>)
+      -> (tensor<2x?x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+          tensor<2x2x12xf32>, tensor<2x1x2xf32>)
+  return %y, %k2, %v2, %c2, %s2
+      : tensor<2x?x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>
+}

@@ -12,6 +12,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Attn_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Attn_PositiveI64Attr : ConfinedAttr<I64Attr, [IntPositive]>;
+/// Per-sequence token counts and positions, block tables.
+def Attn_IntTensor : RankedTensorOf<[I32, I64]>;
 
 //===----------------------------------------------------------------------===//
 // Layer ops
@@ -320,75 +322,100 @@ def Attn_QKNormOp : Attn_Op<"qk_norm", [Pure,
 def Attn_ValueShiftOp : Attn_Op<"value_shift", [Pure]> {
   let summary = "concatenate the current and the previous token's values";
   let description = [{
-    `result[b, t] = concat(current[b, t], previous[b, t - 1])` with
-    `previous[b, -1] = 0`: the first half of the channels carry the current
-    token, the second half the previous one.
+    `result[b, t] = concat(current[b, t], previous[b, t - 1])`: the first
+    half of the channels carry the current token, the second half the
+    previous one. `previous[b, -1]` is `state[b, 0]` (`[batch, 1, channels]`,
+    the value-shift state of a decoder) when given, else zero.
 
     ```mlir
     %v = attn.value_shift %cur, %prev
         : (tensor<?x?x128xf32>, tensor<?x?x128xf32>) -> tensor<?x?x256xf32>
+    %w = attn.value_shift %cur, %prev state(%s)
+        : (tensor<4x1x128xf32>, tensor<4x1x128xf32>, tensor<4x1x128xf32>)
+        -> tensor<4x1x256xf32>
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$current, Attn_FloatTensor:$previous);
+  let arguments = (ins Attn_FloatTensor:$current, Attn_FloatTensor:$previous,
+                       Optional<Attn_FloatTensor>:$state);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $current `,` $previous attr-dict `:` functional-type(operands, results)
+    $current `,` $previous (`state` `(` $state^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Attn_RoPEOp : Attn_Op<"rope", [Pure, SameOperandsAndResultType]> {
+def Attn_RoPEOp : Attn_Op<"rope", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of every head";
   let description = [{
     Applies `rope` (see `#attn.rope`) to a `[batch, seq, heads, head_dim]`
-    tensor, with the token index along `seq` as position. Dimensions past the
-    rotated width pass through.
+    tensor. Token `t` of sequence `b` sits at position `t`, or at
+    `positions[b] + t` with a `positions [batch]` operand (the tokens a
+    decoder already cached). Dimensions past the rotated width pass through.
 
     ```mlir
     %qr = attn.rope %q {rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
         : tensor<?x?x8x128xbf16>
+    %qd = attn.rope %qt positions(%pos : tensor<4xi32>)
+        {rope = #attn.rope<theta = 10000.0>} : tensor<4x1x8x128xbf16>
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$input, Attn_RopeAttr:$rope);
+  let arguments = (ins Attn_FloatTensor:$input,
+                       Optional<Attn_IntTensor>:$positions,
+                       Attn_RopeAttr:$rope);
   let results = (outs Attn_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict
+    `:` type($input)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
 
-def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
+def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention with head sharing";
   let description = [{
     `o[b, i, h] = sum_j softmax_j(scale * q[b, i, h] . k[b, j, h / G]
     + bias[h, i, j]) v[b, j, h / G]` over the unmasked keys `j`.
     `q` is `[batch, S, Hq, d]`, `k` `[batch, T, Hk, d]`, `v`
     `[batch, T, Hk, dv]`, the result `[batch, S, Hq, dv]`, `G = Hq / Hk`.
-    `causal` keeps keys `j <= i + (T - S)` (the queries are the last `S`
-    positions); `window = w` further keeps `i + (T - S) - j < w`. A fully
-    masked row gives zeros. `scale` defaults to `1/sqrt(d)`. The optional
-    `bias` is `[S, T]` or `[Hq, S, T]`.
+    Key `j` sits at position `j`; query `i` at position `p_i = i + (T - S)`
+    (the queries are the last `S` positions), or `p_i = positions[b] + i`
+    with a `positions [batch]` operand (a decoder's queries over its cache,
+    which may hold more rows than tokens). `causal` keeps keys `j <= p_i`;
+    `window = w` further keeps `p_i - j < w`. A fully masked row gives zeros.
+    `scale` defaults to `1/sqrt(d)`. The optional `bias` is `[S, T]` or
+    `[Hq, S, T]`.
 
     ```mlir
     %o = attn.sdpa %q, %k, %v {causal, window = 256 : i64}
         : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
         -> tensor<?x?x16x64xf32>
+    // One new token per sequence over a cache of 4096 rows.
+    %d = attn.sdpa %q1, %kc, %vc positions(%pos) {causal}
+        : (tensor<8x1x16x64xf32>, tensor<8x4096x4x64xf32>,
+           tensor<8x4096x4x64xf32>, tensor<8xi32>) -> tensor<8x1x16x64xf32>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value,
                        Optional<Attn_FloatTensor>:$bias,
+                       Optional<Attn_IntTensor>:$positions,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`bias` `(` $bias^ `)`)? attr-dict
+    $query `,` $key `,` $value (`bias` `(` $bias^ `)`)?
+    (`positions` `(` $positions^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 
+include "attnfuse/Dialect/Attn/IR/AttnDecodeOps.td"
 include "attnfuse/Dialect/Attn/IR/AttnKernelOps.td"
 
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNOPS_TD

@@ -20,8 +20,11 @@ namespace attnfuse::attn {
 
 /// Costs of one attention layer for `batch` sequences of `seqLen` tokens.
 struct LayerCost {
-  /// "qkv_attention <kv>", "cca", ...
+  /// "qkv_attention <kv>", "cca", "qkv_decode <kv>", ...
   std::string kind;
+  /// A decode layer: the FLOPs are those of one step (one new token per
+  /// sequence over `cachedTokensPerSequence` cached ones), not a prefill.
+  bool decodeStep = false;
   int64_t modelWidth = 0;
   int64_t numHeads = 0;
   int64_t numKvHeads = 0;
@@ -60,10 +63,11 @@ struct LayerCost {
 int64_t countAttentionPairs(int64_t seqLen, bool causal,
                             std::optional<int64_t> window);
 
-/// Costs of an `attn.qkv_attention` or `attn.cca` op; failure for any other
-/// op.
-mlir::FailureOr<LayerCost> computeLayerCost(mlir::Operation *op,
-                                            int64_t seqLen, int64_t batch);
+/// Costs of an `attn.qkv_attention` or `attn.cca` op for `batch` prefills
+/// of `seqLen` tokens, or of a decode step of `attn.qkv_decode` or
+/// `attn.cca_decode` with `seqLen` cached tokens; failure for any other op.
+mlir::FailureOr<LayerCost> computeLayerCost(mlir::Operation *op, int64_t seqLen,
+                                            int64_t batch);
 
 /// Bytes of one element of `type` (sub-byte types round up).
 int64_t getElementBytes(mlir::Type type);
