@@ -386,5 +386,5 @@ def test_position_past_capacity_is_an_error(attnfuse_run, paged, tmp_path):
         capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     output = proc.stdout + proc.stderr
-    assert "attn.cache_update: a token's position is outside the sequence's cache capacity" in output, output
+    assert "KV cache update: a token's position is outside the sequence's cache capacity" in output, output
     assert "a run-time check of the compiled function failed" in output, output

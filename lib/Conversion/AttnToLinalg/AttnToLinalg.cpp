@@ -959,7 +959,7 @@ struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
                                           position, capacity));
                 cf::AssertOp::create(
                     ib, il, inRange,
-                    "attn.cache_update: a token's position is outside the "
+                    "KV cache update: a token's position is outside the "
                     "sequence's cache capacity");
                 // Destination row: [b, position] or [page, slot].
                 Value outerIndex = seqIndex, rowIndex = position;
@@ -981,7 +981,7 @@ struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
                                             outerIndex, numPages));
                   cf::AssertOp::create(
                       ib, il, validPage,
-                      "attn.cache_update: a block table entry is not a page "
+                      "KV cache update: a block table entry is not a page "
                       "of the cache");
                 }
                 SmallVector<OpFoldResult> unit(4, ib.getIndexAttr(1));
@@ -1028,10 +1028,20 @@ struct CacheGatherLowering : OpConversionPattern<CacheGatherOp> {
         rewriter, loc, dimOf(rewriter, loc, cache, 0));
     Value pages = getValueOrCreateConstantIndexOp(
         rewriter, loc, dimOf(rewriter, loc, blockTable, 1));
-    SmallVector<OpFoldResult> sizes = {
-        dimOf(rewriter, loc, blockTable, 0),
-        arith::MulIOp::create(rewriter, loc, pages, pageSizeValue).getResult(),
-        dimOf(rewriter, loc, cache, 2), dimOf(rewriter, loc, cache, 3)};
+    // Rows per sequence: pages per sequence times the page size, folded
+    // when both are static.
+    OpFoldResult rows;
+    std::optional<int64_t> staticPages =
+        getConstantIntValue(dimOf(rewriter, loc, blockTable, 1));
+    std::optional<int64_t> staticPageSize = getConstantIntValue(pageSize);
+    if (staticPages && staticPageSize)
+      rows = rewriter.getIndexAttr(*staticPages * *staticPageSize);
+    else
+      rows = arith::MulIOp::create(rewriter, loc, pages, pageSizeValue)
+                 .getResult();
+    SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, blockTable, 0),
+                                       rows, dimOf(rewriter, loc, cache, 2),
+                                       dimOf(rewriter, loc, cache, 3)};
     Value zero = indexConstant(rewriter, loc, 0);
     Value zeroElement = floatConstant(rewriter, loc, elementType, 0.0);
     Value result =

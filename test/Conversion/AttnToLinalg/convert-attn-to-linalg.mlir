@@ -233,6 +233,70 @@ func.func @sdpa_unmasked_bf16(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x4x8xbf16>
   return %o : tensor<2x3x4x8xbf16>
 }
 
+// KV cache writes: a loop over the sequences and their real new tokens,
+// each row written at its position through the block table, with run-time
+// range checks of the position and of the page.
+// CHECK-LABEL: func.func @cache_update_paged(
+// CHECK: %[[CAP:.+]] = arith.muli %c4{{.*}}, %c4{{.*}} : index
+// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1 iter_args(%[[OUTER:.+]] = %arg0) -> (tensor<9x4x2x4xf32>)
+// CHECK:   %[[START:.+]] = tensor.extract %arg2[%[[B]]] : tensor<2xi32>
+// CHECK:   %[[LEN:.+]] = tensor.extract %arg3[%[[B]]] : tensor<2xi32>
+// CHECK:   %[[COUNT:.+]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK:   scf.for %[[T:.+]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[INNER:.+]] = %[[OUTER]])
+// CHECK:     cf.assert %{{.+}}, "KV cache update: a token's position is outside the sequence's cache capacity"
+// CHECK:     %[[PAGE:.+]] = tensor.extract %arg4[%[[B]], %{{.+}}] : tensor<2x4xi32>
+// CHECK:     cf.assert %{{.+}}, "KV cache update: a block table entry is not a page of the cache"
+// CHECK:     %[[ROW:.+]] = tensor.extract_slice %arg1[%[[B]], %[[T]], 0, 0] [1, 1, 2, 4]
+// CHECK:     tensor.insert_slice %[[ROW]] into %[[INNER]][%{{.+}}, %{{.+}}, 0, 0] [1, 1, 2, 4]
+func.func @cache_update_paged(%cache: tensor<9x4x2x4xf32>, %k: tensor<2x?x2x4xf32>, %pos: tensor<2xi32>, %len: tensor<2xi32>, %bt: tensor<2x4xi32>) -> tensor<9x4x2x4xf32> {
+  %c2 = attn.cache_update %cache, %k positions(%pos) lengths(%len) block_table(%bt) : (tensor<9x4x2x4xf32>, tensor<2x?x2x4xf32>, tensor<2xi32>, tensor<2xi32>, tensor<2x4xi32>) -> tensor<9x4x2x4xf32>
+  return %c2 : tensor<9x4x2x4xf32>
+}
+
+// The per-sequence view of a paged cache reads row [table[b, j / P], j % P].
+// CHECK-LABEL: func.func @cache_gather(
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<2x16x2x4xf32>)
+// CHECK:   %[[J:.+]] = linalg.index 1 : index
+// CHECK:   %[[PI:.+]] = arith.divui %[[J]], %c4
+// CHECK:   tensor.extract %arg1[%{{.+}}, %[[PI]]] : tensor<2x4xi32>
+// CHECK:   arith.remui %[[J]], %c4
+// CHECK:   tensor.extract %arg0[
+func.func @cache_gather(%cache: tensor<9x4x2x4xf32>, %bt: tensor<2x4xi32>) -> tensor<2x16x2x4xf32> {
+  %v = attn.cache_gather %cache block_table(%bt) : (tensor<9x4x2x4xf32>, tensor<2x4xi32>) -> tensor<2x16x2x4xf32>
+  return %v : tensor<2x16x2x4xf32>
+}
+
+// Row r of the new state is row lengths[b] + r of [state | new].
+// CHECK-LABEL: func.func @state_update(
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<2x2x12xf32>)
+// CHECK:   tensor.extract %arg2[
+// CHECK:   arith.addi
+// CHECK:   arith.cmpi slt
+// CHECK:   scf.if
+// CHECK:     tensor.extract %arg1[
+func.func @state_update(%s: tensor<2x2x12xf32>, %u: tensor<2x?x12xf32>, %len: tensor<2xi32>) -> tensor<2x2x12xf32> {
+  %r = attn.state_update %s, %u lengths(%len) : (tensor<2x2x12xf32>, tensor<2x?x12xf32>, tensor<2xi32>) -> tensor<2x2x12xf32>
+  return %r : tensor<2x2x12xf32>
+}
+
+// Per-sequence positions: RoPE angles and the causal mask use
+// positions[b] + t, read through a (d0) indexing map.
+// CHECK-LABEL: func.func @rope_sdpa_positions(
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %{{.+}}, %{{.+}}, %arg2 : {{.+}}, tensor<2xi32>)
+// CHECK:   linalg.index 1
+// CHECK:   arith.index_cast %{{.+}} : i32 to index
+// CHECK:   arith.addi
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %arg2 : tensor<2x4x1x16xf32>, tensor<2xi32>)
+// CHECK:   linalg.index 2
+// CHECK:   arith.index_cast %{{.+}} : i32 to index
+// CHECK:   arith.addi
+// CHECK:   arith.cmpi sle
+func.func @rope_sdpa_positions(%q: tensor<2x1x4x8xf32>, %k: tensor<2x16x2x8xf32>, %pos: tensor<2xi32>) -> tensor<2x1x4x8xf32> {
+  %qr = attn.rope %q positions(%pos : tensor<2xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<2x1x4x8xf32>
+  %o = attn.sdpa %qr, %k, %k positions(%pos) {causal} : (tensor<2x1x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2xi32>) -> tensor<2x1x4x8xf32>
+  return %o : tensor<2x1x4x8xf32>
+}
+
 // After canonicalization nothing of the attn dialect is left and the dims
 // are shared.
 // CANON-LABEL: func.func @project(
