@@ -6,16 +6,17 @@
 // Parses the module, lowers it with the attn-to-cpu pipeline, JIT-compiles it
 // with mlir::ExecutionEngine and calls NAME through its C interface
 // (`llvm.emit_c_interface` is set here). The function takes and returns
-// ranked tensors of f32, f64, f16 or bf16.
+// ranked tensors of f32, f64, f16, bf16 or i32 (positions, block tables).
 //
 // Inputs are .npy files (C order, little endian): `<f4` for f32, `<f8` for
 // f64, `<f2` for f16 and, since numpy has no bfloat16, `<u2` holding the bf16
-// bit patterns (the upper 16 bits of the f32 encoding) for bf16. Dynamic
+// bit patterns (the upper 16 bits of the f32 encoding) for bf16, `<i4` for
+// i32. Dynamic
 // dimensions of the signature are taken from the input arrays. Without
 // --input, every argument is filled with uniform random values in [-1, 1)
-// from --random-seed; its dynamic dimensions are --batch for dimension 0 of
-// a tensor of rank >= 3 and --seq for every other one; the generated arrays
-// are saved as inputN.npy next to the results.
+// from --random-seed (i32 arguments with zeros); its dynamic dimensions are
+// --batch for dimension 0 of a tensor of rank >= 3 and --seq for every other
+// one; the generated arrays are saved as inputN.npy next to the results.
 //
 // Each result is written as DIR/outN.npy with the same dtype convention.
 //
@@ -72,10 +73,13 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory runnerCategory("attnfuse-run options");
-static cl::opt<std::string>
-    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required, cl::cat(runnerCategory));
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<model.mlir>"),
+                                          cl::Required,
+                                          cl::cat(runnerCategory));
 static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::value_desc("name"), cl::Required, cl::cat(runnerCategory));
+                                      cl::value_desc("name"), cl::Required,
+                                      cl::cat(runnerCategory));
 static cl::list<std::string>
     inputFiles("input", cl::desc("Input .npy file, one per argument, in order"),
                cl::value_desc("file.npy"), cl::cat(runnerCategory));
@@ -107,7 +111,8 @@ static cl::opt<bool> runtimeChecks(
              "(default on; a failed check is reported as an error)"),
     cl::init(true), cl::cat(runnerCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::Prefix, cl::cat(runnerCategory));
+                                  cl::init(2), cl::Prefix,
+                                  cl::cat(runnerCategory));
 static cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Lower every primitive through the reference path "
@@ -125,19 +130,18 @@ static cl::opt<unsigned> benchmarkRuns(
              "the peak resident memory"),
     cl::value_desc("N"), cl::init(0), cl::cat(runnerCategory));
 
-
-
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Element types and .npy files
 //===----------------------------------------------------------------------===//
 
-enum class DType { F32, F64, F16, BF16 };
+enum class DType { F32, F64, F16, BF16, I32 };
 
 size_t byteSize(DType type) {
   switch (type) {
   case DType::F32:
+  case DType::I32:
     return 4;
   case DType::F64:
     return 8;
@@ -158,6 +162,8 @@ const char *npyDescr(DType type) {
     return "<f2";
   case DType::BF16:
     return "<u2";
+  case DType::I32:
+    return "<i4";
   }
   return "";
 }
@@ -172,6 +178,8 @@ const char *typeName(DType type) {
     return "f16";
   case DType::BF16:
     return "bf16";
+  case DType::I32:
+    return "i32";
   }
   return "";
 }
@@ -185,6 +193,8 @@ std::optional<DType> dtypeOf(Type type) {
     return DType::F16;
   if (type.isBF16())
     return DType::BF16;
+  if (type.isSignlessInteger(32))
+    return DType::I32;
   return std::nullopt;
 }
 
@@ -270,10 +280,12 @@ llvm::Expected<Array> readNpy(StringRef path) {
     array.dtype = DType::F16;
   else if (type == "<u2" || type == "=u2")
     array.dtype = DType::BF16;
+  else if (type == "<i4" || type == "=i4")
+    array.dtype = DType::I32;
   else
     return fail("unsupported dtype '" + type +
-                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, or <u2 "
-                "holding bf16 bit patterns)");
+                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, <i4 for "
+                "i32, or <u2 holding bf16 bit patterns)");
 
   std::optional<std::string> fortran = headerField(header, "fortran_order");
   if (!fortran)
@@ -367,6 +379,13 @@ void storeValue(DType type, double value, char *dst) {
     std::memcpy(dst, &bits, 2);
     return;
   }
+  case DType::I32: {
+    // Random integers would be meaningless positions or page numbers.
+    int32_t zero = 0;
+    (void)value;
+    std::memcpy(dst, &zero, 4);
+    return;
+  }
   }
 }
 
@@ -393,7 +412,7 @@ llvm::Expected<TensorSpec> specOf(Type type, const Twine &what) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         what + " has type " + text +
-            "; supported element types are f32, f64, f16 and bf16");
+            "; supported element types are f32, f64, f16, bf16 and i32");
   return TensorSpec{*dtype, std::vector<int64_t>(tensorType.getShape().begin(),
                                                  tensorType.getShape().end())};
 }
@@ -778,10 +797,9 @@ int main(int argc, char **argv) {
     auto warmup = invoke(*engine, singleInputs, resultSpecs);
     if (!warmup)
       return fail(llvm::toString(warmup.takeError()));
-    double compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      compileStart)
-            .count();
+    double compileSeconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - compileStart)
+                                .count();
     std::vector<double> seconds;
     for (unsigned run = 0; run < benchmarkRuns; ++run) {
       auto start = std::chrono::steady_clock::now();

@@ -40,9 +40,9 @@ public:
     auto type = cast<RankedTensorType>(value.getType());
     bool matches = type.getRank() == static_cast<int64_t>(expected.size());
     for (auto [actual, want] : llvm::zip(type.getShape(), expected))
-      matches = matches && (ShapedType::isDynamic(actual) ||
-                            ShapedType::isDynamic(want.size) ||
-                            actual == want.size);
+      matches =
+          matches && (ShapedType::isDynamic(actual) ||
+                      ShapedType::isDynamic(want.size) || actual == want.size);
     if (matches)
       return success();
     std::string names, sizes, got;
@@ -68,9 +68,9 @@ public:
     auto type = cast<RankedTensorType>(value.getType());
     if (type.getRank() == rank)
       return success();
-    return op.emitOpError() << "'" << name << "' must be a rank-" << rank
-                            << " tensor " << layout << ", got rank "
-                            << type.getRank();
+    return op.emitOpError()
+           << "'" << name << "' must be a rank-" << rank << " tensor " << layout
+           << ", got rank " << type.getRank();
   }
 
   LogicalResult staticDim(StringRef name, Value value, int64_t dim,
@@ -85,8 +85,8 @@ public:
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
     if (element.isSignlessInteger(32))
       return success();
-    return op.emitOpError() << "'" << name
-                            << "' must have i32 elements, got " << element;
+    return op.emitOpError()
+           << "'" << name << "' must have i32 elements, got " << element;
   }
 
   FlashDecodeOp op;
@@ -98,9 +98,9 @@ LogicalResult verifyRopeAttr(FlashDecodeOp op, StringRef name, RopeAttr rope,
     return success();
   FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
   if (failed(rotated))
-    return op.emitOpError() << name << " fraction " << rope.getFractionValue()
-                            << " of head_dim " << headDim
-                            << " is not a whole number of dimensions";
+    return op.emitOpError()
+           << name << " fraction " << rope.getFractionValue() << " of head_dim "
+           << headDim << " is not a whole number of dimensions";
   if (*rotated % 2 != 0)
     return op.emitOpError() << name << " rotates " << *rotated
                             << " dimensions of each head; the rotated width "
@@ -123,8 +123,7 @@ LogicalResult FlashDecodeOp::verify() {
                          << ": both are present for separate values, both "
                             "absent for K=V";
   if (static_cast<bool>(getValueCacheOut()) != static_cast<bool>(valueCache))
-    return emitOpError() << "has " << getNumResults()
-                         << " results; expected "
+    return emitOpError() << "has " << getNumResults() << " results; expected "
                          << (valueCache ? 3 : 2)
                          << " (the output and one updated cache per cache "
                             "operand)";
@@ -145,8 +144,9 @@ LogicalResult FlashDecodeOp::verify() {
                          << numKvHeads << " heads of 'key_new'";
   Dim batchDim{batch, "batch"}, oneDim{1, "1"};
   Dim kvHeadsDim{numKvHeads, "kv_heads"}, headDimDim{headDim, "head_dim"};
-  if (failed(check.shape("query", query,
-                         {batchDim, oneDim, {numHeads, "heads"}, headDimDim})) ||
+  if (failed(
+          check.shape("query", query,
+                      {batchDim, oneDim, {numHeads, "heads"}, headDimDim})) ||
       failed(check.shape("key_new", keyNew,
                          {batchDim, oneDim, kvHeadsDim, headDimDim})))
     return failure();
@@ -158,9 +158,9 @@ LogicalResult FlashDecodeOp::verify() {
         failed(check.staticDim("value_new", valueNew, 3, "value dim")))
       return failure();
     valueDim = check.dimOf(valueNew, 3);
-    if (failed(check.shape("value_new", valueNew,
-                           {batchDim, oneDim, kvHeadsDim,
-                            {valueDim, "value_dim"}})))
+    if (failed(check.shape(
+            "value_new", valueNew,
+            {batchDim, oneDim, kvHeadsDim, {valueDim, "value_dim"}})))
       return failure();
   }
   Dim valueDimDim{valueDim, "value_dim"};
@@ -178,12 +178,10 @@ LogicalResult FlashDecodeOp::verify() {
       (valueCache &&
        failed(check.rank("value_cache", valueCache, 4, cacheLayout))))
     return failure();
-  Dim rowsDim = getBlockTable()
-                    ? Dim{check.dimOf(keyCache, 0), "num_pages"}
-                    : batchDim;
-  Dim slotsDim = getBlockTable()
-                     ? Dim{check.dimOf(keyCache, 1), "page_size"}
-                     : Dim{check.dimOf(keyCache, 1), "capacity"};
+  Dim rowsDim =
+      getBlockTable() ? Dim{check.dimOf(keyCache, 0), "num_pages"} : batchDim;
+  Dim slotsDim = getBlockTable() ? Dim{check.dimOf(keyCache, 1), "page_size"}
+                                 : Dim{check.dimOf(keyCache, 1), "capacity"};
   if (failed(check.shape("key_cache", keyCache,
                          {rowsDim, slotsDim, kvHeadsDim, headDimDim})) ||
       (valueCache &&
@@ -200,8 +198,7 @@ LogicalResult FlashDecodeOp::verify() {
 
   // Results.
   if (failed(check.shape("result", getResult(),
-                         {batchDim, oneDim, {numHeads, "heads"},
-                          valueDimDim})))
+                         {batchDim, oneDim, {numHeads, "heads"}, valueDimDim})))
     return failure();
   if (getKeyCacheOut().getType() != keyCache.getType())
     return emitOpError() << "result 'key_cache_out' has type "
@@ -240,7 +237,7 @@ LogicalResult FlashDecodeOp::verify() {
                            << value;
   }
   return failure(
-      failed(verifyRopeAttr(*this, "query_rope", getQueryRopeAttr(),
-                            headDim)) ||
+      failed(
+          verifyRopeAttr(*this, "query_rope", getQueryRopeAttr(), headDim)) ||
       failed(verifyRopeAttr(*this, "key_rope", getKeyRopeAttr(), headDim)));
 }
