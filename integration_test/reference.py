@@ -234,3 +234,67 @@ def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
     # 7. GQA softmax attention, scale 1/sqrt(d), up-projection.
     o = sdpa(q, k, v, causal=causal, window=window)
     return linear(merge_heads(o), wo)
+
+
+def flash_decode_reference(q, k_new, key_cache, positions, v_new=None, value_cache=None,
+                           block_table=None, window=None, scale=None, query_rope=None,
+                           key_rope=None):
+    """One decode step (attn.flash_decode): cache write, then attention.
+
+    q [B, 1, Hq, d], k_new [B, 1, Hk, d], v_new [B, 1, Hk, dv] or None (K=V:
+    the values are the un-rotated cached keys). Contiguous caches [B, S, Hk, .];
+    with block_table [B, M] they are pages [N, P, Hk, .] and token j of sequence
+    b is cache[block_table[b, j // P], j % P]. positions[b] = p is where the new
+    token goes; query head h attends to tokens lo..p of KV head h // G with
+    lo = max(0, p - window + 1). query_rope / key_rope: (theta, fraction),
+    applied at position p to the query and at position j to key j (scores only).
+    Returns (o [B, 1, Hq, dv], updated key cache, updated value cache or None).
+    """
+    key_cache = f64(key_cache).copy()
+    value_cache = None if value_cache is None else f64(value_cache).copy()
+    q, k_new = f64(q), f64(k_new)
+    batch, _, hq, d = q.shape
+    hk = k_new.shape[2]
+    group = hq // hk
+    scale = 1.0 / np.sqrt(d) if scale is None else scale
+
+    def slot(b, j):
+        if block_table is None:
+            return b, j
+        page_size = key_cache.shape[1]
+        return int(block_table[b, j // page_size]), j % page_size
+
+    def rotate(rows, pos, rope_params):
+        # rows [n, H, d] at positions pos [n]: rope() rotates along axis 1 of
+        # [1, S, H, d] at positions 0..S-1, so rotate each row on its own.
+        if rope_params is None:
+            return rows
+        theta, fraction = rope_params
+        out = np.empty_like(rows)
+        for i, p in enumerate(pos):
+            padded = np.zeros((1, p + 1) + rows.shape[1:])
+            padded[0, p] = rows[i]
+            out[i] = rope(padded, theta, fraction)[0, p]
+        return out
+
+    dv = d if value_cache is None else value_cache.shape[3]
+    out = np.zeros((batch, 1, hq, dv))
+    for b in range(batch):
+        p = int(positions[b])
+        row, col = slot(b, p)
+        key_cache[row, col] = k_new[b, 0]
+        if value_cache is not None:
+            value_cache[row, col] = f64(v_new)[b, 0]
+        lo = 0 if window is None else max(0, p - window + 1)
+        tokens = list(range(lo, p + 1))
+        keys = np.stack([key_cache[slot(b, j)] for j in tokens])  # [n, Hk, d]
+        values = keys if value_cache is None else np.stack(
+            [value_cache[slot(b, j)] for j in tokens])
+        rotated_keys = rotate(keys, tokens, key_rope)
+        query = rotate(q[b, 0][None], [p], query_rope)[0]  # [Hq, d]
+        for h in range(hq):
+            scores = scale * rotated_keys[:, h // group] @ query[h]
+            weights = np.exp(scores - scores.max())
+            weights /= weights.sum()
+            out[b, 0, h] = weights @ values[:, h // group]
+    return out, key_cache, value_cache

@@ -69,6 +69,13 @@ struct KernelSpec {
   std::vector<TensorSpec> tensors;
   std::vector<TmaSpec> tmas;
   std::string configJson;
+  // Launch results that are operand tensors updated in place: (result, tensor).
+  std::vector<std::pair<std::string, std::string>> aliases;
+  // A scratch tensor the caller allocates (none: empty) and its size in bytes.
+  std::string workspaceTensor;
+  Expr workspaceBytes;
+  // The kernel to launch next with the same workspace (none: empty).
+  std::string then;
 };
 
 struct Manifest {

@@ -624,6 +624,40 @@ bool parseKernel(const Json &k, KernelSpec &ks, std::string &error) {
     ks.params.push_back(std::move(ps));
   }
 
+  if (const Json *aliases = k.get("aliases")) {
+    if (!aliases->isArray())
+      return r.fail("\"aliases\" must be an array");
+    for (const Json &a : aliases->array) {
+      std::string result, tensor;
+      if (!r.str(a, "result", result) || !r.str(a, "tensor", tensor))
+        return false;
+      bool known = false;
+      for (const TensorSpec &ts : ks.tensors)
+        known = known || ts.name == tensor;
+      if (!known)
+        return r.fail("result '" + result + "' aliases unknown tensor '" + tensor + "'");
+      ks.aliases.emplace_back(result, tensor);
+    }
+  }
+  if (const Json *ws = k.get("workspace")) {
+    if (!ws->isObject())
+      return r.fail("\"workspace\" must be an object");
+    if (!r.str(*ws, "tensor", ks.workspaceTensor))
+      return false;
+    const Json *bytes = ws->get("bytes");
+    if (!bytes)
+      return r.fail("workspace has no \"bytes\"");
+    if (!r.expr(*bytes, "workspace bytes", ks.workspaceBytes))
+      return false;
+    bool known = false;
+    for (const TensorSpec &ts : ks.tensors)
+      known = known || ts.name == ks.workspaceTensor;
+    if (!known)
+      return r.fail("workspace names unknown tensor '" + ks.workspaceTensor + "'");
+  }
+  if (const Json *then = k.get("then"); then && then->isString())
+    ks.then = then->string;
+
   if (const Json *cfg = k.get("config"))
     ks.configJson = cfg->dump();
   else
@@ -656,6 +690,17 @@ bool parseManifest(const std::string &text, Manifest &out, std::string &error) {
     if (!parseKernel(k, ks, error))
       return false;
     out.kernels.push_back(std::move(ks));
+  }
+  for (const KernelSpec &ks : out.kernels) {
+    if (ks.then.empty())
+      continue;
+    bool known = false;
+    for (const KernelSpec &other : out.kernels)
+      known = known || other.name == ks.then;
+    if (!known) {
+      error = "kernel '" + ks.name + "': \"then\" names unknown kernel '" + ks.then + "'";
+      return false;
+    }
   }
   if (const Json *launches = root.get("launches"); launches && launches->isArray()) {
     for (const Json &l : launches->array) {
@@ -1053,6 +1098,23 @@ afr_status afr_eval_expr(const char *expr, const afr_sizes *sizes, int64_t *valu
   std::string e;
   if (!evalExpr(expr, *sizes, *value, e))
     return setError(AFR_ERR_INVALID_ARGUMENT, e);
+  return ok();
+}
+
+afr_status afr_kernel_workspace_bytes(const afr_manifest *m, int kernel, const afr_sizes *sizes,
+                                      int64_t *bytes) {
+  const KernelSpec *k = kernelAt(m, kernel);
+  if (!k)
+    return AFR_ERR_INVALID_ARGUMENT;
+  if (!sizes || !bytes)
+    return setError(AFR_ERR_INVALID_ARGUMENT, "afr_kernel_workspace_bytes: null argument");
+  if (k->workspaceTensor.empty()) {
+    *bytes = 0;
+    return ok();
+  }
+  std::string e;
+  if (!evalE(k->workspaceBytes, *sizes, *bytes, e))
+    return setError(AFR_ERR_MANIFEST, kname(*k) + ": workspace: " + e);
   return ok();
 }
 

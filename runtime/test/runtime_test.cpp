@@ -1044,6 +1044,74 @@ TEST(compiled_manifests) {
   }
 }
 
+// The split-KV decode kernels as attnfuse-compile writes them: two kernels
+// launched in order, a workspace sized by an expression of B and S, i32
+// positions, and the cache updated in place.
+TEST(decode_manifest) {
+  afr_manifest *m = nullptr;
+  CHECK(afr_manifest_load((std::string(AFR_FIXTURE_DIR) + "/decode-manifest.json").c_str(),
+                          &m) == AFR_OK);
+  CHECK_EQ(afr_manifest_num_launches(m), 2);
+  CHECK_EQ(std::string(afr_manifest_launch_kernel(m, 0)), std::string("attn_flash_decode"));
+  CHECK_EQ(std::string(afr_manifest_launch_kernel(m, 1)),
+           std::string("attn_flash_decode_combine"));
+  int split = -1, combine = -1;
+  CHECK(afr_manifest_find_kernel(m, "attn_flash_decode", &split) == AFR_OK);
+  CHECK(afr_manifest_find_kernel(m, "attn_flash_decode_combine", &combine) == AFR_OK);
+  const afr::KernelSpec &spec = m->m.kernels[split];
+  CHECK_EQ(spec.then, std::string("attn_flash_decode_combine"));
+  CHECK_EQ(spec.aliases.size(), size_t(1));
+  CHECK_EQ(spec.aliases[0].second, std::string("key_cache"));
+  // B = 2, capacity S = 4096: splits = min(ceil_div(264, 8 * 2), ceil_div(4096, 256)) = 16.
+  afr_sizes sz{2, 4096, 1};
+  int64_t bytes = 0;
+  CHECK(afr_kernel_workspace_bytes(m, split, &sz, &bytes) == AFR_OK);
+  CHECK_EQ(bytes, int64_t(4) * 2 * 32 * 16 * 132);
+  CHECK(afr_kernel_workspace_bytes(m, combine, &sz, &bytes) == AFR_OK);
+  CHECK_EQ(bytes, int64_t(0));
+  afr_launch_dims dims;
+  CHECK(afr_kernel_launch_dims(m, split, &sz, &dims) == AFR_OK);
+  CHECK_EQ(dims.grid[0], 16u);
+  CHECK_EQ(dims.grid[1], 8u);
+  CHECK_EQ(dims.grid[2], 2u);
+  std::vector<afr_tensor> t = {
+      tensor("query", 0x1000, {2, 1, 32, 128}, AFR_DTYPE_BF16),
+      tensor("key_new", 0x2000, {2, 1, 8, 128}, AFR_DTYPE_BF16),
+      tensor("key_cache", 0x3000, {2, 4096, 8, 128}, AFR_DTYPE_BF16),
+      tensor("positions", 0x4000, {2}, AFR_DTYPE_I32),
+      tensor("workspace", 0x5000, {2, 32, 16, 132}, AFR_DTYPE_F32)};
+  CHECK(afr_validate(m, split, &sz, t.data(), int(t.size())) == AFR_OK);
+  t[3] = tensor("positions", 0x4000, {2}, AFR_DTYPE_I64);
+  CHECK_ERR(afr_validate(m, split, &sz, t.data(), int(t.size())), AFR_ERR_VALIDATION,
+            "kernel 'attn_flash_decode': tensor 'positions' has dtype i64, the kernel needs i32");
+  t[3] = tensor("positions", 0x4000, {2}, AFR_DTYPE_I32);
+  t[4] = tensor("workspace", 0x5000, {2, 32, 8, 132}, AFR_DTYPE_F32);
+  CHECK_ERR(afr_validate(m, split, &sz, t.data(), int(t.size())), AFR_ERR_VALIDATION,
+            "kernel 'attn_flash_decode': tensor 'workspace' dim 2 is 8, the kernel needs 16 "
+            "(max(1, min(ceil_div(264, 8*B), ceil_div(S, 256))))");
+  afr_manifest_destroy(m);
+
+  auto parse = [&](const std::string &text) {
+    return afr_manifest_parse(text.data(), text.size(), "", &m);
+  };
+  const std::string base = R"J({"kernels": [{"name": "k", "ptx": "k.ptx", "block": [128],
+      "grid": ["B"], "params": [], "tensors": [{"name": "cache", "dtype": "bf16",
+      "shape": ["B"]}] EXTRA}]})J";
+  auto with = [&](const std::string &extra) {
+    std::string text = base;
+    text.replace(text.find("EXTRA"), 5, extra);
+    return text;
+  };
+  CHECK_ERR(parse(with(R"J(, "aliases": [{"result": "r", "tensor": "nope"}])J")),
+            AFR_ERR_MANIFEST, "kernel 'k': result 'r' aliases unknown tensor 'nope'");
+  CHECK_ERR(parse(with(R"J(, "workspace": {"tensor": "nope", "bytes": 4})J")),
+            AFR_ERR_MANIFEST, "kernel 'k': workspace names unknown tensor 'nope'");
+  CHECK_ERR(parse(with(R"J(, "workspace": {"tensor": "cache"})J")), AFR_ERR_MANIFEST,
+            "kernel 'k': workspace has no \"bytes\"");
+  CHECK_ERR(parse(with(R"J(, "then": "missing")J")), AFR_ERR_MANIFEST,
+            "kernel 'k': \"then\" names unknown kernel 'missing'");
+}
+
 int main() {
   for (auto &t : registry()) {
     int before = failures;

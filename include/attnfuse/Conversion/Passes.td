@@ -42,7 +42,8 @@ def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
   let summary = "Lower the fused attn kernel ops to tiled loops on tensors";
   let description = [{
     The CPU form of the fused kernels: `attn.flash_attention`,
-    `attn.fused_projection` and `attn.cca_prologue` become `scf.for` loop
+    `attn.flash_decode`, `attn.fused_projection` and `attn.cca_prologue`
+    become `scf.for` loop
     nests over the tiles their `block_*` attributes give, with
     `linalg.generic` tile computations whose innermost dimension is
     contiguous (so LLVM vectorizes it), `tensor` slices for the tiles and
@@ -51,6 +52,7 @@ def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",

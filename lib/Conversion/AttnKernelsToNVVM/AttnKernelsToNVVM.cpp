@@ -59,37 +59,41 @@ public:
     return byKey.emplace(key, name).first->second;
   }
 
+  /// The host-side declaration `@<kernel>_launch` of type `type` carrying
+  /// `launch`, shared by every op of `opName` with that type.
+  func::FuncOp declareLaunch(Location loc, StringRef kernel, StringRef opName,
+                             FunctionType type, DictionaryAttr launch) {
+    std::string key =
+        (kernel + ":" + opName + ":" + llvm::formatv("{0}", type).str()).str();
+    auto it = launches.find(key);
+    if (it != launches.end())
+      return it->second;
+    OpBuilder mb(module.getContext());
+    mb.setInsertionPointToEnd(module.getBody());
+    std::string name = (kernel + "_launch").str();
+    for (int i = 1; symbols.lookup(name); ++i)
+      name = (kernel + "_launch_" + Twine(i)).str();
+    func::FuncOp decl = func::FuncOp::create(mb, loc, name, type);
+    decl.setPrivate();
+    decl->setAttr(kLaunchAttr, launch);
+    decl->setAttr("attnfuse.op", StringAttr::get(module.getContext(), opName));
+    decl->setAttr("attnfuse.kernel",
+                  SymbolRefAttr::get(
+                      module.getContext(), kernel,
+                      {FlatSymbolRefAttr::get(module.getContext(), kernel)}));
+    symbols.insert(decl);
+    launches.emplace(key, decl);
+    return decl;
+  }
+
   /// Replaces `op` by a call to `@<kernel>_launch` carrying `launch`.
   void replaceWithLaunch(Operation *op, StringRef kernel,
                          DictionaryAttr launch) {
     OpBuilder b(op);
     auto type = FunctionType::get(op->getContext(), op->getOperandTypes(),
                                   op->getResultTypes());
-    std::string key = (kernel + ":" + op->getName().getStringRef() + ":" +
-                       llvm::formatv("{0}", type).str())
-                          .str();
-    func::FuncOp decl;
-    auto it = launches.find(key);
-    if (it != launches.end()) {
-      decl = it->second;
-    } else {
-      OpBuilder mb(module.getContext());
-      mb.setInsertionPointToEnd(module.getBody());
-      std::string name = (kernel + "_launch").str();
-      for (int i = 1; symbols.lookup(name); ++i)
-        name = (kernel + "_launch_" + Twine(i)).str();
-      decl = func::FuncOp::create(mb, op->getLoc(), name, type);
-      decl.setPrivate();
-      decl->setAttr(kLaunchAttr, launch);
-      decl->setAttr("attnfuse.op", StringAttr::get(module.getContext(),
-                                                   op->getName().getStringRef()));
-      decl->setAttr("attnfuse.kernel",
-                    SymbolRefAttr::get(
-                        module.getContext(), kernel,
-                        {FlatSymbolRefAttr::get(module.getContext(), kernel)}));
-      symbols.insert(decl);
-      launches.emplace(key, decl);
-    }
+    func::FuncOp decl = declareLaunch(
+        op->getLoc(), kernel, op->getName().getStringRef(), type, launch);
     auto call = func::CallOp::create(b, op->getLoc(), decl, op->getOperands());
     op->replaceAllUsesWith(call.getResults());
     op->erase();
@@ -118,6 +122,59 @@ void lowerToKernel(KernelEmitter &emitter, Operation *op, Plan &plan,
       });
   plan.name = name.str();
   emitter.replaceWithLaunch(op, name, describe());
+}
+
+/// attn.flash_decode: the split kernel (its launch returns the workspace
+/// and the caches, updated in place), then the combine kernel (workspace ->
+/// output).
+void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
+                      DecodePlan &plan) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  std::string key = plan.key();
+  plan.name = emitter
+                  .kernelFor(key + ":split", "attn_flash_decode", loc,
+                             [&](gpu::GPUModuleOp gm, const std::string &n) {
+                               plan.name = n;
+                               OpBuilder b(ctx);
+                               buildFlashDecodeSplitKernel(b, loc, gm, plan);
+                             })
+                  .str();
+  plan.combineName =
+      emitter
+          .kernelFor(key + ":combine", "attn_flash_decode_combine", loc,
+                     [&](gpu::GPUModuleOp gm, const std::string &n) {
+                       plan.combineName = n;
+                       OpBuilder b(ctx);
+                       buildFlashDecodeCombineKernel(b, loc, gm, plan);
+                     })
+          .str();
+
+  auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+  auto workspaceType = RankedTensorType::get(
+      {queryType.getDimSize(0), plan.numHeads,
+       plan.numSplits > 0 ? plan.numSplits : ShapedType::kDynamic,
+       plan.workspaceRow()},
+      Float32Type::get(ctx));
+  SmallVector<Type> splitResults = {workspaceType};
+  for (Value cache : op.getResults().drop_front())
+    splitResults.push_back(cache.getType());
+  func::FuncOp splitDecl = emitter.declareLaunch(
+      loc, plan.name, op->getName().getStringRef(),
+      FunctionType::get(ctx, op->getOperandTypes(), splitResults),
+      describeFlashDecodeSplit(ctx, op, plan));
+  func::FuncOp combineDecl = emitter.declareLaunch(
+      loc, plan.combineName, op->getName().getStringRef(),
+      FunctionType::get(ctx, {workspaceType}, {op.getResult().getType()}),
+      describeFlashDecodeCombine(ctx, op, plan));
+  OpBuilder b(op);
+  auto split = func::CallOp::create(b, loc, splitDecl, op->getOperands());
+  auto combine = func::CallOp::create(b, loc, combineDecl,
+                                      ValueRange{split.getResult(0)});
+  SmallVector<Value> results = {combine.getResult(0)};
+  llvm::append_range(results, split.getResults().drop_front());
+  op->replaceAllUsesWith(results);
+  op->erase();
 }
 
 struct ConvertAttnKernelsToNVVMPass
@@ -152,8 +209,9 @@ struct ConvertAttnKernelsToNVVMPass
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<attn::FlashAttentionOp, attn::FusedProjectionOp,
-              attn::ProjectOp, attn::CCAPrologueOp>(op))
+      if (isa<attn::FlashAttentionOp, attn::FlashDecodeOp,
+              attn::FusedProjectionOp, attn::ProjectOp,
+              attn::CCAPrologueOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -171,6 +229,13 @@ struct ConvertAttnKernelsToNVVMPass
           return signalPassFailure();
         lowerToKernel(emitter, op, *plan, buildFlashAttentionKernel,
                       [&] { return describeFlashAttention(ctx, fa, *plan); });
+        continue;
+      }
+      if (auto decode = dyn_cast<attn::FlashDecodeOp>(op)) {
+        FailureOr<DecodePlan> plan = planFlashDecode(decode, options);
+        if (failed(plan))
+          return signalPassFailure();
+        lowerFlashDecode(emitter, decode, *plan);
         continue;
       }
       if (auto cca = dyn_cast<attn::CCAPrologueOp>(op)) {

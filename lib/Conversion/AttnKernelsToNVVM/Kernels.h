@@ -145,6 +145,52 @@ mlir::DictionaryAttr describeCCAPrologue(mlir::MLIRContext *ctx,
                                          attn::CCAPrologueOp op,
                                          const ProloguePlan &plan);
 
+/// The plan of one attn.flash_decode: a split kernel (grid num_splits x Hk x
+/// B, one CTA of 128 threads per split of the keys of one KV head of one
+/// sequence) and a combine kernel (grid Hq x B, value_dim threads).
+struct DecodePlan {
+  ElemKind elem;
+  int64_t headDim, valueDim, numHeads, numKvHeads, group;
+  int64_t blockKV, stages, threads;
+  bool keyIsValue, paged;
+  int64_t pageSize = 0; // paged caches only
+  std::optional<int64_t> window;
+  double scale;
+  int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
+  bool sharedRopeTable = false;
+  int64_t numSplits = 0; // 0: the runtime expression of describe
+  int64_t minBlocksPerSM;
+  // Shared memory (bytes from a 1024-byte aligned base): padded K (and V)
+  // rows per stage, the f32 query rows, the f32 score rows, the running max,
+  // sum and rescale factor per head, one mbarrier per stage.
+  int64_t kRowBytes, vRowBytes, pRowBytes;
+  int64_t kOff, vOff, qOff, pOff, maxOff, sumOff, alphaOff, barOff;
+  int64_t sharedBytes;
+  std::string name;        // the split kernel
+  std::string combineName; // the combine kernel
+  /// Columns of one workspace row: dv partial outputs, the log2-domain
+  /// log-sum-exp, padding to 16 bytes.
+  int64_t workspaceRow() const { return valueDim + 4; }
+  std::string key() const;
+};
+
+mlir::FailureOr<DecodePlan> planFlashDecode(attn::FlashDecodeOp op,
+                                            const TargetOptions &options);
+void buildFlashDecodeSplitKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::gpu::GPUModuleOp module,
+                                 const DecodePlan &plan);
+void buildFlashDecodeCombineKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                   mlir::gpu::GPUModuleOp module,
+                                   const DecodePlan &plan);
+/// The expression (over B, S, T) of the number of splits.
+std::string decodeSplitsExpr(attn::FlashDecodeOp op, const DecodePlan &plan);
+mlir::DictionaryAttr describeFlashDecodeSplit(mlir::MLIRContext *ctx,
+                                              attn::FlashDecodeOp op,
+                                              const DecodePlan &plan);
+mlir::DictionaryAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
+                                                attn::FlashDecodeOp op,
+                                                const DecodePlan &plan);
+
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//

@@ -3,6 +3,7 @@
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -19,6 +20,7 @@ using namespace mlir;
 
 void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns) {
   populateFlashAttentionToSCFPatterns(patterns);
+  populateFlashDecodeToSCFPatterns(patterns);
   populateFusedProjectionToSCFPatterns(patterns);
   populateCCAPrologueToSCFPatterns(patterns);
 }

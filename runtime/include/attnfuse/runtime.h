@@ -137,6 +137,12 @@ AFR_API const char *afr_manifest_kernel_config_json(const afr_manifest *manifest
 /* Evaluates a manifest expression ("ceil_div(S, 32)", "2048*S", "B", "64") for the sizes. */
 AFR_API afr_status afr_eval_expr(const char *expr, const afr_sizes *sizes, int64_t *value);
 
+/* Bytes of the scratch tensor the kernel's manifest entry names under "workspace" (the
+ * split-KV decode kernels), 0 when it has none. The caller allocates it and passes it as the
+ * tensor of that name to this kernel and to the kernel its entry names under "then". */
+AFR_API afr_status afr_kernel_workspace_bytes(const afr_manifest *manifest, int kernel,
+                                              const afr_sizes *sizes, int64_t *bytes);
+
 /* Grid (from the manifest's expressions), block and dynamic shared memory for these sizes. */
 AFR_API afr_status afr_kernel_launch_dims(const afr_manifest *manifest, int kernel,
                                           const afr_sizes *sizes, afr_launch_dims *out);

@@ -13,6 +13,12 @@ every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
     mbarrier try_wait and setmaxnreg in its PTX (the attn.cca_prologue
     kernels, which are not warp-specialized: without the first three).
 
+A decode matrix covers attn.flash_decode (split and combine kernels): head
+dim 64 and 128, group 1, 4, 8, 16, K=V and separate K/V, contiguous and paged
+caches, key RoPE on load; its kernels must use cp.async.bulk and
+mbarrier try_wait (no wgmma: decode is bandwidth-bound) and, like all others,
+assemble without spills or warnings.
+
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
 conv kernels 3/3, and the toggles off.
@@ -127,6 +133,57 @@ def cca_model():
     return "\n".join(funcs), configs
 
 
+DECODE_HEAD_DIMS = (64, 128)
+DECODE_GROUPS = (1, 4, 8, 16)
+
+
+def decode_function(name, hq, hk, d, kv, paged, rope):
+    """One attn.flash_decode step in bf16; returns its function text."""
+    cache = f"?x64x{hk}x{d}" if paged else f"?x?x{hk}x{d}"
+    args = [("q", f"?x1x{hq}x{d}"), ("k", f"?x1x{hk}x{d}")]
+    if not kv:
+        args.append(("v", f"?x1x{hk}x{d}"))
+    args.append(("kc", cache))
+    if not kv:
+        args.append(("vc", cache))
+    args.append(("pos", "?"))
+    if paged:
+        args.append(("bt", "?x?"))
+    def t(name, shape):
+        return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else 'bf16'}>"
+    params = ", ".join(f"%{n}: {t(n, s)}" for n, s in args)
+    types = ", ".join(t(n, s) for n, s in args)
+    results = [f"tensor<?x1x{hq}x{d}xbf16>", t("kc", cache)] + ([] if kv else [t("vc", cache)])
+    names = ["%o", "%kc2"] + ([] if kv else ["%vc2"])
+    attrs = "block_kv = 64 : i64"
+    if rope:
+        attrs += ", query_rope = #attn.rope<theta = 10000.0>, key_rope = #attn.rope<theta = 10000.0>"
+    new = "%q, %k" + ("" if kv else ", %v")
+    caches = "%kc" + ("" if kv else ", %vc")
+    table = " block_table(%bt)" if paged else ""
+    return (f"func.func @{name}({params}) -> ({', '.join(results)}) {{\n"
+            f"  {', '.join(names)} = attn.flash_decode {new} cache({caches}) positions(%pos){table}"
+            f" {{{attrs}}}\n      : ({types}) -> ({', '.join(results)})\n"
+            f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")
+
+
+def decode_model():
+    funcs, configs = [], []
+    for d in DECODE_HEAD_DIMS:
+        for g in DECODE_GROUPS:
+            hk = 2 if g == 16 else 8
+            for kv in (True, False):
+                for paged in (False, True):
+                    name = (f"decode_d{d}_g{g}_{'keqv' if kv else 'kv2'}_"
+                            f"{'paged' if paged else 'contig'}")
+                    funcs.append(decode_function(name, g * hk, hk, d, kv, paged, False))
+                    configs.append(dict(name=name, d=d, g=g, kv=kv, paged=paged, rope=False))
+            name = f"decode_d{d}_g{g}_keqv_contig_rope"
+            funcs.append(decode_function(name, g * hk, hk, d, True, False, True))
+            configs.append(dict(name=name, d=d, g=g, kv=True, paged=False, rope=True))
+    return "\n".join(funcs), configs
+
+
 def find_tool(name, explicit, extra):
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
@@ -199,6 +256,11 @@ def main():
     with open(cca_path, "w") as f:
         f.write(cca_text)
     models.append(("cca_matrix", cca_path))
+    decode_text, decode_configs = decode_model()
+    decode_path = os.path.join(args.work, "decode_matrix.mlir")
+    with open(decode_path, "w") as f:
+        f.write(decode_text)
+    models.append(("decode_matrix", decode_path))
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
             models.append((os.path.splitext(os.path.basename(path))[0], path))
@@ -235,6 +297,14 @@ def main():
             failures.append(f"cca matrix {c['name']}: expected one cca_prologue kernel, got {names}")
         c["kernel"] = names[0] if names else None
 
+    for c in decode_configs:
+        names = [k for k in launches.get(("decode_matrix", c["name"]), [])]
+        kinds = sorted(kernels[k]["kind"] for k in names)
+        if kinds != ["flash_decode_combine", "flash_decode_split"]:
+            failures.append(f"decode matrix {c['name']}: expected a split and a combine "
+                            f"kernel, got {names}")
+        c["kernels"] = names
+
     # Assemble every kernel; parse the resource report.
     for name, k in sorted(kernels.items()):
         cubin = os.path.splitext(k["ptx"])[0] + ".cubin"
@@ -267,8 +337,12 @@ def main():
         with open(k["ptx"]) as f:
             ptx = f.read()
         required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"]
-        if k["kind"] != "cca_prologue":
+        if k["kind"] not in ("cca_prologue", "flash_decode_split", "flash_decode_combine"):
             required.append("setmaxnreg")
+        if k["kind"] == "flash_decode_split":
+            required = ["cp.async.bulk.shared::cluster.global", "mbarrier.try_wait"]
+        elif k["kind"] == "flash_decode_combine":
+            required = []
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
@@ -283,7 +357,7 @@ def main():
                 k["sass_regs"] = max(regs) + 1 if regs else 0
                 if re.search(r"\b(LDL|STL)\b", sass):
                     failures.append(f"{name}: local memory (LDL/STL) in SASS")
-                if k["hgmma"] == 0:
+                if k["hgmma"] == 0 and not k["kind"].startswith("flash_decode"):
                     failures.append(f"{name}: no HGMMA in SASS")
 
     # The table.
@@ -335,6 +409,26 @@ def main():
             f"| {'all' if c['toggles'] else 'off'} | `{c['kernel']}` | {k.get('block', ['?'])[0]} "
             f"| {k.get('registers', '-')} | {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} "
             f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
+
+    lines.append("\n## Decode matrix (attn.flash_decode)\n")
+    lines.append("bf16, block_kv 64; Hk 8 (2 for G = 16). Split kernel: 128 threads per (split, "
+                 "KV head, sequence), key rows streamed with 1-D cp.async.bulk into a ring of "
+                 "stages; combine kernel: value_dim threads per (query head, sequence).\n")
+    lines.append("| d | G | K=V | paged | RoPE | split kernel | regs | spill | stack | smem | stages | combine regs | combine spill |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in decode_configs:
+        split = next((kernels[n] for n in c["kernels"]
+                      if kernels[n]["kind"] == "flash_decode_split"), {})
+        combine = next((kernels[n] for n in c["kernels"]
+                        if kernels[n]["kind"] == "flash_decode_combine"), {})
+        split_name = next((n for n in c["kernels"]
+                           if kernels[n]["kind"] == "flash_decode_split"), "-")
+        lines.append(
+            f"| {c['d']} | {c['g']} | {'yes' if c['kv'] else 'no'} | {'yes' if c['paged'] else 'no'} "
+            f"| {'yes' if c['rope'] else 'no'} | `{split_name}` | {split.get('registers', '-')} "
+            f"| {split.get('spills', '-')} | {split.get('stack', '-')} | {split.get('smem', '-')} "
+            f"| {split.get('config', {}).get('stages', '?')} | {combine.get('registers', '-')} "
+            f"| {combine.get('spills', '-')} |")
 
     lines.append("\n## All kernels (matrix and examples/)\n")
     lines.append("| kernel | kind | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem | barriers | ptxas notes | from |")

@@ -16,6 +16,9 @@ namespace attnfuse {
 
 /// attn.flash_attention -> tiled scf.for loops with online softmax.
 void populateFlashAttentionToSCFPatterns(mlir::RewritePatternSet &patterns);
+/// attn.flash_decode -> a cache write and loops over key tiles with online
+/// softmax per sequence and KV head.
+void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns);
 /// attn.fused_projection -> tiled GEMM loops with a bias and RoPE epilogue.
 void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns);
 /// attn.cca_prologue -> loops over sequence blocks with a halo.

@@ -169,4 +169,88 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
   }];
 }
 
+def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "one decode step: cache write and split-KV attention";
+  let description = [{
+    One generated token per sequence against a KV cache. For every batch
+    entry `b` with `p = positions[b]` (the number of tokens already cached),
+    the new key `key_new[b, 0]` (and `value_new[b, 0]`) is first written at
+    cache position `p`; then query head `h` (KV head `h / G`, `G = Hq / Hk`)
+    attends to the cached keys `j` in `[lo, p]`, `lo = 0`, or
+    `max(0, p - window + 1)` with a window:
+
+    `o[b, 0, h] = sum_j softmax_j(scale * rope(q, p) . rope(K_j, j)) V_j`.
+
+    * Without `value_new` / `value_cache`, the key cache is also the value
+      cache (K=V): the values are the un-rotated cached keys.
+    * `query_rope` rotates the query at position `p`, `key_rope` the keys at
+      their positions `j` as they are loaded (scores only).
+    * Contiguous caches are `[B, S, Hk, d]` (capacity `S`). With
+      `block_table [B, M]` they are paged, `[num_pages, page_size, Hk, d]`:
+      token `j` of sequence `b` lives at
+      `cache[block_table[b, j / page_size], j % page_size]` and the capacity
+      is `M * page_size`.
+    * The kernels stream the keys in tiles of `block_kv` rows, all `G` query
+      heads of a group served by one read of each tile, split over
+      `num_splits` independent ranges of the keys whose partial results a
+      combine step merges (flash-decoding); `num_splits = 0` lets the
+      lowering choose. Neither changes the result.
+
+    Results: the output `[B, 1, Hq, dv]` and the updated cache(s).
+
+    ```mlir
+    // K=V cache with GQA-4 and RoPE on load.
+    %o, %kc = attn.flash_decode %q, %k cache(%kcache) positions(%pos)
+        {block_kv = 64 : i64, query_rope = #attn.rope<theta = 10000.0>,
+         key_rope = #attn.rope<theta = 10000.0>}
+        : (tensor<?x1x16x64xbf16>, tensor<?x1x4x64xbf16>,
+           tensor<?x4096x4x64xbf16>, tensor<?xi32>)
+          -> (tensor<?x1x16x64xbf16>, tensor<?x4096x4x64xbf16>)
+    // Separate K and V in a paged cache.
+    %o2, %kc2, %vc2 = attn.flash_decode %q, %k, %v cache(%kp, %vp)
+        positions(%pos) block_table(%bt) {block_kv = 64 : i64}
+        : (tensor<?x1x16x64xbf16>, tensor<?x1x4x64xbf16>,
+           tensor<?x1x4x64xbf16>, tensor<?x64x4x64xbf16>,
+           tensor<?x64x4x64xbf16>, tensor<?xi32>, tensor<?x?xi32>)
+          -> (tensor<?x1x16x64xbf16>, tensor<?x64x4x64xbf16>,
+              tensor<?x64x4x64xbf16>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_new,
+                       Optional<Attn_FloatTensor>:$value_new,
+                       Attn_FloatTensor:$key_cache,
+                       Optional<Attn_FloatTensor>:$value_cache,
+                       RankedTensorOf<[AnySignlessInteger]>:$positions,
+                       Optional<RankedTensorOf<[AnySignlessInteger]>>:$block_table,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<Attn_RopeAttr>:$query_rope,
+                       OptionalAttr<Attn_RopeAttr>:$key_rope,
+                       Attn_PositiveI64Attr:$block_kv,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>,
+                                         "0">:$num_splits);
+  let results = (outs Attn_FloatTensor:$result,
+                      Attn_FloatTensor:$key_cache_out,
+                      Optional<Attn_FloatTensor>:$value_cache_out);
+  let assemblyFormat = [{
+    $query `,` $key_new (`,` $value_new^)?
+    `cache` `(` $key_cache (`,` $value_cache^)? `)`
+    `positions` `(` $positions `)`
+    (`block_table` `(` $block_table^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether one cache holds keys and values (K=V).
+    bool isKeyValue() { return !getValueCache(); }
+    /// The cache read for the values: the value cache, or the key cache.
+    ::mlir::Value getValueOrKeyCache() {
+      return getValueCache() ? getValueCache() : getKeyCache();
+    }
+    /// Whether the caches are paged through `block_table`.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+  }];
+}
+
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD

@@ -1,0 +1,437 @@
+//===- FlashDecode.cpp - attn.flash_decode to loops -------------*- C++ -*-===//
+//
+// The executable semantics of one decode step on tensors. Per batch entry b
+// with p = positions[b]: the new key (and value) is inserted into the cache
+// at p (cf.assert first that p lies inside the capacity, and for a paged
+// cache that the page the block table names exists); then per KV head the
+// G query heads of the group, rotated at position p, stream over the keys
+// [lo, p] in tiles of block_kv rows with an f32 online softmax. Each key tile
+// is gathered once from the cache (row by row through the block table when
+// paged) and serves all G heads; for K=V the same gathered rows are the
+// value tile, un-rotated, while the key role is rotated on load.
+//
+// A tile that runs past p (or starts before the window) is masked; gathered
+// row indices are clamped to p so the gather never leaves the cache. The
+// splits of the GPU kernel do not exist here: one pass over the keys gives
+// the same result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "Rope.h"
+#include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::attn;
+using namespace attnfuse::kernels;
+
+namespace {
+
+class FlashDecodeLowering {
+public:
+  FlashDecodeLowering(FlashDecodeOp op, OpBuilder &builder)
+      : op(op),
+        kb(builder, op.getLoc(),
+           cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
+    auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+    numHeads = queryType.getDimSize(2);
+    numKvHeads = cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
+    group = numHeads / numKvHeads;
+    headDim = queryType.getDimSize(3);
+    valueDim =
+        cast<RankedTensorType>(op.getValueOrKeyCache().getType()).getDimSize(3);
+    blockKV = op.getBlockKv();
+    keyIsValue = op.isKeyValue();
+    scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
+                              : 1.0 / std::sqrt(static_cast<double>(headDim));
+  }
+
+  SmallVector<Value> build();
+
+private:
+  /// Cache (row, slot) of token `token` of sequence `batchIndex`.
+  std::pair<Value, Value> cacheSlot(OpBuilder &b, Location loc,
+                                    Value batchIndex, Value token);
+  /// Writes the new token of `batchIndex` at position `position`.
+  Value writeNewToken(Value cache, Value newRows, int64_t dim, Value batchIndex,
+                      Value position);
+  /// `[G, d]` compute-type query rows of the group, rotated at `position`.
+  Value loadQuery(Value batchIndex, Value kvHead, Value position);
+  /// `[block_kv, dim]` element-type rows of `cache` for tokens key0 + c,
+  /// clamped to `last`.
+  Value gatherRows(Value cache, int64_t dim, Value batchIndex, Value kvHead,
+                   Value key0, Value last);
+  /// Online-softmax update of (m [G], l [G], acc [G, dv]) with one tile.
+  SmallVector<Value> update(Value queryRows, Value keySlab, Value valueSlab,
+                            Value key0, Value lo, Value hi, ValueRange state);
+  Value store(Value output, Value acc, Value sum, Value batchIndex,
+              Value kvHead);
+
+  FlashDecodeOp op;
+  KernelBuilder kb;
+  int64_t numHeads, numKvHeads, group, headDim, valueDim, blockKV;
+  bool keyIsValue;
+  double scale;
+
+  Value pageSize, capacity, numPages;
+  RopeTables queryRope, keyRope;
+};
+
+std::pair<Value, Value> FlashDecodeLowering::cacheSlot(OpBuilder &b,
+                                                       Location loc,
+                                                       Value batchIndex,
+                                                       Value token) {
+  Value table = op.getBlockTable();
+  if (!table)
+    return {batchIndex, token};
+  Value pageIndex = arith::DivSIOp::create(b, loc, token, pageSize);
+  Value slot = arith::RemSIOp::create(b, loc, token, pageSize);
+  Value page = tensor::ExtractOp::create(b, loc, table,
+                                         ValueRange{batchIndex, pageIndex});
+  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), page), slot};
+}
+
+SmallVector<Value> FlashDecodeLowering::build() {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  Value keyCache = op.getKeyCache();
+  Value batch = kb.dim(op.getQuery(), 0);
+  if (op.isPaged()) {
+    pageSize = kb.dim(keyCache, 1);
+    numPages = kb.dim(keyCache, 0);
+    capacity = kb.mul(kb.dim(op.getBlockTable(), 1), pageSize);
+  } else {
+    capacity = kb.dim(keyCache, 1);
+  }
+  // Positions 0 .. capacity - 1 are the only ones a valid step rotates at.
+  queryRope = buildRopeTables(kb, op.getQueryRopeAttr(), headDim, capacity);
+  keyRope = op.getKeyRopeAttr() == op.getQueryRopeAttr()
+                ? queryRope
+                : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, capacity);
+
+  auto resultType = cast<RankedTensorType>(op.getResult().getType());
+  Value output =
+      kb.empty(resultType.getShape(), resultType.getElementType(),
+               resultType.isDynamicDim(0) ? ValueRange{batch} : ValueRange{});
+  SmallVector<Value> init = {output, keyCache};
+  if (!keyIsValue)
+    init.push_back(op.getValueCache());
+
+  Value zero = kb.index(0), one = kb.index(1);
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, batch, one, init,
+      [&](OpBuilder &, Location, Value batchIndex, ValueRange args) {
+        Value position = arith::IndexCastOp::create(
+            b, loc, b.getIndexType(),
+            tensor::ExtractOp::create(b, loc, op.getPositions(),
+                                      ValueRange{batchIndex}));
+        Value inside = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, position,
+                                  zero),
+            kb.lessThan(position, capacity));
+        cf::AssertOp::create(
+            b, loc, inside,
+            "attn.flash_decode: positions[b] is outside the cache capacity");
+
+        Value keys = writeNewToken(args[1], op.getKeyNew(), headDim, batchIndex,
+                                   position);
+        Value values = keyIsValue
+                           ? keys
+                           : writeNewToken(args[2], op.getValueNew(), valueDim,
+                                           batchIndex, position);
+
+        // Visible keys [lo, p].
+        Value lo = zero;
+        if (std::optional<int64_t> window = op.getWindow())
+          lo = kb.max(zero, kb.sub(position, kb.index(*window - 1)));
+        Value hi = position;
+        Value loBlock = kb.floorDiv(lo, blockKV);
+        Value endBlock = kb.ceilDiv(kb.add(position, 1), blockKV);
+
+        auto headLoop = scf::ForOp::create(
+            b, loc, zero, kb.index(numKvHeads), one, ValueRange{args[0]},
+            [&](OpBuilder &, Location, Value kvHead, ValueRange headArgs) {
+              Value queryRows = loadQuery(batchIndex, kvHead, position);
+              Value maxInit = kb.fill(
+                  kb.empty({group}, kb.computeType),
+                  kb.constant(-std::numeric_limits<double>::infinity()));
+              Value sumInit =
+                  kb.fill(kb.empty({group}, kb.computeType), kb.constant(0.0));
+              Value accInit =
+                  kb.fill(kb.empty({group, valueDim}, kb.computeType),
+                          kb.constant(0.0));
+              auto keyLoop = scf::ForOp::create(
+                  b, loc, loBlock, endBlock, one,
+                  ValueRange{maxInit, sumInit, accInit},
+                  [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
+                    Value key0 = kb.mul(keyBlock, blockKV);
+                    // One gather per tile; for K=V it is also the values.
+                    Value keySlab = gatherRows(keys, headDim, batchIndex,
+                                               kvHead, key0, position);
+                    Value valueSlab =
+                        keyIsValue ? keySlab
+                                   : gatherRows(values, valueDim, batchIndex,
+                                                kvHead, key0, position);
+                    scf::YieldOp::create(b, loc,
+                                         update(queryRows, keySlab, valueSlab,
+                                                key0, lo, hi, state));
+                  });
+              scf::YieldOp::create(b, loc,
+                                   store(headArgs[0], keyLoop.getResult(2),
+                                         keyLoop.getResult(1), batchIndex,
+                                         kvHead));
+            });
+        SmallVector<Value> results = {headLoop.getResult(0), keys};
+        if (!keyIsValue)
+          results.push_back(values);
+        scf::YieldOp::create(b, loc, results);
+      });
+
+  SmallVector<Value> results;
+  for (auto [value, result] :
+       llvm::zip(batchLoop.getResults(), op.getResults())) {
+    Value cast = value;
+    if (cast.getType() != result.getType())
+      cast = tensor::CastOp::create(b, loc, result.getType(), cast);
+    results.push_back(cast);
+  }
+  return results;
+}
+
+Value FlashDecodeLowering::writeNewToken(Value cache, Value newRows,
+                                         int64_t dim, Value batchIndex,
+                                         Value position) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  auto [row, slot] = cacheSlot(b, loc, batchIndex, position);
+  if (op.isPaged()) {
+    Value pageExists = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row,
+                              kb.index(0)),
+        kb.lessThan(row, numPages));
+    cf::AssertOp::create(b, loc, pageExists,
+                         "attn.flash_decode: block_table names a page "
+                         "outside the paged cache");
+  }
+  Value token = kb.slice(
+      newRows,
+      {batchIndex, b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
+      {1, 1, numKvHeads, dim}, {1, 1, numKvHeads, dim});
+  return kb.insert(token, cache,
+                   {row, slot, b.getIndexAttr(0), b.getIndexAttr(0)},
+                   {1, 1, numKvHeads, dim});
+}
+
+Value FlashDecodeLowering::loadQuery(Value batchIndex, Value kvHead,
+                                     Value position) {
+  OpBuilder &b = kb.builder;
+  Value rows = kb.slice(
+      op.getQuery(),
+      {batchIndex, b.getIndexAttr(0), kb.mul(kvHead, group), b.getIndexAttr(0)},
+      {1, 1, group, headDim}, {group, headDim});
+  const RopeTables &rope = queryRope;
+  return kb.generic(
+      {rows}, kb.empty({group, headDim}, kb.computeType),
+      {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value element = kb.toCompute(nb, args[0]);
+        if (!rope)
+          return element;
+        Value head = linalg::IndexOp::create(nb, l, 0);
+        Value dim = linalg::IndexOp::create(nb, l, 1);
+        Value partner = kb.toCompute(
+            nb,
+            tensor::ExtractOp::create(
+                nb, l, rows, ValueRange{head, ropePartner(nb, l, dim, rope)}));
+        return applyRope(nb, l, rope, element, partner, position, dim);
+      });
+}
+
+Value FlashDecodeLowering::gatherRows(Value cache, int64_t dim,
+                                      Value batchIndex, Value kvHead,
+                                      Value key0, Value last) {
+  return kb.generic(
+      {}, kb.empty({blockKV, dim}, kb.elementType), {kb.map(2, {0, 1})},
+      {kPar, kPar}, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value c = linalg::IndexOp::create(nb, l, 0);
+        Value e = linalg::IndexOp::create(nb, l, 1);
+        // Rows past p are masked later; reading row p instead stays inside.
+        Value token = arith::MinSIOp::create(
+            nb, l, arith::AddIOp::create(nb, l, key0, c), last);
+        auto [row, slot] = cacheSlot(nb, l, batchIndex, token);
+        if (op.isPaged()) {
+          // Entries of pages before p were checked when they were written.
+          Value lastPage = arith::SubIOp::create(
+              nb, l, numPages, arith::ConstantIndexOp::create(nb, l, 1));
+          row = arith::MaxSIOp::create(
+              nb, l, arith::ConstantIndexOp::create(nb, l, 0),
+              arith::MinSIOp::create(nb, l, row, lastPage));
+        }
+        return tensor::ExtractOp::create(nb, l, cache,
+                                         ValueRange{row, slot, kvHead, e});
+      });
+}
+
+SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
+                                               Value valueSlab, Value key0,
+                                               Value lo, Value hi,
+                                               ValueRange state) {
+  Value maxOld = state[0], sumOld = state[1], accOld = state[2];
+  Value negInf = kb.constant(-std::numeric_limits<double>::infinity());
+  Value fzero = kb.constant(0.0), fone = kb.constant(1.0);
+  Value scaleValue = kb.constant(scale);
+
+  // Key rows in the compute type, rotated at their positions for the scores.
+  const RopeTables &rope = keyRope;
+  Value keyTile = kb.generic(
+      {keySlab}, kb.empty({headDim, blockKV}, kb.computeType),
+      {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value element = kb.toCompute(nb, args[0]);
+        if (!rope)
+          return element;
+        Value dim = linalg::IndexOp::create(nb, l, 0);
+        Value row = linalg::IndexOp::create(nb, l, 1);
+        Value partner = kb.toCompute(
+            nb, tensor::ExtractOp::create(
+                    nb, l, keySlab,
+                    ValueRange{row, ropePartner(nb, l, dim, rope)}));
+        // Clamped rows (masked) may sit past the table: rotate at p instead.
+        Value position = arith::MinSIOp::create(
+            nb, l, arith::AddIOp::create(nb, l, key0, row), hi);
+        return applyRope(nb, l, rope, element, partner, position, dim);
+      });
+  Value valueTile = kb.convert(valueSlab, kb.computeType);
+
+  // s[g, c] = scale * q[g] . k[c], -inf outside [lo, hi].
+  Value products =
+      kb.generic({queryRows, keyTile},
+                 kb.fill(kb.empty({group, blockKV}, kb.computeType), fzero),
+                 {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+                 {kPar, kRed, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value product =
+                       arith::MulFOp::create(nb, l, args[0], args[1]);
+                   return arith::AddFOp::create(nb, l, args[2], product);
+                 });
+  Value scores = kb.generic(
+      {}, products, {kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value score = arith::MulFOp::create(nb, l, args[0], scaleValue);
+        Value column = linalg::IndexOp::create(nb, l, 1);
+        Value token = arith::AddIOp::create(nb, l, key0, column);
+        Value valid = arith::AndIOp::create(
+            nb, l,
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, token, lo),
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, token, hi));
+        return arith::SelectOp::create(nb, l, valid, score, negInf);
+      });
+
+  auto isNegInf = [&](OpBuilder &nb, Location l, Value x) -> Value {
+    return arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, x, negInf);
+  };
+  Value tileMax =
+      kb.generic({scores}, kb.fill(kb.empty({group}, kb.computeType), negInf),
+                 {kb.map(2, {0, 1}), kb.map(2, {0})}, {kPar, kRed},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+                 });
+  // alpha = exp(m_old - m_new); 1 while no key was visible (m = -inf).
+  Value alpha = kb.generic(
+      {maxOld, tileMax}, kb.empty({group}, kb.computeType),
+      {kb.map(1, {0}), kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value maxNew = arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        Value correction = math::ExpOp::create(
+            nb, l, arith::SubFOp::create(nb, l, args[0], maxNew));
+        return arith::SelectOp::create(nb, l, isNegInf(nb, l, maxNew), fone,
+                                       correction);
+      });
+  Value maxNew =
+      kb.generic({tileMax}, maxOld, {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+                 });
+  Value probabilities = kb.generic(
+      {scores, maxNew}, kb.empty({group, blockKV}, kb.computeType),
+      {kb.map(2, {0, 1}), kb.map(2, {0}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value p = math::ExpOp::create(
+            nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+        return arith::SelectOp::create(nb, l, isNegInf(nb, l, args[1]), fzero,
+                                       p);
+      });
+  Value sumScaled =
+      kb.generic({alpha}, sumOld, {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[1], args[0]);
+                 });
+  Value sumNew = kb.generic(
+      {probabilities}, sumScaled, {kb.map(2, {0, 1}), kb.map(2, {0})},
+      {kPar, kRed}, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(nb, l, args[1], args[0]);
+      });
+  Value accScaled = kb.generic(
+      {alpha}, accOld, {kb.map(2, {0}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::MulFOp::create(nb, l, args[1], args[0]);
+      });
+  Value accNew =
+      kb.generic({probabilities, valueTile}, accScaled,
+                 {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+                 {kPar, kRed, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value product =
+                       arith::MulFOp::create(nb, l, args[0], args[1]);
+                   return arith::AddFOp::create(nb, l, args[2], product);
+                 });
+  return {maxNew, sumNew, accNew};
+}
+
+Value FlashDecodeLowering::store(Value output, Value acc, Value sum,
+                                 Value batchIndex, Value kvHead) {
+  OpBuilder &b = kb.builder;
+  Value fzero = kb.constant(0.0);
+  Value tile = kb.generic(
+      {acc, sum}, kb.empty({group, valueDim}, kb.elementType),
+      {kb.map(2, {0, 1}), kb.map(2, {0}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value empty = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                            args[1], fzero);
+        Value normalized = arith::DivFOp::create(nb, l, args[0], args[1]);
+        return kb.toElement(
+            nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
+      });
+  return kb.insert(
+      tile, output,
+      {batchIndex, b.getIndexAttr(0), kb.mul(kvHead, group), b.getIndexAttr(0)},
+      {1, 1, group, valueDim});
+}
+
+struct LowerFlashDecode : OpRewritePattern<FlashDecodeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FlashDecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    FlashDecodeLowering lowering(op, rewriter);
+    rewriter.replaceOp(op, lowering.build());
+    return success();
+  }
+};
+
+} // namespace
+
+void attnfuse::populateFlashDecodeToSCFPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerFlashDecode>(patterns.getContext());
+}

@@ -1,0 +1,74 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file | FileCheck %s
+
+// K=V cache, GQA-4, RoPE on load: the op becomes two launches, the split
+// kernel (its launch returns the f32 workspace and the cache, updated in
+// place) and the combine kernel (workspace -> output). The split kernel
+// streams key rows with 1-D bulk copies completing on mbarriers, writes the
+// new key with vector stores and keeps the softmax state with shuffles.
+// CHECK-LABEL: func.func @decode_kv
+// CHECK: %[[SPLIT:.*]]:2 = call @attn_flash_decode_launch(%arg0, %arg1, %arg2, %arg3) : (tensor<?x1x16x128xbf16>, tensor<?x1x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?xi32>) -> (tensor<?x16x?x132xf32>, tensor<?x?x4x128xbf16>)
+// CHECK: %[[OUT:.*]] = call @attn_flash_decode_combine_launch(%[[SPLIT]]#0) : (tensor<?x16x?x132xf32>) -> tensor<?x1x16x128xbf16>
+// CHECK: return %[[OUT]], %[[SPLIT]]#1
+// CHECK: gpu.module @attn_flash_decode
+// CHECK: gpu.func @attn_flash_decode(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: ex2.approx.ftz.f32
+// CHECK: lg2.approx.f32
+// CHECK: gpu.module @attn_flash_decode_combine
+// CHECK: gpu.func @attn_flash_decode_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK: func.func private @attn_flash_decode_launch
+// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}]
+// CHECK-SAME: grid = [{expr = "max(1, min(ceil_div(264, 4*B), ceil_div(S, 256)))"}, {value = 4 : i64}, {expr = "B"}]
+// CHECK-SAME: kind = "flash_decode_split"
+// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "positions", value = "positions"}
+// CHECK-SAME: {dtype = "f32", kind = "pointer", name = "rope_cos"}
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "S"}
+// CHECK-SAME: then = "attn_flash_decode_combine"
+// CHECK-SAME: workspace = {bytes = "4*B*16*(max(1, min(ceil_div(264, 4*B), ceil_div(S, 256))))*132"
+// CHECK: func.func private @attn_flash_decode_combine_launch
+// CHECK-SAME: grid = [{value = 16 : i64}, {expr = "B"}]
+// CHECK-SAME: kind = "flash_decode_combine"
+func.func @decode_kv(%q: tensor<?x1x16x128xbf16>, %k: tensor<?x1x4x128xbf16>,
+                     %cache: tensor<?x?x4x128xbf16>, %pos: tensor<?xi32>)
+    -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>) {
+  %o, %c = attn.flash_decode %q, %k cache(%cache) positions(%pos)
+      {block_kv = 64 : i64, query_rope = #attn.rope<theta = 10000.0>,
+       key_rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x1x16x128xbf16>, tensor<?x1x4x128xbf16>, tensor<?x?x4x128xbf16>,
+         tensor<?xi32>) -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>)
+  return %o, %c : tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>
+}
+
+// -----
+
+// Paged separate K/V with a fixed split count: the block table and both
+// caches are pointer parameters, the capacity is page_size * S, and both
+// caches alias results.
+// CHECK-LABEL: func.func @decode_paged
+// CHECK: call @attn_flash_decode_launch({{.*}}) : ({{.*}}) -> (tensor<?x8x8x68xf32>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>)
+// CHECK: func.func private @attn_flash_decode_launch
+// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}, {result = "value_cache_out", tensor = "value_cache"}]
+// CHECK-SAME: grid = [{expr = "8"}, {value = 2 : i64}, {expr = "B"}]
+// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "block_table", value = "block_table"}
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "64*S"}
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "max_pages", value = "S"}
+// CHECK-SAME: shape = ["T", 64, 2, 64]
+func.func @decode_paged(%q: tensor<?x1x8x64xbf16>, %k: tensor<?x1x2x64xbf16>,
+                        %v: tensor<?x1x2x64xbf16>, %kp: tensor<?x64x2x64xbf16>,
+                        %vp: tensor<?x64x2x64xbf16>, %pos: tensor<?xi32>,
+                        %bt: tensor<?x?xi32>)
+    -> (tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>) {
+  %o, %kc, %vc = attn.flash_decode %q, %k, %v cache(%kp, %vp) positions(%pos)
+      block_table(%bt) {block_kv = 64 : i64, num_splits = 8 : i64}
+      : (tensor<?x1x8x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>,
+         tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?xi32>,
+         tensor<?x?xi32>)
+        -> (tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>)
+  return %o, %kc, %vc
+      : tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>
+}
+

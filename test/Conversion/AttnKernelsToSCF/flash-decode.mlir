@@ -1,0 +1,66 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-scf --canonicalize --cse -split-input-file | FileCheck %s
+
+// K=V cache with GQA-2 and key RoPE: per batch entry the position is
+// checked against the capacity, the new key is inserted at it, and per KV
+// head the two query heads stream over key tiles. Each tile is gathered
+// once from the updated cache; the same gathered rows are rotated for the
+// scores and multiplied un-rotated with the probabilities (K=V).
+// CHECK-LABEL: func.func @decode_kv
+// CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %{{.*}}, %[[CACHE:.*]] = %arg2)
+// CHECK: %[[P:.*]] = tensor.extract %arg3[%[[B]]] : tensor<?xi32>
+// CHECK: cf.assert %{{.*}}, "attn.flash_decode: positions[b] is outside the cache capacity"
+// CHECK: %[[NEW:.*]] = tensor.extract_slice %arg1[%[[B]], 0, 0, 0] [1, 1, 2, 16]
+// CHECK: %[[WRITTEN:.*]] = tensor.insert_slice %[[NEW]] into %[[CACHE]][%[[B]], %{{.*}}, 0, 0] [1, 1, 2, 16]
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: tensor.extract_slice %arg0[%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 16] [1, 1, 1, 1] : tensor<?x1x4x16xf32> to tensor<2x16xf32>
+// CHECK: scf.for {{.*}} -> (tensor<2xf32>, tensor<2xf32>, tensor<2x16xf32>)
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: tensor.extract %[[WRITTEN]][%[[B]], %{{.*}}, %[[H]], %{{.*}}] : tensor<?x64x2x16xf32>
+// CHECK-NOT: tensor.extract %[[WRITTEN]]
+// CHECK: linalg.generic {{.*}} ins(%[[ROWS]] : tensor<32x16xf32>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[ROWS]] : tensor<2x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16xf32>)
+// CHECK: scf.yield %{{.*}}, %[[WRITTEN]] : tensor<?x1x4x16xf32>, tensor<?x64x2x16xf32>
+// CHECK-NOT: attn.
+func.func @decode_kv(%q: tensor<?x1x4x16xf32>, %k: tensor<?x1x2x16xf32>,
+                     %cache: tensor<?x64x2x16xf32>, %pos: tensor<?xi32>)
+    -> (tensor<?x1x4x16xf32>, tensor<?x64x2x16xf32>) {
+  %o, %c = attn.flash_decode %q, %k cache(%cache) positions(%pos)
+      {block_kv = 32 : i64, key_rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x1x4x16xf32>, tensor<?x1x2x16xf32>, tensor<?x64x2x16xf32>,
+         tensor<?xi32>) -> (tensor<?x1x4x16xf32>, tensor<?x64x2x16xf32>)
+  return %o, %c : tensor<?x1x4x16xf32>, tensor<?x64x2x16xf32>
+}
+
+// -----
+
+// Paged separate K/V: the write goes to the page the block table names at
+// position / page_size (checked to exist), both caches are updated, and
+// the gathers go through the block table.
+// CHECK-LABEL: func.func @decode_paged
+// CHECK: %[[P:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[PAGEIDX:.*]] = arith.divsi %[[P]], %c16
+// CHECK: %[[SLOT:.*]] = arith.remsi %[[P]], %c16
+// CHECK: %[[PAGE:.*]] = tensor.extract %arg6[%{{.*}}, %[[PAGEIDX]]] : tensor<?x?xi32>
+// CHECK: cf.assert %{{.*}}, "attn.flash_decode: block_table names a page outside the paged cache"
+// CHECK: %[[KC:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %[[SLOT]], 0, 0] [1, 1, 1, 32]
+// CHECK: %[[VC:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %[[SLOT]], 0, 0] [1, 1, 1, 48]
+// CHECK: tensor.extract %arg6
+// CHECK: tensor.extract %[[KC]]
+// CHECK: tensor.extract %arg6
+// CHECK: tensor.extract %[[VC]]
+// CHECK: scf.yield %{{.*}}, %[[KC]], %[[VC]]
+func.func @decode_paged(%q: tensor<?x1x4x32xf16>, %k: tensor<?x1x1x32xf16>,
+                        %v: tensor<?x1x1x48xf16>, %kp: tensor<?x16x1x32xf16>,
+                        %vp: tensor<?x16x1x48xf16>, %pos: tensor<?xi32>,
+                        %bt: tensor<?x?xi32>)
+    -> (tensor<?x1x4x48xf16>, tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>) {
+  %o, %kc, %vc = attn.flash_decode %q, %k, %v cache(%kp, %vp) positions(%pos)
+      block_table(%bt) {block_kv = 16 : i64, window = 100 : i64}
+      : (tensor<?x1x4x32xf16>, tensor<?x1x1x32xf16>, tensor<?x1x1x48xf16>,
+         tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>, tensor<?xi32>,
+         tensor<?x?xi32>)
+        -> (tensor<?x1x4x48xf16>, tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>)
+  return %o, %kc, %vc
+      : tensor<?x1x4x48xf16>, tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>
+}
