@@ -133,11 +133,12 @@ namespace {
 // Element types and .npy files
 //===----------------------------------------------------------------------===//
 
-enum class DType { F32, F64, F16, BF16 };
+enum class DType { F32, F64, F16, BF16, I32 };
 
 size_t byteSize(DType type) {
   switch (type) {
   case DType::F32:
+  case DType::I32:
     return 4;
   case DType::F64:
     return 8;
@@ -158,6 +159,8 @@ const char *npyDescr(DType type) {
     return "<f2";
   case DType::BF16:
     return "<u2";
+  case DType::I32:
+    return "<i4";
   }
   return "";
 }
@@ -172,6 +175,8 @@ const char *typeName(DType type) {
     return "f16";
   case DType::BF16:
     return "bf16";
+  case DType::I32:
+    return "i32";
   }
   return "";
 }
@@ -185,6 +190,8 @@ std::optional<DType> dtypeOf(Type type) {
     return DType::F16;
   if (type.isBF16())
     return DType::BF16;
+  if (type.isSignlessInteger(32))
+    return DType::I32;
   return std::nullopt;
 }
 
@@ -270,10 +277,12 @@ llvm::Expected<Array> readNpy(StringRef path) {
     array.dtype = DType::F16;
   else if (type == "<u2" || type == "=u2")
     array.dtype = DType::BF16;
+  else if (type == "<i4" || type == "=i4")
+    array.dtype = DType::I32;
   else
     return fail("unsupported dtype '" + type +
-                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, or <u2 "
-                "holding bf16 bit patterns)");
+                "' (expected <f4 for f32, <f8 for f64, <f2 for f16, <u2 "
+                "holding bf16 bit patterns, or <i4 for i32)");
 
   std::optional<std::string> fortran = headerField(header, "fortran_order");
   if (!fortran)
@@ -365,6 +374,12 @@ void storeValue(DType type, double value, char *dst) {
                 llvm::APFloat::rmNearestTiesToEven, &losesInfo);
     uint16_t bits = static_cast<uint16_t>(apf.bitcastToAPInt().getZExtValue());
     std::memcpy(dst, &bits, 2);
+    return;
+  }
+  case DType::I32: {
+    // Random integers (positions) in [0, 16) from a value in [-1, 1).
+    int32_t integer = static_cast<int32_t>((value + 1.0) * 8.0);
+    std::memcpy(dst, &integer, 4);
     return;
   }
   }
@@ -644,7 +659,7 @@ int main(int argc, char **argv) {
       "AttnFuse runner: lower with attn-to-cpu, JIT-execute one function on "
       ".npy inputs and write its results as .npy files\n\n"
       "dtypes: f32 <f4, f64 <f8, f16 <f2, bf16 <u2 (bit patterns; numpy has "
-      "no bfloat16)\n");
+      "no bfloat16), i32 <i4\n");
 
   // Which inputs: files, random, or a list of runs sharing one compilation.
   bool randomInputs = randomSeed.getNumOccurrences() > 0;

@@ -21,6 +21,7 @@ void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns) {
   populateFlashAttentionToSCFPatterns(patterns);
   populateFusedProjectionToSCFPatterns(patterns);
   populateCCAPrologueToSCFPatterns(patterns);
+  populateCCADecodePrologueToSCFPatterns(patterns);
 }
 
 namespace {

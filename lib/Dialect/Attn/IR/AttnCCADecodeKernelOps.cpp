@@ -182,8 +182,8 @@ LogicalResult DecodePrologueVerifier::verify() {
                    {channels, head, {kernels[1], "k1"}})) ||
       failed(param("conv_g_bias", op.getConvGBias(), {channels})) ||
       failed(param("temp", op.getTemp(), {kvHeads})) ||
-      failed(shape("conv_state", op.getConvState(),
-                   {batch, padding, channels})) ||
+      failed(
+          shape("conv_state", op.getConvState(), {batch, padding, channels})) ||
       (shift && failed(shape("shift_state", op.getShiftState(),
                              {batch, one, halfKeyDim}))) ||
       failed(shape("positions", op.getPositions(), {batch})) ||
@@ -197,8 +197,8 @@ LogicalResult DecodePrologueVerifier::verify() {
     return failure();
 
   if (!(op.getEps().convertToDouble() > 0.0))
-    return op.emitOpError() << "eps must be positive, got "
-                            << op.getEps().convertToDouble();
+    return op.emitOpError()
+           << "eps must be positive, got " << op.getEps().convertToDouble();
   if (RopeAttr rope = op.getRopeAttr()) {
     FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
     if (failed(rotated))
