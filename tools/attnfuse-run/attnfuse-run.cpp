@@ -408,7 +408,7 @@ llvm::Expected<TensorSpec> specOf(Type type, const Twine &what) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         what + " has type " + text +
-            "; supported element types are f32, f64, f16 and bf16");
+            "; supported element types are f32, f64, f16, bf16 and i32");
   return TensorSpec{*dtype, std::vector<int64_t>(tensorType.getShape().begin(),
                                                  tensorType.getShape().end())};
 }

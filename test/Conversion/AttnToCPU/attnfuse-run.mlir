@@ -27,7 +27,7 @@
 // BF16: {'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 6), }
 
 // RUN: not attnfuse-run %s --entry=nope --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32)
+// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i64, takes_i32)
 
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: attnfuse-run: error: 'sdpa' takes 3 argument(s), got 1 input file(s)
@@ -57,8 +57,17 @@
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=RUNTIME
 // RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed: the dynamic sizes of the inputs are inconsistent
 
-// RUN: not attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: attnfuse-run: error: argument #0 of 'takes_i32' has type tensor<4xi32>; supported element types are f32, f64, f16 and bf16
+// RUN: not attnfuse-run %s --entry=takes_i64 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: attnfuse-run: error: argument #0 of 'takes_i64' has type tensor<4xi64>; supported element types are f32, f64, f16, bf16 and i32
+
+// i32 (decode positions) is read and written as '<i4'; fed back, the same
+// values come out.
+// RUN: attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/i32
+// RUN: head -c 80 %t/i32/out0.npy | FileCheck %s --check-prefix=I32
+// I32: {'descr': '<i4', 'fortran_order': False, 'shape': (4,), }
+// RUN: attnfuse-run %s --entry=takes_i32 --input=%t/i32/out0.npy --output-dir=%t/i32b
+// RUN: cmp %t/i32/out0.npy %t/i32b/out0.npy
+
 
 // RUN: not attnfuse-run %t/missing.mlir --entry=sdpa --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: attnfuse-run: error: cannot read '{{.*}}missing.mlir'
@@ -77,6 +86,10 @@ func.func @sdpa(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?
 func.func @project_bf16(%x: tensor<?x?x8xbf16>, %w: tensor<6x8xbf16>) -> tensor<?x?x6xbf16> {
   %y = attn.project %x, %w : (tensor<?x?x8xbf16>, tensor<6x8xbf16>) -> tensor<?x?x6xbf16>
   return %y : tensor<?x?x6xbf16>
+}
+
+func.func @takes_i64(%x: tensor<4xi64>) -> tensor<4xi64> {
+  return %x : tensor<4xi64>
 }
 
 func.func @takes_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
