@@ -173,11 +173,12 @@ def qkv_attention(x, mode, wk, wo, wq=None, wv=None, bq=None, bk=None, bv=None,
     return linear(merge_heads(o), wo, bo)
 
 
-def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
-        num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
-        qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
-        causal=False, window=None, rope_theta=None, rope_fraction=1.0):
-    """Section 2 of the spec: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
+def cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp,
+            num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
+            qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
+            rope_theta=None, rope_fraction=1.0):
+    """Section 2 of the spec, steps 1-6 (the prefill prologue): the latent
+    attention inputs q [B, S, Hq, d], k and v [B, S, Hk, d]."""
     x = f64(x)
     hq, hk, d = num_heads, num_kv_heads, head_dim
     g = hq // hk
@@ -230,6 +231,19 @@ def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
     # 6. RoPE on q and k in latent space.
     if rope_theta is not None:
         q, k = rope(q, rope_theta, rope_fraction), rope(k, rope_theta, rope_fraction)
+    return q, k, v
+
+
+def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
+        num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
+        qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
+        causal=False, window=None, rope_theta=None, rope_fraction=1.0):
+    """Section 2 of the spec: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
+    q, k, v = cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
+                      temp, num_heads, num_kv_heads, head_dim, kernels,
+                      wv_prev=wv_prev, qk_mean=qk_mean, value_shift=value_shift,
+                      temperature=temperature, eps=eps, rope_theta=rope_theta,
+                      rope_fraction=rope_fraction)
 
     # 7. GQA softmax attention, scale 1/sqrt(d), up-projection.
     o = sdpa(q, k, v, causal=causal, window=window)
@@ -298,3 +312,87 @@ def flash_decode_reference(q, k_new, key_cache, positions, v_new=None, value_cac
             weights /= weights.sum()
             out[b, 0, h] = weights @ values[:, h // group]
     return out, key_cache, value_cache
+
+
+def rope_at(t, positions, theta, fraction=1.0):
+    """RoPE of per-sequence single tokens t [B, H, d] at positions [B]: the
+    rotation `rope` applies at sequence index positions[b]."""
+    t = f64(t)
+    d = t.shape[-1]
+    r = int(round(fraction * d))
+    if r == 0:
+        return t.copy()
+    half = r // 2
+    freq = theta ** (-2.0 * np.arange(half) / r)
+    angle = np.asarray(positions, dtype=np.float64)[:, None] * freq[None, :]  # [B, half]
+    cos = np.cos(angle)[:, None, :]
+    sin = np.sin(angle)[:, None, :]
+    x1 = t[..., :half]
+    x2 = t[..., half:r]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], axis=-1)
+
+
+def cca_decode_prologue(qr, kr, v_cur, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
+                        temp, conv_state, positions, num_heads, num_kv_heads,
+                        head_dim, kernels, v_prev=None, shift_state=None,
+                        qk_mean=False, value_shift=False, temperature="raw",
+                        eps=1e-12, rope_theta=None, rope_fraction=1.0):
+    """One CCA decode step (spec section 2, "decode-time state"), per sequence b
+    with one new token: qr [B, 1, Lq], kr [B, 1, Lk], v_cur [B, 1, Lv] (Lv =
+    Lk/2 with the value shift, else Lk), conv_state [B, P, C] (the last P
+    pre-conv vectors u, oldest first), shift_state and v_prev [B, 1, Lk/2],
+    positions [B] (RoPE only).
+
+    Returns q [B, 1, Hq, d], k and v [B, 1, Hk, d], the new conv state (the
+    last P rows of [conv_state | u_t]) and, with the value shift, the new
+    shift state (v_prev).
+    """
+    hq, hk, d = num_heads, num_kv_heads, head_dim
+    g = hq // hk
+    lq = hq * d
+    k0, k1 = kernels
+    p = (k0 - 1) + (k1 - 1)
+    u = np.concatenate([f64(qr)[:, 0], f64(kr)[:, 0]], axis=-1)  # [B, C]
+    window = np.concatenate([f64(conv_state), u[:, None]], axis=1)  # [B, P+1, C]
+    assert window.shape[1] == p + 1
+    w_dw, b_dw = f64(conv_dw_w), f64(conv_dw_b)
+    w_g, b_g = f64(conv_g_w), f64(conv_g_b)
+    # Depthwise outputs at window rows k0-1 .. P (the k1 the grouped conv
+    # reads, oldest first): m_s = b_dw + sum_i w_dw[:, 0, i] W[s - (k0-1) + i].
+    m = []
+    for s_ in range(k0 - 1, p + 1):
+        acc = b_dw.copy()[None, :].repeat(u.shape[0], axis=0)
+        for i in range(k0):
+            acc = acc + w_dw[:, 0, i] * window[:, s_ - (k0 - 1) + i]
+        m.append(acc)
+    # Grouped conv: c[ch] = b_g[ch] + sum_t sum_e w_g[ch, e, t] m_t[head(ch) d + e].
+    c = np.zeros_like(u) + b_g
+    for ch in range(u.shape[1]):
+        g0 = (ch // d) * d
+        for t in range(k1):
+            c[:, ch] += m[t][:, g0 : g0 + d] @ w_g[ch, :, t]
+    cq = c[:, :lq].reshape(-1, hq, d)
+    ck = c[:, lq:].reshape(-1, hk, d)
+    qrh = u[:, :lq].reshape(-1, hq, d)
+    krh = u[:, lq:].reshape(-1, hk, d)
+    if qk_mean:
+        q = cq + 0.5 * qrh + 0.5 * np.repeat(krh, g, axis=1)
+        k = ck + 0.5 * qrh.reshape(-1, hk, g, d).mean(axis=2) + 0.5 * krh
+    else:
+        q, k = cq, ck
+    temp = f64(temp)
+    tau = np.exp(np.clip(temp, 1e-7, 2.0)) if temperature == "clamped" else temp
+    q = np.sqrt(d) * q / np.sqrt((q * q).sum(-1, keepdims=True) + eps)
+    k = np.sqrt(d) * k / np.sqrt((k * k).sum(-1, keepdims=True) + eps)
+    k = k * tau[None, :, None]
+    if rope_theta is not None:
+        q = rope_at(q, positions, rope_theta, rope_fraction)
+        k = rope_at(k, positions, rope_theta, rope_fraction)
+    if value_shift:
+        v = np.concatenate([f64(v_cur)[:, 0], f64(shift_state)[:, 0]], axis=-1)
+    else:
+        v = f64(v_cur)[:, 0]
+    results = [q[:, None], k[:, None], v.reshape(-1, 1, hk, d), window[:, 1:]]
+    if value_shift:
+        results.append(f64(v_prev).copy())
+    return tuple(results)

@@ -210,8 +210,8 @@ struct ConvertAttnKernelsToNVVMPass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<attn::FlashAttentionOp, attn::FlashDecodeOp,
-              attn::FusedProjectionOp, attn::ProjectOp,
-              attn::CCAPrologueOp>(op))
+              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
+              attn::CCADecodePrologueOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -252,6 +252,22 @@ struct ConvertAttnKernelsToNVVMPass
         }
         lowerToKernel(emitter, op, *plan, buildCCAPrologueKernel,
                       [&] { return describeCCAPrologue(ctx, cca, *plan); });
+        continue;
+      }
+      if (auto decode = dyn_cast<attn::CCADecodePrologueOp>(op)) {
+        std::string unsupported;
+        FailureOr<DecodePrologueKernelPlan> plan =
+            planCCADecodePrologue(decode, options, unsupported);
+        if (failed(plan)) {
+          if (unsupported.empty())
+            return signalPassFailure();
+          op->emitWarning() << unsupported
+                            << "; attn.cca_decode_prologue stays on the host";
+          continue;
+        }
+        lowerToKernel(emitter, op, *plan, buildCCADecodePrologueKernel, [&] {
+          return describeCCADecodePrologue(ctx, decode, *plan);
+        });
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);

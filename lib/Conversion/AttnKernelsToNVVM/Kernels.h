@@ -191,6 +191,42 @@ mlir::DictionaryAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
                                                 attn::FlashDecodeOp op,
                                                 const DecodePlan &plan);
 
+/// The plan of one attn.cca_decode_prologue kernel: one CTA of 256 threads
+/// per (head, sequence), heads = the num_heads query heads, then the
+/// num_kv_heads key heads (the conv channel order). No TMA or wgmma: the
+/// grouped convolution of one token is a GEMV over the head's
+/// [head_dim, head_dim * k1] weight rows, read with 16-byte vector loads.
+struct DecodePrologueKernelPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t numHeads, numKvHeads, headDim, group;
+  int64_t k0, k1, padding;
+  bool qkMean, valueShift, clamped;
+  double eps;
+  int64_t rotated = 0;
+  double theta = 10000.0;
+  int64_t threads, warps;
+  /// The GEMV: weight rows per warp, 16-byte chunks per row and per lane,
+  /// rows unrolled per batch of loads.
+  int64_t rowsPerWarp, chunksPerRow, chunksPerLane, rowBatch;
+  int64_t mOff, convOff, partOff, rotOff, sharedBytes;
+  std::string name;
+  std::string key() const;
+};
+
+/// Plans `op`; on failure either reports an error on `op` (bad element
+/// type) or, with `unsupported` set, leaves the op to the host.
+mlir::FailureOr<DecodePrologueKernelPlan>
+planCCADecodePrologue(attn::CCADecodePrologueOp op,
+                      const TargetOptions &options, std::string &unsupported);
+void buildCCADecodePrologueKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::gpu::GPUModuleOp module,
+                                  const DecodePrologueKernelPlan &plan);
+mlir::DictionaryAttr
+describeCCADecodePrologue(mlir::MLIRContext *ctx,
+                          attn::CCADecodePrologueOp op,
+                          const DecodePrologueKernelPlan &plan);
+
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//

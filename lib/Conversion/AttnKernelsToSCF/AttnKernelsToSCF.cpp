@@ -23,6 +23,7 @@ void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns) {
   populateFlashDecodeToSCFPatterns(patterns);
   populateFusedProjectionToSCFPatterns(patterns);
   populateCCAPrologueToSCFPatterns(patterns);
+  populateCCADecodePrologueToSCFPatterns(patterns);
 }
 
 namespace {

@@ -11,7 +11,9 @@ every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
   * a `wgmma ... serialized` warning (C7515) or any other ptxas warning,
   * a flash-attention or GEMM kernel without wgmma, cp.async.bulk.tensor,
     mbarrier try_wait and setmaxnreg in its PTX (the attn.cca_prologue
-    kernels, which are not warp-specialized: without the first three).
+    kernels, which are not warp-specialized: without the first three; the
+    attn.cca_decode_prologue kernels, a GEMV: without 16-byte vector loads
+    of the conv weights, ld.global.v4).
 
 A decode matrix covers attn.flash_decode (split and combine kernels): head
 dim 64 and 128, group 1, 4, 8, 16, K=V and separate K/V, contiguous and paged
@@ -21,7 +23,9 @@ assemble without spills or warnings.
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
-conv kernels 3/3, and the toggles off.
+conv kernels 3/3, and the toggles off. A third covers attn.cca_decode_prologue
+(one decode step): the ZAYA1 shape and CCA with Hq = Hk = 4, d 64, with and
+without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2.
 
 It writes registers / shared memory / spills per kernel to a markdown table
 (bench/ptxas-sm90a.md). With nvdisasm available (CUDA toolkit or the
@@ -181,6 +185,64 @@ def decode_model():
             name = f"decode_d{d}_g{g}_keqv_contig_rope"
             funcs.append(decode_function(name, g * hk, hk, d, True, False, True))
             configs.append(dict(name=name, d=d, g=g, kv=True, paged=False, rope=True))
+
+
+# attn.cca_decode_prologue configurations: (name, Hq, Hk, d, k0, k1, qk_mean,
+# value_shift, rope); rope also switches the clamped temperature on.
+CCA_DECODE_CONFIGS = (
+    ("zaya1", 8, 2, 128, 2, 2, True, True, True),
+    ("zaya1_shift_only", 8, 2, 128, 2, 2, False, True, False),
+    ("zaya1_plain", 8, 2, 128, 2, 2, False, False, False),
+    ("zaya1_k3", 8, 2, 128, 3, 2, True, True, True),
+    ("cca_d64", 4, 4, 64, 2, 2, True, True, True),
+    ("cca_d64_mean_rope", 4, 4, 64, 2, 2, True, False, True),
+    ("cca_d64_plain", 4, 4, 64, 2, 2, False, False, False),
+)
+
+
+def cca_decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope):
+    lq, lk = hq * d, hk * d
+    c, p = lq + lk, (k0 - 1) + (k1 - 1)
+    lv = lk // 2 if value_shift else lk
+    attrs = (f"num_heads = {hq} : i64, num_kv_heads = {hk} : i64, head_dim = {d} : i64, "
+             f"conv_kernel_sizes = array<i64: {k0}, {k1}>")
+    if qk_mean:
+        attrs += ", qk_mean"
+    if value_shift:
+        attrs += ", value_shift"
+    if rope:
+        attrs += (", temperature = #attn.temperature<clamped>, "
+                  "rope = #attn.rope<theta = 10000.0, fraction = 0.5>")
+    ops = [("qr", f"?x1x{lq}xbf16"), ("kr", f"?x1x{lk}xbf16"), ("vc", f"?x1x{lv}xbf16")]
+    if value_shift:
+        ops.append(("vp", f"?x1x{lk // 2}xbf16"))
+    ops += [("dw", f"{c}x1x{k0}xbf16"), ("dwb", f"{c}xbf16"), ("gw", f"{c}x{d}x{k1}xbf16"),
+            ("gwb", f"{c}xbf16"), ("temp", f"{hk}xbf16"), ("cs", f"?x{p}x{c}xbf16")]
+    if value_shift:
+        ops.append(("ss", f"?x1x{lk // 2}xbf16"))
+    ops.append(("pos", "?xi32"))
+    results = [f"?x1x{hq}x{d}xbf16", f"?x1x{hk}x{d}xbf16", f"?x1x{hk}x{d}xbf16",
+               f"?x{p}x{c}xbf16"] + ([f"?x1x{lk // 2}xbf16"] if value_shift else [])
+    args = ", ".join(f"%{n}: tensor<{t}>" for n, t in ops)
+    types = ", ".join(f"tensor<{t}>" for _, t in ops)
+    rtypes = ", ".join(f"tensor<{t}>" for t in results)
+    names = ", ".join(f"%r{i}" for i in range(len(results)))
+    vp = ", %vp" if value_shift else ""
+    ss = " shift_state(%ss)" if value_shift else ""
+    return (
+        f"func.func @cca_decode_{name}({args}) -> ({rtypes}) {{\n"
+        f"  {names} = attn.cca_decode_prologue %qr, %kr, %vc{vp} conv_dw(%dw, %dwb) "
+        f"conv_g(%gw, %gwb) temp(%temp) conv_state(%cs){ss} positions(%pos) {{{attrs}}}\n"
+        f"      : ({types}) -> ({rtypes})\n"
+        f"  return {names} : {rtypes}\n}}\n")
+
+
+def cca_decode_model():
+    funcs, configs = [], []
+    for name, hq, hk, d, k0, k1, qk_mean, value_shift, rope in CCA_DECODE_CONFIGS:
+        funcs.append(cca_decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope))
+        configs.append(dict(name=f"cca_decode_{name}", hq=hq, hk=hk, d=d, k=(k0, k1),
+                            qk_mean=qk_mean, value_shift=value_shift, rope=rope))
     return "\n".join(funcs), configs
 
 
@@ -261,6 +323,11 @@ def main():
     with open(decode_path, "w") as f:
         f.write(decode_text)
     models.append(("decode_matrix", decode_path))
+    cca_decode_text, cca_decode_configs = cca_decode_model()
+    cca_decode_path = os.path.join(args.work, "cca_decode_matrix.mlir")
+    with open(cca_decode_path, "w") as f:
+        f.write(cca_decode_text)
+    models.append(("cca_decode_matrix", cca_decode_path))
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
             models.append((os.path.splitext(os.path.basename(path))[0], path))
@@ -295,6 +362,13 @@ def main():
                  if kernels[k]["kind"] == "cca_prologue"]
         if len(names) != 1:
             failures.append(f"cca matrix {c['name']}: expected one cca_prologue kernel, got {names}")
+        c["kernel"] = names[0] if names else None
+    for c in cca_decode_configs:
+        names = [k for k in launches.get(("cca_decode_matrix", c["name"]), [])
+                 if kernels[k]["kind"] == "cca_decode_prologue"]
+        if len(names) != 1:
+            failures.append(f"cca decode matrix {c['name']}: expected one cca_decode_prologue "
+                            f"kernel, got {names}")
         c["kernel"] = names[0] if names else None
 
     for c in decode_configs:
@@ -336,8 +410,12 @@ def main():
         k["notes"] = sorted({m for m in re.findall(r"\((C\d{4})\)", log)})
         with open(k["ptx"]) as f:
             ptx = f.read()
-        required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"]
-        if k["kind"] not in ("cca_prologue", "flash_decode_split", "flash_decode_combine"):
+        if k["kind"] == "cca_decode_prologue":
+            required = ["ld.global.v4"]
+        else:
+            required = ["wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"]
+        if k["kind"] not in ("cca_prologue", "cca_decode_prologue", "flash_decode_split",
+                             "flash_decode_combine"):
             required.append("setmaxnreg")
         if k["kind"] == "flash_decode_split":
             required = ["cp.async.bulk.shared::cluster.global", "mbarrier.try_wait"]
@@ -357,7 +435,8 @@ def main():
                 k["sass_regs"] = max(regs) + 1 if regs else 0
                 if re.search(r"\b(LDL|STL)\b", sass):
                     failures.append(f"{name}: local memory (LDL/STL) in SASS")
-                if k["hgmma"] == 0 and not k["kind"].startswith("flash_decode"):
+                if k["hgmma"] == 0 and not k["kind"].startswith("flash_decode") \
+                        and k["kind"] != "cca_decode_prologue":
                     failures.append(f"{name}: no HGMMA in SASS")
 
     # The table.
@@ -429,6 +508,20 @@ def main():
             f"| {split.get('spills', '-')} | {split.get('stack', '-')} | {split.get('smem', '-')} "
             f"| {split.get('config', {}).get('stages', '?')} | {combine.get('registers', '-')} "
             f"| {combine.get('spills', '-')} |")
+    lines.append("\n## CCA decode prologue matrix (attn.cca_decode_prologue)\n")
+    lines.append("One decode step: one CTA of 256 threads per (head, sequence), the grouped "
+                 "conv as a GEMV with 16-byte weight loads (no TMA, no wgmma). RoPE (half of "
+                 "each head) comes with the clamped temperature.\n")
+    lines.append("| Hq | Hk | d | conv | qk_mean | value_shift | RoPE | kernel | block | regs (ptxas) | SASS regs | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    yn = lambda v: "yes" if v else "no"  # noqa: E731
+    for c in cca_decode_configs:
+        k = kernels.get(c["kernel"] or "", {})
+        lines.append(
+            f"| {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} | {yn(c['qk_mean'])} "
+            f"| {yn(c['value_shift'])} | {yn(c['rope'])} | `{c['kernel']}` "
+            f"| {k.get('block', ['?'])[0]} | {k.get('registers', '-')} | {k.get('sass_regs', '-')} "
+            f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
     lines.append("\n## All kernels (matrix and examples/)\n")
     lines.append("| kernel | kind | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem | barriers | ptxas notes | from |")

@@ -23,6 +23,8 @@ void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns);
 void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns);
 /// attn.cca_prologue -> loops over sequence blocks with a halo.
 void populateCCAPrologueToSCFPatterns(mlir::RewritePatternSet &patterns);
+/// attn.cca_decode_prologue -> one decode step over the batch (no tiling).
+void populateCCADecodePrologueToSCFPatterns(mlir::RewritePatternSet &patterns);
 
 /// All of the above.
 void populateAttnKernelsToSCFPatterns(mlir::RewritePatternSet &patterns);

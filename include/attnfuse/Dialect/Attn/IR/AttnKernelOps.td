@@ -253,4 +253,107 @@ def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
   }];
 }
 
+def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "one CCA decode step: convolutions from the state, norm, RoPE";
+  let description = [{
+    Steps 2 to 6 of `attn.cca` for one new token per sequence, from the
+    token's down-projections and the per-sequence decode state, returning
+    the attention inputs and the updated state. For sequence `b` at absolute
+    position `p = positions[b]` (used only by RoPE):
+
+    * `u = concat(qr[b, 0], kr[b, 0])` (`C = Lq + Lk` channels, query heads
+      then key heads) and the window `W = [conv_state[b] | u]` of `P + 1`
+      rows, oldest first, `P = (k0 - 1) + (k1 - 1)`;
+    * the depthwise convolution gives the `k1` rows the grouped convolution
+      needs, `m_s = b_dw + sum_i w_dw[:, 0, i] * W[s - (k0 - 1) + i]` for
+      `s = k0 - 1 .. P`, and the grouped convolution (one `d x d` mix per
+      head and tap, tap 0 on the oldest row) plus `b_g` gives `c`;
+    * with `qk_mean` the residual from `qr` and `kr`, then the L2 norm to
+      `sqrt(head_dim)` with `eps`, the key temperature and RoPE at `p`;
+    * `value = concat(v_cur[b, 0], shift_state[b, 0])` with `value_shift`,
+      else `v_cur[b, 0]`, viewed as `[num_kv_heads, head_dim]`;
+    * `conv_state_out[b]` is the last `P` rows of `W` (the oldest row
+      dropped, `u` appended) and `shift_state_out[b] = v_prev[b, 0]`.
+
+    A fresh sequence starts from zero states: that is the zero padding of the
+    prefill, so a decode step at position `t` reproduces what
+    `attn.cca_prologue` computes for token `t`. Shapes (`Lq = num_heads *
+    head_dim`, `Lk = num_kv_heads * head_dim`, `Lv = Lk / 2` with
+    `value_shift`, else `Lk`): `qr [B, 1, Lq]`, `kr [B, 1, Lk]`, `v_cur [B,
+    1, Lv]`, `v_prev` and `shift_state [B, 1, Lk / 2]` (only with
+    `value_shift`), `conv_state [B, P, C]`, `positions [B]` (integers).
+
+    ```mlir
+    %q, %k, %v, %cs_out, %ss_out = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+        conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+        shift_state(%ss) positions(%pos)
+        {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+         conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+         temperature = #attn.temperature<clamped>,
+         rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+        : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>,
+           tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>,
+           tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>,
+           tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>)
+        -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>,
+            tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>,
+            tensor<?x1x128xbf16>)
+    ```
+  }];
+  let arguments = (ins
+    Attn_FloatTensor:$qr,
+    Attn_FloatTensor:$kr,
+    Attn_FloatTensor:$v_cur,
+    Optional<Attn_FloatTensor>:$v_prev,
+    Attn_FloatTensor:$conv_dw_weight,
+    Attn_FloatTensor:$conv_dw_bias,
+    Attn_FloatTensor:$conv_g_weight,
+    Attn_FloatTensor:$conv_g_bias,
+    Attn_FloatTensor:$temp,
+    Attn_FloatTensor:$conv_state,
+    Optional<Attn_FloatTensor>:$shift_state,
+    RankedTensorOf<[AnySignlessInteger]>:$positions,
+    Attn_PositiveI64Attr:$num_heads,
+    Attn_PositiveI64Attr:$num_kv_heads,
+    Attn_PositiveI64Attr:$head_dim,
+    DenseI64ArrayAttr:$conv_kernel_sizes,
+    UnitAttr:$qk_mean,
+    UnitAttr:$value_shift,
+    DefaultValuedAttr<Attn_TemperatureModeAttr,
+                      "TemperatureMode::raw">:$temperature,
+    DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    OptionalAttr<Attn_RopeAttr>:$rope
+  );
+  // One optional result (the shift state), so its count follows from the
+  // number of result types: no result segment sizes are needed.
+  let results = (outs Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                      Attn_FloatTensor:$value,
+                      Attn_FloatTensor:$conv_state_out,
+                      Optional<Attn_FloatTensor>:$shift_state_out);
+  let assemblyFormat = [{
+    $qr `,` $kr `,` $v_cur (`,` $v_prev^)?
+    `conv_dw` `(` $conv_dw_weight `,` $conv_dw_bias `)`
+    `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
+    `temp` `(` $temp `)`
+    `conv_state` `(` $conv_state `)`
+    (`shift_state` `(` $shift_state^ `)`)?
+    `positions` `(` $positions `)`
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getGroupSize() { return getNumHeads() / getNumKvHeads(); }
+    int64_t getQueryLatentDim() { return getNumHeads() * getHeadDim(); }
+    int64_t getKeyLatentDim() { return getNumKvHeads() * getHeadDim(); }
+    int64_t getConvChannels() {
+      return getQueryLatentDim() + getKeyLatentDim();
+    }
+    /// P: the rows of the convolution state.
+    int64_t getConvPadding() {
+      return getConvKernelSizes()[0] - 1 + getConvKernelSizes()[1] - 1;
+    }
+  }];
+}
+
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD

@@ -1,0 +1,220 @@
+//===- AttnCCADecodeKernelOps.cpp - attn.cca_decode_prologue ----*- C++ -*-===//
+//
+// Verifier of the CCA decode-step prologue kernel op. As for every attn op,
+// each error names the operand, result or attribute at fault and states the
+// expected and the actual value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace attnfuse::attn;
+
+namespace {
+
+/// One expected dimension: a size (kDynamic: any) and the name it comes
+/// from, for diagnostics.
+struct ExpectedDim {
+  int64_t size;
+  StringRef name;
+};
+
+std::string formatDims(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t dim) {
+    if (ShapedType::isDynamic(dim))
+      os << "?";
+    else
+      os << dim;
+  });
+  os << "]";
+  return text;
+}
+
+/// Checks the decode prologue's operands and results one after the other;
+/// the first mismatch is reported and the rest skipped.
+class DecodePrologueVerifier {
+public:
+  explicit DecodePrologueVerifier(CCADecodePrologueOp op) : op(op) {}
+
+  LogicalResult verify();
+
+private:
+  /// `value` (named `name`) has rank `expected.size()` and matching sizes;
+  /// with `requireStatic` (parameters) no dimension may be dynamic.
+  LogicalResult shape(StringRef name, Value value,
+                      ArrayRef<ExpectedDim> expected,
+                      bool requireStatic = false);
+  LogicalResult elementTypes();
+
+  CCADecodePrologueOp op;
+};
+
+LogicalResult DecodePrologueVerifier::shape(StringRef name, Value value,
+                                            ArrayRef<ExpectedDim> expected,
+                                            bool requireStatic) {
+  auto type = cast<RankedTensorType>(value.getType());
+  bool matches = type.getRank() == static_cast<int64_t>(expected.size());
+  for (auto [actual, want] : llvm::zip(type.getShape(), expected)) {
+    bool compatible = ShapedType::isDynamic(actual) ||
+                      ShapedType::isDynamic(want.size) || actual == want.size;
+    matches = matches && compatible &&
+              !(requireStatic && ShapedType::isDynamic(actual));
+  }
+  if (matches)
+    return success();
+  std::string names, sizes;
+  llvm::raw_string_ostream namesOs(names), sizesOs(sizes);
+  llvm::interleaveComma(expected, namesOs,
+                        [&](const ExpectedDim &dim) { namesOs << dim.name; });
+  llvm::interleaveComma(expected, sizesOs, [&](const ExpectedDim &dim) {
+    if (ShapedType::isDynamic(dim.size))
+      sizesOs << "?";
+    else
+      sizesOs << dim.size;
+  });
+  return op.emitOpError() << "'" << name << "' must have shape [" << names
+                          << "] = [" << sizes << "], got "
+                          << formatDims(type.getShape());
+}
+
+LogicalResult DecodePrologueVerifier::elementTypes() {
+  Type expected = getElementTypeOrSelf(op.getQr().getType());
+  std::pair<StringRef, Value> floats[] = {
+      {"kr", op.getKr()},
+      {"v_cur", op.getVCur()},
+      {"v_prev", op.getVPrev()},
+      {"conv_dw_weight", op.getConvDwWeight()},
+      {"conv_dw_bias", op.getConvDwBias()},
+      {"conv_g_weight", op.getConvGWeight()},
+      {"conv_g_bias", op.getConvGBias()},
+      {"temp", op.getTemp()},
+      {"conv_state", op.getConvState()},
+      {"shift_state", op.getShiftState()},
+      {"query", op.getQuery()},
+      {"key", op.getKey()},
+      {"value", op.getValue()},
+      {"conv_state_out", op.getConvStateOut()},
+      {"shift_state_out", op.getShiftStateOut()}};
+  for (auto [name, value] : floats) {
+    if (!value)
+      continue;
+    Type actual = getElementTypeOrSelf(value.getType());
+    if (actual != expected)
+      return op.emitOpError()
+             << "'" << name << "' has element type " << actual << ", expected "
+             << expected << " (the element type of 'qr')";
+  }
+  return success();
+}
+
+LogicalResult DecodePrologueVerifier::verify() {
+  int64_t numHeads = op.getNumHeads(), numKvHeads = op.getNumKvHeads();
+  int64_t headDim = op.getHeadDim();
+  if (numHeads % numKvHeads != 0)
+    return op.emitOpError()
+           << "num_heads (" << numHeads
+           << ") must be a multiple of num_kv_heads (" << numKvHeads << ")";
+  ArrayRef<int64_t> kernels = op.getConvKernelSizes();
+  if (kernels.size() != 2 || kernels[0] < 1 || kernels[1] < 1)
+    return op.emitOpError() << "conv_kernel_sizes must hold two positive "
+                               "kernel sizes [k0, k1], got "
+                            << formatDims(kernels);
+
+  int64_t keyLatent = op.getKeyLatentDim();
+  bool shift = op.getValueShift();
+  if (shift && keyLatent % 2 != 0)
+    return op.emitOpError()
+           << "value_shift splits the num_kv_heads * head_dim = " << keyLatent
+           << " value channels in two halves; it must be even";
+  auto presence = [&](StringRef name, bool present) -> LogicalResult {
+    if (present == shift)
+      return success();
+    if (shift)
+      return op.emitOpError() << "value_shift needs '" << name << "'";
+    return op.emitOpError()
+           << "'" << name << "' is given but value_shift is not set";
+  };
+  if (failed(presence("v_prev", op.getVPrev() != nullptr)) ||
+      failed(presence("shift_state", op.getShiftState() != nullptr)) ||
+      failed(presence("shift_state_out", op.getShiftStateOut() != nullptr)))
+    return failure();
+
+  auto qrType = cast<RankedTensorType>(op.getQr().getType());
+  if (qrType.getRank() != 3)
+    return op.emitOpError() << "'qr' must be a rank-3 tensor [batch, 1, "
+                               "num_heads * head_dim], got rank "
+                            << qrType.getRank();
+  ExpectedDim batch{qrType.getDimSize(0), "batch"};
+  ExpectedDim one{1, "1"};
+  ExpectedDim queryDim{op.getQueryLatentDim(), "num_heads * head_dim"};
+  ExpectedDim keyDim{keyLatent, "num_kv_heads * head_dim"};
+  ExpectedDim halfKeyDim{keyLatent / 2, "num_kv_heads * head_dim / 2"};
+  ExpectedDim valueDim = shift ? halfKeyDim : keyDim;
+  ExpectedDim channels{op.getConvChannels(),
+                       "(num_heads + num_kv_heads) * head_dim"};
+  ExpectedDim padding{op.getConvPadding(), "(k0 - 1) + (k1 - 1)"};
+  ExpectedDim head{headDim, "head_dim"};
+  ExpectedDim queryHeads{numHeads, "num_heads"};
+  ExpectedDim kvHeads{numKvHeads, "num_kv_heads"};
+  auto param = [&](StringRef name, Value value,
+                   ArrayRef<ExpectedDim> expected) {
+    return shape(name, value, expected, /*requireStatic=*/true);
+  };
+
+  if (failed(shape("qr", op.getQr(), {batch, one, queryDim})) ||
+      failed(shape("kr", op.getKr(), {batch, one, keyDim})) ||
+      failed(shape("v_cur", op.getVCur(), {batch, one, valueDim})) ||
+      (shift &&
+       failed(shape("v_prev", op.getVPrev(), {batch, one, halfKeyDim}))) ||
+      failed(param("conv_dw_weight", op.getConvDwWeight(),
+                   {channels, one, {kernels[0], "k0"}})) ||
+      failed(param("conv_dw_bias", op.getConvDwBias(), {channels})) ||
+      failed(param("conv_g_weight", op.getConvGWeight(),
+                   {channels, head, {kernels[1], "k1"}})) ||
+      failed(param("conv_g_bias", op.getConvGBias(), {channels})) ||
+      failed(param("temp", op.getTemp(), {kvHeads})) ||
+      failed(
+          shape("conv_state", op.getConvState(), {batch, padding, channels})) ||
+      (shift && failed(shape("shift_state", op.getShiftState(),
+                             {batch, one, halfKeyDim}))) ||
+      failed(shape("positions", op.getPositions(), {batch})) ||
+      failed(shape("query", op.getQuery(), {batch, one, queryHeads, head})) ||
+      failed(shape("key", op.getKey(), {batch, one, kvHeads, head})) ||
+      failed(shape("value", op.getValue(), {batch, one, kvHeads, head})) ||
+      failed(shape("conv_state_out", op.getConvStateOut(),
+                   {batch, padding, channels})) ||
+      (shift && failed(shape("shift_state_out", op.getShiftStateOut(),
+                             {batch, one, halfKeyDim}))))
+    return failure();
+
+  if (!(op.getEps().convertToDouble() > 0.0))
+    return op.emitOpError()
+           << "eps must be positive, got " << op.getEps().convertToDouble();
+  if (RopeAttr rope = op.getRopeAttr()) {
+    FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
+    if (failed(rotated))
+      return op.emitOpError()
+             << "rope fraction " << rope.getFractionValue() << " of head_dim "
+             << headDim << " is not a whole number of dimensions";
+    if (*rotated % 2 != 0)
+      return op.emitOpError()
+             << "rope rotates " << *rotated
+             << " dimensions of each head; the rotated width must be even";
+  }
+  return elementTypes();
+}
+
+} // namespace
+
+LogicalResult CCADecodePrologueOp::verify() {
+  return DecodePrologueVerifier(*this).verify();
+}
