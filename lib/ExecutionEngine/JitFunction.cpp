@@ -153,13 +153,15 @@ llvm::Error JitFunction::getSignature(ModuleOp module, StringRef entry,
   arguments.clear();
   results.clear();
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
-    auto spec = getSpec(type, "argument #" + Twine(index) + " of '" + entry + "'");
+    auto spec =
+        getSpec(type, "argument #" + Twine(index) + " of '" + entry + "'");
     if (!spec)
       return spec.takeError();
     arguments.push_back(*spec);
   }
   for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
-    auto spec = getSpec(type, "result #" + Twine(index) + " of '" + entry + "'");
+    auto spec =
+        getSpec(type, "result #" + Twine(index) + " of '" + entry + "'");
     if (!spec)
       return spec.takeError();
     results.push_back(*spec);
@@ -174,14 +176,14 @@ JitFunction::create(ModuleOp module, StringRef entry,
                     const JitOptions &options) {
   std::unique_ptr<JitFunction> function(new JitFunction());
   function->name = entry.str();
-  if (llvm::Error error = getSignature(module, entry, function->arguments,
-                                       function->results))
+  if (llvm::Error error =
+          getSignature(module, entry, function->arguments, function->results))
     return std::move(error);
 
   AttnToCPUOptions pipelineOptions;
   if (failed(pipelineOptions.parseFromString(options.pipelineOptions)))
-    return makeError("invalid attn-to-cpu options '" +
-                     options.pipelineOptions + "'");
+    return makeError("invalid attn-to-cpu options '" + options.pipelineOptions +
+                     "'");
   pipelineOptions.runtimeChecks = options.runtimeChecks;
   if (options.fused)
     pipelineOptions.fused = *options.fused;
@@ -237,9 +239,9 @@ llvm::Error JitFunction::checkArguments(ArrayRef<TensorRef> args) const {
                      " argument(s), got " + Twine(args.size()));
   for (auto [index, arg, spec] : llvm::enumerate(args, arguments)) {
     if (arg.elementType != spec.elementType)
-      return makeError("argument #" + Twine(index) + " of '" + name +
-                       "' is " + getElementTypeName(spec.elementType) +
-                       ", got " + getElementTypeName(arg.elementType));
+      return makeError("argument #" + Twine(index) + " of '" + name + "' is " +
+                       getElementTypeName(spec.elementType) + ", got " +
+                       getElementTypeName(arg.elementType));
     bool shapeOk = arg.shape.size() == spec.shape.size();
     for (size_t i = 0; shapeOk && i < spec.shape.size(); ++i)
       shapeOk = arg.shape[i] >= 0 && (ShapedType::isDynamic(spec.shape[i]) ||
