@@ -97,14 +97,14 @@ class DiagnosticCapture {
 public:
   explicit DiagnosticCapture(Failure &failure)
       : lock(getDiagnosticMutex()),
-        handler(&getContext(), [&failure](Diagnostic &diag) {
-          auto add = [&](Diagnostic &d) {
+        handler(&getContext(), [&failure](mlir::Diagnostic &diag) {
+          auto add = [&](mlir::Diagnostic &d) {
             failure.diagnostics.push_back({getSeverityName(d.getSeverity()),
                                            formatLocation(d.getLocation()),
                                            d.str()});
           };
           add(diag);
-          for (Diagnostic &note : diag.getNotes())
+          for (mlir::Diagnostic &note : diag.getNotes())
             add(note);
           return success();
         }) {}
