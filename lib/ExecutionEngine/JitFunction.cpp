@@ -190,8 +190,13 @@ JitFunction::create(ModuleOp module, StringRef entry,
 
   // Lower to the LLVM dialect, with a C interface for the entry.
   MLIRContext *context = module.getContext();
-  module.lookupSymbol<func::FuncOp>(entry)->setAttr("llvm.emit_c_interface",
-                                                    UnitAttr::get(context));
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  func->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+  // The caller's arrays are inputs only: without this, bufferization may
+  // write a result into an argument's buffer (an elementwise op in place).
+  for (unsigned index = 0; index < func.getNumArguments(); ++index)
+    func.setArgAttr(index, "bufferization.writable",
+                    BoolAttr::get(context, false));
   PassManager pm(context);
   buildAttnToCPUPipeline(pm, pipelineOptions);
   if (failed(pm.run(module)))

@@ -110,10 +110,7 @@ def parse(text, source_name="<string>", verify=True):
     """Parses attn IR text into a Module; MLIRError with the parser's
     diagnostics when it does not parse (or, with verify, does not verify)."""
     ext = _extension()
-    module = Module(_call(ext.parse, text, source_name))
-    if verify:
-        module.verify()
-    return module
+    return Module(_call(ext.parse, text, source_name, bool(verify)))
 
 
 def _built(text, names, name):

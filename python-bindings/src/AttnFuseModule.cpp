@@ -188,14 +188,16 @@ NB_MODULE(_attnfuse, m) {
 
   m.def(
       "parse",
-      [](const std::string &text, const std::string &sourceName) {
+      [](const std::string &text, const std::string &sourceName,
+         bool verify) {
         Failure failure;
-        std::unique_ptr<Module> module = Module::parse(text, sourceName, failure);
+        std::unique_ptr<Module> module =
+            Module::parse(text, sourceName, verify, failure);
         if (!module)
           raise(failure);
         return module;
       },
-      nb::arg("text"), nb::arg("source_name"));
+      nb::arg("text"), nb::arg("source_name"), nb::arg("verify"));
 
   nb::class_<CpuFunction>(m, "CpuFunction")
       .def_prop_ro("name", &CpuFunction::name)

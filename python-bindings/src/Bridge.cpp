@@ -125,10 +125,10 @@ Module::~Module() = default;
 
 std::unique_ptr<Module> Module::parse(const std::string &text,
                                       const std::string &sourceName,
-                                      Failure &failure) {
+                                      bool verify, Failure &failure) {
   MLIRContext &context = getContext();
   DiagnosticCapture capture(failure);
-  ParserConfig config(&context);
+  ParserConfig config(&context, /*verifyAfterParse=*/verify);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, config, sourceName);
   if (!module) {
@@ -163,16 +163,22 @@ bool Module::verify(Failure &failure) const {
 
 bool Module::runPipeline(const std::string &pipeline, Failure &failure) {
   DiagnosticCapture capture(failure);
-  // "attn-decompose,canonicalize" means "builtin.module(...)" of those.
-  std::string anchored = StringRef(pipeline).trim().starts_with("builtin.module(")
-                             ? pipeline
-                             : "builtin.module(" + pipeline + ")";
+  // The pass manager is anchored on builtin.module: parse the passes
+  // inside "builtin.module(...)", or the bare list "attn-decompose,...".
+  StringRef passes = StringRef(pipeline).trim();
+  if (passes.consume_front("builtin.module(")) {
+    if (!passes.consume_back(")")) {
+      failure.message = "invalid pass pipeline '" + pipeline +
+                        "': no ')' closes 'builtin.module('";
+      return false;
+    }
+  }
   PassManager pm(&getContext());
   std::string parseErrors;
   llvm::raw_string_ostream os(parseErrors);
-  if (failed(parsePassPipeline(anchored, pm, os))) {
-    failure.message = "invalid pass pipeline '" + pipeline + "': " +
-                      StringRef(parseErrors).trim().str();
+  if (failed(parsePassPipeline(passes, pm, os))) {
+    failure.message = "invalid pass pipeline '" + pipeline +
+                      "': " + StringRef(parseErrors).trim().str();
     return false;
   }
   if (failed(pm.run(*impl->module))) {

@@ -69,10 +69,11 @@ class Module {
 public:
   ~Module();
 
-  /// nullptr (and `failure`) when `text` does not parse.
+  /// nullptr (and `failure`) when `text` does not parse (or, with
+  /// `verify`, does not verify).
   static std::unique_ptr<Module> parse(const std::string &text,
                                        const std::string &sourceName,
-                                       Failure &failure);
+                                       bool verify, Failure &failure);
 
   std::string str() const;
   std::unique_ptr<Module> clone() const;

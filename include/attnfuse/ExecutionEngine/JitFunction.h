@@ -84,8 +84,9 @@ public:
   ~JitFunction();
 
   /// Lowers `module` in place with attn-to-cpu and JIT-compiles it for the
-  /// host CPU. Errors name the function or the option; diagnostics of the
-  /// lowering go to the context's handlers.
+  /// host CPU. The function never writes its arguments' buffers. Errors name
+  /// the function or the option; diagnostics of the lowering go to the
+  /// context's handlers.
   static llvm::Expected<std::unique_ptr<JitFunction>>
   create(mlir::ModuleOp module, llvm::StringRef entry,
          const JitOptions &options);
