@@ -1,4 +1,4 @@
-"""Shared helpers of the attnfuse package tests.
+"""Fixtures of the attnfuse package tests.
 
 Run from the build: `ctest -R python/pytest`, or by hand
     PYTHONPATH=build/python_packages ATTNFUSE_OPT=build/bin/attnfuse-opt \\
@@ -17,7 +17,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "integration_test"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def attnfuse_opt():
     """attnfuse-opt, for comparisons with the C++ tools."""
     path = os.environ.get("ATTNFUSE_OPT") or shutil.which("attnfuse-opt")
@@ -29,6 +29,6 @@ def attnfuse_opt():
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def root():
     return ROOT
