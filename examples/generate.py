@@ -19,13 +19,27 @@ deterministic. The models are bf16.
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The IR text comes from the attnfuse package's builders (pure Python).
-sys.path.insert(0, os.path.join(HERE, "..", "python-bindings"))
-from attnfuse.builders import cca_layer, module, qkv_layer  # noqa: E402
+
+
+def _load_builders():
+    """The attnfuse package's builders.py, loaded by path: standard library
+    only (the package itself needs numpy and its compiled extension)."""
+    path = os.path.join(HERE, "..", "python-bindings", "attnfuse",
+                        "builders.py")
+    spec = importlib.util.spec_from_file_location("attnfuse_builders", path)
+    builders = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builders)
+    return builders
+
+
+_builders = _load_builders()
+cca_layer, module, qkv_layer = (_builders.cca_layer, _builders.module,
+                                _builders.qkv_layer)
 
 PAPER = ('"Do Transformers Need Three Projections?" (Kayyam, Madan Gopal, '
          'Lewis, ICML 2026, arXiv 2606.04032)')
