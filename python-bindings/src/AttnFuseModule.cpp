@@ -89,8 +89,8 @@ nb::object toNumpy(ResultBuffer &&result) {
   else
     dtype = nb::dtype<int64_t>();
   std::vector<size_t> shape(result.shape.begin(), result.shape.end());
-  nb::ndarray<nb::numpy> array(bytes->data(), shape.size(), shape.data(),
-                               owner, /*strides=*/nullptr, dtype);
+  nb::ndarray<nb::numpy> array(bytes->data(), shape.size(), shape.data(), owner,
+                               /*strides=*/nullptr, dtype);
   return nb::cast(array, nb::rv_policy::reference);
 }
 
@@ -98,7 +98,8 @@ nb::object toNumpy(ResultBuffer &&result) {
 
 NB_MODULE(_attnfuse, m) {
   m.doc() = "AttnFuse compiler internals; use the attnfuse package.";
-  errorType() = nb::borrow(PyErr_NewException("_attnfuse.Error", nullptr, nullptr));
+  errorType() =
+      nb::borrow(PyErr_NewException("_attnfuse.Error", nullptr, nullptr));
   m.attr("Error") = errorType();
 
   nb::class_<Module>(m, "Module")
@@ -126,35 +127,37 @@ NB_MODULE(_attnfuse, m) {
              return nb::make_tuple(specsToList(arguments),
                                    specsToList(results));
            })
-      .def("cost_report",
-           [](const Module &self, std::optional<int64_t> seqLen,
-              std::optional<int64_t> batch, const std::string &elemType) {
-             Failure failure;
-             std::string json;
-             if (!self.costReport(seqLen, batch, elemType, json, failure))
-               raise(failure);
-             return json;
-           },
-           nb::arg("seq_len").none(), nb::arg("batch").none(),
-           nb::arg("elem_type"))
-      .def("compile_cpu",
-           [](const Module &self, const std::string &entry,
-              const std::string &pipelineOptions, std::optional<bool> fused,
-              bool runtimeChecks, unsigned optLevel) {
-             Failure failure;
-             std::unique_ptr<CpuFunction> function;
-             {
-               nb::gil_scoped_release release;
-               function = self.compileCpu(entry, pipelineOptions, fused,
-                                          runtimeChecks, optLevel, failure);
-             }
-             if (!function)
-               raise(failure);
-             return function;
-           },
-           nb::arg("entry"), nb::arg("pipeline_options"),
-           nb::arg("fused").none(), nb::arg("runtime_checks"),
-           nb::arg("opt_level"))
+      .def(
+          "cost_report",
+          [](const Module &self, std::optional<int64_t> seqLen,
+             std::optional<int64_t> batch, const std::string &elemType) {
+            Failure failure;
+            std::string json;
+            if (!self.costReport(seqLen, batch, elemType, json, failure))
+              raise(failure);
+            return json;
+          },
+          nb::arg("seq_len").none(), nb::arg("batch").none(),
+          nb::arg("elem_type"))
+      .def(
+          "compile_cpu",
+          [](const Module &self, const std::string &entry,
+             const std::string &pipelineOptions, std::optional<bool> fused,
+             bool runtimeChecks, unsigned optLevel) {
+            Failure failure;
+            std::unique_ptr<CpuFunction> function;
+            {
+              nb::gil_scoped_release release;
+              function = self.compileCpu(entry, pipelineOptions, fused,
+                                         runtimeChecks, optLevel, failure);
+            }
+            if (!function)
+              raise(failure);
+            return function;
+          },
+          nb::arg("entry"), nb::arg("pipeline_options"),
+          nb::arg("fused").none(), nb::arg("runtime_checks"),
+          nb::arg("opt_level"))
       .def("compile_sm90a",
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,
@@ -188,8 +191,7 @@ NB_MODULE(_attnfuse, m) {
 
   m.def(
       "parse",
-      [](const std::string &text, const std::string &sourceName,
-         bool verify) {
+      [](const std::string &text, const std::string &sourceName, bool verify) {
         Failure failure;
         std::unique_ptr<Module> module =
             Module::parse(text, sourceName, verify, failure);
@@ -201,10 +203,12 @@ NB_MODULE(_attnfuse, m) {
 
   nb::class_<CpuFunction>(m, "CpuFunction")
       .def_prop_ro("name", &CpuFunction::name)
-      .def_prop_ro("arguments",
-                   [](const CpuFunction &f) { return specsToList(f.arguments()); })
-      .def_prop_ro("results",
-                   [](const CpuFunction &f) { return specsToList(f.results()); })
+      .def_prop_ro(
+          "arguments",
+          [](const CpuFunction &f) { return specsToList(f.arguments()); })
+      .def_prop_ro(
+          "results",
+          [](const CpuFunction &f) { return specsToList(f.results()); })
       .def("__call__", [](CpuFunction &self, std::vector<CpuArray> arrays) {
         std::vector<ArgumentBuffer> arguments;
         for (CpuArray &array : arrays) {

@@ -11,6 +11,7 @@
 #include "attnfuse/ExecutionEngine/JitFunction.h"
 #include "attnfuse/Target/SM90aArtifacts.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,7 +21,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -69,8 +69,8 @@ std::mutex &getDiagnosticMutex() {
 
 std::string formatLocation(Location loc) {
   if (auto fileLoc = loc->findInstanceOf<FileLineColLoc>())
-    return (fileLoc.getFilename().getValue() + ":" +
-            Twine(fileLoc.getLine()) + ":" + Twine(fileLoc.getColumn()))
+    return (fileLoc.getFilename().getValue() + ":" + Twine(fileLoc.getLine()) +
+            ":" + Twine(fileLoc.getColumn()))
         .str();
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -210,8 +210,8 @@ static std::vector<Spec> toSpecs(ArrayRef<attnfuse::TensorSpec> specs) {
 bool Module::signature(const std::string &name, std::vector<Spec> &arguments,
                        std::vector<Spec> &results, Failure &failure) const {
   std::vector<attnfuse::TensorSpec> args, res;
-  if (llvm::Error error = attnfuse::JitFunction::getSignature(*impl->module,
-                                                              name, args, res)) {
+  if (llvm::Error error =
+          attnfuse::JitFunction::getSignature(*impl->module, name, args, res)) {
     failure.message = llvm::toString(std::move(error));
     return false;
   }
@@ -250,7 +250,8 @@ Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
                    std::optional<bool> fused, bool runtimeChecks,
                    unsigned optLevel, Failure &failure) const {
   DiagnosticCapture capture(failure);
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(impl->module->getOperation()->clone()));
+  OwningOpRef<ModuleOp> copy(
+      cast<ModuleOp>(impl->module->getOperation()->clone()));
   attnfuse::JitOptions options;
   options.pipelineOptions = pipelineOptions;
   options.fused = fused;
@@ -269,7 +270,8 @@ Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
 bool Module::compileSM90a(const SM90aRequest &request, SM90aResult &result,
                           Failure &failure) const {
   DiagnosticCapture capture(failure);
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(impl->module->getOperation()->clone()));
+  OwningOpRef<ModuleOp> copy(
+      cast<ModuleOp>(impl->module->getOperation()->clone()));
   attnfuse::SM90aOptions options;
   options.elemType = request.elemType;
   options.blockQ = request.blockQ;
@@ -308,7 +310,8 @@ bool CpuFunction::call(const std::vector<ArgumentBuffer> &arguments,
   for (const ArgumentBuffer &argument : arguments) {
     auto elementType = attnfuse::getElementTypeFromName(argument.elementType);
     if (!elementType) {
-      failure.message = "unsupported element type '" + argument.elementType + "'";
+      failure.message =
+          "unsupported element type '" + argument.elementType + "'";
       return false;
     }
     refs.push_back({*elementType, argument.shape, argument.data});
@@ -319,8 +322,7 @@ bool CpuFunction::call(const std::vector<ArgumentBuffer> &arguments,
     return false;
   }
   for (attnfuse::Tensor &output : *outputs)
-    results.push_back(
-        {attnfuse::getElementTypeName(output.elementType).str(),
-         std::move(output.shape), std::move(output.data)});
+    results.push_back({attnfuse::getElementTypeName(output.elementType).str(),
+                       std::move(output.shape), std::move(output.data)});
   return true;
 }
