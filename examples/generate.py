@@ -13,16 +13,33 @@ Usage:
     python3 examples/generate.py           # (re)write every example
     python3 examples/generate.py --check   # exit 1 if a file is out of date
 
-Standard library only; the output is deterministic.
+Standard library only (the text comes from python-bindings/attnfuse/
+builders.py, which needs no compiled extension); the output is
+deterministic. The models are bf16.
 """
 
 import argparse
+import importlib.util
 import os
 import sys
-import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ELEM = "bf16"
+
+
+def _load_builders():
+    """The attnfuse package's builders.py, loaded by path: standard library
+    only (the package itself needs numpy and its compiled extension)."""
+    path = os.path.join(HERE, "..", "python-bindings", "attnfuse",
+                        "builders.py")
+    spec = importlib.util.spec_from_file_location("attnfuse_builders", path)
+    builders = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builders)
+    return builders
+
+
+_builders = _load_builders()
+cca_layer, module, qkv_layer = (_builders.cca_layer, _builders.module,
+                                _builders.qkv_layer)
 
 PAPER = ('"Do Transformers Need Three Projections?" (Kayyam, Madan Gopal, '
          'Lewis, ICML 2026, arXiv 2606.04032)')
@@ -31,144 +48,6 @@ CCA_PAPER = ('Compressed Convolutional Attention (Figliolia et al., Zyphra, '
 
 # The paper's name of each sharing mode (spec section 1).
 PAPER_NAME = {"none": "QKV", "kv": "Q-K=V", "qk": "Q=K-V", "qkv": "Q=K=V"}
-
-
-def tensor(*shape):
-    dims = "x".join("?" if d is None else str(d) for d in shape)
-    return f"tensor<{dims}x{ELEM}>"
-
-
-def type_list(types):
-    """`: (t0, t1, ...)` over as many lines as it takes to stay narrow."""
-    lines, line = [], "      : ("
-    for i, ty in enumerate(types):
-        item = ty + (", " if i + 1 < len(types) else ")")
-        if len(line) + len(item.rstrip()) > 80 and not line.endswith("("):
-            lines.append(line.rstrip())
-            line = "         "
-        line += item
-    lines.append(line)
-    return lines
-
-
-def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
-              bias):
-    """Arguments and body of one `attn.qkv_attention` layer.
-
-    Returns (args, lines): args is a list of (name, type) function arguments,
-    lines the op and the residual add, reading `%h{index-1}` (or `%x`) and
-    defining `%h{index}`.
-    """
-    q_width, k_width = heads * head_dim, kv_heads * head_dim
-    has_q = sharing in ("none", "kv")
-    has_v = sharing in ("none", "qk")
-    p = f"%l{index}_"
-    args = []
-    if has_q:
-        args.append((p + "wq", tensor(q_width, width)))
-    args.append((p + "wk", tensor(k_width, width)))
-    if has_v:
-        args.append((p + "wv", tensor(k_width, width)))
-    args.append((p + "wo", tensor(width, q_width)))
-    if bias:
-        if has_q:
-            args.append((p + "bq", tensor(q_width)))
-        args.append((p + "bk", tensor(k_width)))
-        if has_v:
-            args.append((p + "bv", tensor(k_width)))
-        args.append((p + "bo", tensor(width)))
-
-    prev = "%x" if index == 0 else f"%h{index - 1}"
-    # Operands in the order of the op's assembly format (and of `args`).
-    weights = " ".join(f"{name[len(p):]}({name})" for name, _ in args
-                       if name[len(p)] == "w")
-    biases = " ".join(f"{name[len(p):]}({name})" for name, _ in args
-                      if name[len(p)] == "b")
-    attrs = [f"num_heads = {heads} : i64", f"num_kv_heads = {kv_heads} : i64",
-             f"head_dim = {head_dim} : i64"]
-    if causal:
-        attrs.append("causal")
-    x_type = tensor(None, None, width)
-    lines = [
-        f"  // layer {index}",
-        f"  %y{index} = attn.qkv_attention <{sharing}> {prev} {weights}",
-        *([f"      {biases}"] if biases else []),
-        f"      {{{', '.join(attrs[:3])},",
-        f"       {', '.join(attrs[3:])}}}",
-        *type_list([x_type] + [t for _, t in args]),
-        f"      -> {x_type}",
-        f"  %h{index} = arith.addf {prev}, %y{index} : {x_type}",
-    ]
-    return args, lines
-
-
-def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
-              rope_fraction, causal):
-    """One `attn.cca` layer (CCGQA with qk-mean, value shift and clamped
-    temperature), as in qkv_layer."""
-    lq, lk = heads * head_dim, kv_heads * head_dim
-    channels = lq + lk
-    p = f"%l{index}_"
-    args = [
-        (p + "wq", tensor(lq, width)),
-        (p + "wk", tensor(lk, width)),
-        (p + "wv", tensor(lk // 2, width)),
-        (p + "wv_prev", tensor(lk // 2, width)),
-        (p + "conv_dw_w", tensor(channels, 1, kernels[0])),
-        (p + "conv_dw_b", tensor(channels)),
-        (p + "conv_g_w", tensor(channels, head_dim, kernels[1])),
-        (p + "conv_g_b", tensor(channels)),
-        (p + "temp", tensor(kv_heads)),
-        (p + "wo", tensor(width, lq)),
-    ]
-    prev = "%x" if index == 0 else f"%h{index - 1}"
-    a = [name for name, _ in args]
-    operands = (f"wq({a[0]}) wk({a[1]}) wv({a[2]}) wv_prev({a[3]})\n"
-                f"      conv_dw({a[4]}, {a[5]}) conv_g({a[6]}, {a[7]})\n"
-                f"      temp({a[8]}) wo({a[9]})")
-    attrs = (f"num_heads = {heads} : i64, num_kv_heads = {kv_heads} : i64, "
-             f"head_dim = {head_dim} : i64,\n"
-             f"       conv_kernel_sizes = array<i64: {kernels[0]}, "
-             f"{kernels[1]}>, qk_mean, value_shift,\n"
-             f"       temperature = #attn.temperature<clamped>"
-             f"{', causal' if causal else ''},\n"
-             f"       rope = #attn.rope<theta = {rope_theta:.1f}, "
-             f"fraction = {rope_fraction}>")
-    x_type = tensor(None, None, width)
-    lines = [
-        f"  // layer {index}",
-        f"  %y{index} = attn.cca {prev} {operands}",
-        f"      {{{attrs}}}",
-        *type_list([x_type] + [t for _, t in args]),
-        f"      -> {x_type}",
-        f"  %h{index} = arith.addf {prev}, %y{index} : {x_type}",
-    ]
-    return args, lines
-
-
-def module(header, layers, width):
-    """The text of one example: header comment lines, then `@model`."""
-    args = [("%x", tensor(None, None, width))]
-    body = []
-    for index, (layer_args, layer_lines) in enumerate(layers):
-        args.append((f"// layer {index}", None))
-        args += layer_args
-        body += layer_lines
-    out = []
-    for line in header:
-        out += [f"// {part}" for part in textwrap.wrap(line, 76)] or ["//"]
-    out.append("")
-    out.append("func.func @model(")
-    for i, (name, ty) in enumerate(args):
-        if ty is None:
-            out.append(f"    {name}")
-        else:
-            out.append(f"    {name}: {ty}{',' if i + 1 < len(args) else ')'}")
-    out.append(f"    -> {tensor(None, None, width)} {{")
-    out += body
-    out.append(f"  return %h{len(layers) - 1} : {tensor(None, None, width)}")
-    out.append("}")
-    return "\n".join(out) + "\n"
 
 
 GENERATED = ("Generated by `python3 examples/generate.py`; do not edit by "

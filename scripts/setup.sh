@@ -7,7 +7,7 @@ LLVM_VERSION=22
 APT_PACKAGES=(
   "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev"
-  cmake ninja-build ccache python3 python3-pip
+  cmake ninja-build ccache python3 python3-pip python3-dev python3-venv
 )
 
 missing=()
@@ -21,8 +21,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Python packages used by the test suite and the example generator.
-PY_PACKAGES=(numpy pytest)
-for pkg in "${PY_PACKAGES[@]}"; do
-  python3 -c "import ${pkg}" 2>/dev/null || python3 -m pip install -q "${pkg}"
+# Python packages used by the test suite, the example generator and the
+# attnfuse Python package (nanobind for its extension, scikit-build-core for
+# `pip install ./python-bindings`), as pip-name:import-name.
+PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
+             scikit-build-core:scikit_build_core)
+for entry in "${PY_PACKAGES[@]}"; do
+  python3 -c "import ${entry#*:}" 2>/dev/null || python3 -m pip install -q "${entry%%:*}"
 done

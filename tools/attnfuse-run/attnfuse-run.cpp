@@ -5,43 +5,35 @@
 //
 // Parses the module, lowers it with the attn-to-cpu pipeline, JIT-compiles it
 // with mlir::ExecutionEngine and calls NAME through its C interface
-// (`llvm.emit_c_interface` is set here). The function takes and returns
-// ranked tensors of f32, f64, f16, bf16, i32 or i64.
+// (`llvm.emit_c_interface` is set here), through the AttnFuseExecution
+// library. The function takes and returns ranked tensors of f32, f64, f16,
+// bf16, i32 or i64.
 //
 // Inputs are .npy files (C order, little endian): `<f4` for f32, `<f8` for
-// f64, `<f2` for f16, `<i4`/`<i8` for i32/i64 (positions, block tables) and,
-// since numpy has no bfloat16, `<u2` holding the bf16 bit patterns (the
-// upper 16 bits of the f32 encoding) for bf16. Dynamic
-// dimensions of the signature are taken from the input arrays. Without
-// --input, every float argument is filled with uniform random values in
-// [-1, 1) from --random-seed (integer ones with zeros); its dynamic dimensions
-// are --batch for dimension 0 of a tensor of rank >= 3 and --seq for every
-// other one; the generated arrays are saved as inputN.npy next to the results.
+// f64, `<f2` for f16 and, since numpy has no bfloat16, `<u2` holding the bf16
+// bit patterns (the upper 16 bits of the f32 encoding) for bf16, `<i4` for
+// i32 and `<i8` for i64. Dynamic dimensions of the signature are taken from
+// the input arrays. Without --input, every argument is filled with uniform
+// random values in [-1, 1) (integers: in [0, 16)) from --random-seed; its
+// dynamic dimensions are --batch for dimension 0 of a tensor of rank >= 3
+// and --seq for every other one; the generated arrays are saved as
+// inputN.npy next to the results.
 //
 // Each result is written as DIR/outN.npy with the same dtype convention.
 //
 //===----------------------------------------------------------------------===//
 
-#include "attnfuse/Conversion/Pipelines.h"
+#include "attnfuse/ExecutionEngine/JitFunction.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/APFloat.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -50,12 +42,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -65,7 +56,6 @@
 #include <string>
 #include <vector>
 
-#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -73,13 +63,10 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory runnerCategory("attnfuse-run options");
-static cl::opt<std::string> inputFilename(cl::Positional,
-                                          cl::desc("<model.mlir>"),
-                                          cl::Required,
-                                          cl::cat(runnerCategory));
+static cl::opt<std::string>
+    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required, cl::cat(runnerCategory));
 static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::value_desc("name"), cl::Required,
-                                      cl::cat(runnerCategory));
+                                      cl::value_desc("name"), cl::Required, cl::cat(runnerCategory));
 static cl::list<std::string>
     inputFiles("input", cl::desc("Input .npy file, one per argument, in order"),
                cl::value_desc("file.npy"), cl::cat(runnerCategory));
@@ -111,8 +98,7 @@ static cl::opt<bool> runtimeChecks(
              "(default on; a failed check is reported as an error)"),
     cl::init(true), cl::cat(runnerCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::Prefix,
-                                  cl::cat(runnerCategory));
+                                  cl::init(2), cl::Prefix, cl::cat(runnerCategory));
 static cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Lower every primitive through the reference path "
@@ -130,105 +116,38 @@ static cl::opt<unsigned> benchmarkRuns(
              "the peak resident memory"),
     cl::value_desc("N"), cl::init(0), cl::cat(runnerCategory));
 
+
+
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Element types and .npy files
 //===----------------------------------------------------------------------===//
 
-enum class DType { F32, F64, F16, BF16, I32, I64 };
+using attnfuse::ElementType;
+using attnfuse::formatShape;
+using attnfuse::getElementByteSize;
+using attnfuse::getElementTypeName;
+using attnfuse::TensorSpec;
+/// A dense C-order array.
+using Array = attnfuse::Tensor;
 
-size_t byteSize(DType type) {
+const char *npyDescr(ElementType type) {
   switch (type) {
-  case DType::F32:
-    return 4;
-  case DType::F64:
-    return 8;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::I32:
-    return 4;
-  case DType::I64:
-    return 8;
-  }
-  return 0;
-}
-
-const char *npyDescr(DType type) {
-  switch (type) {
-  case DType::F32:
+  case ElementType::F32:
     return "<f4";
-  case DType::F64:
+  case ElementType::F64:
     return "<f8";
-  case DType::F16:
+  case ElementType::F16:
     return "<f2";
-  case DType::BF16:
+  case ElementType::BF16:
     return "<u2";
-  case DType::I32:
+  case ElementType::I32:
     return "<i4";
-  case DType::I64:
+  case ElementType::I64:
     return "<i8";
   }
   return "";
-}
-
-const char *typeName(DType type) {
-  switch (type) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "";
-}
-
-std::optional<DType> dtypeOf(Type type) {
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF64())
-    return DType::F64;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isSignlessInteger(32))
-    return DType::I32;
-  if (type.isSignlessInteger(64))
-    return DType::I64;
-  return std::nullopt;
-}
-
-/// A dense C-order array.
-struct Array {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  std::vector<char> data;
-
-  int64_t numElements() const {
-    int64_t n = 1;
-    for (int64_t dim : shape)
-      n *= dim;
-    return n;
-  }
-};
-
-std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      text += ", ";
-    text += ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]);
-  }
-  return text + "]";
 }
 
 /// Value of `key` in the .npy header dictionary (the text after "'key':").
@@ -282,17 +201,17 @@ llvm::Expected<Array> readNpy(StringRef path) {
     return fail("malformed .npy header (no 'descr')");
   std::string type = descr->substr(1, descr->find((*descr)[0], 1) - 1);
   if (type == "<f4" || type == "=f4")
-    array.dtype = DType::F32;
+    array.elementType = ElementType::F32;
   else if (type == "<f8" || type == "=f8")
-    array.dtype = DType::F64;
+    array.elementType = ElementType::F64;
   else if (type == "<f2" || type == "=f2")
-    array.dtype = DType::F16;
+    array.elementType = ElementType::F16;
   else if (type == "<u2" || type == "=u2")
-    array.dtype = DType::BF16;
+    array.elementType = ElementType::BF16;
   else if (type == "<i4" || type == "=i4")
-    array.dtype = DType::I32;
+    array.elementType = ElementType::I32;
   else if (type == "<i8" || type == "=i8")
-    array.dtype = DType::I64;
+    array.elementType = ElementType::I64;
   else
     return fail("unsupported dtype '" + type +
                 "' (expected <f4 for f32, <f8 for f64, <f2 for f16, <u2 "
@@ -323,7 +242,7 @@ llvm::Expected<Array> readNpy(StringRef path) {
   }
 
   size_t dataStart = headerStart + headerLen;
-  int64_t expectedBytes = byteSize(array.dtype);
+  int64_t expectedBytes = getElementByteSize(array.elementType);
   for (int64_t dim : array.shape)
     if (llvm::MulOverflow(expectedBytes, dim, expectedBytes))
       return fail("shape " + formatShape(array.shape) + " is too large");
@@ -344,7 +263,7 @@ llvm::Error writeNpy(StringRef path, const Array &array) {
     shape += (i ? ", " : "") + std::to_string(array.shape[i]);
   if (array.shape.size() == 1)
     shape += ","; // a 1-tuple
-  std::string header = std::string("{'descr': '") + npyDescr(array.dtype) +
+  std::string header = std::string("{'descr': '") + npyDescr(array.elementType) +
                        "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // Pad with spaces and end with a newline so that the data starts at a
   // multiple of 64 bytes.
@@ -369,118 +288,42 @@ llvm::Error writeNpy(StringRef path, const Array &array) {
 }
 
 /// Stores `value` rounded to `type` at `dst`.
-void storeValue(DType type, double value, char *dst) {
+void storeValue(ElementType type, double value, char *dst) {
   switch (type) {
-  case DType::F32: {
+  case ElementType::F32: {
     float f = static_cast<float>(value);
     std::memcpy(dst, &f, 4);
     return;
   }
-  case DType::F64:
+  case ElementType::F64:
     std::memcpy(dst, &value, 8);
     return;
-  case DType::F16:
-  case DType::BF16: {
+  case ElementType::F16:
+  case ElementType::BF16: {
     llvm::APFloat apf(value);
     bool losesInfo;
-    apf.convert(type == DType::F16 ? llvm::APFloat::IEEEhalf()
-                                   : llvm::APFloat::BFloat(),
+    apf.convert(type == ElementType::F16 ? llvm::APFloat::IEEEhalf()
+                                         : llvm::APFloat::BFloat(),
                 llvm::APFloat::rmNearestTiesToEven, &losesInfo);
     uint16_t bits = static_cast<uint16_t>(apf.bitcastToAPInt().getZExtValue());
     std::memcpy(dst, &bits, 2);
     return;
   }
-  case DType::I32: {
-    auto i = static_cast<int32_t>(value);
+  case ElementType::I32: {
+    int32_t i = static_cast<int32_t>(value);
     std::memcpy(dst, &i, 4);
     return;
   }
-  case DType::I64: {
-    auto i = static_cast<int64_t>(value);
+  case ElementType::I64: {
+    int64_t i = static_cast<int64_t>(value);
     std::memcpy(dst, &i, 8);
     return;
   }
   }
 }
 
-//===----------------------------------------------------------------------===//
-// The entry function's signature
-//===----------------------------------------------------------------------===//
-
-struct TensorSpec {
-  DType dtype;
-  std::vector<int64_t> shape; // ShapedType::kDynamic for '?'
-};
-
-llvm::Expected<TensorSpec> specOf(Type type, const Twine &what) {
-  auto tensorType = dyn_cast<RankedTensorType>(type);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << type;
-  if (!tensorType)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   what + " has type " + text +
-                                       "; only ranked tensors are supported");
-  std::optional<DType> dtype = dtypeOf(tensorType.getElementType());
-  if (!dtype)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        what + " has type " + text +
-            "; supported element types are f32, f64, f16, bf16, i32 and i64");
-  return TensorSpec{*dtype, std::vector<int64_t>(tensorType.getShape().begin(),
-                                                 tensorType.getShape().end())};
-}
-
-//===----------------------------------------------------------------------===//
-// Memref descriptors: {allocated, aligned, offset, sizes[r], strides[r]}
-//===----------------------------------------------------------------------===//
-
-size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
-
-void fillDescriptor(int64_t *words, Array &array) {
-  size_t rank = array.shape.size();
-  // A non-null pointer even for empty arrays.
-  static char emptyStorage[16];
-  void *ptr = array.data.empty() ? static_cast<void *>(emptyStorage)
-                                 : static_cast<void *>(array.data.data());
-  std::memcpy(&words[0], &ptr, sizeof(void *));
-  std::memcpy(&words[1], &ptr, sizeof(void *));
-  words[2] = 0;
-  int64_t stride = 1;
-  for (size_t i = rank; i-- > 0;) {
-    words[3 + i] = array.shape[i];
-    words[3 + rank + i] = stride;
-    stride *= array.shape[i];
-  }
-}
-
-/// Copies a (possibly strided) result memref into a dense array.
-Array readDescriptor(const int64_t *words, const TensorSpec &spec) {
-  size_t rank = spec.shape.size();
-  Array array;
-  array.dtype = spec.dtype;
-  char *aligned;
-  std::memcpy(&aligned, &words[1], sizeof(void *));
-  int64_t offset = words[2];
-  for (size_t i = 0; i < rank; ++i)
-    array.shape.push_back(words[3 + i]);
-  size_t elem = byteSize(spec.dtype);
-  int64_t count = array.numElements();
-  array.data.resize(size_t(count) * elem);
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t n = 0; n < count; ++n) {
-    int64_t linear = offset;
-    for (size_t i = 0; i < rank; ++i)
-      linear += index[i] * words[3 + rank + i];
-    std::memcpy(array.data.data() + size_t(n) * elem, aligned + linear * elem,
-                elem);
-    for (size_t i = rank; i-- > 0;) {
-      if (++index[i] < array.shape[i])
-        break;
-      index[i] = 0;
-    }
-  }
-  return array;
+bool isInteger(ElementType type) {
+  return type == ElementType::I32 || type == ElementType::I64;
 }
 
 int fail(const Twine &message) {
@@ -506,12 +349,13 @@ llvm::Expected<std::vector<Array>> loadInputs(ArrayRef<std::string> paths,
       return makeError("input #" + Twine(index) + ": " +
                        llvm::toString(array.takeError()));
     const TensorSpec &spec = argSpecs[index];
-    if (array->dtype != spec.dtype)
+    if (array->elementType != spec.elementType)
       return makeError("input #" + Twine(index) + " '" + path + "' has dtype " +
-                       npyDescr(array->dtype) + " (" + typeName(array->dtype) +
+                       npyDescr(array->elementType) + " (" +
+                       getElementTypeName(array->elementType) +
                        "), argument #" + Twine(index) + " of '" + entryName +
-                       "' is " + typeName(spec.dtype) + " (npy dtype " +
-                       npyDescr(spec.dtype) + ")");
+                       "' is " + getElementTypeName(spec.elementType) +
+                       " (npy dtype " + npyDescr(spec.elementType) + ")");
     bool shapeOk = array->shape.size() == spec.shape.size();
     for (size_t i = 0; shapeOk && i < spec.shape.size(); ++i)
       shapeOk = ShapedType::isDynamic(spec.shape[i]) ||
@@ -533,20 +377,20 @@ std::vector<Array> randomInputsFor(ArrayRef<TensorSpec> argSpecs) {
   std::vector<Array> inputs;
   for (const TensorSpec &spec : argSpecs) {
     Array array;
-    array.dtype = spec.dtype;
+    array.elementType = spec.elementType;
     for (auto [i, dim] : llvm::enumerate(spec.shape))
       array.shape.push_back(!ShapedType::isDynamic(dim) ? dim
                             : (i == 0 && spec.shape.size() >= 3)
                                 ? int64_t(batchSize)
                                 : int64_t(seqLen));
-    size_t elem = byteSize(spec.dtype);
-    array.data.resize(size_t(array.numElements()) * elem);
-    // Integer arguments (positions, lengths, block tables) are zeros: random
-    // ones would index out of range.
-    bool integer = spec.dtype == DType::I32 || spec.dtype == DType::I64;
-    for (int64_t n = 0; n < array.numElements(); ++n)
-      storeValue(spec.dtype, integer ? 0.0 : uniform(rng),
-                 array.data.data() + n * elem);
+    size_t elem = getElementByteSize(spec.elementType);
+    array.data.resize(size_t(array.getNumElements()) * elem);
+    for (int64_t n = 0; n < array.getNumElements(); ++n) {
+      // Integers (positions, indices) are drawn from [0, 16).
+      double value = isInteger(spec.elementType) ? std::floor((uniform(rng) + 1) * 8)
+                                                  : uniform(rng);
+      storeValue(spec.elementType, value, array.data.data() + n * elem);
+    }
     inputs.push_back(std::move(array));
   }
   return inputs;
@@ -566,77 +410,13 @@ llvm::Error writeArrays(StringRef dir, StringRef prefix,
   return llvm::Error::success();
 }
 
-/// The compiled code checks at run time that the dynamic sizes of the
-/// operands agree (generate-runtime-verification) and that cache positions
-/// and block table entries are in range; a failed check prints its message
-/// and aborts. Turn that into a clean error exit.
-extern "C" void onRuntimeCheckFailure(int) {
-  std::fflush(stdout);
-  static const char message[] =
-      "attnfuse-run: error: a run-time check of the compiled function failed "
-      "(its message is printed above): inconsistent dynamic sizes of the "
-      "inputs (for example a batch or sequence length that differs between "
-      "arguments, or a logit bias that is not [S, T]), or a cache position or "
-      "block table entry out of range\n";
-  ssize_t ignored = ::write(2, message, sizeof(message) - 1);
-  (void)ignored;
-  std::_Exit(1);
-}
-
-/// Calls `_mlir_ciface_<entry>(results*, args*...)` and returns the results
-/// as dense arrays.
-llvm::Expected<std::vector<Array>> invoke(ExecutionEngine &engine,
-                                          std::vector<Array> &inputs,
-                                          ArrayRef<TensorSpec> resultSpecs) {
-  std::vector<std::vector<int64_t>> argDescriptors;
-  for (Array &array : inputs) {
-    argDescriptors.emplace_back(descriptorWords(array.shape.size()));
-    fillDescriptor(argDescriptors.back().data(), array);
-  }
-  size_t resultWords = 0;
-  for (const TensorSpec &spec : resultSpecs)
-    resultWords += descriptorWords(spec.shape.size());
-  std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1), 0);
-  void *resultPtr = resultStorage.data();
-  std::vector<void *> argPtrs;
-  for (auto &descriptor : argDescriptors)
-    argPtrs.push_back(descriptor.data());
-  SmallVector<void *> packed;
-  if (!resultSpecs.empty())
-    packed.push_back(&resultPtr);
-  for (void *&ptr : argPtrs)
-    packed.push_back(&ptr);
-  struct sigaction onAbort = {}, previous = {};
-  onAbort.sa_handler = onRuntimeCheckFailure;
-  sigemptyset(&onAbort.sa_mask);
-  sigaction(SIGABRT, &onAbort, &previous);
-  llvm::Error error =
-      engine.invokePacked("_mlir_ciface_" + entryName.getValue(), packed);
-  sigaction(SIGABRT, &previous, nullptr);
-  if (error)
-    return makeError("calling '" + entryName +
-                     "' failed: " + llvm::toString(std::move(error)));
-
-  // The buffer deallocation pipeline hands the caller ownership of the
-  // result buffers (malloc'ed by the compiled code, cloned when they would
-  // alias an argument or a constant): copy them out and free each once.
-  std::vector<Array> results;
-  size_t wordOffset = 0;
-  llvm::SmallPtrSet<void *, 4> toFree;
-  for (const TensorSpec &spec : resultSpecs) {
-    const int64_t *words = resultStorage.data() + wordOffset;
-    results.push_back(readDescriptor(words, spec));
-    wordOffset += descriptorWords(spec.shape.size());
-    void *allocated;
-    std::memcpy(&allocated, &words[0], sizeof(void *));
-    if (allocated)
-      toFree.insert(allocated);
-  }
+/// Calls the function on `inputs` and returns its results as dense arrays.
+llvm::Expected<std::vector<Array>> invoke(attnfuse::JitFunction &function,
+                                          std::vector<Array> &inputs) {
+  std::vector<attnfuse::TensorRef> args;
   for (Array &array : inputs)
-    toFree.erase(array.data.data());
-  for (void *ptr : toFree)
-    std::free(ptr);
-  return results;
+    args.push_back(array.ref());
+  return function.call(args);
 }
 
 /// One line of a --run-list file: an output directory and the input files.
@@ -682,9 +462,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "AttnFuse runner: lower with attn-to-cpu, JIT-execute one function on "
       ".npy inputs and write its results as .npy files\n\n"
-      "dtypes: f32 <f4, f64 <f8, f16 <f2, i32 <i4, i64 <i8, bf16 <u2 (bit "
-      "patterns; numpy has "
-      "no bfloat16)\n");
+      "dtypes: f32 <f4, f64 <f8, f16 <f2, bf16 <u2 (bit patterns; numpy has "
+      "no bfloat16), i32 <i4, i64 <i8\n");
 
   // Which inputs: files, random, or a list of runs sharing one compilation.
   bool randomInputs = randomSeed.getNumOccurrences() > 0;
@@ -707,9 +486,7 @@ int main(int argc, char **argv) {
   }
 
   DialectRegistry registry;
-  attnfuse::registerAttnToCPUDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  attnfuse::registerJitDialects(registry);
   MLIRContext context(registry);
 
   // Parse the module.
@@ -734,20 +511,9 @@ int main(int argc, char **argv) {
                 "' (functions: " + (names.empty() ? "none" : names) + ")");
   }
   std::vector<TensorSpec> argSpecs, resultSpecs;
-  for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
-    auto spec =
-        specOf(type, "argument #" + Twine(index) + " of '" + entryName + "'");
-    if (!spec)
-      return fail(llvm::toString(spec.takeError()));
-    argSpecs.push_back(*spec);
-  }
-  for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
-    auto spec =
-        specOf(type, "result #" + Twine(index) + " of '" + entryName + "'");
-    if (!spec)
-      return fail(llvm::toString(spec.takeError()));
-    resultSpecs.push_back(*spec);
-  }
+  if (llvm::Error error = attnfuse::JitFunction::getSignature(
+          *module, entryName, argSpecs, resultSpecs))
+    return fail(llvm::toString(std::move(error)));
 
   // Check the inputs before the (slower) compilation.
   std::vector<Array> singleInputs;
@@ -769,62 +535,32 @@ int main(int argc, char **argv) {
                     " input file(s)");
   }
 
-  // Lower to the LLVM dialect.
-  func->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
-  PassManager pm(&context);
-  attnfuse::AttnToCPUOptions pipelineOptions;
-  pipelineOptions.runtimeChecks = runtimeChecks;
-  if (failed(pipelineOptions.parseFromString(pipelineOptionsText)))
-    return fail("invalid --pipeline-options '" + pipelineOptionsText + "'");
-  pipelineOptions.fused = !referenceLowering;
+  // Lower and JIT-compile.
+  attnfuse::JitOptions jitOptions;
+  jitOptions.pipelineOptions = pipelineOptionsText;
+  jitOptions.runtimeChecks = runtimeChecks;
+  jitOptions.fused = !referenceLowering;
+  jitOptions.optLevel = optLevel;
   auto compileStart = std::chrono::steady_clock::now();
-  attnfuse::buildAttnToCPUPipeline(pm, pipelineOptions);
-  if (failed(pm.run(*module)))
-    return fail("lowering '" + inputFilename + "' with attn-to-cpu failed");
-
-  // JIT-compile.
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  // Optimize for the host: without its target machine LLVM's cost models
-  // see no vector registers and the loop vectorizer does nothing.
-  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!machineBuilder)
-    return fail("cannot describe the host CPU: " +
-                llvm::toString(machineBuilder.takeError()));
-  auto targetMachine = machineBuilder->createTargetMachine();
-  if (!targetMachine)
-    return fail("cannot create a target machine for the host: " +
-                llvm::toString(targetMachine.takeError()));
-  auto transformer = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
-                                               targetMachine->get());
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  auto engineOr = ExecutionEngine::create(*module, engineOptions);
-  if (!engineOr)
-    return fail("JIT compilation failed: " +
-                llvm::toString(engineOr.takeError()));
-  std::unique_ptr<ExecutionEngine> engine = std::move(*engineOr);
-  // memref.copy between strided views calls the C runner utilities.
-  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
+  auto compiled = attnfuse::JitFunction::create(*module, entryName, jitOptions);
+  if (!compiled)
+    return fail("'" + inputFilename +
+                "': " + llvm::toString(compiled.takeError()));
+  attnfuse::JitFunction &engine = **compiled;
 
   if (!listMode && benchmarkRuns > 0) {
     // The first call also finishes the lazy JIT materialization.
-    auto warmup = invoke(*engine, singleInputs, resultSpecs);
+    auto warmup = invoke(engine, singleInputs);
     if (!warmup)
       return fail(llvm::toString(warmup.takeError()));
-    double compileSeconds = std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - compileStart)
-                                .count();
+    double compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      compileStart)
+            .count();
     std::vector<double> seconds;
     for (unsigned run = 0; run < benchmarkRuns; ++run) {
       auto start = std::chrono::steady_clock::now();
-      auto results = invoke(*engine, singleInputs, resultSpecs);
+      auto results = invoke(engine, singleInputs);
       seconds.push_back(std::chrono::duration<double>(
                             std::chrono::steady_clock::now() - start)
                             .count());
@@ -846,7 +582,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!listMode) {
-    auto results = invoke(*engine, singleInputs, resultSpecs);
+    auto results = invoke(engine, singleInputs);
     if (!results)
       return fail(llvm::toString(results.takeError()));
     if (llvm::Error error = writeArrays(outputDir, "out", *results))
@@ -858,7 +594,7 @@ int main(int argc, char **argv) {
     auto inputs = loadInputs(run.inputs, argSpecs);
     if (!inputs)
       return fail(where + llvm::toString(inputs.takeError()));
-    auto results = invoke(*engine, *inputs, resultSpecs);
+    auto results = invoke(engine, *inputs);
     if (!results)
       return fail(where + llvm::toString(results.takeError()));
     if (llvm::Error error = writeArrays(run.outputDir, "out", *results))

@@ -27,7 +27,7 @@
 // BF16: {'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 6), }
 
 // RUN: not attnfuse-run %s --entry=nope --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i16)
+// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32, takes_i8)
 
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: attnfuse-run: error: 'sdpa' takes 3 argument(s), got 1 input file(s)
@@ -57,8 +57,14 @@
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=RUNTIME
 // RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed (its message is printed above): inconsistent dynamic sizes of the inputs
 
-// RUN: not attnfuse-run %s --entry=takes_i16 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: attnfuse-run: error: argument #0 of 'takes_i16' has type tensor<4xi16>; supported element types are f32, f64, f16, bf16, i32 and i64
+// i32 (positions, indices) round-trips as '<i4'.
+// RUN: attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/i32
+// RUN: cmp %t/i32/input0.npy %t/i32/out0.npy
+// RUN: head -c 80 %t/i32/out0.npy | FileCheck %s --check-prefix=I32
+// I32: {'descr': '<i4', 'fortran_order': False, 'shape': (4,), }
+
+// RUN: not attnfuse-run %s --entry=takes_i8 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: attnfuse-run: error: argument #0 of 'takes_i8' has type tensor<4xi8>; supported element types are f32, f64, f16, bf16, i32 and i64
 
 // RUN: not attnfuse-run %t/missing.mlir --entry=sdpa --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: attnfuse-run: error: cannot read '{{.*}}missing.mlir'
@@ -79,6 +85,10 @@ func.func @project_bf16(%x: tensor<?x?x8xbf16>, %w: tensor<6x8xbf16>) -> tensor<
   return %y : tensor<?x?x6xbf16>
 }
 
-func.func @takes_i16(%x: tensor<4xi16>) -> tensor<4xi16> {
-  return %x : tensor<4xi16>
+func.func @takes_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  return %x : tensor<4xi32>
+}
+
+func.func @takes_i8(%x: tensor<4xi8>) -> tensor<4xi8> {
+  return %x : tensor<4xi8>
 }

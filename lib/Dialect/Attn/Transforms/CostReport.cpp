@@ -1,5 +1,6 @@
 //===- CostReport.cpp - attn-cost-report pass -------------------*- C++ -*-===//
 
+#include "attnfuse/Dialect/Attn/Transforms/CostReport.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "attnfuse/Dialect/Attn/Transforms/CostModel.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
@@ -138,30 +139,53 @@ std::string formatPercent(double fraction) {
   return text + "%";
 }
 
-struct AttnCostReportPass
-    : public attnfuse::attn::impl::AttnCostReportBase<AttnCostReportPass> {
-  using AttnCostReportBase::AttnCostReportBase;
+/// Prices the layers of one module under the report's options.
+class CostReporter {
+public:
+  explicit CostReporter(const CostReportOptions &options) : options(options) {}
 
-  void runOnOperation() override;
+  LogicalResult write(ModuleOp module, raw_ostream &os);
 
 private:
-  /// Element bytes and name for `op`: from `elem-type` if set (then `op`
+  /// Element bytes and name for `op`: from `elemType` if set (then `op`
   /// may be null), else from the op's input element type.
   FailureOr<std::pair<int64_t, std::string>> getElementType(Operation *op);
   /// Sequence length and batch for `op`: options if set, else static IR
-  /// dimensions, else the option defaults.
+  /// dimensions, else the defaults.
   std::pair<int64_t, int64_t> getSequenceAndBatch(Operation *op);
 
   void printText(ArrayRef<ReportedLayer> layers, int64_t seq, int64_t batch,
                  raw_ostream &os);
   void printJson(ArrayRef<ReportedLayer> layers, int64_t seq, int64_t batch,
                  raw_ostream &os);
+
+  const CostReportOptions &options;
+};
+
+struct AttnCostReportPass
+    : public attnfuse::attn::impl::AttnCostReportBase<AttnCostReportPass> {
+  using AttnCostReportBase::AttnCostReportBase;
+
+  void runOnOperation() override {
+    CostReportOptions options;
+    if (seqLen.hasValue())
+      options.seqLen = seqLen;
+    if (batch.hasValue())
+      options.batch = batch;
+    options.elemType = elemType;
+    options.format = format;
+    if (failed(writeCostReport(getOperation(), options, llvm::outs())))
+      return signalPassFailure();
+    llvm::outs().flush();
+    markAllAnalysesPreserved();
+  }
 };
 
 } // namespace
 
 FailureOr<std::pair<int64_t, std::string>>
-AttnCostReportPass::getElementType(Operation *op) {
+CostReporter::getElementType(Operation *op) {
+  const std::string &elemType = options.elemType;
   if (!elemType.empty()) {
     int64_t bytes = llvm::StringSwitch<int64_t>(elemType)
                         .Case("f32", 4)
@@ -170,7 +194,7 @@ AttnCostReportPass::getElementType(Operation *op) {
                         .Default(0);
     if (bytes == 0)
       return failure();
-    return std::make_pair(bytes, std::string(elemType));
+    return std::make_pair(bytes, elemType);
   }
   Type type = getElementTypeOrSelf(op->getOperand(0).getType());
   std::string name;
@@ -179,10 +203,10 @@ AttnCostReportPass::getElementType(Operation *op) {
   return std::make_pair(getElementBytes(type), name);
 }
 
-std::pair<int64_t, int64_t>
-AttnCostReportPass::getSequenceAndBatch(Operation *op) {
+std::pair<int64_t, int64_t> CostReporter::getSequenceAndBatch(Operation *op) {
   auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
-  int64_t seq = seqLen, batchSize = batch;
+  int64_t seq = options.seqLen.value_or(kDefaultCostSeqLen);
+  int64_t batchSize = options.batch.value_or(1);
   // A decode layer holds as many tokens as its cache: the static capacity of
   // a contiguous cache (paged ones need seq-len).
   Value cache;
@@ -195,41 +219,43 @@ AttnCostReportPass::getSequenceAndBatch(Operation *op) {
   if (isa<QKVDecodeOp, CCADecodeOp>(op)) {
     auto cacheType =
         cache ? cast<RankedTensorType>(cache.getType()) : RankedTensorType();
-    if (!seqLen.hasValue() && cacheType && !cacheType.isDynamicDim(1))
+    if (!options.seqLen && cacheType && !cacheType.isDynamicDim(1))
       seq = cacheType.getDimSize(1);
-  } else if (!seqLen.hasValue() && !inputType.isDynamicDim(1)) {
+  } else if (!options.seqLen && !inputType.isDynamicDim(1)) {
     seq = inputType.getDimSize(1);
   }
-  if (!batch.hasValue() && !inputType.isDynamicDim(0))
+  if (!options.batch && !inputType.isDynamicDim(0))
     batchSize = inputType.getDimSize(0);
   return {seq, batchSize};
 }
 
-void AttnCostReportPass::runOnOperation() {
-  if (format != "text" && format != "json") {
-    getOperation().emitError() << "attn-cost-report: unknown format '" << format
-                               << "', expected 'text' or 'json'";
-    return signalPassFailure();
-  }
-  if (seqLen <= 0 || batch <= 0) {
-    getOperation().emitError()
-        << "attn-cost-report: seq-len and batch must be positive, got "
-        << static_cast<int64_t>(seqLen) << " and "
-        << static_cast<int64_t>(batch);
-    return signalPassFailure();
-  }
+LogicalResult attnfuse::attn::writeCostReport(ModuleOp module,
+                                              const CostReportOptions &options,
+                                              raw_ostream &os) {
+  return CostReporter(options).write(module, os);
+}
+
+LogicalResult CostReporter::write(ModuleOp module, raw_ostream &os) {
+  const std::string &format = options.format;
+  if (format != "text" && format != "json")
+    return module.emitError() << "attn-cost-report: unknown format '" << format
+                              << "', expected 'text' or 'json'";
+  int64_t seqLen = options.seqLen.value_or(kDefaultCostSeqLen);
+  int64_t batch = options.batch.value_or(1);
+  if (seqLen <= 0 || batch <= 0)
+    return module.emitError()
+           << "attn-cost-report: seq-len and batch must be positive, got "
+           << seqLen << " and " << batch;
   // Check elem-type once, not once per layer (and also without layers).
-  if (!elemType.empty() && failed(getElementType(nullptr))) {
-    getOperation().emitError()
-        << "attn-cost-report: unknown elem-type '" << elemType
-        << "', expected f32, f16, bf16 or fp8";
-    return signalPassFailure();
-  }
+  if (!options.elemType.empty() && failed(getElementType(nullptr)))
+    return module.emitError()
+           << "attn-cost-report: unknown elem-type '" << options.elemType
+           << "', expected f32, f16, bf16 or fp8";
 
   SmallVector<ReportedLayer> layers;
   int64_t reportSeq = seqLen, reportBatch = batch;
   bool failedLayer = false;
-  getOperation().walk([&](Operation *op) {
+  module.walk([&](Operation *op) {
     if (!isa<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(op))
       return;
     auto [seq, batchSize] = getSequenceAndBatch(op);
@@ -254,18 +280,17 @@ void AttnCostReportPass::runOnOperation() {
     layers.push_back({op, *cost, element->first, element->second});
   });
   if (failedLayer)
-    return signalPassFailure();
+    return failure();
 
   if (format == "json")
-    printJson(layers, reportSeq, reportBatch, llvm::outs());
+    printJson(layers, reportSeq, reportBatch, os);
   else
-    printText(layers, reportSeq, reportBatch, llvm::outs());
-  llvm::outs().flush();
-  markAllAnalysesPreserved();
+    printText(layers, reportSeq, reportBatch, os);
+  return success();
 }
 
-void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers, int64_t seq,
-                                   int64_t batchSize, raw_ostream &os) {
+void CostReporter::printText(ArrayRef<ReportedLayer> layers, int64_t seq,
+                             int64_t batchSize, raw_ostream &os) {
   os << "attn-cost-report: " << layers.size() << " attention layer"
      << (layers.size() == 1 ? "" : "s") << ", " << seq
      << " tokens per sequence, batch " << batchSize << "\n";
@@ -338,8 +363,8 @@ void AttnCostReportPass::printText(ArrayRef<ReportedLayer> layers, int64_t seq,
   os << ")\n";
 }
 
-void AttnCostReportPass::printJson(ArrayRef<ReportedLayer> layers, int64_t seq,
-                                   int64_t batchSize, raw_ostream &os) {
+void CostReporter::printJson(ArrayRef<ReportedLayer> layers, int64_t seq,
+                             int64_t batchSize, raw_ostream &os) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
   ModelTotals totals(layers, seq);
   json.object([&] {

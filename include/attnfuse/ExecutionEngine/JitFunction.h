@@ -1,0 +1,122 @@
+//===- JitFunction.h - JIT-compiled attn functions on the CPU ---*- C++ -*-===//
+//
+// Lowers a module with the `attn-to-cpu` pipeline, JIT-compiles it with
+// mlir::ExecutionEngine and calls one of its functions on dense C-order
+// arrays through memref descriptors. Used by attnfuse-run and the Python
+// package.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNFUSE_EXECUTIONENGINE_JITFUNCTION_H
+#define ATTNFUSE_EXECUTIONENGINE_JITFUNCTION_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class ExecutionEngine;
+} // namespace mlir
+
+namespace attnfuse {
+
+/// Element types a JIT function may take and return.
+enum class ElementType { F32, F64, F16, BF16, I32, I64 };
+
+size_t getElementByteSize(ElementType type);
+/// "f32", "f64", "f16", "bf16", "i32", "i64".
+llvm::StringRef getElementTypeName(ElementType type);
+std::optional<ElementType> getElementTypeFromName(llvm::StringRef name);
+std::optional<ElementType> getElementTypeOf(mlir::Type type);
+
+/// "[2, ?, 8]" (mlir::ShapedType::kDynamic prints as '?').
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// Element type and shape of one argument or result; dynamic dimensions are
+/// mlir::ShapedType::kDynamic.
+struct TensorSpec {
+  ElementType elementType;
+  std::vector<int64_t> shape;
+};
+
+/// A caller-owned dense C-order array (not copied by a call).
+struct TensorRef {
+  ElementType elementType;
+  std::vector<int64_t> shape;
+  void *data;
+};
+
+/// A dense C-order array owned by the caller of JitFunction::call.
+struct Tensor {
+  ElementType elementType = ElementType::F32;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+
+  int64_t getNumElements() const;
+  TensorRef ref() { return {elementType, shape, data.data()}; }
+};
+
+struct JitOptions {
+  /// attn-to-cpu options, e.g. "block-q=32 fused=false".
+  std::string pipelineOptions;
+  /// Compile in run-time checks that the dynamic sizes agree (overrides the
+  /// pipeline option of the same name).
+  bool runtimeChecks = true;
+  /// When set, overrides the pipeline option `fused` (false: the reference
+  /// lowering of every primitive).
+  std::optional<bool> fused;
+  unsigned optLevel = 2;
+};
+
+/// Inserts the dialects and translations the JIT path needs.
+void registerJitDialects(mlir::DialectRegistry &registry);
+
+/// One function of a module, lowered and JIT-compiled.
+class JitFunction {
+public:
+  ~JitFunction();
+
+  /// Lowers `module` in place with attn-to-cpu and JIT-compiles it for the
+  /// host CPU. The function never writes its arguments' buffers. Errors name
+  /// the function or the option; diagnostics of the lowering go to the
+  /// context's handlers.
+  static llvm::Expected<std::unique_ptr<JitFunction>>
+  create(mlir::ModuleOp module, llvm::StringRef entry,
+         const JitOptions &options);
+
+  /// The signature of `entry` in `module`, or an error naming the function
+  /// (with the module's functions) or the unsupported argument type.
+  static llvm::Error getSignature(mlir::ModuleOp module, llvm::StringRef entry,
+                                  std::vector<TensorSpec> &arguments,
+                                  std::vector<TensorSpec> &results);
+
+  llvm::StringRef getName() const { return name; }
+  llvm::ArrayRef<TensorSpec> getArguments() const { return arguments; }
+  llvm::ArrayRef<TensorSpec> getResults() const { return results; }
+
+  /// Checks count, element types and static dimensions of `args`; messages
+  /// start with "argument #N of 'entry'".
+  llvm::Error checkArguments(llvm::ArrayRef<TensorRef> args) const;
+
+  /// Calls the function. A failed run-time check of the compiled code (sizes
+  /// that disagree between arguments) is returned as an error.
+  llvm::Expected<std::vector<Tensor>> call(llvm::ArrayRef<TensorRef> args);
+
+private:
+  JitFunction() = default;
+
+  std::string name;
+  std::vector<TensorSpec> arguments, results;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+};
+
+} // namespace attnfuse
+
+#endif // ATTNFUSE_EXECUTIONENGINE_JITFUNCTION_H

@@ -1,0 +1,407 @@
+//===- JitFunction.cpp - JIT-compiled attn functions on the CPU -*- C++ -*-===//
+
+#include "attnfuse/ExecutionEngine/JitFunction.h"
+#include "attnfuse/Conversion/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <csetjmp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <signal.h>
+
+using namespace mlir;
+using namespace attnfuse;
+
+static llvm::Error makeError(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+size_t attnfuse::getElementByteSize(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+  case ElementType::I32:
+    return 4;
+  case ElementType::F64:
+  case ElementType::I64:
+    return 8;
+  case ElementType::F16:
+  case ElementType::BF16:
+    return 2;
+  }
+  return 0;
+}
+
+StringRef attnfuse::getElementTypeName(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return "f32";
+  case ElementType::F64:
+    return "f64";
+  case ElementType::F16:
+    return "f16";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::I32:
+    return "i32";
+  case ElementType::I64:
+    return "i64";
+  }
+  return "";
+}
+
+std::optional<ElementType> attnfuse::getElementTypeFromName(StringRef name) {
+  return llvm::StringSwitch<std::optional<ElementType>>(name)
+      .Case("f32", ElementType::F32)
+      .Case("f64", ElementType::F64)
+      .Case("f16", ElementType::F16)
+      .Case("bf16", ElementType::BF16)
+      .Case("i32", ElementType::I32)
+      .Case("i64", ElementType::I64)
+      .Default(std::nullopt);
+}
+
+std::optional<ElementType> attnfuse::getElementTypeOf(Type type) {
+  if (type.isF32())
+    return ElementType::F32;
+  if (type.isF64())
+    return ElementType::F64;
+  if (type.isF16())
+    return ElementType::F16;
+  if (type.isBF16())
+    return ElementType::BF16;
+  // Signless or signed: the memref ABI is the same.
+  if (type.isInteger(32) && !type.isUnsignedInteger())
+    return ElementType::I32;
+  if (type.isInteger(64) && !type.isUnsignedInteger())
+    return ElementType::I64;
+  return std::nullopt;
+}
+
+std::string attnfuse::formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      text += ", ";
+    text += ShapedType::isDynamic(shape[i]) ? "?" : std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+int64_t Tensor::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t dim : shape)
+    n *= dim;
+  return n;
+}
+
+void attnfuse::registerJitDialects(DialectRegistry &registry) {
+  registerAttnToCPUDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+static llvm::Expected<TensorSpec> getSpec(Type type, const Twine &what) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  if (!tensorType)
+    return makeError(what + " has type " + text +
+                     "; only ranked tensors are supported");
+  std::optional<ElementType> elementType =
+      getElementTypeOf(tensorType.getElementType());
+  if (!elementType)
+    return makeError(what + " has type " + text +
+                     "; supported element types are f32, f64, f16, bf16, "
+                     "i32 and i64");
+  return TensorSpec{*elementType,
+                    std::vector<int64_t>(tensorType.getShape().begin(),
+                                         tensorType.getShape().end())};
+}
+
+llvm::Error JitFunction::getSignature(ModuleOp module, StringRef entry,
+                                      std::vector<TensorSpec> &arguments,
+                                      std::vector<TensorSpec> &results) {
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  if (!func || func.isExternal()) {
+    std::string names;
+    for (auto candidate : module.getOps<func::FuncOp>())
+      if (!candidate.isExternal())
+        names += (names.empty() ? "" : ", ") + candidate.getSymName().str();
+    return makeError("no function '" + entry + "' in the module (functions: " +
+                     (names.empty() ? "none" : names) + ")");
+  }
+  arguments.clear();
+  results.clear();
+  for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto spec =
+        getSpec(type, "argument #" + Twine(index) + " of '" + entry + "'");
+    if (!spec)
+      return spec.takeError();
+    arguments.push_back(*spec);
+  }
+  for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
+    auto spec =
+        getSpec(type, "result #" + Twine(index) + " of '" + entry + "'");
+    if (!spec)
+      return spec.takeError();
+    results.push_back(*spec);
+  }
+  return llvm::Error::success();
+}
+
+JitFunction::~JitFunction() = default;
+
+llvm::Expected<std::unique_ptr<JitFunction>>
+JitFunction::create(ModuleOp module, StringRef entry,
+                    const JitOptions &options) {
+  std::unique_ptr<JitFunction> function(new JitFunction());
+  function->name = entry.str();
+  if (llvm::Error error =
+          getSignature(module, entry, function->arguments, function->results))
+    return std::move(error);
+
+  AttnToCPUOptions pipelineOptions;
+  if (failed(pipelineOptions.parseFromString(options.pipelineOptions)))
+    return makeError("invalid attn-to-cpu options '" + options.pipelineOptions +
+                     "'");
+  pipelineOptions.runtimeChecks = options.runtimeChecks;
+  if (options.fused)
+    pipelineOptions.fused = *options.fused;
+
+  // Lower to the LLVM dialect, with a C interface for the entry.
+  MLIRContext *context = module.getContext();
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  func->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
+  // The caller's arrays are inputs only: without this, bufferization may
+  // write a result into an argument's buffer (an elementwise op in place).
+  for (unsigned index = 0; index < func.getNumArguments(); ++index)
+    func.setArgAttr(index, "bufferization.writable",
+                    BoolAttr::get(context, false));
+  PassManager pm(context);
+  buildAttnToCPUPipeline(pm, pipelineOptions);
+  if (failed(pm.run(module)))
+    return makeError("lowering with attn-to-cpu failed");
+
+  // JIT-compile, optimizing for the host: without its target machine LLVM's
+  // cost models see no vector registers and the loop vectorizer does nothing.
+  static std::once_flag initTargets;
+  std::call_once(initTargets, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder)
+    return makeError("cannot describe the host CPU: " +
+                     llvm::toString(machineBuilder.takeError()));
+  auto targetMachine = machineBuilder->createTargetMachine();
+  if (!targetMachine)
+    return makeError("cannot create a target machine for the host: " +
+                     llvm::toString(targetMachine.takeError()));
+  // engineOptions.transformer refers to this function object.
+  auto transformer = makeOptimizingTransformer(
+      options.optLevel, /*sizeLevel=*/0, targetMachine->get());
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  auto engine = ExecutionEngine::create(module, engineOptions);
+  if (!engine)
+    return makeError("JIT compilation failed: " +
+                     llvm::toString(engine.takeError()));
+  function->engine = std::move(*engine);
+  // memref.copy between strided views calls the C runner utilities.
+  function->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("memrefCopy")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  return std::move(function);
+}
+
+llvm::Error JitFunction::checkArguments(ArrayRef<TensorRef> args) const {
+  if (args.size() != arguments.size())
+    return makeError("'" + name + "' takes " + Twine(arguments.size()) +
+                     " argument(s), got " + Twine(args.size()));
+  for (auto [index, arg, spec] : llvm::enumerate(args, arguments)) {
+    if (arg.elementType != spec.elementType)
+      return makeError("argument #" + Twine(index) + " of '" + name + "' is " +
+                       getElementTypeName(spec.elementType) + ", got " +
+                       getElementTypeName(arg.elementType));
+    bool shapeOk = arg.shape.size() == spec.shape.size();
+    for (size_t i = 0; shapeOk && i < spec.shape.size(); ++i)
+      shapeOk = arg.shape[i] >= 0 && (ShapedType::isDynamic(spec.shape[i]) ||
+                                      spec.shape[i] == arg.shape[i]);
+    if (!shapeOk)
+      return makeError("argument #" + Twine(index) + " of '" + name +
+                       "' needs shape " + formatShape(spec.shape) + ", got " +
+                       formatShape(arg.shape));
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memref descriptors: {allocated, aligned, offset, sizes[r], strides[r]}
+//===----------------------------------------------------------------------===//
+
+static size_t getDescriptorWords(size_t rank) { return 3 + 2 * rank; }
+
+static void fillDescriptor(int64_t *words, const TensorRef &tensor) {
+  size_t rank = tensor.shape.size();
+  // A non-null pointer even for empty arrays.
+  static char emptyStorage[16];
+  void *ptr = tensor.data ? tensor.data : static_cast<void *>(emptyStorage);
+  std::memcpy(&words[0], &ptr, sizeof(void *));
+  std::memcpy(&words[1], &ptr, sizeof(void *));
+  words[2] = 0;
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    words[3 + i] = tensor.shape[i];
+    words[3 + rank + i] = stride;
+    stride *= tensor.shape[i];
+  }
+}
+
+/// Copies a (possibly strided) result memref into a dense array.
+static Tensor readDescriptor(const int64_t *words, const TensorSpec &spec) {
+  size_t rank = spec.shape.size();
+  Tensor tensor;
+  tensor.elementType = spec.elementType;
+  char *aligned;
+  std::memcpy(&aligned, &words[1], sizeof(void *));
+  int64_t offset = words[2];
+  for (size_t i = 0; i < rank; ++i)
+    tensor.shape.push_back(words[3 + i]);
+  size_t elem = getElementByteSize(spec.elementType);
+  int64_t count = tensor.getNumElements();
+  tensor.data.resize(size_t(count) * elem);
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t linear = offset;
+    for (size_t i = 0; i < rank; ++i)
+      linear += index[i] * words[3 + rank + i];
+    std::memcpy(tensor.data.data() + size_t(n) * elem, aligned + linear * elem,
+                elem);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < tensor.shape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return tensor;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+// The compiled code checks at run time that the dynamic sizes of the operands
+// agree (generate-runtime-verification); a failed check prints its message on
+// stdout and calls abort(). While a call runs, SIGABRT jumps back to the
+// caller, which reports an error instead of ending the process.
+static thread_local sigjmp_buf *runtimeCheckJump = nullptr;
+
+extern "C" void attnfuseOnRuntimeCheckFailure(int) {
+  if (runtimeCheckJump)
+    siglongjmp(*runtimeCheckJump, 1);
+  std::signal(SIGABRT, SIG_DFL);
+  std::raise(SIGABRT);
+}
+
+/// Calls `function(packed)`; false if a run-time check aborted the call. No
+/// C++ object with a destructor lives across the call, so jumping out of it
+/// skips nothing but the compiled code's own frames.
+static bool callGuarded(void (*function)(void **), void **packed) {
+  sigjmp_buf jump;
+  struct sigaction onAbort = {}, previous = {};
+  onAbort.sa_handler = attnfuseOnRuntimeCheckFailure;
+  sigemptyset(&onAbort.sa_mask);
+  sigaction(SIGABRT, &onAbort, &previous);
+  if (sigsetjmp(jump, /*savemask=*/1)) {
+    runtimeCheckJump = nullptr;
+    sigaction(SIGABRT, &previous, nullptr);
+    std::fflush(stdout);
+    return false;
+  }
+  runtimeCheckJump = &jump;
+  function(packed);
+  runtimeCheckJump = nullptr;
+  sigaction(SIGABRT, &previous, nullptr);
+  return true;
+}
+
+llvm::Expected<std::vector<Tensor>>
+JitFunction::call(ArrayRef<TensorRef> args) {
+  if (llvm::Error error = checkArguments(args))
+    return std::move(error);
+  std::vector<std::vector<int64_t>> argDescriptors;
+  for (const TensorRef &arg : args) {
+    argDescriptors.emplace_back(getDescriptorWords(arg.shape.size()));
+    fillDescriptor(argDescriptors.back().data(), arg);
+  }
+  size_t resultWords = 0;
+  for (const TensorSpec &spec : results)
+    resultWords += getDescriptorWords(spec.shape.size());
+  std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1), 0);
+  void *resultPtr = resultStorage.data();
+  std::vector<void *> argPtrs;
+  for (auto &descriptor : argDescriptors)
+    argPtrs.push_back(descriptor.data());
+  SmallVector<void *> packed;
+  if (!results.empty())
+    packed.push_back(&resultPtr);
+  for (void *&ptr : argPtrs)
+    packed.push_back(&ptr);
+
+  auto function = engine->lookupPacked("_mlir_ciface_" + name);
+  if (!function)
+    return makeError("calling '" + name +
+                     "' failed: " + llvm::toString(function.takeError()));
+  if (!callGuarded(*function, packed.data()))
+    return makeError(
+        "a run-time check of the compiled function failed (its message is "
+        "printed above): inconsistent dynamic sizes of the inputs (for "
+        "example a batch or sequence length that differs between arguments, "
+        "or a logit bias that is not [S, T]), or a cache position or block "
+        "table entry out of range");
+
+  // The buffer deallocation pipeline hands the caller ownership of the
+  // result buffers (malloc'ed by the compiled code, cloned when they would
+  // alias an argument or a constant): copy them out and free each once.
+  std::vector<Tensor> outputs;
+  size_t wordOffset = 0;
+  llvm::SmallPtrSet<void *, 4> toFree;
+  for (const TensorSpec &spec : results) {
+    const int64_t *words = resultStorage.data() + wordOffset;
+    outputs.push_back(readDescriptor(words, spec));
+    wordOffset += getDescriptorWords(spec.shape.size());
+    void *allocated;
+    std::memcpy(&allocated, &words[0], sizeof(void *));
+    if (allocated)
+      toFree.insert(allocated);
+  }
+  for (const TensorRef &arg : args)
+    toFree.erase(arg.data);
+  for (void *ptr : toFree)
+    std::free(ptr);
+  return outputs;
+}

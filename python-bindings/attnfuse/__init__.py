@@ -1,0 +1,28 @@
+"""AttnFuse from Python: build attn IR from layer configs, price it, compile
+it for the CPU (run with numpy arrays) or for sm_90a (PTX, cubins, manifest;
+launch with torch tensors through the runtime).
+
+    import attnfuse
+    m = attnfuse.cca(embed_dim=256, num_heads=4, num_kv_heads=2, head_dim=32,
+                     rope_theta=1e4, rope_fraction=0.5)
+    print(attnfuse.cost(m, seq_len=4096, dtype="bf16"))
+    f = attnfuse.compile(m, target="cpu")
+
+The builders' text (attnfuse.builders), the importer's text and the GPU
+launcher (attnfuse.runtime) are pure Python; everything else needs the
+compiled extension attnfuse._attnfuse.
+"""
+
+from . import builders
+from ._api import (CpuFunction, MLIRError, Module, cca, compile, cost, parse,
+                   qkv_attention)
+from .bf16 import from_bf16, to_bf16
+from .importer import from_hf_config, hf_config_text
+from .runtime import AttnFuseRuntimeError, NoDriverError, SM90aArtifacts
+
+__all__ = [
+    "AttnFuseRuntimeError", "CpuFunction", "MLIRError", "Module",
+    "NoDriverError", "SM90aArtifacts", "builders", "cca", "compile", "cost",
+    "from_bf16", "from_hf_config", "hf_config_text", "parse",
+    "qkv_attention", "to_bf16",
+]

@@ -1,0 +1,286 @@
+"""Modules, cost reports and compilation on top of the _attnfuse extension."""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from . import builders
+from .bf16 import bf16_dtype
+
+_SPEC_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
+                "bf16": np.uint16, "i32": np.int32, "i64": np.int64}
+
+
+def _extension():
+    try:
+        from . import _attnfuse
+    except ImportError as error:  # the pure-Python parts work without it
+        raise ImportError(
+            "attnfuse's compiled extension (_attnfuse) is not available: "
+            "install the package with `pip install ./python-bindings` or put "
+            "the build tree's python_packages/ on PYTHONPATH") from error
+    return _attnfuse
+
+
+class MLIRError(Exception):
+    """An MLIR operation failed.
+
+    message: what failed; diagnostics: list of (severity, location, message)
+    with location "file:line:col" where MLIR has one. str() lists every
+    diagnostic as "severity: location: message".
+    """
+
+    def __init__(self, message, diagnostics=()):
+        self.message = message
+        self.diagnostics = [tuple(d) for d in diagnostics]
+        lines = [message] + [f"{sev}: {loc}: {msg}"
+                             for sev, loc, msg in self.diagnostics]
+        super().__init__("\n".join(lines))
+
+
+def _call(function, *args, **kwargs):
+    """Runs an extension call, turning its errors into MLIRError."""
+    ext = _extension()
+    try:
+        return function(*args, **kwargs)
+    except ext.Error as error:
+        message, diagnostics = error.args
+        raise MLIRError(message, diagnostics) from None
+
+
+class Module:
+    """A builtin.module of attn IR.
+
+    str(module) is its text; module.verify() raises MLIRError when it does
+    not verify; module.run_pipeline(...) returns a NEW module and leaves this
+    one unchanged. Modules made by the builders know their arguments' names
+    (argument_names(function)).
+    """
+
+    def __init__(self, handle, argument_names=None):
+        self._handle = handle
+        self._argument_names = dict(argument_names or {})
+
+    def __str__(self):
+        return str(self._handle)
+
+    def __repr__(self):
+        return f"<attnfuse.Module functions={self.functions()}>"
+
+    def verify(self):
+        _call(self._handle.verify)
+        return self
+
+    def run_pipeline(self, pipeline):
+        """Runs a pass pipeline ("attn-decompose,canonicalize" or
+        "builtin.module(...)") on a copy; returns the copy."""
+        copy = self._handle.clone()
+        _call(copy.run_pipeline, pipeline)
+        return Module(copy)
+
+    def clone(self):
+        return Module(self._handle.clone(), self._argument_names)
+
+    def functions(self):
+        """Names of the functions with a body."""
+        return list(self._handle.function_names())
+
+    def argument_names(self, function):
+        """The builder's argument names of `function`, or None."""
+        return self._argument_names.get(function)
+
+    def signature(self, function):
+        """([(dtype, shape)], [(dtype, shape)]) of arguments and results;
+        dynamic dimensions are None."""
+        args, results = _call(self._handle.signature, function)
+        fix = lambda specs: [(t, tuple(None if d < 0 else d for d in s))  # noqa: E731
+                             for t, s in specs]
+        return fix(args), fix(results)
+
+    def cost(self, **kwargs):
+        return cost(self, **kwargs)
+
+    def compile(self, target="cpu", **kwargs):
+        return compile(self, target=target, **kwargs)
+
+
+def parse(text, source_name="<string>", verify=True):
+    """Parses attn IR text into a Module; MLIRError with the parser's
+    diagnostics when it does not parse (or, with verify, does not verify)."""
+    ext = _extension()
+    return Module(_call(ext.parse, text, source_name, bool(verify)))
+
+
+def _built(text, names, name):
+    module = parse(text, source_name=f"<attnfuse builder {name}>")
+    module._argument_names[name] = names
+    return module
+
+
+def qkv_attention(**config):
+    """A stack of `attn.qkv_attention` layers as a Module; keyword arguments
+    as builders.qkv_attention_text (sharing, embed_dim, num_heads,
+    num_kv_heads, head_dim, causal, window, rope_theta, rope_fraction,
+    scale, biases, dtype, batch, seq, num_layers, residual, name)."""
+    text, names = builders.qkv_attention_text(**config)
+    return _built(text, names, config.get("name", "model"))
+
+
+def cca(**config):
+    """A stack of `attn.cca` layers as a Module; keyword arguments as
+    builders.cca_text (embed_dim, num_heads, num_kv_heads, head_dim,
+    conv_kernel_sizes, qk_mean, value_shift, temperature, causal, window,
+    rope_theta, rope_fraction, dtype, batch, seq, num_layers, residual,
+    name)."""
+    text, names = builders.cca_text(**config)
+    return _built(text, names, config.get("name", "model"))
+
+
+def cost(module, seq_len=None, batch=None, dtype=None):
+    """The attn-cost-report of `module` as a dict (the JSON of
+    `attnfuse-opt --attn-cost-report=format=json`). seq_len and batch
+    default to the static shapes, else 32768 and 1; dtype (f32, f16, bf16,
+    fp8) to the IR's element type."""
+    for name, value in (("seq_len", seq_len), ("batch", batch)):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if dtype is not None and dtype not in ("f32", "f16", "bf16", "fp8"):
+        raise ValueError(f"dtype must be f32, f16, bf16 or fp8, got {dtype!r}")
+    text = _call(module._handle.cost_report, seq_len, batch, dtype or "")
+    return json.loads(text)
+
+
+def _pick_entry(module, entry):
+    functions = module.functions()
+    if entry is not None:
+        if entry not in functions:
+            raise ValueError(f"entry: no function {entry!r} in the module "
+                             f"(functions: {', '.join(functions) or 'none'})")
+        return entry
+    if len(functions) == 1:
+        return functions[0]
+    if "model" in functions:
+        return "model"
+    raise ValueError(f"entry: the module has several functions "
+                     f"({', '.join(functions)}); name one")
+
+
+def compile(module, target="cpu", entry=None, **options):
+    """Compiles `module` for a target.
+
+    target="cpu": lowers with attn-to-cpu and JIT-compiles `entry` (default:
+    the only function, else `model`); returns a CpuFunction, called with
+    numpy arrays. Options: fused (True: the fused kernels; False: the
+    reference lowering), block_q, block_kv, block_s, block_n, block_k (tile
+    sizes), runtime_checks (True), opt_level (2).
+
+    target="sm_90a": lowers to PTX and cubins (ptxas) and returns
+    SM90aArtifacts. Options: output_dir (default: a new temporary
+    directory), elem_type (bf16 or f16), block_q, block_kv, stages, ptxas
+    (path), cubin (True).
+    """
+    if target == "cpu":
+        return _compile_cpu(module, entry, **options)
+    if target == "sm_90a":
+        return _compile_sm90a(module, **options)
+    raise ValueError(f"target must be 'cpu' or 'sm_90a', got {target!r}")
+
+
+_CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k")
+
+
+def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
+                 **tiles):
+    entry = _pick_entry(module, entry)
+    parts = []
+    for name, value in tiles.items():
+        if name not in _CPU_TILES:
+            raise ValueError(f"{name}: not an option of target 'cpu' (options: "
+                             f"fused, runtime_checks, opt_level, "
+                             f"{', '.join(_CPU_TILES)})")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        parts.append(f"{name.replace('_', '-')}={value}")
+    if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
+    function = _call(module._handle.compile_cpu, entry, " ".join(parts),
+                     bool(fused), bool(runtime_checks), opt_level)
+    return CpuFunction(function, module.argument_names(entry))
+
+
+class CpuFunction:
+    """A JIT-compiled function, called with numpy arrays in the order of its
+    arguments. Element types: f32 -> float32, f16 -> float16, f64 ->
+    float64, i32/i64 -> int32/int64, bf16 -> uint16 arrays holding the bf16
+    bit patterns (attnfuse.to_bf16 / from_bf16 convert) or, when ml_dtypes
+    is installed, ml_dtypes.bfloat16 arrays. Results come back the same way
+    (bf16 as uint16); one result as an array, several as a tuple."""
+
+    def __init__(self, handle, names=None):
+        self._handle = handle
+        self.name = handle.name
+        fix = lambda specs: [(t, tuple(None if d < 0 else d for d in s))  # noqa: E731
+                             for t, s in specs]
+        self.arguments = fix(handle.arguments)
+        self.results = fix(handle.results)
+        self.argument_names = names
+
+    def _describe(self, index):
+        if self.argument_names and index < len(self.argument_names):
+            return f"argument #{index} ({self.argument_names[index]!r})"
+        return f"argument #{index}"
+
+    def _convert(self, index, value, spec):
+        dtype, shape = spec
+        what = self._describe(index)
+        array = np.asarray(value)
+        if dtype == "bf16" and bf16_dtype() is not None \
+                and array.dtype == bf16_dtype():
+            array = array.view(np.uint16)
+        expected = np.dtype(_SPEC_DTYPES[dtype])
+        if array.dtype != expected:
+            hint = (" (bf16 arguments are uint16 bit patterns: use "
+                    "attnfuse.to_bf16)" if dtype == "bf16" else "")
+            raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
+                             f"{expected} array, got {array.dtype}{hint}")
+        if array.ndim != len(shape) or any(
+                d is not None and d != n for d, n in zip(shape, array.shape)):
+            want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+            raise ValueError(f"{what} of {self.name!r} needs shape {want}, got "
+                             f"{list(array.shape)}")
+        return np.ascontiguousarray(array)
+
+    def __call__(self, *arrays):
+        if len(arrays) != len(self.arguments):
+            raise ValueError(f"{self.name!r} takes {len(self.arguments)} "
+                             f"arguments, got {len(arrays)}")
+        converted = [self._convert(i, a, spec) for i, (a, spec)
+                     in enumerate(zip(arrays, self.arguments))]
+        ext = _extension()
+        try:
+            results = self._handle(converted)
+        except ext.Error as error:
+            raise RuntimeError(error.args[0]) from None
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def _compile_sm90a(module, output_dir=None, elem_type="bf16", block_q=128,
+                   block_kv=128, stages=2, ptxas=None, cubin=True,
+                   source_name="module.mlir"):
+    if elem_type not in ("bf16", "f16"):
+        raise ValueError(f"elem_type must be bf16 or f16, got {elem_type!r}")
+    for name, value in (("block_q", block_q), ("block_kv", block_kv),
+                        ("stages", stages)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if output_dir is None:
+        output_dir = tempfile.mkdtemp(prefix="attnfuse-sm90a-")
+    result = _call(module._handle.compile_sm90a, os.fspath(output_dir),
+                   source_name, elem_type, block_q, block_kv, stages,
+                   ptxas or "", bool(cubin))
+    from .runtime import SM90aArtifacts
+    return SM90aArtifacts(result["output_dir"], list(result["files"]),
+                          list(result["warnings"]))

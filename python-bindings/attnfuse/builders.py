@@ -1,0 +1,324 @@
+"""attn IR text from layer configurations (standard library only).
+
+The one implementation of AttnFuse's layer and model text: the
+`attnfuse.qkv_attention` / `attnfuse.cca` builders parse what these functions
+write, and `examples/generate.py` writes the example models with them.
+
+A model is one `func.func @NAME` that takes the input `%x : [B, S, E]`
+(batch and sequence dynamic unless given) and every layer's weights
+(torch.nn.Linear layout `[out, in]`) as arguments, named `l{i}_{weight}`,
+runs the layers in order and returns the last hidden state. With
+`residual`, each layer adds its input: `%h{i} = arith.addf %h{i-1}, %y{i}`.
+"""
+
+import textwrap
+
+DTYPES = ("f32", "f16", "bf16")
+SHARING_MODES = ("none", "kv", "qk", "qkv")
+TEMPERATURES = ("raw", "clamped")
+
+
+def tensor(shape, dtype):
+    """MLIR tensor type; None marks a dynamic dimension."""
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    return f"tensor<{dims}x{dtype}>"
+
+
+def type_list(types):
+    """`: (t0, t1, ...)` over as many lines as it takes to stay narrow."""
+    lines, line = [], "      : ("
+    for i, ty in enumerate(types):
+        item = ty + (", " if i + 1 < len(types) else ")")
+        if len(line) + len(item.rstrip()) > 80 and not line.endswith("("):
+            lines.append(line.rstrip())
+            line = "         "
+        line += item
+    lines.append(line)
+    return lines
+
+
+def rope_attr(theta, fraction):
+    return f"#attn.rope<theta = {float(theta):.1f}, fraction = {float(fraction)}>"
+
+
+def _attr_block(lines):
+    """`{a, b,\\n c}`: one attribute dictionary over several lines."""
+    return "{" + ",\n ".join(", ".join(items) for items in lines if items) + "}"
+
+
+def _layer_lines(index, op_head, operand_lines, attrs, arg_types, x_type,
+                 residual):
+    prev = "%x" if index == 0 else f"%h{index - 1}"
+    out = f"%y{index}" if residual else f"%h{index}"
+    lines = [f"  // layer {index}", f"  {out} = {op_head.format(prev=prev)}"
+             + (f" {operand_lines[0]}" if operand_lines else "")]
+    lines += [f"      {extra}" for extra in operand_lines[1:]]
+    lines += [f"      {line}" for line in attrs.split("\n")]
+    lines += type_list([x_type] + arg_types)
+    lines.append(f"      -> {x_type}")
+    if residual:
+        lines.append(f"  %h{index} = arith.addf {prev}, %y{index} : {x_type}")
+    return lines
+
+
+def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
+              bias, dtype="bf16", window=None, rope=None, scale=None,
+              batch=None, seq=None, residual=True):
+    """Arguments and body of one `attn.qkv_attention` layer.
+
+    Returns (args, lines): args is a list of (name, type) function arguments,
+    lines the op (and the residual add), reading `%h{index-1}` (or `%x`) and
+    defining `%h{index}`. rope is None or (theta, fraction).
+    """
+    q_width, k_width = heads * head_dim, kv_heads * head_dim
+    has_q = sharing in ("none", "kv")
+    has_v = sharing in ("none", "qk")
+    p = f"%l{index}_"
+    args = []
+    if has_q:
+        args.append((p + "wq", tensor((q_width, width), dtype)))
+    args.append((p + "wk", tensor((k_width, width), dtype)))
+    if has_v:
+        args.append((p + "wv", tensor((k_width, width), dtype)))
+    args.append((p + "wo", tensor((width, q_width), dtype)))
+    if bias:
+        if has_q:
+            args.append((p + "bq", tensor((q_width,), dtype)))
+        args.append((p + "bk", tensor((k_width,), dtype)))
+        if has_v:
+            args.append((p + "bv", tensor((k_width,), dtype)))
+        args.append((p + "bo", tensor((width,), dtype)))
+
+    # Operands in the order of the op's assembly format (and of `args`).
+    weights = " ".join(f"{name[len(p):]}({name})" for name, _ in args
+                       if name[len(p)] == "w")
+    biases = " ".join(f"{name[len(p):]}({name})" for name, _ in args
+                      if name[len(p)] == "b")
+    first = [f"num_heads = {heads} : i64", f"num_kv_heads = {kv_heads} : i64",
+             f"head_dim = {head_dim} : i64"]
+    rest = []
+    if causal:
+        rest.append("causal")
+    if window is not None:
+        rest.append(f"window = {window} : i64")
+    if rope is not None:
+        rest.append(f"rope = {rope_attr(*rope)}")
+    if scale is not None:
+        rest.append(f"scale = {float(scale)!r} : f64")
+    x_type = tensor((batch, seq, width), dtype)
+    lines = _layer_lines(index, f"attn.qkv_attention <{sharing}> {{prev}}",
+                         [weights] + ([biases] if biases else []),
+                         _attr_block([first, rest]), [t for _, t in args],
+                         x_type, residual)
+    return args, lines
+
+
+def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
+              rope_fraction, causal, dtype="bf16", qk_mean=True,
+              value_shift=True, temperature="clamped", window=None,
+              batch=None, seq=None, residual=True):
+    """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
+
+    The defaults are CCGQA as in ZAYA1: qk-mean, value shift, clamped
+    temperature."""
+    lq, lk = heads * head_dim, kv_heads * head_dim
+    channels = lq + lk
+    p = f"%l{index}_"
+    v_rows = lk // 2 if value_shift else lk
+    args = [(p + "wq", tensor((lq, width), dtype)),
+            (p + "wk", tensor((lk, width), dtype)),
+            (p + "wv", tensor((v_rows, width), dtype))]
+    if value_shift:
+        args.append((p + "wv_prev", tensor((lk // 2, width), dtype)))
+    args += [
+        (p + "conv_dw_w", tensor((channels, 1, kernels[0]), dtype)),
+        (p + "conv_dw_b", tensor((channels,), dtype)),
+        (p + "conv_g_w", tensor((channels, head_dim, kernels[1]), dtype)),
+        (p + "conv_g_b", tensor((channels,), dtype)),
+        (p + "temp", tensor((kv_heads,), dtype)),
+        (p + "wo", tensor((width, lq), dtype)),
+    ]
+    a = {name[len(p):]: name for name, _ in args}
+    operands = [f"wq({a['wq']}) wk({a['wk']}) wv({a['wv']})"
+                + (f" wv_prev({a['wv_prev']})" if value_shift else ""),
+                f"conv_dw({a['conv_dw_w']}, {a['conv_dw_b']}) "
+                f"conv_g({a['conv_g_w']}, {a['conv_g_b']})",
+                f"temp({a['temp']}) wo({a['wo']})"]
+    attrs = [[f"num_heads = {heads} : i64", f"num_kv_heads = {kv_heads} : i64",
+              f"head_dim = {head_dim} : i64"],
+             [f"conv_kernel_sizes = array<i64: {kernels[0]}, {kernels[1]}>"]
+             + (["qk_mean"] if qk_mean else [])
+             + (["value_shift"] if value_shift else []),
+             [f"temperature = #attn.temperature<{temperature}>"]
+             + (["causal"] if causal else [])
+             + ([f"window = {window} : i64"] if window is not None else []),
+             [f"rope = {rope_attr(rope_theta, rope_fraction)}"]
+             if rope_theta is not None else []]
+    x_type = tensor((batch, seq, width), dtype)
+    lines = _layer_lines(index, "attn.cca {prev}", operands,
+                         _attr_block(attrs), [t for _, t in args], x_type,
+                         residual)
+    return args, lines
+
+
+def module(header, layers, width, dtype="bf16", name="model", batch=None,
+           seq=None):
+    """The text of one model: header comment lines, then `@name`."""
+    x_type = tensor((batch, seq, width), dtype)
+    args = [("%x", x_type)]
+    body = []
+    for index, (layer_args, layer_lines) in enumerate(layers):
+        args.append((f"// layer {index}", None))
+        args += layer_args
+        body += layer_lines
+    out = []
+    for line in header:
+        out += [f"// {part}" for part in textwrap.wrap(line, 76)] or ["//"]
+    if header:
+        out.append("")
+    out.append(f"func.func @{name}(")
+    for i, (arg, ty) in enumerate(args):
+        if ty is None:
+            out.append(f"    {arg}")
+        else:
+            out.append(f"    {arg}: {ty}{',' if i + 1 < len(args) else ')'}")
+    out.append(f"    -> {x_type} {{")
+    out += body
+    out.append(f"  return %h{len(layers) - 1} : {x_type}")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def argument_names(layers):
+    """Names of the model function's arguments, in order (without `%`)."""
+    names = ["x"]
+    for layer_args, _ in layers:
+        names += [arg[1:] for arg, _ in layer_args]
+    return names
+
+
+# ---------------------------------------------------------------------------
+# Checked configurations
+# ---------------------------------------------------------------------------
+
+
+def _positive_int(name, value, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
+            num_layers, window, rope_theta, rope_fraction):
+    _positive_int("embed_dim", embed_dim)
+    _positive_int("num_heads", num_heads)
+    if num_kv_heads is None:
+        num_kv_heads = num_heads
+    _positive_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads ({num_heads}) must be a multiple of "
+                         f"num_kv_heads ({num_kv_heads})")
+    if head_dim is None:
+        if embed_dim % num_heads:
+            raise ValueError(f"head_dim is not given and embed_dim "
+                             f"({embed_dim}) is not a multiple of num_heads "
+                             f"({num_heads})")
+        head_dim = embed_dim // num_heads
+    _positive_int("head_dim", head_dim)
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got "
+                         f"{dtype!r}")
+    _positive_int("batch", batch, allow_none=True)
+    _positive_int("seq", seq, allow_none=True)
+    _positive_int("num_layers", num_layers)
+    _positive_int("window", window, allow_none=True)
+    if rope_theta is not None:
+        if isinstance(rope_theta, bool) or not isinstance(
+                rope_theta, (int, float)) or rope_theta <= 0:
+            raise ValueError(f"rope_theta must be a positive number, got "
+                             f"{rope_theta!r}")
+        if isinstance(rope_fraction, bool) or not isinstance(
+                rope_fraction, (int, float)) or not 0 < rope_fraction <= 1:
+            raise ValueError(f"rope_fraction must be in (0, 1], got "
+                             f"{rope_fraction!r}")
+        rotated = rope_fraction * head_dim
+        if rotated != int(rotated) or int(rotated) % 2:
+            raise ValueError(
+                f"rope_fraction * head_dim = {rope_fraction} * {head_dim} "
+                f"must be an even integer (RoPE rotates pairs of dims)")
+    return num_kv_heads, head_dim
+
+
+def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
+                       num_kv_heads=None, head_dim=None, causal=True,
+                       window=None, rope_theta=None, rope_fraction=1.0,
+                       scale=None, biases=False, dtype="f32", batch=None,
+                       seq=None, num_layers=1, residual=None, name="model",
+                       header=()):
+    """(text, argument names) of a stack of `attn.qkv_attention` layers.
+
+    Raises ValueError naming the parameter for an invalid configuration.
+    residual defaults to True for stacks (num_layers > 1), False for one
+    layer.
+    """
+    if sharing not in SHARING_MODES:
+        raise ValueError(f"sharing must be one of {', '.join(SHARING_MODES)}, "
+                         f"got {sharing!r}")
+    num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
+                                     head_dim, dtype, batch, seq, num_layers,
+                                     window, rope_theta, rope_fraction)
+    if sharing in ("qk", "qkv") and num_heads != num_kv_heads:
+        raise ValueError(
+            f"sharing={sharing!r} uses the key projection as the query, so "
+            f"num_heads ({num_heads}) must equal num_kv_heads "
+            f"({num_kv_heads})")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(
+            scale, (int, float)) or scale <= 0):
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    if residual is None:
+        residual = num_layers > 1
+    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    layers = [qkv_layer(i, sharing, embed_dim, num_heads, num_kv_heads,
+                        head_dim, causal, biases, dtype=dtype, window=window,
+                        rope=rope, scale=scale, batch=batch, seq=seq,
+                        residual=residual)
+              for i in range(num_layers)]
+    return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
+            argument_names(layers))
+
+
+def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
+             conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
+             temperature="clamped", causal=True, window=None,
+             rope_theta=None, rope_fraction=1.0, dtype="f32", batch=None,
+             seq=None, num_layers=1, residual=None, name="model", header=()):
+    """(text, argument names) of a stack of `attn.cca` layers (CCA when
+    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text."""
+    num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
+                                     head_dim, dtype, batch, seq, num_layers,
+                                     window, rope_theta, rope_fraction)
+    kernels = tuple(conv_kernel_sizes)
+    if len(kernels) != 2:
+        raise ValueError(f"conv_kernel_sizes must be two kernel sizes, got "
+                         f"{conv_kernel_sizes!r}")
+    for k in kernels:
+        _positive_int("conv_kernel_sizes", k)
+    if temperature not in TEMPERATURES:
+        raise ValueError(f"temperature must be one of "
+                         f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    if value_shift and (num_kv_heads * head_dim) % 2:
+        raise ValueError(
+            f"value_shift splits the values in halves, so num_kv_heads * "
+            f"head_dim ({num_kv_heads * head_dim}) must be even")
+    if residual is None:
+        residual = num_layers > 1
+    layers = [cca_layer(i, embed_dim, num_heads, num_kv_heads, head_dim,
+                        kernels, rope_theta, rope_fraction, causal,
+                        dtype=dtype, qk_mean=qk_mean, value_shift=value_shift,
+                        temperature=temperature, window=window, batch=batch,
+                        seq=seq, residual=residual)
+              for i in range(num_layers)]
+    return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
+            argument_names(layers))

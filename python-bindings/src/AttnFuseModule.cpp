@@ -1,0 +1,234 @@
+//===- AttnFuseModule.cpp - the attnfuse._attnfuse extension ----*- C++ -*-===//
+//
+// Thin nanobind layer over Bridge.h. Failures raise attnfuse._attnfuse.Error
+// with (message, diagnostics); the pure-Python package turns those into
+// attnfuse.MLIRError, ValueError and friends.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bridge.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+using namespace attnfuse::python;
+
+namespace {
+
+/// Raised with (message, [(severity, location, message), ...]).
+nb::object &errorType() {
+  static nb::object type;
+  return type;
+}
+
+[[noreturn]] void raise(const Failure &failure) {
+  nb::list diagnostics;
+  for (const Diagnostic &d : failure.diagnostics)
+    diagnostics.append(nb::make_tuple(d.severity, d.location, d.message));
+  PyErr_SetObject(errorType().ptr(),
+                  nb::make_tuple(failure.message, diagnostics).ptr());
+  throw nb::python_error();
+}
+
+nb::list specsToList(const std::vector<Spec> &specs) {
+  nb::list list;
+  for (const Spec &spec : specs)
+    list.append(nb::make_tuple(spec.elementType, spec.shape));
+  return list;
+}
+
+using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+/// The element type a buffer holds; uint16 buffers carry bf16 bit patterns.
+std::string elementTypeOf(const CpuArray &array) {
+  nb::dlpack::dtype dtype = array.dtype();
+  auto code = static_cast<nb::dlpack::dtype_code>(dtype.code);
+  if (dtype.lanes == 1) {
+    if (code == nb::dlpack::dtype_code::Float && dtype.bits == 32)
+      return "f32";
+    if (code == nb::dlpack::dtype_code::Float && dtype.bits == 64)
+      return "f64";
+    if (code == nb::dlpack::dtype_code::Float && dtype.bits == 16)
+      return "f16";
+    if (code == nb::dlpack::dtype_code::Bfloat && dtype.bits == 16)
+      return "bf16";
+    if (code == nb::dlpack::dtype_code::UInt && dtype.bits == 16)
+      return "bf16";
+    if (code == nb::dlpack::dtype_code::Int && dtype.bits == 32)
+      return "i32";
+    if (code == nb::dlpack::dtype_code::Int && dtype.bits == 64)
+      return "i64";
+  }
+  return "unsupported (code " + std::to_string(dtype.code) + ", " +
+         std::to_string(dtype.bits) + " bits)";
+}
+
+/// A numpy array that owns the result's bytes.
+nb::object toNumpy(ResultBuffer &&result) {
+  auto *bytes = new std::vector<char>(std::move(result.data));
+  nb::capsule owner(bytes, [](void *p) noexcept {
+    delete static_cast<std::vector<char> *>(p);
+  });
+  nb::dlpack::dtype dtype;
+  if (result.elementType == "f32")
+    dtype = nb::dtype<float>();
+  else if (result.elementType == "f64")
+    dtype = nb::dtype<double>();
+  else if (result.elementType == "f16")
+    dtype = {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+  else if (result.elementType == "bf16") // bit patterns as uint16
+    dtype = nb::dtype<uint16_t>();
+  else if (result.elementType == "i32")
+    dtype = nb::dtype<int32_t>();
+  else
+    dtype = nb::dtype<int64_t>();
+  std::vector<size_t> shape(result.shape.begin(), result.shape.end());
+  nb::ndarray<nb::numpy> array(bytes->data(), shape.size(), shape.data(), owner,
+                               /*strides=*/nullptr, dtype);
+  return nb::cast(array, nb::rv_policy::reference);
+}
+
+} // namespace
+
+NB_MODULE(_attnfuse, m) {
+  m.doc() = "AttnFuse compiler internals; use the attnfuse package.";
+  errorType() =
+      nb::borrow(PyErr_NewException("_attnfuse.Error", nullptr, nullptr));
+  m.attr("Error") = errorType();
+
+  nb::class_<Module>(m, "Module")
+      .def("__str__", &Module::str)
+      .def("clone", &Module::clone)
+      .def("verify",
+           [](const Module &self) {
+             Failure failure;
+             if (!self.verify(failure))
+               raise(failure);
+           })
+      .def("run_pipeline",
+           [](Module &self, const std::string &pipeline) {
+             Failure failure;
+             if (!self.runPipeline(pipeline, failure))
+               raise(failure);
+           })
+      .def("function_names", &Module::functionNames)
+      .def("signature",
+           [](const Module &self, const std::string &name) {
+             Failure failure;
+             std::vector<Spec> arguments, results;
+             if (!self.signature(name, arguments, results, failure))
+               raise(failure);
+             return nb::make_tuple(specsToList(arguments),
+                                   specsToList(results));
+           })
+      .def(
+          "cost_report",
+          [](const Module &self, std::optional<int64_t> seqLen,
+             std::optional<int64_t> batch, const std::string &elemType) {
+            Failure failure;
+            std::string json;
+            if (!self.costReport(seqLen, batch, elemType, json, failure))
+              raise(failure);
+            return json;
+          },
+          nb::arg("seq_len").none(), nb::arg("batch").none(),
+          nb::arg("elem_type"))
+      .def(
+          "compile_cpu",
+          [](const Module &self, const std::string &entry,
+             const std::string &pipelineOptions, std::optional<bool> fused,
+             bool runtimeChecks, unsigned optLevel) {
+            Failure failure;
+            std::unique_ptr<CpuFunction> function;
+            {
+              nb::gil_scoped_release release;
+              function = self.compileCpu(entry, pipelineOptions, fused,
+                                         runtimeChecks, optLevel, failure);
+            }
+            if (!function)
+              raise(failure);
+            return function;
+          },
+          nb::arg("entry"), nb::arg("pipeline_options"),
+          nb::arg("fused").none(), nb::arg("runtime_checks"),
+          nb::arg("opt_level"))
+      .def("compile_sm90a",
+           [](const Module &self, const std::string &outputDir,
+              const std::string &sourceName, const std::string &elemType,
+              int64_t blockQ, int64_t blockKV, int64_t stages,
+              const std::string &ptxas, bool cubin) {
+             SM90aRequest request;
+             request.outputDir = outputDir;
+             request.sourceName = sourceName;
+             request.elemType = elemType;
+             request.blockQ = blockQ;
+             request.blockKV = blockKV;
+             request.stages = stages;
+             request.ptxasPath = ptxas;
+             request.cubin = cubin;
+             SM90aResult result;
+             Failure failure;
+             bool ok;
+             {
+               nb::gil_scoped_release release;
+               ok = self.compileSM90a(request, result, failure);
+             }
+             if (!ok)
+               raise(failure);
+             nb::dict out;
+             out["output_dir"] = result.outputDir;
+             out["files"] = result.files;
+             out["warnings"] = result.warnings;
+             out["num_kernels"] = result.numKernels;
+             return out;
+           });
+
+  m.def(
+      "parse",
+      [](const std::string &text, const std::string &sourceName, bool verify) {
+        Failure failure;
+        std::unique_ptr<Module> module =
+            Module::parse(text, sourceName, verify, failure);
+        if (!module)
+          raise(failure);
+        return module;
+      },
+      nb::arg("text"), nb::arg("source_name"), nb::arg("verify"));
+
+  nb::class_<CpuFunction>(m, "CpuFunction")
+      .def_prop_ro("name", &CpuFunction::name)
+      .def_prop_ro(
+          "arguments",
+          [](const CpuFunction &f) { return specsToList(f.arguments()); })
+      .def_prop_ro(
+          "results",
+          [](const CpuFunction &f) { return specsToList(f.results()); })
+      .def("__call__", [](CpuFunction &self, std::vector<CpuArray> arrays) {
+        std::vector<ArgumentBuffer> arguments;
+        for (CpuArray &array : arrays) {
+          ArgumentBuffer argument{elementTypeOf(array), {}, array.data()};
+          for (size_t i = 0; i < array.ndim(); ++i)
+            argument.shape.push_back(array.shape(i));
+          arguments.push_back(std::move(argument));
+        }
+        std::vector<ResultBuffer> results;
+        Failure failure;
+        bool ok;
+        {
+          nb::gil_scoped_release release;
+          ok = self.call(arguments, results, failure);
+        }
+        if (!ok)
+          raise(failure);
+        nb::list out;
+        for (ResultBuffer &result : results)
+          out.append(toNumpy(std::move(result)));
+        return out;
+      });
+}

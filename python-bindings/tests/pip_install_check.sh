@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `pip install ./python-bindings` into a fresh virtual environment, then the
+# README's example with the installed package. Offline: the build uses the
+# scikit-build-core and nanobind that scripts/setup.sh installed
+# (--no-build-isolation, a venv that sees the system's site packages).
+#   python-bindings/tests/pip_install_check.sh VENV_DIR
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="${1:?usage: pip_install_check.sh VENV_DIR}"
+PYTHON="${PYTHON:-python3}"
+rm -rf "$VENV"
+"$PYTHON" -m venv --system-site-packages "$VENV"
+start=$(date +%s)
+"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps \
+  --force-reinstall "$ROOT/python-bindings"
+echo "pip install ./python-bindings: $(( $(date +%s) - start )) s"
+cd "$VENV"  # import the installed package, not the checkout's sources
+"$VENV/bin/python" -c "import attnfuse, os; print('attnfuse from', os.path.dirname(attnfuse.__file__))"
+"$VENV/bin/python" "$ROOT/examples/python/zaya_layer.py"
+"$VENV/bin/attnfuse-import" --help >/dev/null
