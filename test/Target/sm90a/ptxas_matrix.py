@@ -19,7 +19,8 @@ A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
 conv kernels 3/3, and the toggles off. A third covers attn.cca_decode_prologue
 (one decode step): the ZAYA1 shape and CCA with Hq = Hk = 4, d 64, with and
-without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2.
+without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2, bf16 and
+(two of them) f16.
 
 It writes registers / shared memory / spills per kernel to a markdown table
 (bench/ptxas-sm90a.md). With nvdisasm available (CUDA toolkit or the
@@ -142,9 +143,11 @@ DECODE_CONFIGS = (
     ("cca_d64_mean_rope", 4, 4, 64, 2, 2, True, False, True),
     ("cca_d64_plain", 4, 4, 64, 2, 2, False, False, False),
 )
+# Compiled a second time with --elem-type=f16 (f16 tensors).
+DECODE_F16_CONFIGS = ("zaya1", "cca_d64")
 
 
-def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope):
+def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope, elem="bf16"):
     lq, lk = hq * d, hk * d
     c, p = lq + lk, (k0 - 1) + (k1 - 1)
     lv = lk // 2 if value_shift else lk
@@ -174,19 +177,24 @@ def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope):
     vp = ", %vp" if value_shift else ""
     ss = " shift_state(%ss)" if value_shift else ""
     return (
-        f"func.func @decode_{name}({args}) -> ({rtypes}) {{\n"
+        f"func.func @decode_{name}({args.replace('bf16', elem)}) -> "
+        f"({rtypes.replace('bf16', elem)}) {{\n"
         f"  {names} = attn.cca_decode_prologue %qr, %kr, %vc{vp} conv_dw(%dw, %dwb) "
         f"conv_g(%gw, %gwb) temp(%temp) conv_state(%cs){ss} positions(%pos) {{{attrs}}}\n"
-        f"      : ({types}) -> ({rtypes})\n"
-        f"  return {names} : {rtypes}\n}}\n")
+        f"      : ({types.replace('bf16', elem)}) -> ({rtypes.replace('bf16', elem)})\n"
+        f"  return {names} : {rtypes.replace('bf16', elem)}\n}}\n")
 
 
-def decode_model():
+def decode_model(elem="bf16"):
     funcs, configs = [], []
     for name, hq, hk, d, k0, k1, qk_mean, value_shift, rope in DECODE_CONFIGS:
-        funcs.append(decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope))
+        if elem != "bf16" and name not in DECODE_F16_CONFIGS:
+            continue
+        funcs.append(decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope,
+                                     elem))
         configs.append(dict(name=f"decode_{name}", hq=hq, hk=hk, d=d, k=(k0, k1),
-                            qk_mean=qk_mean, value_shift=value_shift, rope=rope))
+                            qk_mean=qk_mean, value_shift=value_shift, rope=rope,
+                            elem=elem, model=f"decode_matrix_{elem}"))
     return "\n".join(funcs), configs
 
 
@@ -256,26 +264,29 @@ def main():
     matrix_path = os.path.join(args.work, "matrix.mlir")
     with open(matrix_path, "w") as f:
         f.write(text)
-    models.append(("matrix", matrix_path))
+    models.append(("matrix", matrix_path, []))
     cca_text, cca_configs = cca_model()
     cca_path = os.path.join(args.work, "cca_matrix.mlir")
     with open(cca_path, "w") as f:
         f.write(cca_text)
-    models.append(("cca_matrix", cca_path))
-    decode_text, decode_configs = decode_model()
-    decode_path = os.path.join(args.work, "decode_matrix.mlir")
-    with open(decode_path, "w") as f:
-        f.write(decode_text)
-    models.append(("decode_matrix", decode_path))
+    models.append(("cca_matrix", cca_path, []))
+    decode_configs = []
+    for elem in ("bf16", "f16"):
+        decode_text, configs_elem = decode_model(elem)
+        decode_configs += configs_elem
+        decode_path = os.path.join(args.work, f"decode_matrix_{elem}.mlir")
+        with open(decode_path, "w") as f:
+            f.write(decode_text)
+        models.append((f"decode_matrix_{elem}", decode_path, [f"--elem-type={elem}"]))
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
-            models.append((os.path.splitext(os.path.basename(path))[0], path))
+            models.append((os.path.splitext(os.path.basename(path))[0], path, []))
 
     kernels = {}  # name -> dict(kind, config, smem, sources, ptx)
     launches = {}  # (model, function) -> [kernel names]
-    for model, path in models:
+    for model, path, options in models:
         out = os.path.join(args.work, model)
-        r = run([args.compile, path, "--target=sm_90a", "-o", out, "--no-cubin"])
+        r = run([args.compile, path, "--target=sm_90a", "-o", out, "--no-cubin", *options])
         if r.returncode != 0:
             failures.append(f"{model}: attnfuse-compile failed:\n{r.stderr}")
             continue
@@ -303,7 +314,7 @@ def main():
             failures.append(f"cca matrix {c['name']}: expected one cca_prologue kernel, got {names}")
         c["kernel"] = names[0] if names else None
     for c in decode_configs:
-        names = [k for k in launches.get(("decode_matrix", c["name"]), [])
+        names = [k for k in launches.get((c["model"], c["name"]), [])
                  if kernels[k]["kind"] == "cca_decode_prologue"]
         if len(names) != 1:
             failures.append(f"decode matrix {c['name']}: expected one cca_decode_prologue "
@@ -418,14 +429,14 @@ def main():
     lines.append("One decode step: one CTA of 256 threads per (head, sequence), the grouped "
                  "conv as a GEMV with 16-byte weight loads (no TMA, no wgmma). RoPE (half of "
                  "each head) comes with the clamped temperature.\n")
-    lines.append("| Hq | Hk | d | conv | qk_mean | value_shift | RoPE | kernel | block | regs (ptxas) | SASS regs | spill | stack | smem |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| Hq | Hk | d | conv | qk_mean | value_shift | RoPE | elem | kernel | block | regs (ptxas) | SASS regs | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     yn = lambda v: "yes" if v else "no"  # noqa: E731
     for c in decode_configs:
         k = kernels.get(c["kernel"] or "", {})
         lines.append(
             f"| {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} | {yn(c['qk_mean'])} "
-            f"| {yn(c['value_shift'])} | {yn(c['rope'])} | `{c['kernel']}` "
+            f"| {yn(c['value_shift'])} | {yn(c['rope'])} | {c['elem']} | `{c['kernel']}` "
             f"| {k.get('block', ['?'])[0]} | {k.get('registers', '-')} | {k.get('sass_regs', '-')} "
             f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
