@@ -152,9 +152,8 @@ struct ConvertAttnKernelsToNVVMPass
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<attn::FlashAttentionOp, attn::FusedProjectionOp,
-              attn::ProjectOp, attn::CCAPrologueOp,
-              attn::CCADecodePrologueOp>(op))
+      if (isa<attn::FlashAttentionOp, attn::FusedProjectionOp, attn::ProjectOp,
+              attn::CCAPrologueOp, attn::CCADecodePrologueOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -197,8 +196,8 @@ struct ConvertAttnKernelsToNVVMPass
         if (failed(plan)) {
           if (unsupported.empty())
             return signalPassFailure();
-          op->emitWarning() << unsupported
-                            << "; attn.cca_decode_prologue stays on the host";
+          op->emitWarning()
+              << unsupported << "; attn.cca_decode_prologue stays on the host";
           continue;
         }
         lowerToKernel(emitter, op, *plan, buildCCADecodePrologueKernel, [&] {
