@@ -114,6 +114,8 @@ CONFIGS = [
     Config(4, 4, dtype="bf16"),
     Config(8, 2, kernels=(3, 2), dtype="bf16"),
     Config(8, 2, value_shift=False, temperature="raw", dtype="bf16"),
+    Config(4, 2, kernels=(1, 3), dtype="bf16"),
+    Config(4, 4, kernels=(1, 1)),  # no conv state (P = 0)
 ]
 
 

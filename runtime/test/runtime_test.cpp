@@ -1112,6 +1112,94 @@ TEST(decode_manifest) {
             "kernel 'k': \"then\" names unknown kernel 'missing'");
 }
 
+// A CCA decode step (attn.cca_decode_prologue, ZAYA1 shape): its manifest validates with
+// the state results in the same buffers as the state operands (the in-place update the
+// manifest allows), the grid is (heads, B), and the RoPE tables follow T.
+static const char kDecodeStepModel[] = R"mlir(
+func.func @decode_step(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+  return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
+}
+)mlir";
+
+TEST(compiled_decode_prologue_manifest) {
+  std::string tool = AFR_COMPILE_TOOL;
+  if (tool.empty()) {
+    std::printf("  (attnfuse-compile not part of this build: skipped)\n");
+    return;
+  }
+  std::string dir = makeTmpDir("compile_decode_step");
+  {
+    std::ofstream model(dir + "/decode.mlir");
+    model << kDecodeStepModel;
+  }
+  std::string cmd = "'" + tool + "' '" + dir + "/decode.mlir' --target=sm_90a --no-cubin -o '" +
+                    dir + "/out' > '" + dir + "/log.txt' 2>&1";
+  int rc = std::system(cmd.c_str());
+  CHECK_EQ(rc, 0);
+  if (rc != 0) {
+    std::fprintf(stderr, "%s\n", readAll(dir + "/log.txt").c_str());
+    return;
+  }
+  auto m = attnfuse::Manifest::load(dir + "/out/manifest.json");
+  CHECK(m.ok());
+  if (!m.ok()) {
+    std::fprintf(stderr, "%s\n", m.error().message.c_str());
+    return;
+  }
+  CHECK_EQ(m->numKernels(), 1);
+  const afr::KernelSpec &k = m->get()->m.kernels[0];
+  CHECK(k.kind == "cca_decode_prologue");
+  afr_sizes sz{3, 1, 4096};
+  std::vector<afr_tensor> t;
+  uint64_t addr = 0x100000;
+  uint64_t convState = 0, shiftState = 0;
+  for (const afr::TensorSpec &ts : k.tensors) {
+    std::vector<int64_t> shape;
+    for (const afr::Expr &e : ts.shape) {
+      int64_t v = 0;
+      std::string err;
+      afr::evalExpr(e.text, sz, v, err);
+      shape.push_back(v);
+    }
+    uint64_t at = addr;
+    if (ts.name == "conv_state")
+      convState = at;
+    if (ts.name == "shift_state")
+      shiftState = at;
+    if (ts.name == "conv_state_out")
+      at = convState; // in place
+    if (ts.name == "shift_state_out")
+      at = shiftState;
+    if (ts.name == "rope_cos" || ts.name == "rope_sin")
+      CHECK(shape.size() == 2 && shape[0] == 4096 && shape[1] == 32);
+    t.push_back(attnfuse::makeTensor(ts.name.c_str(), at, ts.dtype, shape,
+                                     attnfuse::contiguousStrides(shape)));
+    addr += 0x10000000;
+  }
+  CHECK(convState != 0 && shiftState != 0);
+  attnfuse::Status s = m->validate(0, sz, t);
+  CHECK(s.ok());
+  if (!s.ok())
+    std::fprintf(stderr, "%s\n", s.error().message.c_str());
+  auto dims = m->launchDims(0, sz);
+  CHECK(dims.ok());
+  CHECK(dims.ok() && dims->grid[0] == 10u && dims->grid[1] == 3u && dims->grid[2] == 1u &&
+        dims->block[0] == 256u);
+  // Every parameter is a pointer but the table row count (T).
+  auto layout = m->paramLayout(0);
+  int scalars = 0;
+  for (const afr_param_slot &sl : layout.first) {
+    CHECK(sl.kind != AFR_PARAM_TMA_DESCRIPTOR);
+    scalars += sl.kind == AFR_PARAM_SCALAR;
+  }
+  CHECK_EQ(scalars, 1);
+  CHECK_EQ(layout.first.size(), size_t(20));
+}
+
 int main() {
   for (auto &t : registry()) {
     int before = failures;

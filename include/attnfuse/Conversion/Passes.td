@@ -48,7 +48,8 @@ def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
     `linalg.generic` tile computations whose innermost dimension is
     contiguous (so LLVM vectorizes it), `tensor` slices for the tiles and
     f32 arithmetic for 16-bit element types. Inputs are zero-padded once to
-    whole tiles so every tile has a static shape.
+    whole tiles so every tile has a static shape. `attn.cca_decode_prologue`
+    (one token per sequence) becomes `linalg.generic` ops over the batch.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -73,7 +74,9 @@ def ConvertAttnKernelsToNVVMPass
     registers), `setmaxnreg` register reallocation, causal and window tile
     skipping, GQA heads packed into the rows of one tile. Each
     `attn.fused_projection` (and `attn.project`) becomes a TMA + wgmma GEMM
-    with the bias / RoPE epilogue.
+    with the bias / RoPE epilogue. `attn.cca_prologue` becomes one kernel per
+    block of tokens and KV group; `attn.cca_decode_prologue` one kernel per
+    head and sequence whose grouped convolution is a vectorized GEMV.
 
     The op is replaced by a `func.call` to a private declaration
     `@<kernel>_launch` whose `attnfuse.launch` attribute describes the launch

@@ -223,8 +223,7 @@ void buildCCADecodePrologueKernel(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::gpu::GPUModuleOp module,
                                   const DecodePrologueKernelPlan &plan);
 mlir::DictionaryAttr
-describeCCADecodePrologue(mlir::MLIRContext *ctx,
-                          attn::CCADecodePrologueOp op,
+describeCCADecodePrologue(mlir::MLIRContext *ctx, attn::CCADecodePrologueOp op,
                           const DecodePrologueKernelPlan &plan);
 
 //===----------------------------------------------------------------------===//

@@ -338,13 +338,18 @@ SmallVector<Value> DecodePrologueLowering::build() {
                                           ValueRange{op.getQr(), op.getKr()});
   Value window = tensor::ConcatOp::create(
       b, loc, /*dim=*/1, ValueRange{op.getConvState(), packed});
-  SmallVector<OpFoldResult> stateOffsets = {
-      b.getIndexAttr(0), b.getIndexAttr(1), b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> stateSizes = {batchSize, b.getIndexAttr(padding),
-                                          b.getIndexAttr(channels)};
-  SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
-  Value convStateOut = tensor::ExtractSliceOp::create(
-      b, loc, window, stateOffsets, stateSizes, unitStrides);
+  // The rolled state: the window's last P rows (with kernel sizes 1 and 1
+  // the state is empty and stays so).
+  Value convStateOut = op.getConvState();
+  if (padding > 0) {
+    SmallVector<OpFoldResult> stateOffsets = {
+        b.getIndexAttr(0), b.getIndexAttr(1), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> stateSizes = {batchSize, b.getIndexAttr(padding),
+                                            b.getIndexAttr(channels)};
+    SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
+    convStateOut = tensor::ExtractSliceOp::create(b, loc, window, stateOffsets,
+                                                  stateSizes, unitStrides);
+  }
 
   Value conv = convolve(window);
   if (op.getQkMean()) {

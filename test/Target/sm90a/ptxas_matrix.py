@@ -25,7 +25,8 @@ A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
 conv kernels 3/3, and the toggles off. A third covers attn.cca_decode_prologue
 (one decode step): the ZAYA1 shape and CCA with Hq = Hk = 4, d 64, with and
-without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2.
+without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2, bf16 and
+(two of them) f16.
 
 It writes registers / shared memory / spills per kernel to a markdown table
 (bench/ptxas-sm90a.md). With nvdisasm available (CUDA toolkit or the
@@ -137,59 +138,9 @@ def cca_model():
     return "\n".join(funcs), configs
 
 
-DECODE_HEAD_DIMS = (64, 128)
-DECODE_GROUPS = (1, 4, 8, 16)
-
-
-def decode_function(name, hq, hk, d, kv, paged, rope):
-    """One attn.flash_decode step in bf16; returns its function text."""
-    cache = f"?x64x{hk}x{d}" if paged else f"?x?x{hk}x{d}"
-    args = [("q", f"?x1x{hq}x{d}"), ("k", f"?x1x{hk}x{d}")]
-    if not kv:
-        args.append(("v", f"?x1x{hk}x{d}"))
-    args.append(("kc", cache))
-    if not kv:
-        args.append(("vc", cache))
-    args.append(("pos", "?"))
-    if paged:
-        args.append(("bt", "?x?"))
-    def t(name, shape):
-        return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else 'bf16'}>"
-    params = ", ".join(f"%{n}: {t(n, s)}" for n, s in args)
-    types = ", ".join(t(n, s) for n, s in args)
-    results = [f"tensor<?x1x{hq}x{d}xbf16>", t("kc", cache)] + ([] if kv else [t("vc", cache)])
-    names = ["%o", "%kc2"] + ([] if kv else ["%vc2"])
-    attrs = "block_kv = 64 : i64"
-    if rope:
-        attrs += ", query_rope = #attn.rope<theta = 10000.0>, key_rope = #attn.rope<theta = 10000.0>"
-    new = "%q, %k" + ("" if kv else ", %v")
-    caches = "%kc" + ("" if kv else ", %vc")
-    table = " block_table(%bt)" if paged else ""
-    return (f"func.func @{name}({params}) -> ({', '.join(results)}) {{\n"
-            f"  {', '.join(names)} = attn.flash_decode {new} cache({caches}) positions(%pos){table}"
-            f" {{{attrs}}}\n      : ({types}) -> ({', '.join(results)})\n"
-            f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")
-
-
-def decode_model():
-    funcs, configs = [], []
-    for d in DECODE_HEAD_DIMS:
-        for g in DECODE_GROUPS:
-            hk = 2 if g == 16 else 8
-            for kv in (True, False):
-                for paged in (False, True):
-                    name = (f"decode_d{d}_g{g}_{'keqv' if kv else 'kv2'}_"
-                            f"{'paged' if paged else 'contig'}")
-                    funcs.append(decode_function(name, g * hk, hk, d, kv, paged, False))
-                    configs.append(dict(name=name, d=d, g=g, kv=kv, paged=paged, rope=False))
-            name = f"decode_d{d}_g{g}_keqv_contig_rope"
-            funcs.append(decode_function(name, g * hk, hk, d, True, False, True))
-            configs.append(dict(name=name, d=d, g=g, kv=True, paged=False, rope=True))
-
-
 # attn.cca_decode_prologue configurations: (name, Hq, Hk, d, k0, k1, qk_mean,
 # value_shift, rope); rope also switches the clamped temperature on.
-CCA_DECODE_CONFIGS = (
+DECODE_CONFIGS = (
     ("zaya1", 8, 2, 128, 2, 2, True, True, True),
     ("zaya1_shift_only", 8, 2, 128, 2, 2, False, True, False),
     ("zaya1_plain", 8, 2, 128, 2, 2, False, False, False),
@@ -198,9 +149,11 @@ CCA_DECODE_CONFIGS = (
     ("cca_d64_mean_rope", 4, 4, 64, 2, 2, True, False, True),
     ("cca_d64_plain", 4, 4, 64, 2, 2, False, False, False),
 )
+# Compiled a second time with --elem-type=f16 (f16 tensors).
+DECODE_F16_CONFIGS = ("zaya1", "cca_d64")
 
 
-def cca_decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope):
+def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope, elem="bf16"):
     lq, lk = hq * d, hk * d
     c, p = lq + lk, (k0 - 1) + (k1 - 1)
     lv = lk // 2 if value_shift else lk
@@ -230,19 +183,74 @@ def cca_decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope):
     vp = ", %vp" if value_shift else ""
     ss = " shift_state(%ss)" if value_shift else ""
     return (
-        f"func.func @cca_decode_{name}({args}) -> ({rtypes}) {{\n"
+        f"func.func @decode_{name}({args.replace('bf16', elem)}) -> "
+        f"({rtypes.replace('bf16', elem)}) {{\n"
         f"  {names} = attn.cca_decode_prologue %qr, %kr, %vc{vp} conv_dw(%dw, %dwb) "
         f"conv_g(%gw, %gwb) temp(%temp) conv_state(%cs){ss} positions(%pos) {{{attrs}}}\n"
-        f"      : ({types}) -> ({rtypes})\n"
-        f"  return {names} : {rtypes}\n}}\n")
+        f"      : ({types.replace('bf16', elem)}) -> ({rtypes.replace('bf16', elem)})\n"
+        f"  return {names} : {rtypes.replace('bf16', elem)}\n}}\n")
 
 
-def cca_decode_model():
+def decode_model(elem="bf16"):
     funcs, configs = [], []
-    for name, hq, hk, d, k0, k1, qk_mean, value_shift, rope in CCA_DECODE_CONFIGS:
-        funcs.append(cca_decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope))
-        configs.append(dict(name=f"cca_decode_{name}", hq=hq, hk=hk, d=d, k=(k0, k1),
-                            qk_mean=qk_mean, value_shift=value_shift, rope=rope))
+    for name, hq, hk, d, k0, k1, qk_mean, value_shift, rope in DECODE_CONFIGS:
+        if elem != "bf16" and name not in DECODE_F16_CONFIGS:
+            continue
+        funcs.append(decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope,
+                                     elem))
+        configs.append(dict(name=f"decode_{name}", hq=hq, hk=hk, d=d, k=(k0, k1),
+                            qk_mean=qk_mean, value_shift=value_shift, rope=rope,
+                            elem=elem, model=f"decode_matrix_{elem}"))
+
+
+FLASH_DECODE_HEAD_DIMS = (64, 128)
+FLASH_DECODE_GROUPS = (1, 4, 8, 16)
+
+
+def flash_decode_function(name, hq, hk, d, kv, paged, rope):
+    """One attn.flash_decode step in bf16; returns its function text."""
+    cache = f"?x64x{hk}x{d}" if paged else f"?x?x{hk}x{d}"
+    args = [("q", f"?x1x{hq}x{d}"), ("k", f"?x1x{hk}x{d}")]
+    if not kv:
+        args.append(("v", f"?x1x{hk}x{d}"))
+    args.append(("kc", cache))
+    if not kv:
+        args.append(("vc", cache))
+    args.append(("pos", "?"))
+    if paged:
+        args.append(("bt", "?x?"))
+    def t(name, shape):
+        return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else 'bf16'}>"
+    params = ", ".join(f"%{n}: {t(n, s)}" for n, s in args)
+    types = ", ".join(t(n, s) for n, s in args)
+    results = [f"tensor<?x1x{hq}x{d}xbf16>", t("kc", cache)] + ([] if kv else [t("vc", cache)])
+    names = ["%o", "%kc2"] + ([] if kv else ["%vc2"])
+    attrs = "block_kv = 64 : i64"
+    if rope:
+        attrs += ", query_rope = #attn.rope<theta = 10000.0>, key_rope = #attn.rope<theta = 10000.0>"
+    new = "%q, %k" + ("" if kv else ", %v")
+    caches = "%kc" + ("" if kv else ", %vc")
+    table = " block_table(%bt)" if paged else ""
+    return (f"func.func @{name}({params}) -> ({', '.join(results)}) {{\n"
+            f"  {', '.join(names)} = attn.flash_decode {new} cache({caches}) positions(%pos){table}"
+            f" {{{attrs}}}\n      : ({types}) -> ({', '.join(results)})\n"
+            f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")
+
+
+def flash_decode_model():
+    funcs, configs = [], []
+    for d in FLASH_DECODE_HEAD_DIMS:
+        for g in FLASH_DECODE_GROUPS:
+            hk = 2 if g == 16 else 8
+            for kv in (True, False):
+                for paged in (False, True):
+                    name = (f"decode_d{d}_g{g}_{'keqv' if kv else 'kv2'}_"
+                            f"{'paged' if paged else 'contig'}")
+                    funcs.append(flash_decode_function(name, g * hk, hk, d, kv, paged, False))
+                    configs.append(dict(name=name, d=d, g=g, kv=kv, paged=paged, rope=False))
+            name = f"decode_d{d}_g{g}_keqv_contig_rope"
+            funcs.append(flash_decode_function(name, g * hk, hk, d, True, False, True))
+            configs.append(dict(name=name, d=d, g=g, kv=True, paged=False, rope=True))
     return "\n".join(funcs), configs
 
 
@@ -312,31 +320,34 @@ def main():
     matrix_path = os.path.join(args.work, "matrix.mlir")
     with open(matrix_path, "w") as f:
         f.write(text)
-    models.append(("matrix", matrix_path))
+    models.append(("matrix", matrix_path, []))
     cca_text, cca_configs = cca_model()
     cca_path = os.path.join(args.work, "cca_matrix.mlir")
     with open(cca_path, "w") as f:
         f.write(cca_text)
-    models.append(("cca_matrix", cca_path))
-    decode_text, decode_configs = decode_model()
-    decode_path = os.path.join(args.work, "decode_matrix.mlir")
-    with open(decode_path, "w") as f:
-        f.write(decode_text)
-    models.append(("decode_matrix", decode_path))
-    cca_decode_text, cca_decode_configs = cca_decode_model()
-    cca_decode_path = os.path.join(args.work, "cca_decode_matrix.mlir")
-    with open(cca_decode_path, "w") as f:
-        f.write(cca_decode_text)
-    models.append(("cca_decode_matrix", cca_decode_path))
+    models.append(("cca_matrix", cca_path, []))
+    decode_configs = []
+    for elem in ("bf16", "f16"):
+        decode_text, configs_elem = decode_model(elem)
+        decode_configs += configs_elem
+        decode_path = os.path.join(args.work, f"decode_matrix_{elem}.mlir")
+        with open(decode_path, "w") as f:
+            f.write(decode_text)
+        models.append((f"decode_matrix_{elem}", decode_path, [f"--elem-type={elem}"]))
+    flash_decode_text, flash_decode_configs = flash_decode_model()
+    flash_decode_path = os.path.join(args.work, "flash_decode_matrix.mlir")
+    with open(flash_decode_path, "w") as f:
+        f.write(flash_decode_text)
+    models.append(("flash_decode_matrix", flash_decode_path, []))
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
-            models.append((os.path.splitext(os.path.basename(path))[0], path))
+            models.append((os.path.splitext(os.path.basename(path))[0], path, []))
 
     kernels = {}  # name -> dict(kind, config, smem, sources, ptx)
     launches = {}  # (model, function) -> [kernel names]
-    for model, path in models:
+    for model, path, options in models:
         out = os.path.join(args.work, model)
-        r = run([args.compile, path, "--target=sm_90a", "-o", out, "--no-cubin"])
+        r = run([args.compile, path, "--target=sm_90a", "-o", out, "--no-cubin", *options])
         if r.returncode != 0:
             failures.append(f"{model}: attnfuse-compile failed:\n{r.stderr}")
             continue
@@ -363,19 +374,19 @@ def main():
         if len(names) != 1:
             failures.append(f"cca matrix {c['name']}: expected one cca_prologue kernel, got {names}")
         c["kernel"] = names[0] if names else None
-    for c in cca_decode_configs:
-        names = [k for k in launches.get(("cca_decode_matrix", c["name"]), [])
+    for c in decode_configs:
+        names = [k for k in launches.get((c["model"], c["name"]), [])
                  if kernels[k]["kind"] == "cca_decode_prologue"]
         if len(names) != 1:
-            failures.append(f"cca decode matrix {c['name']}: expected one cca_decode_prologue "
+            failures.append(f"decode matrix {c['name']}: expected one cca_decode_prologue "
                             f"kernel, got {names}")
         c["kernel"] = names[0] if names else None
 
-    for c in decode_configs:
-        names = [k for k in launches.get(("decode_matrix", c["name"]), [])]
+    for c in flash_decode_configs:
+        names = [k for k in launches.get(("flash_decode_matrix", c["name"]), [])]
         kinds = sorted(kernels[k]["kind"] for k in names)
         if kinds != ["flash_decode_combine", "flash_decode_split"]:
-            failures.append(f"decode matrix {c['name']}: expected a split and a combine "
+            failures.append(f"flash decode matrix {c['name']}: expected a split and a combine "
                             f"kernel, got {names}")
         c["kernels"] = names
 
@@ -489,13 +500,27 @@ def main():
             f"| {k.get('registers', '-')} | {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} "
             f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
+    lines.append("\n## CCA decode prologue matrix (attn.cca_decode_prologue)\n")
+    lines.append("One decode step: one CTA of 256 threads per (head, sequence), the grouped "
+                 "conv as a GEMV with 16-byte weight loads (no TMA, no wgmma). RoPE (half of "
+                 "each head) comes with the clamped temperature.\n")
+    lines.append("| Hq | Hk | d | conv | qk_mean | value_shift | RoPE | elem | kernel | block | regs (ptxas) | SASS regs | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    yn = lambda v: "yes" if v else "no"  # noqa: E731
+    for c in decode_configs:
+        k = kernels.get(c["kernel"] or "", {})
+        lines.append(
+            f"| {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} | {yn(c['qk_mean'])} "
+            f"| {yn(c['value_shift'])} | {yn(c['rope'])} | {c['elem']} | `{c['kernel']}` "
+            f"| {k.get('block', ['?'])[0]} | {k.get('registers', '-')} | {k.get('sass_regs', '-')} "
+            f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
     lines.append("\n## Decode matrix (attn.flash_decode)\n")
     lines.append("bf16, block_kv 64; Hk 8 (2 for G = 16). Split kernel: 128 threads per (split, "
                  "KV head, sequence), key rows streamed with 1-D cp.async.bulk into a ring of "
                  "stages; combine kernel: value_dim threads per (query head, sequence).\n")
     lines.append("| d | G | K=V | paged | RoPE | split kernel | regs | spill | stack | smem | stages | combine regs | combine spill |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for c in decode_configs:
+    for c in flash_decode_configs:
         split = next((kernels[n] for n in c["kernels"]
                       if kernels[n]["kind"] == "flash_decode_split"), {})
         combine = next((kernels[n] for n in c["kernels"]
@@ -508,20 +533,6 @@ def main():
             f"| {split.get('spills', '-')} | {split.get('stack', '-')} | {split.get('smem', '-')} "
             f"| {split.get('config', {}).get('stages', '?')} | {combine.get('registers', '-')} "
             f"| {combine.get('spills', '-')} |")
-    lines.append("\n## CCA decode prologue matrix (attn.cca_decode_prologue)\n")
-    lines.append("One decode step: one CTA of 256 threads per (head, sequence), the grouped "
-                 "conv as a GEMV with 16-byte weight loads (no TMA, no wgmma). RoPE (half of "
-                 "each head) comes with the clamped temperature.\n")
-    lines.append("| Hq | Hk | d | conv | qk_mean | value_shift | RoPE | kernel | block | regs (ptxas) | SASS regs | spill | stack | smem |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    yn = lambda v: "yes" if v else "no"  # noqa: E731
-    for c in cca_decode_configs:
-        k = kernels.get(c["kernel"] or "", {})
-        lines.append(
-            f"| {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} | {yn(c['qk_mean'])} "
-            f"| {yn(c['value_shift'])} | {yn(c['rope'])} | `{c['kernel']}` "
-            f"| {k.get('block', ['?'])[0]} | {k.get('registers', '-')} | {k.get('sass_regs', '-')} "
-            f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
     lines.append("\n## All kernels (matrix and examples/)\n")
     lines.append("| kernel | kind | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem | barriers | ptxas notes | from |")
