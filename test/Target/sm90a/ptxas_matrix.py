@@ -201,6 +201,7 @@ def decode_model(elem="bf16"):
         configs.append(dict(name=f"decode_{name}", hq=hq, hk=hk, d=d, k=(k0, k1),
                             qk_mean=qk_mean, value_shift=value_shift, rope=rope,
                             elem=elem, model=f"decode_matrix_{elem}"))
+    return "\n".join(funcs), configs
 
 
 FLASH_DECODE_HEAD_DIMS = (64, 128)
