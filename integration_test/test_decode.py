@@ -1,12 +1,13 @@
 """Decode over a KV cache reproduces the prefill, token for token.
 
 Each case is one layer in its decode form (`attn.qkv_decode` or
-`attn.cca_decode`), compiled ONCE by attnfuse-run and called as a serving
-engine would: a prefill of prompts of DIFFERENT lengths per sequence (padded
-to the longest, `positions = 0`, `lengths` = the prompt lengths, zero cache
-and states), then decode steps of one token per sequence, each call taking
-the cache and states the previous call returned (the run list chains the
-output files). Every output row is compared with the float64 reference of the
+`attn.cca_decode`) in two functions, called as a serving engine would: a
+@prefill of prompts of DIFFERENT lengths per sequence (padded to the longest,
+`positions = 0`, `lengths` = the prompt lengths, zero cache and states), then
+@step calls of one token per sequence (static T = 1, the shape the decode
+kernels attn.flash_decode / attn.cca_decode_prologue serve in the fused
+lowering), each taking the cache and states the previous call returned (the
+run list chains the output files). Every output row is compared with the float64 reference of the
 WHOLE-sequence layer (reference.py, written from the spec) at the same
 position, so decode == prefill at every position.
 
@@ -104,17 +105,19 @@ class Case:
 
     # -- IR ------------------------------------------------------------------
 
-    def ir(self):
+    def function(self, name, prefill):
+        """@prefill: T tokens with lengths; @step: one token, no lengths."""
         t = self.dtype
         cache_type = ttype(self.cache_shape(), t)
-        params = [f"%x: {ttype((None, None, E), t)}"]
+        x_shape = (None, None, E) if prefill else (None, 1, E)
+        params = [f"%x: {ttype(x_shape, t)}"]
         params += [f"%{n}: {ttype(s, t)}" for n, s, _ in self.weights()]
         params += [f"%{n}: {cache_type}" for n in self.cache_names()]
         params += [f"%{n}: {ttype(s, t)}" for n, s in self.state_shapes()]
-        params += ["%pos: tensor<?xi32>", "%len: tensor<?xi32>"]
+        params += ["%pos: tensor<?xi32>"] + (["%len: tensor<?xi32>"] if prefill else [])
         if self.paged:
             params.append("%bt: tensor<?x?xi32>")
-        results = ([ttype((None, None, E), t)] + [cache_type] * len(self.cache_names())
+        results = ([ttype(x_shape, t)] + [cache_type] * len(self.cache_names())
                    + [ttype(s, t) for _, s in self.state_shapes()])
         names = ["%y"] + [f"%{n}2" for n in self.cache_names()] + [
             f"%{n}2" for n, _ in self.state_shapes()]
@@ -144,13 +147,16 @@ class Case:
             body += " conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)" + tail
             body += " conv_state(%cs)"
             body += " shift_state(%ss)" if self.value_shift else ""
-        body += " positions(%pos) lengths(%len)"
+        body += " positions(%pos)" + (" lengths(%len)" if prefill else "")
         body += " block_table(%bt)" if self.paged else ""
         types = ", ".join(p.split(": ", 1)[1] for p in params)
-        return (f"func.func @step({', '.join(params)}) -> ({', '.join(results)}) {{\n"
+        return (f"func.func @{name}({', '.join(params)}) -> ({', '.join(results)}) {{\n"
                 f"  {', '.join(names)} = {body} {{{', '.join(attrs)}}}\n"
                 f"      : ({types}) -> ({', '.join(results)})\n"
                 f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")
+
+    def ir(self):
+        return self.function("prefill", True) + "\n" + self.function("step", False)
 
     # -- reference -----------------------------------------------------------
 
@@ -226,21 +232,19 @@ def run_case(tool, case, tmp_path):
         save(tmp_path / f"{n}0.npy", np.zeros((batch,) + shape[1:]))
 
     n_caches, n_states = len(case.cache_names()), len(case.state_shapes())
-    lines = []
+    prefill_lines, step_lines = [], []
     for call in range(STEPS + 1):
         out_dir = tmp_path / f"call{call}"
         if call == 0:
             x = np.zeros((batch, max(PROMPTS), E))
             for b, p in enumerate(PROMPTS):
                 x[b, :p] = x_full[b, :p]
-            pos, lengths = np.zeros(batch), np.array(PROMPTS)
+            pos = np.zeros(batch)
         else:
             pos = np.array([p + call - 1 for p in PROMPTS])
             x = np.stack([x_full[b, pos[b]] for b in range(batch)])[:, None, :]
-            lengths = np.ones(batch)
         save(tmp_path / f"x{call}.npy", x)
         save(tmp_path / f"pos{call}.npy", pos, integer=True)
-        save(tmp_path / f"len{call}.npy", lengths, integer=True)
         prev = tmp_path / f"call{call - 1}"
         carried = []
         for i, n in enumerate(case.cache_names()):
@@ -250,17 +254,23 @@ def run_case(tool, case, tmp_path):
                            else prev / f"out{1 + n_caches + i}.npy")
         inputs = ([tmp_path / f"x{call}.npy"]
                   + [tmp_path / f"{n}.npy" for n, _, _ in case.weights()]
-                  + carried + [tmp_path / f"pos{call}.npy", tmp_path / f"len{call}.npy"])
+                  + carried + [tmp_path / f"pos{call}.npy"])
+        if call == 0:
+            save(tmp_path / "len0.npy", np.array(PROMPTS), integer=True)
+            inputs.append(tmp_path / "len0.npy")
         if case.paged:
             inputs.append(tmp_path / "bt.npy")
-        lines.append(" ".join(str(p) for p in [out_dir] + inputs))
+        line = " ".join(str(p) for p in [out_dir] + inputs)
+        (prefill_lines if call == 0 else step_lines).append(line)
     (tmp_path / "model.mlir").write_text(case.ir())
-    (tmp_path / "runs.txt").write_text("\n".join(lines) + "\n")
-    proc = subprocess.run([*tool, str(tmp_path / "model.mlir"), "--entry=step",
-                           f"--run-list={tmp_path / 'runs.txt'}"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, (
-        f"attnfuse-run failed ({proc.returncode}):\n{proc.stderr}\nIR:\n{case.ir()}")
+    for entry, lines in (("prefill", prefill_lines), ("step", step_lines)):
+        (tmp_path / f"{entry}.txt").write_text("\n".join(lines) + "\n")
+        proc = subprocess.run([*tool, str(tmp_path / "model.mlir"), f"--entry={entry}",
+                               f"--run-list={tmp_path / (entry + '.txt')}"],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (
+            f"attnfuse-run --entry={entry} failed ({proc.returncode}):\n{proc.stderr}\n"
+            f"IR:\n{case.ir()}")
     outputs = [decode(np.load(tmp_path / f"call{k}" / "out0.npy"), case.dtype)
                for k in range(STEPS + 1)]
     finals = [np.load(tmp_path / f"call{STEPS}" / f"out{1 + i}.npy")
@@ -381,7 +391,7 @@ def test_position_past_capacity_is_an_error(attnfuse_run, paged, tmp_path):
                 .reshape(batch, -1))
     (tmp_path / "model.mlir").write_text(case.ir())
     proc = subprocess.run(
-        [*attnfuse_run, str(tmp_path / "model.mlir"), "--entry=step",
+        [*attnfuse_run, str(tmp_path / "model.mlir"), "--entry=prefill",
          f"--output-dir={tmp_path / 'out'}"] + [f"--input={p}" for p in paths],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0

@@ -539,23 +539,28 @@ struct ValueShiftLowering : OpConversionPattern<ValueShiftOp> {
                                 {batch, seq, rewriter.getIndexAttr(2 * width)},
                                 elementType, 0.0);
     result = insertAt(rewriter, loc, current, result, {zero, zero, zero});
-    // previous[:, 0 : S - 1] goes to result[:, 1 : S, width : 2 width].
-    OpFoldResult shifted;
-    if (std::optional<int64_t> known = getConstantIntValue(seq))
-      shifted = rewriter.getIndexAttr(std::max<int64_t>(*known - 1, 0));
-    else
-      shifted = arith::MaxSIOp::create(
-                    rewriter, loc,
-                    arith::SubIOp::create(rewriter, loc, cast<Value>(seq),
-                                          indexConstant(rewriter, loc, 1)),
-                    indexConstant(rewriter, loc, 0))
-                    .getResult();
-    Value head = tensor::ExtractSliceOp::create(
-        rewriter, loc, previous, SmallVector<OpFoldResult>{zero, zero, zero},
-        SmallVector<OpFoldResult>{batch, shifted, rewriter.getIndexAttr(width)},
-        SmallVector<OpFoldResult>{one, one, one});
-    result = insertAt(rewriter, loc, head, result,
-                      {zero, one, rewriter.getIndexAttr(width)});
+    // previous[:, 0 : S - 1] goes to result[:, 1 : S, width : 2 width]
+    // (nothing for a static single step).
+    std::optional<int64_t> staticSeq = getConstantIntValue(seq);
+    if (!staticSeq || *staticSeq > 1) {
+      OpFoldResult shifted;
+      if (std::optional<int64_t> known = getConstantIntValue(seq))
+        shifted = rewriter.getIndexAttr(std::max<int64_t>(*known - 1, 0));
+      else
+        shifted = arith::MaxSIOp::create(
+                      rewriter, loc,
+                      arith::SubIOp::create(rewriter, loc, cast<Value>(seq),
+                                            indexConstant(rewriter, loc, 1)),
+                      indexConstant(rewriter, loc, 0))
+                      .getResult();
+      Value head = tensor::ExtractSliceOp::create(
+          rewriter, loc, previous, SmallVector<OpFoldResult>{zero, zero, zero},
+          SmallVector<OpFoldResult>{batch, shifted,
+                                    rewriter.getIndexAttr(width)},
+          SmallVector<OpFoldResult>{one, one, one});
+      result = insertAt(rewriter, loc, head, result,
+                        {zero, one, rewriter.getIndexAttr(width)});
+    }
     // A decoder's previous token, before the first new one.
     if (Value state = adaptor.getState()) {
       Value first = tensor::ExtractSliceOp::create(

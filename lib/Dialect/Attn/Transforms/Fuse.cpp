@@ -28,7 +28,7 @@ using namespace attnfuse::attn;
 namespace {
 
 struct TileSizes {
-  int64_t blockQ, blockKV, blockS, blockN, blockK;
+  int64_t blockQ, blockKV, blockS, blockN, blockK, decodeBlockKV;
 };
 
 /// The `[B, S, H * d]` source of a `[B, S, H, d]` head split, or null.
@@ -234,6 +234,240 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
   TileSizes tiles;
 };
 
+/// Whether `value` has a static size 1 along dimension 1: one new token per
+/// sequence, the shape the decode kernels serve.
+bool isOneTokenPerSequence(Value value) {
+  return cast<RankedTensorType>(value.getType()).getDimSize(1) == 1;
+}
+
+/// Whether every user of `value` outside `ignored` comes after `point`.
+bool usersFollow(Value value, Operation *point,
+                 ArrayRef<Operation *> ignored = {}) {
+  DominanceInfo dominance;
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
+    return llvm::is_contained(ignored, user) ||
+           dominance.properlyDominates(point, user);
+  });
+}
+
+/// The decode form of the CCA chain: attn-decompose's rewrite of an
+/// attn.cca_decode step with one token per sequence (convolutions over
+/// [conv_state | u], state updates, QK-mean, norm, RoPE at the positions,
+/// value shift from the shift state) -> one attn.cca_decode_prologue, which
+/// writes the attention inputs and rolls both states.
+struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(QKNormOp norm,
+                                PatternRewriter &rewriter) const override {
+    Value convQuery = norm.getQ(), convKey = norm.getK();
+    QKMeanOp mean = convQuery.getDefiningOp<QKMeanOp>();
+    if (mean) {
+      if (convKey.getDefiningOp<QKMeanOp>() != mean)
+        return rewriter.notifyMatchFailure(norm,
+                                           "query and key QK-mean differ");
+      convQuery = mean.getQConv();
+      convKey = mean.getKConv();
+    }
+    auto queryType = cast<RankedTensorType>(norm.getQ().getType());
+    auto keyType = cast<RankedTensorType>(norm.getK().getType());
+    if (queryType.getDimSize(1) != 1)
+      return rewriter.notifyMatchFailure(norm, "not one token per sequence");
+    int64_t numHeads = queryType.getDimSize(2);
+    int64_t numKvHeads = keyType.getDimSize(2);
+    int64_t headDim = queryType.getDimSize(3);
+    int64_t queryLatent = numHeads * headDim, keyLatent = numKvHeads * headDim;
+
+    Value querySliceSource =
+        getChannelSliceSource(getHeadSplitSource(convQuery), 0, queryLatent);
+    Value keySliceSource = getChannelSliceSource(getHeadSplitSource(convKey),
+                                                 queryLatent, keyLatent);
+    if (!querySliceSource || querySliceSource != keySliceSource)
+      return rewriter.notifyMatchFailure(norm, "not a split convolution");
+    auto grouped = querySliceSource.getDefiningOp<CausalConv1DOp>();
+    if (!grouped || !grouped.getBias() || grouped.getPadding() != 0 ||
+        static_cast<int64_t>(grouped.getGroups()) != numHeads + numKvHeads)
+      return rewriter.notifyMatchFailure(norm, "no grouped convolution");
+    auto depthwise = grouped.getInput().getDefiningOp<CausalConv1DOp>();
+    int64_t channels = queryLatent + keyLatent;
+    if (!depthwise || !depthwise.getBias() || depthwise.getPadding() != 0 ||
+        static_cast<int64_t>(depthwise.getGroups()) != channels)
+      return rewriter.notifyMatchFailure(norm, "no depthwise convolution");
+
+    // [conv_state | u], u = concat(x Wq^T, x Wk^T).
+    auto window = depthwise.getInput().getDefiningOp<tensor::ConcatOp>();
+    if (!window || window.getDim() != 1 || window.getInputs().size() != 2)
+      return rewriter.notifyMatchFailure(norm, "no convolution state");
+    Value convState = window.getInputs()[0];
+    auto packed = window.getInputs()[1].getDefiningOp<tensor::ConcatOp>();
+    if (!packed || packed.getDim() != 2 || packed.getInputs().size() != 2)
+      return rewriter.notifyMatchFailure(norm, "no packed projections");
+    auto queryProjection = packed.getInputs()[0].getDefiningOp<ProjectOp>();
+    if (!queryProjection || queryProjection.getBias())
+      return rewriter.notifyMatchFailure(norm, "no query down-projection");
+    Value input = queryProjection.getInput();
+    ProjectOp keyProjection =
+        getUnbiasedProjectionOf(packed.getInputs()[1], input);
+    if (!keyProjection)
+      return rewriter.notifyMatchFailure(norm, "no key down-projection");
+    if (mean &&
+        (getHeadSplitSource(mean.getQRaw()) != queryProjection.getResult() ||
+         getHeadSplitSource(mean.getKRaw()) != keyProjection.getResult()))
+      return rewriter.notifyMatchFailure(norm, "QK-mean reads other tensors");
+
+    // The conv state update: the state rolled by this token, no lengths.
+    StateUpdateOp convUpdate;
+    for (Operation *user : packed->getUsers())
+      if (auto update = dyn_cast<StateUpdateOp>(user);
+          update && update.getState() == convState && !update.getLengths())
+        convUpdate = update;
+    if (!convUpdate)
+      return rewriter.notifyMatchFailure(norm, "no conv state update");
+
+    // RoPE at the positions, when present, on both normalized tensors.
+    Value query = norm.getQOut(), key = norm.getKOut();
+    RopeAttr rope;
+    Value positions;
+    auto queryRope = dyn_cast_if_present<RoPEOp>(getSingleUser(query));
+    auto keyRope = dyn_cast_if_present<RoPEOp>(getSingleUser(key));
+    if (queryRope || keyRope) {
+      if (!queryRope || !keyRope || queryRope.getRope() != keyRope.getRope() ||
+          !queryRope.getPositions() ||
+          queryRope.getPositions() != keyRope.getPositions())
+        return rewriter.notifyMatchFailure(norm, "RoPE not at the positions");
+      rope = queryRope.getRope();
+      positions = queryRope.getPositions();
+      query = queryRope.getResult();
+      key = keyRope.getResult();
+    }
+
+    // The new key goes into the cache; without RoPE the cache write gives
+    // the positions.
+    auto keyWrite = dyn_cast_if_present<CacheUpdateOp>(getSingleUser(key));
+    if (!keyWrite || keyWrite.getLengths() ||
+        (positions && keyWrite.getPositions() != positions))
+      return rewriter.notifyMatchFailure(norm, "the key is not cached");
+    positions = keyWrite.getPositions();
+
+    // The value written next to it: the head split of the value shift over
+    // the shift state, or of a plain projection.
+    Value valueHeads;
+    Value currentWeight, previousWeight, shiftState;
+    ProjectOp currentProjection, previousProjection;
+    StateUpdateOp shiftUpdate;
+    {
+      // Find the attention reading the cache writes; its value is the value
+      // cache write.
+      SDPAOp sdpa;
+      for (Operation *user : keyWrite->getUsers())
+        if (auto attention = dyn_cast<SDPAOp>(user))
+          sdpa = attention;
+      if (!sdpa)
+        for (Operation *user : keyWrite->getUsers())
+          if (auto gather = dyn_cast<CacheGatherOp>(user))
+            for (Operation *gatherUser : gather->getUsers())
+              if (auto attention = dyn_cast<SDPAOp>(gatherUser))
+                sdpa = attention;
+      if (!sdpa)
+        return rewriter.notifyMatchFailure(norm, "no attention over the cache");
+      Value valueView = sdpa.getValue();
+      if (auto gather = valueView.getDefiningOp<CacheGatherOp>())
+        valueView = gather.getCache();
+      auto write = valueView.getDefiningOp<CacheUpdateOp>();
+      if (!write || write.getLengths() || write.getPositions() != positions)
+        return rewriter.notifyMatchFailure(norm, "the value is not cached");
+      valueHeads = write.getNewRows();
+    }
+    Value valueFlat = getHeadSplitSource(valueHeads);
+    if (!valueFlat || !valueHeads.hasOneUse())
+      return rewriter.notifyMatchFailure(norm, "value is not a head split");
+    if (auto shift = valueFlat.getDefiningOp<ValueShiftOp>()) {
+      currentProjection = getUnbiasedProjectionOf(shift.getCurrent(), input);
+      previousProjection = getUnbiasedProjectionOf(shift.getPrevious(), input);
+      shiftState = shift.getState();
+      if (!currentProjection || !previousProjection || !shiftState)
+        return rewriter.notifyMatchFailure(norm, "value shift of other values");
+      for (Operation *user : previousProjection->getUsers())
+        if (auto update = dyn_cast<StateUpdateOp>(user);
+            update && update.getState() == shiftState && !update.getLengths())
+          shiftUpdate = update;
+      if (!shiftUpdate)
+        return rewriter.notifyMatchFailure(norm, "no shift state update");
+    } else if (!(currentProjection =
+                     getUnbiasedProjectionOf(valueFlat, input))) {
+      return rewriter.notifyMatchFailure(norm, "value is not a projection");
+    }
+
+    // The prologue goes after its last operand; everything it replaces must
+    // be used only after it.
+    SmallVector<Value> operands = {queryProjection.getResult(),
+                                   keyProjection.getResult(),
+                                   currentProjection.getResult(),
+                                   depthwise.getWeight(),
+                                   depthwise.getBias(),
+                                   grouped.getWeight(),
+                                   grouped.getBias(),
+                                   norm.getTemp(),
+                                   convState,
+                                   positions};
+    if (previousProjection)
+      operands.append({previousProjection.getResult(), shiftState});
+    Operation *insertAfter = nullptr;
+    Block *block = norm->getBlock();
+    for (Value operand : operands) {
+      Operation *def = operand.getDefiningOp();
+      if (!def)
+        continue;
+      if (def->getBlock() != block)
+        return rewriter.notifyMatchFailure(norm, "operands in other blocks");
+      if (!insertAfter || insertAfter->isBeforeInBlock(def))
+        insertAfter = def;
+    }
+    for (Value replaced :
+         SmallVector<Value>{query, key, valueHeads, convUpdate.getResult()})
+      if (!usersFollow(replaced, insertAfter))
+        return rewriter.notifyMatchFailure(norm, "results used too early");
+    if (shiftUpdate && !usersFollow(shiftUpdate.getResult(), insertAfter))
+      return rewriter.notifyMatchFailure(norm, "shift state used too early");
+
+    if (insertAfter)
+      rewriter.setInsertionPointAfter(insertAfter);
+    else
+      rewriter.setInsertionPointToStart(block);
+    SmallVector<Type> resultTypes = {query.getType(), key.getType(),
+                                     valueHeads.getType(), convState.getType()};
+    if (shiftState)
+      resultTypes.push_back(shiftState.getType());
+    ArrayRef<int64_t> kernels =
+        cast<RankedTensorType>(depthwise.getWeight().getType()).getShape();
+    int64_t k0 = kernels[2];
+    int64_t k1 =
+        cast<RankedTensorType>(grouped.getWeight().getType()).getDimSize(2);
+    auto prologue = CCADecodePrologueOp::create(
+        rewriter, norm.getLoc(), resultTypes, queryProjection.getResult(),
+        keyProjection.getResult(), currentProjection.getResult(),
+        previousProjection ? previousProjection.getResult() : Value(),
+        depthwise.getWeight(), depthwise.getBias(), grouped.getWeight(),
+        grouped.getBias(), norm.getTemp(), convState, shiftState, positions,
+        rewriter.getI64IntegerAttr(numHeads),
+        rewriter.getI64IntegerAttr(numKvHeads),
+        rewriter.getI64IntegerAttr(headDim),
+        rewriter.getDenseI64ArrayAttr({k0, k1}),
+        mean ? rewriter.getUnitAttr() : UnitAttr(),
+        shiftState ? rewriter.getUnitAttr() : UnitAttr(),
+        norm.getTemperatureAttr(), norm.getEpsAttr(), rope);
+    rewriter.replaceAllUsesWith(query, prologue.getQuery());
+    rewriter.replaceAllUsesWith(key, prologue.getKey());
+    rewriter.replaceAllUsesWith(valueHeads, prologue.getValue());
+    rewriter.replaceAllUsesWith(convUpdate.getResult(),
+                                prologue.getConvStateOut());
+    if (shiftUpdate)
+      rewriter.replaceAllUsesWith(shiftUpdate.getResult(),
+                                  prologue.getShiftStateOut());
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Phase 2: flash attention
 //===----------------------------------------------------------------------===//
@@ -267,6 +501,124 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
         op.getBias(), op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
         queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.blockQ),
         rewriter.getI64IntegerAttr(tiles.blockKV));
+    return success();
+  }
+
+  TileSizes tiles;
+};
+
+/// One side (key or value) of a decode step's cache access: the write of
+/// the new rows and, for a paged cache, the per-sequence view.
+struct CacheWrite {
+  CacheUpdateOp update;
+  CacheGatherOp gather;
+};
+
+/// The cache write behind `view` (the updated cache, or its gathered view),
+/// when it writes at `positions` with no lengths.
+std::optional<CacheWrite> getCacheWrite(Value view, Value positions) {
+  CacheWrite write;
+  if ((write.gather = view.getDefiningOp<CacheGatherOp>()))
+    view = write.gather.getCache();
+  write.update = view.getDefiningOp<CacheUpdateOp>();
+  if (!write.update || write.update.getLengths() ||
+      write.update.getPositions() != positions)
+    return std::nullopt;
+  Value blockTable = write.gather ? write.gather.getBlockTable() : Value();
+  if (write.update.getBlockTable() != blockTable)
+    return std::nullopt;
+  return write;
+}
+
+/// A decode step's attention: attn.sdpa at per-sequence positions over the
+/// caches the step has just written (one new token per sequence) ->
+/// attn.flash_decode, which writes the token and attends in one kernel
+/// pair. K=V (the value view is the key's un-rotated view) reads one cache;
+/// RoPE of the new query at its position and of the cached keys at theirs
+/// becomes rotation on load.
+struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
+  FuseFlashDecode(MLIRContext *context, TileSizes tiles)
+      : OpRewritePattern(context, /*benefit=*/2), tiles(tiles) {}
+
+  LogicalResult matchAndRewrite(SDPAOp op,
+                                PatternRewriter &rewriter) const override {
+    Value positions = op.getPositions();
+    if (!positions || !op.getCausal() || op.getBias())
+      return rewriter.notifyMatchFailure(op, "not a decode step's attention");
+    if (!isOneTokenPerSequence(op.getQuery()))
+      return rewriter.notifyMatchFailure(op, "not one token per sequence");
+
+    Value query = op.getQuery();
+    RopeAttr queryRope, keyRope;
+    if (auto rope = query.getDefiningOp<RoPEOp>()) {
+      if (rope.getPositions() != positions)
+        return rewriter.notifyMatchFailure(op, "query RoPE elsewhere");
+      queryRope = rope.getRope();
+      query = rope.getInput();
+    }
+    Value keyView = op.getKey();
+    RoPEOp keyRopeOp = keyView.getDefiningOp<RoPEOp>();
+    if (keyRopeOp) {
+      // Row j of the view is position j: rotation by row index.
+      if (keyRopeOp.getPositions())
+        return rewriter.notifyMatchFailure(op, "key RoPE at other positions");
+      keyRope = keyRopeOp.getRope();
+      keyView = keyRopeOp.getInput();
+    }
+    std::optional<CacheWrite> keys = getCacheWrite(keyView, positions);
+    if (!keys)
+      return rewriter.notifyMatchFailure(op, "the keys are not a cache write");
+    bool keyIsValue = op.getValue() == keyView;
+    std::optional<CacheWrite> values;
+    if (!keyIsValue) {
+      values = getCacheWrite(op.getValue(), positions);
+      if (!values ||
+          values->update.getBlockTable() != keys->update.getBlockTable())
+        return rewriter.notifyMatchFailure(op, "the values are not cached");
+    }
+
+    // Whatever else reads the updated caches (the layer's results) must come
+    // after the attention, where the kernel returns them.
+    SmallVector<Operation *> replacedReaders = {op};
+    if (keyRopeOp)
+      replacedReaders.push_back(keyRopeOp);
+    for (const std::optional<CacheWrite> &write : {keys, values})
+      if (write && write->gather)
+        replacedReaders.push_back(write->gather);
+    for (std::optional<CacheWrite> write : {keys, values})
+      if (write && !usersFollow(write->update.getResult(), op, replacedReaders))
+        return rewriter.notifyMatchFailure(op, "updated cache read earlier");
+    if (keyRopeOp && !keyRopeOp->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "rotated keys read elsewhere");
+    for (const std::optional<CacheWrite> &write : {keys, values})
+      if (write && write->gather &&
+          !llvm::all_of(write->gather->getUsers(), [&](Operation *user) {
+            return llvm::is_contained(replacedReaders, user);
+          }))
+        return rewriter.notifyMatchFailure(op, "paged view read elsewhere");
+
+    SmallVector<Type> resultTypes = {op.getType(),
+                                     keys->update.getResult().getType()};
+    if (values)
+      resultTypes.push_back(values->update.getResult().getType());
+    auto decode = FlashDecodeOp::create(
+        rewriter, op.getLoc(), resultTypes, query, keys->update.getNewRows(),
+        values ? values->update.getNewRows() : Value(), keys->update.getCache(),
+        values ? values->update.getCache() : Value(), positions,
+        keys->update.getBlockTable(), op.getWindowAttr(), op.getScaleAttr(),
+        queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.decodeBlockKV),
+        rewriter.getI64IntegerAttr(0));
+    rewriter.replaceOp(op, decode.getResult());
+    // The view and its rotation are dead now; drop them before the writes
+    // they read are replaced by the kernel's later results.
+    if (keyRopeOp)
+      rewriter.eraseOp(keyRopeOp);
+    for (const std::optional<CacheWrite> &write : {keys, values})
+      if (write && write->gather && write->gather->use_empty())
+        rewriter.eraseOp(write->gather);
+    rewriter.replaceOp(keys->update, decode.getKeyCacheOut());
+    if (values)
+      rewriter.replaceOp(values->update, decode.getValueCacheOut());
     return success();
   }
 
@@ -365,21 +717,23 @@ struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
                               {"block-kv", blockKV},
                               {"block-s", blockS},
                               {"block-n", blockN},
-                              {"block-k", blockK}}) {
+                              {"block-k", blockK},
+                              {"decode-block-kv", decodeBlockKV}}) {
       if (size <= 0) {
         getOperation()->emitError()
             << "attn-fuse: " << name << " must be positive, got " << size;
         return signalPassFailure();
       }
     }
-    TileSizes tiles{blockQ, blockKV, blockS, blockN, blockK};
+    TileSizes tiles{blockQ, blockKV, blockS, blockN, blockK, decodeBlockKV};
     MLIRContext *context = &getContext();
 
     // Each phase runs to a fixpoint before the next sees the IR.
     RewritePatternSet prologue(context), attention(context),
         projections(context), gemms(context);
     prologue.add<FuseCCAPrologue>(context, tiles);
-    attention.add<FuseFlashAttention>(context, tiles);
+    prologue.add<FuseCCADecodePrologue>(context);
+    attention.add<FuseFlashDecode, FuseFlashAttention>(context, tiles);
     projections.add<FuseHeadProjection>(context, tiles);
     projections.add<FuseProjectionRope>(context);
     gemms.add<FuseLinearProjection>(context, tiles);

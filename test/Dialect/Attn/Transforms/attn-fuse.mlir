@@ -179,3 +179,114 @@ func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
       -> tensor<1x4x2x8xf32>
   return %o, %c : tensor<1x4x2x8xf32>, tensor<1x4x8xf32>
 }
+
+// -----
+
+// A K=V decode step with RoPE over a paged cache: one attn.flash_decode
+// writes the un-rotated shared key through the block table and attends with
+// RoPE on load (query at its position, cached keys at theirs); the layer's
+// updated cache is the kernel's.
+// CHECK-LABEL: func.func @kv_decode_step
+// CHECK: %[[K:.+]] = attn.fused_projection %arg0, %arg2
+// CHECK: %[[Q:.+]] = attn.fused_projection %arg0, %arg1
+// CHECK: %[[O:.+]], %[[KV:.+]] = attn.flash_decode %[[Q]], %[[K]] cache(%arg4) positions(%arg5) block_table(%arg6) {block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
+// CHECK-NOT: attn.cache_update
+// CHECK-NOT: attn.cache_gather
+// CHECK-NOT: attn.sdpa
+// CHECK: return %{{.+}}, %[[KV]]
+// TILES-LABEL: func.func @kv_decode_step
+// TILES: attn.flash_decode {{.+}} {block_kv = 64 : i64
+func.func @kv_decode_step(%x: tensor<?x1x16xf32>, %wq: tensor<16x16xf32>,
+    %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kv: tensor<9x4x2x4xf32>,
+    %pos: tensor<?xi32>, %bt: tensor<?x4xi32>)
+    -> (tensor<?x1x16xf32>, tensor<9x4x2x4xf32>) {
+  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kv)
+      positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>, tensor<9x4x2x4xf32>, tensor<?xi32>,
+         tensor<?x4xi32>) -> (tensor<?x1x16xf32>, tensor<9x4x2x4xf32>)
+  return %y, %kv2 : tensor<?x1x16xf32>, tensor<9x4x2x4xf32>
+}
+
+// -----
+
+// Separate K and V caches (mode none), a window: both caches are written by
+// the kernel. With lengths (a prefill chunk) nothing fuses: the decode
+// kernels serve one token per sequence.
+// CHECK-LABEL: func.func @none_decode_step
+// CHECK: %[[O:.+]], %[[KC:.+]], %[[VC:.+]] = attn.flash_decode %{{.+}}, %{{.+}}, %{{.+}} cache(%arg5, %arg6) positions(%arg7) {block_kv = 64 : i64, window = 8 : i64}
+// CHECK: return %{{.+}}, %[[KC]], %[[VC]]
+// CHECK-LABEL: func.func @none_prefill_chunk
+// CHECK-NOT: attn.flash_decode
+// CHECK: attn.cache_update
+// CHECK: attn.cache_update
+// CHECK: attn.sdpa {{.+}} positions(%arg7) {causal}
+func.func @none_decode_step(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>,
+    %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>,
+    %kc: tensor<2x32x2x4xf32>, %vc: tensor<2x32x2x4xf32>, %pos: tensor<2xi32>)
+    -> (tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>) {
+  %y, %k2, %v2 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      cache(%kc, %vc) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       window = 8 : i64}
+      : (tensor<2x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x32x2x4xf32>,
+         tensor<2x32x2x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>)
+  return %y, %k2, %v2
+      : tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>
+}
+func.func @none_prefill_chunk(%x: tensor<2x?x16xf32>, %wq: tensor<16x16xf32>,
+    %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %wo: tensor<16x16xf32>,
+    %kc: tensor<2x32x2x4xf32>, %vc: tensor<2x32x2x4xf32>, %pos: tensor<2xi32>,
+    %len: tensor<2xi32>)
+    -> (tensor<2x?x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>) {
+  %y, %k2, %v2 = attn.qkv_decode <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
+      cache(%kc, %vc) positions(%pos) lengths(%len)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64}
+      : (tensor<2x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<16x16xf32>, tensor<2x32x2x4xf32>,
+         tensor<2x32x2x4xf32>, tensor<2xi32>, tensor<2xi32>)
+      -> (tensor<2x?x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>)
+  return %y, %k2, %v2
+      : tensor<2x?x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>
+}
+
+// -----
+
+// A CCGQA decode step: the chain over the conv and shift states becomes one
+// attn.cca_decode_prologue (rolling both states), the attention over the
+// post-RoPE key cache and the value cache one attn.flash_decode.
+// CHECK-LABEL: func.func @cca_decode_step
+// CHECK: %[[Q:.+]], %[[K:.+]], %[[V:.+]], %[[CS:.+]], %[[SS:.+]] = attn.cca_decode_prologue %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) conv_state(%arg13) shift_state(%arg14) positions(%arg15) {conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, value_shift}
+// CHECK: %[[O:.+]], %[[KC:.+]], %[[VC:.+]] = attn.flash_decode %[[Q]], %[[K]], %[[V]] cache(%arg11, %arg12) positions(%arg15) {block_kv = 64 : i64}
+// CHECK-NOT: attn.causal_conv1d
+// CHECK-NOT: attn.state_update
+// CHECK: return %{{.+}}, %[[KC]], %[[VC]], %[[CS]], %[[SS]]
+func.func @cca_decode_step(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>,
+    %wk: tensor<4x16xf32>, %wv: tensor<2x16xf32>, %wvp: tensor<2x16xf32>,
+    %dw: tensor<12x1x2xf32>, %dwb: tensor<12xf32>, %gw: tensor<12x4x2xf32>,
+    %gwb: tensor<12xf32>, %temp: tensor<1xf32>, %wo: tensor<16x8xf32>,
+    %kc: tensor<2x64x1x4xf32>, %vc: tensor<2x64x1x4xf32>,
+    %cs: tensor<2x2x12xf32>, %ss: tensor<2x1x2xf32>, %pos: tensor<2xi32>)
+    -> (tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>) {
+  %y, %k2, %v2, %c2, %s2 = attn.cca_decode %x wq(%wq) wk(%wk) wv(%wv)
+      wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      cache(%kc, %vc) conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<2x1x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>,
+         tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>,
+         tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>,
+         tensor<16x8xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+         tensor<2x2x12xf32>, tensor<2x1x2xf32>, tensor<2xi32>)
+      -> (tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+          tensor<2x2x12xf32>, tensor<2x1x2xf32>)
+  return %y, %k2, %v2, %c2, %s2
+      : tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
+        tensor<2x2x12xf32>, tensor<2x1x2xf32>
+}

@@ -34,6 +34,10 @@ def AttnFuse : Pass<"attn-fuse"> {
     * the CCA chain (projections, both convolutions, QK-mean, norm with
       temperature, value shift, RoPE) -> `attn.cca_prologue`;
     * a projection split into heads, with its RoPE -> `attn.fused_projection`.
+    * decode forms (one new token per sequence, no `lengths`): the CCA chain
+      over the conv and shift states -> `attn.cca_decode_prologue`; the cache
+      writes and the attention over the cache -> `attn.flash_decode` (K=V
+      reads one cache tensor, RoPE on load).
 
     * any other projection, such as the up-projection, -> a one-head
       `attn.fused_projection` (a tiled GEMM) and a `tensor.collapse_shape`.
@@ -53,7 +57,10 @@ def AttnFuse : Pass<"attn-fuse"> {
            "Output features per projection tile (rounded up to whole heads "
            "when RoPE is fused)">,
     Option<"blockK", "block-k", "int64_t", /*default=*/"64",
-           "Reduction step of the projection GEMM tiles">
+           "Reduction step of the projection GEMM tiles">,
+    Option<"decodeBlockKV", "decode-block-kv", "int64_t", /*default=*/"64",
+           "Cached keys per tile of a decode step (attn.flash_decode; the "
+           "sm_90a kernels stream 64-row tiles)">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
