@@ -27,7 +27,7 @@
 // BF16: {'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 6), }
 
 // RUN: not attnfuse-run %s --entry=nope --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32)
+// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32, takes_i64)
 
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: attnfuse-run: error: 'sdpa' takes 3 argument(s), got 1 input file(s)
@@ -57,8 +57,14 @@
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=RUNTIME
 // RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed: the dynamic sizes of the inputs are inconsistent
 
-// RUN: not attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
-// TYPE: attnfuse-run: error: argument #0 of 'takes_i32' has type tensor<4xi32>; supported element types are f32, f64, f16 and bf16
+// i32 tensors (positions, block tables) travel as <i4; random i32 inputs are
+// zeros.
+// RUN: attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/i32
+// RUN: FileCheck --input-file=%t/i32/out0.npy %s --check-prefix=I32
+// I32: {'descr': '<i4', 'fortran_order': False, 'shape': (4,)
+
+// RUN: not attnfuse-run %s --entry=takes_i64 --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: attnfuse-run: error: argument #0 of 'takes_i64' has type tensor<4xi64>; supported element types are f32, f64, f16, bf16 and i32
 
 // RUN: not attnfuse-run %t/missing.mlir --entry=sdpa --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: attnfuse-run: error: cannot read '{{.*}}missing.mlir'
@@ -81,4 +87,8 @@ func.func @project_bf16(%x: tensor<?x?x8xbf16>, %w: tensor<6x8xbf16>) -> tensor<
 
 func.func @takes_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
   return %x : tensor<4xi32>
+}
+
+func.func @takes_i64(%x: tensor<4xi64>) -> tensor<4xi64> {
+  return %x : tensor<4xi64>
 }
