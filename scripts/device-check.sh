@@ -14,13 +14,18 @@
 #       DIR/device/device_bench.py: every kernel against a PyTorch f32 reference (bf16 inputs),
 #       CUDA-event timings at S = 1k/4k/16k (32k tokens per launch) next to
 #       torch SDPA (cuDNN and flash backends); writes OUT/results-<date>-<gpu>.json and .png.
+#       Then DIR/device/decode_bench.py: the attn.flash_decode kernels (GQA 32/8 x 128, K=V and
+#       separate K/V, bf16) at context 4k/32k/128k x batch 1/16/64: achieved GB/s over the bytes
+#       the cache holds, against 4.8 TB/s and torch SDPA / flash_attn_with_kvcache, numerics
+#       against a torch reference; writes OUT/decode-<date>-<gpu>.json and .md.
 #
 # Environment (prepare): ATTNFUSE_BUILD_DIR (default: build), ATTNFUSE_COMPILE (a prebuilt
-# attnfuse-compile; skips the build). (run): DEVICE_CHECK_BUDGET_S (default 285).
+# attnfuse-compile; skips the build). (run): DEVICE_CHECK_BUDGET_S (default 285),
+# DEVICE_CHECK_DECODE_S (seconds kept for the decode check, default 100).
 set -euo pipefail
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -58,6 +63,7 @@ prepare() {
   python3 "$ROOT/scripts/device/make_layers.py" "$ROOT" "$dir/layers"
   local ok=0 failed=0
   for mlir in "$dir"/layers/*.mlir; do
+    case "$(basename "$mlir")" in decode_*) continue ;; esac
     local name
     name="$(basename "$mlir" .mlir)"
     if "$tool" "$mlir" --target=sm_90a -o "$dir/kernels/$name" >"$dir/layers/$name.log" 2>&1; then
@@ -91,6 +97,19 @@ json.dump(variants, open(os.path.join(d, "variants.json"), "w"), indent=2)
 for v in variants:
     print(f"   {v['name']:18} {'ok: ' + ', '.join(v['kernels']) if v['compiled'] else 'FAILED: ' + v['compile_error']}")
 EOF
+
+  echo "== decode steps (attn.flash_decode)"
+  cp "$dir/layers/decode_variants.json" "$dir/decode_variants.json"
+  for mlir in "$dir"/layers/decode_*.mlir; do
+    local name
+    name="$(basename "$mlir" .mlir)"
+    if "$tool" "$mlir" --target=sm_90a -o "$dir/kernels/$name" >"$dir/layers/$name.log" 2>&1; then
+      echo "   $name ok"
+    else
+      echo "   $name: attnfuse-compile failed (see layers/$name.log)"
+      exit 1
+    fi
+  done
 
   echo "== copying the runtime and the device scripts"
   mkdir -p "$dir/runtime" "$dir/device"
@@ -145,8 +164,23 @@ run() {
   local deadline=$(( left - 35 ))
   [ "$deadline" -gt 30 ] || deadline=30
   echo "== kernels vs PyTorch ($left s left; variants get $deadline s)"
-  timeout --kill-after=5 "$left" python3 "$dir/device/device_bench.py" --dir "$dir" --lib "$lib" \
-    --out "$out" --deadline "$deadline" --ctest-summary "$ctest_summary"
+  # The decode check keeps a fixed share of the budget for after the prefill kernels.
+  local decode_s="${DEVICE_CHECK_DECODE_S:-100}"
+  local prefill_left=$(( left - decode_s ))
+  [ "$prefill_left" -gt 60 ] || prefill_left=60
+  deadline=$(( prefill_left - 35 ))
+  [ "$deadline" -gt 30 ] || deadline=30
+  timeout --kill-after=5 "$prefill_left" python3 "$dir/device/device_bench.py" --dir "$dir" \
+    --lib "$lib" --out "$out" --deadline "$deadline" --ctest-summary "$ctest_summary" \
+    || echo "device_bench.py: exit $?"
+  left=$(( budget - ($(date +%s) - start) ))
+  echo "== decode kernels ($left s left)"
+  if [ "$left" -gt 20 ]; then
+    timeout --kill-after=5 "$left" python3 "$dir/device/decode_bench.py" --dir "$dir" \
+      --lib "$lib" --out "$out" --deadline "$(( left - 15 ))" || echo "decode_bench.py: exit $?"
+  else
+    echo "no time left for the decode check"
+  fi
   echo "== done in $(( $(date +%s) - start )) s; results in $out"
   ls -la "$out"
 }

@@ -20,8 +20,11 @@
 //   the K=V values stay un-rotated).
 // * Softmax: warp w keeps the running max / sum of heads w, w + 4, ... over
 //   the tile with shfl.bfly reductions and exp2.
-// * P V: thread t accumulates 8 value dims (t % (dv / 8)) for the heads
-//   t / (dv / 8) + k * (128 / (dv / 8)) in registers across tiles.
+// * P V: thread t accumulates 8 value dims (t % (dv / 8)) of a block of at
+//   most 8 heads over every R-th row of each tile (R = 128 / (dv / 8) /
+//   head blocks), in registers across tiles: one 16-byte V read serves all
+//   heads of the block. The R row parts are summed through shared memory
+//   (the drained ring) at the end.
 // * The split writes its normalized partial output and its log2-domain
 //   log-sum-exp (-inf when it saw no key) to the f32 workspace
 //   [B, Hq, num_splits, dv + 4].
@@ -39,6 +42,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -95,10 +99,9 @@ attnfuse::nvgpu::planFlashDecode(FlashDecodeOp op,
            << "were asked for elem-type=" << elemName(options.elem);
   p.headDim = queryType.getDimSize(3);
   p.numHeads = queryType.getDimSize(2);
-  p.numKvHeads =
-      cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
-  p.valueDim = cast<RankedTensorType>(op.getValueOrKeyCache().getType())
-                   .getDimSize(3);
+  p.numKvHeads = cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
+  p.valueDim =
+      cast<RankedTensorType>(op.getValueOrKeyCache().getType()).getDimSize(3);
   p.group = p.numHeads / p.numKvHeads;
   for (auto [name, dim] : {std::pair<StringRef, int64_t>{"head_dim", p.headDim},
                            {"value dim", p.valueDim}})
@@ -126,9 +129,8 @@ attnfuse::nvgpu::planFlashDecode(FlashDecodeOp op,
                 "(dimension 1 of 'key_cache')";
   }
   p.window = op.getWindow();
-  p.scale = op.getScaleAttr()
-                ? op.getScaleAttr().getValueAsDouble()
-                : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+  p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
+                              : 1.0 / std::sqrt(static_cast<double>(p.headDim));
   p.queryRotated = rotatedDims(op.getQueryRopeAttr(), p.headDim);
   p.keyRotated = rotatedDims(op.getKeyRopeAttr(), p.headDim);
   for (int64_t r : {p.queryRotated, p.keyRotated})
@@ -142,6 +144,13 @@ attnfuse::nvgpu::planFlashDecode(FlashDecodeOp op,
   p.numSplits = op.getNumSplits();
   p.threads = kDecodeThreads;
 
+  // P V: thread t owns 8 value dims (chunk t % (dv / 8)) of a block of at
+  // most 8 heads and every pvRowParts-th row of each tile; the row parts are
+  // summed once at the end.
+  p.pvHeadBlocks = (p.group + 7) / 8;
+  p.pvHeads = (p.group + p.pvHeadBlocks - 1) / p.pvHeadBlocks;
+  p.pvRowParts = p.threads / (p.valueDim / 8) / p.pvHeadBlocks;
+
   // Layout; as many stages (2 to 4) as leave room for two CTAs per SM.
   p.kRowBytes = p.headDim * 2 + 16;
   p.vRowBytes = p.keyIsValue ? 0 : p.valueDim * 2 + 16;
@@ -152,6 +161,8 @@ attnfuse::nvgpu::planFlashDecode(FlashDecodeOp op,
     off += stages * kDecodeRows * p.kRowBytes;
     p.vOff = off;
     off += stages * kDecodeRows * p.vRowBytes;
+    // The ring, once drained, holds the per-row-part P V sums.
+    off = std::max(off, p.pvRowParts * p.group * p.valueDim * 4);
     p.qOff = off;
     off += align16(p.group * p.headDim * 4);
     p.pOff = off;
@@ -199,12 +210,12 @@ public:
 
 private:
   Value kStage(Value stage) {
-    return d.sAt(smem, d.add(d.c32(p.kOff),
-                             d.mul(stage, kDecodeRows * p.kRowBytes)));
+    return d.sAt(smem,
+                 d.add(d.c32(p.kOff), d.mul(stage, kDecodeRows * p.kRowBytes)));
   }
   Value vStage(Value stage) {
-    return d.sAt(smem, d.add(d.c32(p.vOff),
-                             d.mul(stage, kDecodeRows * p.vRowBytes)));
+    return d.sAt(smem,
+                 d.add(d.c32(p.vOff), d.mul(stage, kDecodeRows * p.vRowBytes)));
   }
   Value bar(Value stage) {
     return d.sAt(smem, d.add(d.c32(p.barOff), d.mul(stage, 8)));
@@ -239,8 +250,7 @@ Value DecodeEmitter::cacheRow(Value token, int64_t dim) {
     Value entry = d.add(d.mul(batch, a.maxPages), d.divu(token, p.pageSize));
     Value page = d.load(d.i32, d.gAt(a.blockTable, entry, d.i32), 4);
     row = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, i64(page), d.c64(p.pageSize)),
+        b, loc, arith::MulIOp::create(b, loc, i64(page), d.c64(p.pageSize)),
         i64(d.remu(token, p.pageSize)));
   } else {
     row = arith::AddIOp::create(
@@ -261,10 +271,9 @@ void DecodeEmitter::issueTile(Value tile) {
   Value rows = d.mins(d.c32(kDecodeRows), d.sub(d.add(position, 1), start));
   int64_t rowBytes = p.headDim * 2 + (p.keyIsValue ? 0 : p.valueDim * 2);
   d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
-    NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar(stage),
-                                           d.mul(rows, rowBytes),
-                                           NVVM::MemScopeKind::CTA, false,
-                                           Value());
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, loc, Type(), bar(stage), d.mul(rows, rowBytes),
+        NVVM::MemScopeKind::CTA, false, Value());
   });
   d.inlineAsm(Type(), {}, "bar.warp.sync -1;", "");
   auto copyRow = [&](Value dst, Value src, int64_t bytes, Value barrier) {
@@ -280,8 +289,8 @@ void DecodeEmitter::issueTile(Value tile) {
       Value isNew = d.cmp(CmpIPredicate::eq, token, position);
       auto source = [&](Value newRows, Value cache, int64_t dim) -> Value {
         // Key p comes from the new token, not from the cache being written.
-        Value newOffset = i64(d.mul(d.add(d.mul(batch, p.numKvHeads), kvHead),
-                                    dim));
+        Value newOffset =
+            i64(d.mul(d.add(d.mul(batch, p.numKvHeads), kvHead), dim));
         Value fromNew = d.gAt(newRows, newOffset, d.elemType);
         Value fromCache = d.ifThenElseValues(
             isNew, TypeRange{fromNew.getType()},
@@ -305,8 +314,8 @@ void DecodeEmitter::issueTile(Value tile) {
 SmallVector<Value> DecodeEmitter::loadChunk(Value sharedPtr) {
   auto vecElem = VectorType::get({8}, d.elemType);
   auto vecF32 = VectorType::get({8}, d.f32);
-  Value chunk = arith::ExtFOp::create(d.b, d.loc, vecF32,
-                                      d.load(vecElem, sharedPtr, 16));
+  Value chunk =
+      arith::ExtFOp::create(d.b, d.loc, vecF32, d.load(vecElem, sharedPtr, 16));
   SmallVector<Value> values;
   for (int64_t i = 0; i < 8; ++i)
     values.push_back(
@@ -359,14 +368,15 @@ void DecodeEmitter::emit() {
   if (p.window)
     lo = d.maxs(lo, d.sub(position, *p.window - 1));
   Value totalTiles = d.select(
-      valid, d.divs(d.add(d.sub(position, lo), kDecodeRows), d.c32(kDecodeRows)),
+      valid,
+      d.divs(d.add(d.sub(position, lo), kDecodeRows), d.c32(kDecodeRows)),
       d.c32(0));
-  Value perSplit = d.divs(d.add(totalTiles, d.sub(a.numSplits, 1)),
-                          a.numSplits);
+  Value perSplit =
+      d.divs(d.add(totalTiles, d.sub(a.numSplits, 1)), a.numSplits);
   firstTile = d.mul(split, perSplit);
-  numTiles = d.maxs(d.c32(0), d.sub(d.mins(d.add(firstTile, perSplit),
-                                            totalTiles),
-                                     firstTile));
+  numTiles =
+      d.maxs(d.c32(0),
+             d.sub(d.mins(d.add(firstTile, perSplit), totalTiles), firstTile));
 
   // Split 0 writes the new token into the cache (no CTA reads that row).
   d.ifThen(d.andb(valid, d.cmp(CmpIPredicate::eq, split, 0)), [&]() {
@@ -375,8 +385,7 @@ void DecodeEmitter::emit() {
       d.ifThen(d.cmp(CmpIPredicate::slt, tid, chunks), [&]() {
         auto vec = VectorType::get({8}, d.elemType);
         Value src = arith::AddIOp::create(
-            b, loc,
-            i64(d.mul(d.add(d.mul(batch, p.numKvHeads), kvHead), dim)),
+            b, loc, i64(d.mul(d.add(d.mul(batch, p.numKvHeads), kvHead), dim)),
             i64(d.mul(tid, 8)));
         Value dst = arith::AddIOp::create(b, loc, cacheRow(position, dim),
                                           i64(d.mul(tid, 8)));
@@ -396,44 +405,43 @@ void DecodeEmitter::emit() {
       d.mbarInit(bar(d.c32(s)), 1);
   });
   Value qScale = d.cf(p.scale * kLog2e);
-  d.forLoop(tid, d.c32(g * dh), d.c32(p.threads), {},
-            [&](Value item, ValueRange) -> SmallVector<Value> {
-              Value head = d.divu(item, dh);
-              Value dim = d.remu(item, dh);
-              Value base = d.mul(d.add(d.mul(batch, p.numHeads),
-                                       d.add(d.mul(kvHead, g), head)),
-                                 dh);
-              auto element = [&](Value e) {
-                return arith::ExtFOp::create(
-                    b, loc, d.f32,
-                    d.load(d.elemType, d.gAt(a.query, d.add(base, e), d.elemType),
-                           2));
-              };
-              Value x = element(dim);
-              if (p.queryRotated) {
-                int64_t half = p.queryRotated / 2;
-                Value inRotated = d.cmp(CmpIPredicate::slt, dim, p.queryRotated);
-                Value firstHalf = d.cmp(CmpIPredicate::slt, dim, half);
-                Value partnerDim = d.select(
-                    inRotated,
-                    d.select(firstHalf, d.add(dim, half), d.sub(dim, half)),
-                    dim);
-                Value y = element(partnerDim);
-                Value column = d.select(inRotated, d.remu(dim, half), d.c32(0));
-                // Positions outside the capacity have no table row.
-                Value at = d.select(valid, position, d.c32(0));
-                Value index = d.add(d.mul(at, half), column);
-                Value cosine = d.load(d.f32, d.gAt(a.queryCos, index, d.f32), 4);
-                Value sine = d.load(d.f32, d.gAt(a.querySin, index, d.f32), 4);
-                Value rotated = d.select(
-                    firstHalf, d.subf(d.mulf(x, cosine), d.mulf(y, sine)),
-                    d.addf(d.mulf(x, cosine), d.mulf(y, sine)));
-                x = d.select(inRotated, rotated, x);
-              }
-              d.store(d.mulf(x, qScale),
-                      d.sAt(smem, d.add(d.c32(p.qOff), d.mul(item, 4))), 4);
-              return {};
-            });
+  d.forLoop(
+      tid, d.c32(g * dh), d.c32(p.threads), {},
+      [&](Value item, ValueRange) -> SmallVector<Value> {
+        Value head = d.divu(item, dh);
+        Value dim = d.remu(item, dh);
+        Value base = d.mul(
+            d.add(d.mul(batch, p.numHeads), d.add(d.mul(kvHead, g), head)), dh);
+        auto element = [&](Value e) {
+          return arith::ExtFOp::create(
+              b, loc, d.f32,
+              d.load(d.elemType, d.gAt(a.query, d.add(base, e), d.elemType),
+                     2));
+        };
+        Value x = element(dim);
+        if (p.queryRotated) {
+          int64_t half = p.queryRotated / 2;
+          Value inRotated = d.cmp(CmpIPredicate::slt, dim, p.queryRotated);
+          Value firstHalf = d.cmp(CmpIPredicate::slt, dim, half);
+          Value partnerDim = d.select(
+              inRotated,
+              d.select(firstHalf, d.add(dim, half), d.sub(dim, half)), dim);
+          Value y = element(partnerDim);
+          Value column = d.select(inRotated, d.remu(dim, half), d.c32(0));
+          // Positions outside the capacity have no table row.
+          Value at = d.select(valid, position, d.c32(0));
+          Value index = d.add(d.mul(at, half), column);
+          Value cosine = d.load(d.f32, d.gAt(a.queryCos, index, d.f32), 4);
+          Value sine = d.load(d.f32, d.gAt(a.querySin, index, d.f32), 4);
+          Value rotated =
+              d.select(firstHalf, d.subf(d.mulf(x, cosine), d.mulf(y, sine)),
+                       d.addf(d.mulf(x, cosine), d.mulf(y, sine)));
+          x = d.select(inRotated, rotated, x);
+        }
+        d.store(d.mulf(x, qScale),
+                d.sAt(smem, d.add(d.c32(p.qOff), d.mul(item, 4))), 4);
+        return {};
+      });
   d.ifThen(d.cmp(CmpIPredicate::slt, tid, g), [&]() {
     d.store(negInf, headSlot(p.maxOff, tid), 4);
     d.store(zero, headSlot(p.sumOff, tid), 4);
@@ -453,10 +461,20 @@ void DecodeEmitter::emit() {
   Value scoreParity = d.divu(tid, kDecodeRows);
   int64_t scoreHeads = (g + 1) / 2;
   int64_t valueChunks = dv / 8;
-  int64_t headGroups = p.threads / valueChunks;
   Value valueChunk = d.remu(tid, valueChunks);
-  Value headGroup = d.divu(tid, valueChunks);
-  int64_t valueHeads = (g + headGroups - 1) / headGroups;
+  Value headBlock = d.remu(d.divu(tid, valueChunks), p.pvHeadBlocks);
+  Value rowPart = d.divu(tid, valueChunks * p.pvHeadBlocks);
+  int64_t valueHeads = p.pvHeads;
+  // Heads past G (G not a multiple of the block) compute on head 0 and are
+  // never stored.
+  bool ragged = p.pvHeads * p.pvHeadBlocks != g;
+  SmallVector<Value> heads, headValid;
+  for (int64_t j = 0; j < valueHeads; ++j) {
+    Value head = d.add(d.mul(headBlock, p.pvHeads), j);
+    Value inRange = d.cmp(CmpIPredicate::slt, head, g);
+    heads.push_back(ragged ? d.select(inRange, head, d.c32(0)) : head);
+    headValid.push_back(inRange);
+  }
   int64_t softmaxHeads = (g + 3) / 4;
 
   SmallVector<Value> accInit(valueHeads * 8, zero);
@@ -481,19 +499,19 @@ void DecodeEmitter::emit() {
               return d.forLoop(
                   d.c32(0), d.c32(dh / 8), d.c32(1), init,
                   [&](Value chunk, ValueRange sums) -> SmallVector<Value> {
-                    SmallVector<Value> k = loadChunk(
-                        d.sAt(rowPtr, d.mul(chunk, 16)));
+                    SmallVector<Value> k =
+                        loadChunk(d.sAt(rowPtr, d.mul(chunk, 16)));
                     if (p.keyRotated) {
                       int64_t halfChunks = p.keyRotated / 16;
                       Value inRotated =
                           d.cmp(CmpIPredicate::slt, chunk, p.keyRotated / 8);
                       Value firstHalf =
                           d.cmp(CmpIPredicate::slt, chunk, halfChunks);
-                      Value partner = d.select(
-                          inRotated,
-                          d.select(firstHalf, d.add(chunk, halfChunks),
-                                   d.sub(chunk, halfChunks)),
-                          chunk);
+                      Value partner =
+                          d.select(inRotated,
+                                   d.select(firstHalf, d.add(chunk, halfChunks),
+                                            d.sub(chunk, halfChunks)),
+                                   chunk);
                       SmallVector<Value> y =
                           loadChunk(d.sAt(rowPtr, d.mul(partner, 16)));
                       Value column = d.select(
@@ -522,9 +540,8 @@ void DecodeEmitter::emit() {
                         head = d.select(d.cmp(CmpIPredicate::slt, head, g),
                                         head, d.c32(0));
                       Value qPtr = d.sAt(
-                          smem, d.add(d.c32(p.qOff),
-                                      d.add(d.mul(head, dh * 4),
-                                            d.mul(chunk, 32))));
+                          smem, d.add(d.c32(p.qOff), d.add(d.mul(head, dh * 4),
+                                                           d.mul(chunk, 32))));
                       SmallVector<Value> q = loadF32x8(qPtr);
                       Value sum = sums[j];
                       for (int64_t i = 0; i < 8; ++i)
@@ -540,11 +557,11 @@ void DecodeEmitter::emit() {
         for (int64_t j = 0; j < scoreHeads; ++j) {
           Value head = d.add(scoreParity, 2 * j);
           auto storeScore = [&]() {
-            d.store(scores[j],
-                    d.sAt(smem, d.add(d.c32(p.pOff),
-                                      d.add(d.mul(head, p.pRowBytes),
-                                            d.mul(scoreRow, 4)))),
-                    4);
+            d.store(
+                scores[j],
+                d.sAt(smem, d.add(d.c32(p.pOff), d.add(d.mul(head, p.pRowBytes),
+                                                       d.mul(scoreRow, 4)))),
+                4);
           };
           if (g % 2)
             d.ifThen(d.cmp(CmpIPredicate::slt, head, g), storeScore);
@@ -559,7 +576,8 @@ void DecodeEmitter::emit() {
           auto update = [&]() {
             Value rowBase = d.add(d.c32(p.pOff), d.mul(head, p.pRowBytes));
             Value p0Ptr = d.sAt(smem, d.add(rowBase, d.mul(lane, 4)));
-            Value p1Ptr = d.sAt(smem, d.add(rowBase, d.mul(d.add(lane, 32), 4)));
+            Value p1Ptr =
+                d.sAt(smem, d.add(rowBase, d.mul(d.add(lane, 32), 4)));
             Value s0 = d.load(d.f32, p0Ptr, 4);
             Value s1 = d.load(d.f32, p1Ptr, 4);
             Value maxOld = d.load(d.f32, headSlot(p.maxOff, head), 4);
@@ -591,31 +609,26 @@ void DecodeEmitter::emit() {
         Value valueBase = p.keyIsValue ? kStage(stage) : vStage(stage);
         int64_t valueRowBytes = p.keyIsValue ? p.kRowBytes : p.vRowBytes;
         SmallVector<Value> scaled(accIn.begin(), accIn.end());
-        SmallVector<Value> heads;
         for (int64_t j = 0; j < valueHeads; ++j) {
-          Value head = d.add(headGroup, j * headGroups);
-          // Heads past G compute on head 0 and are never stored.
-          if (g % headGroups)
-            head = d.select(d.cmp(CmpIPredicate::slt, head, g), head, d.c32(0));
-          heads.push_back(head);
-          Value alpha = d.load(d.f32, headSlot(p.alphaOff, head), 4);
+          Value alpha = d.load(d.f32, headSlot(p.alphaOff, heads[j]), 4);
           for (int64_t i = 0; i < 8; ++i)
             scaled[j * 8 + i] = d.mulf(scaled[j * 8 + i], alpha);
         }
+        // One V chunk read serves every head of the block.
         SmallVector<Value> result = d.forLoop(
-            d.c32(0), rows, d.c32(1), scaled,
+            rowPart, rows, d.c32(p.pvRowParts), scaled,
             [&](Value row, ValueRange sums) -> SmallVector<Value> {
-              SmallVector<Value> v = loadChunk(d.sAt(
-                  valueBase, d.add(d.mul(row, valueRowBytes),
-                                   d.mul(valueChunk, 16))));
+              SmallVector<Value> v =
+                  loadChunk(d.sAt(valueBase, d.add(d.mul(row, valueRowBytes),
+                                                   d.mul(valueChunk, 16))));
               SmallVector<Value> out(sums.begin(), sums.end());
               for (int64_t j = 0; j < valueHeads; ++j) {
-                Value weight = d.load(
-                    d.f32,
-                    d.sAt(smem, d.add(d.c32(p.pOff),
-                                      d.add(d.mul(heads[j], p.pRowBytes),
-                                            d.mul(row, 4)))),
-                    4);
+                Value weight =
+                    d.load(d.f32,
+                           d.sAt(smem, d.add(d.c32(p.pOff),
+                                             d.add(d.mul(heads[j], p.pRowBytes),
+                                                   d.mul(row, 4)))),
+                           4);
                 for (int64_t i = 0; i < 8; ++i)
                   out[j * 8 + i] = d.fma(weight, v[i], out[j * 8 + i]);
               }
@@ -623,54 +636,83 @@ void DecodeEmitter::emit() {
             });
         // Every thread is done with this stage: refill it.
         d.barrierAll();
-        d.ifThen(d.andb(d.cmp(CmpIPredicate::eq, warp, 0),
-                        d.cmp(CmpIPredicate::slt, d.add(tile, p.stages),
-                              numTiles)),
-                 [&]() { issueTile(d.add(tile, p.stages)); });
+        d.ifThen(
+            d.andb(d.cmp(CmpIPredicate::eq, warp, 0),
+                   d.cmp(CmpIPredicate::slt, d.add(tile, p.stages), numTiles)),
+            [&]() { issueTile(d.add(tile, p.stages)); });
         return result;
       });
 
-  // Partial output and log-sum-exp of this split.
-  int64_t row = p.workspaceRow();
+  // Sum the row parts through the drained ring: [row part][head][dv] f32.
+  auto partialAt = [&](Value part, Value head, Value chunk) {
+    return d.sAt(smem, d.add(d.c32(p.kOff),
+                             d.mul(d.add(d.mul(d.add(d.mul(part, g), head), dv),
+                                         d.mul(chunk, 8)),
+                                   4)));
+  };
+  auto vec4 = VectorType::get({4}, d.f32);
   for (int64_t j = 0; j < valueHeads; ++j) {
-    Value head = d.add(headGroup, j * headGroups);
-    auto write = [&]() {
-      Value sum = d.load(d.f32, headSlot(p.sumOff, head), 4);
-      Value maxValue = d.load(d.f32, headSlot(p.maxOff, head), 4);
-      Value empty = d.cmpf(CmpFPredicate::OLE, sum, zero);
-      Value inverse = d.select(empty, zero, d.divf(d.cf(1.0), sum));
-      Value queryHead = d.add(d.mul(kvHead, g), head);
-      Value base = d.mul(
-          d.add(d.mul(d.add(d.mul(batch, p.numHeads), queryHead),
-                      a.numSplits),
-                split),
-          row);
-      auto vec = VectorType::get({4}, d.f32);
+    auto store = [&]() {
+      Value at = partialAt(rowPart, heads[j], valueChunk);
       for (int64_t half = 0; half < 2; ++half) {
-        Value packed = LLVM::UndefOp::create(b, loc, vec);
+        Value packed = LLVM::UndefOp::create(b, loc, vec4);
         for (int64_t i = 0; i < 4; ++i)
           packed = LLVM::InsertElementOp::create(
-              b, loc, packed, d.mulf(acc[j * 8 + half * 4 + i], inverse),
-              d.c32(i));
-        d.store(packed,
-                d.gAt(a.workspace,
-                      d.add(base, d.add(d.mul(valueChunk, 8), half * 4)),
-                      d.f32),
-                16);
+              b, loc, packed, acc[j * 8 + half * 4 + i], d.c32(i));
+        d.store(packed, d.sAt(at, half * 16), 16);
       }
-      d.ifThen(d.cmp(CmpIPredicate::eq, valueChunk, 0), [&]() {
-        Value log2Sum = d.inlineAsm(d.f32, {d.select(empty, d.cf(1.0), sum)},
-                                    "lg2.approx.f32 $0, $1;", "=f,f",
-                                    /*sideEffects=*/false);
-        Value lse = d.select(empty, negInf, d.addf(maxValue, log2Sum));
-        d.store(lse, d.gAt(a.workspace, d.add(base, dv), d.f32), 4);
-      });
     };
-    if (g % headGroups)
-      d.ifThen(d.cmp(CmpIPredicate::slt, head, g), write);
+    if (ragged)
+      d.ifThen(headValid[j], store);
     else
-      write();
+      store();
   }
+  d.barrierAll();
+
+  // Partial output (normalized) and log-sum-exp of this split, one
+  // (head, chunk) per thread and step.
+  int64_t row = p.workspaceRow();
+  d.forLoop(
+      tid, d.c32(g * valueChunks), d.c32(p.threads), {},
+      [&](Value item, ValueRange) -> SmallVector<Value> {
+        Value head = d.divu(item, valueChunks);
+        Value chunk = d.remu(item, valueChunks);
+        SmallVector<Value> total(8, zero);
+        for (int64_t part = 0; part < p.pvRowParts; ++part) {
+          SmallVector<Value> partial =
+              loadF32x8(partialAt(d.c32(part), head, chunk));
+          for (int64_t i = 0; i < 8; ++i)
+            total[i] = d.addf(total[i], partial[i]);
+        }
+        Value sum = d.load(d.f32, headSlot(p.sumOff, head), 4);
+        Value maxValue = d.load(d.f32, headSlot(p.maxOff, head), 4);
+        Value empty = d.cmpf(CmpFPredicate::OLE, sum, zero);
+        Value inverse = d.select(empty, zero, d.divf(d.cf(1.0), sum));
+        Value queryHead = d.add(d.mul(kvHead, g), head);
+        Value base =
+            d.mul(d.add(d.mul(d.add(d.mul(batch, p.numHeads), queryHead),
+                              a.numSplits),
+                        split),
+                  row);
+        for (int64_t half = 0; half < 2; ++half) {
+          Value packed = LLVM::UndefOp::create(b, loc, vec4);
+          for (int64_t i = 0; i < 4; ++i)
+            packed = LLVM::InsertElementOp::create(
+                b, loc, packed, d.mulf(total[half * 4 + i], inverse), d.c32(i));
+          d.store(packed,
+                  d.gAt(a.workspace,
+                        d.add(base, d.add(d.mul(chunk, 8), half * 4)), d.f32),
+                  16);
+        }
+        d.ifThen(d.cmp(CmpIPredicate::eq, chunk, 0), [&]() {
+          Value log2Sum = d.inlineAsm(d.f32, {d.select(empty, d.cf(1.0), sum)},
+                                      "lg2.approx.f32 $0, $1;", "=f,f",
+                                      /*sideEffects=*/false);
+          Value lse = d.select(empty, negInf, d.addf(maxValue, log2Sum));
+          d.store(lse, d.gAt(a.workspace, d.add(base, dv), d.f32), 4);
+        });
+        return {};
+      });
 }
 
 } // namespace
@@ -763,8 +805,8 @@ void attnfuse::nvgpu::buildFlashDecodeCombineKernel(OpBuilder &b, Location loc,
       d.mul(d.mul(d.add(d.mul(batch, p.numHeads), head), numSplits), row);
   auto lseOf = [&](Value s) {
     return d.load(d.f32,
-                  d.gAt(workspace, d.add(headBase, d.add(d.mul(s, row),
-                                                        p.valueDim)),
+                  d.gAt(workspace,
+                        d.add(headBase, d.add(d.mul(s, row), p.valueDim)),
                         d.f32),
                   4);
   };
@@ -781,14 +823,13 @@ void attnfuse::nvgpu::buildFlashDecodeCombineKernel(OpBuilder &b, Location loc,
         Value weight = d.exp2(d.subf(lseOf(s), safeMax));
         Value partial = d.load(
             d.f32,
-            d.gAt(workspace, d.add(headBase, d.add(d.mul(s, row), dim)),
-                  d.f32),
+            d.gAt(workspace, d.add(headBase, d.add(d.mul(s, row), dim)), d.f32),
             4);
         return {d.addf(acc[0], weight), d.fma(weight, partial, acc[1])};
       });
   Value value = d.select(none, d.cf(0.0), d.divf(sums[1], sums[0]));
-  Value index = d.add(d.mul(d.add(d.mul(batch, p.numHeads), head), p.valueDim),
-                      dim);
+  Value index =
+      d.add(d.mul(d.add(d.mul(batch, p.numHeads), head), p.valueDim), dim);
   d.store(arith::TruncFOp::create(b, loc, d.elemType, value),
           d.gAt(output, index, d.elemType), 2);
   gpu::ReturnOp::create(b, loc);
@@ -843,15 +884,15 @@ std::string attnfuse::nvgpu::decodeSplitsExpr(FlashDecodeOp op,
                           ? "B"
                           : std::to_string(cast<IntegerAttr>(s.batch).getInt());
   // Two CTAs per SM on 132 SMs, each split at least 4 tiles of a full cache.
-  return llvm::formatv("max(1, min(ceil_div(264, {0}*{1}), ceil_div({2}, {3})))",
-                       p.numKvHeads, batch, s.capacity, 4 * p.blockKV)
+  return llvm::formatv(
+             "max(1, min(ceil_div(264, {0}*{1}), ceil_div({2}, {3})))",
+             p.numKvHeads, batch, s.capacity, 4 * p.blockKV)
       .str();
 }
 
 static DictionaryAttr decodeTensor(MLIRContext *ctx, StringRef name,
                                    StringRef role, int64_t operand,
-                                   StringRef dtype,
-                                   ArrayRef<Attribute> shape) {
+                                   StringRef dtype, ArrayRef<Attribute> shape) {
   return DictBuilder(ctx)
       .set("name", name)
       .set("role", role)
@@ -969,12 +1010,12 @@ DictionaryAttr attnfuse::nvgpu::describeFlashDecodeSplit(MLIRContext *ctx,
     ropeTable("rope_k", op.getKeyRopeAttr(), p.keyRotated);
   params.push_back(
       describeParam(ctx, "capacity", "scalar", "i32", sym.capacity));
-  std::string pages = p.paged ? (isa<StringAttr>(sym.pagesPerSequence)
-                                     ? "S"
-                                     : std::to_string(cast<IntegerAttr>(
-                                                          sym.pagesPerSequence)
-                                                          .getInt()))
-                              : "1";
+  std::string pages =
+      p.paged ? (isa<StringAttr>(sym.pagesPerSequence)
+                     ? "S"
+                     : std::to_string(
+                           cast<IntegerAttr>(sym.pagesPerSequence).getInt()))
+              : "1";
   params.push_back(describeParam(ctx, "max_pages", "scalar", "i32", pages));
   params.push_back(describeParam(ctx, "num_splits", "scalar", "i32", splits));
 
@@ -1011,24 +1052,24 @@ DictionaryAttr attnfuse::nvgpu::describeFlashDecodeSplit(MLIRContext *ctx,
   attrs.set("workspace",
             DictBuilder(ctx)
                 .set("tensor", "workspace")
-                .set("bytes", StringRef(llvm::formatv("4*{0}*{1}*({2})*{3}",
-                                                      isa<StringAttr>(batch)
-                                                          ? std::string("B")
-                                                          : std::to_string(
-                                                                cast<IntegerAttr>(
-                                                                    batch)
-                                                                    .getInt()),
-                                                      hq, splits,
-                                                      p.workspaceRow())
-                                            .str()))
+                .set("bytes",
+                     StringRef(llvm::formatv(
+                                   "4*{0}*{1}*({2})*{3}",
+                                   isa<StringAttr>(batch)
+                                       ? std::string("B")
+                                       : std::to_string(
+                                             cast<IntegerAttr>(batch).getInt()),
+                                   hq, splits, p.workspaceRow())
+                                   .str()))
                 .set("note", "allocated by the host, no initialization "
                              "needed; read by the combine kernel")
                 .get());
   return attrs.getDictionary(ctx);
 }
 
-DictionaryAttr attnfuse::nvgpu::describeFlashDecodeCombine(
-    MLIRContext *ctx, FlashDecodeOp op, const DecodePlan &p) {
+DictionaryAttr
+attnfuse::nvgpu::describeFlashDecodeCombine(MLIRContext *ctx, FlashDecodeOp op,
+                                            const DecodePlan &p) {
   StringRef elem = elemName(p.elem);
   DecodeSymbols sym = decodeSymbols(ctx, op, p);
   std::string splits = decodeSplitsExpr(op, p);
@@ -1038,9 +1079,9 @@ DictionaryAttr attnfuse::nvgpu::describeFlashDecodeCombine(
                    -1, "f32",
                    {sym.batch, intAttr(ctx, hq), strAttr(ctx, splits),
                     intAttr(ctx, p.workspaceRow())}),
-      decodeTensor(ctx, "output", "result", -1, elem,
-                   {sym.batch, intAttr(ctx, 1), intAttr(ctx, hq),
-                    intAttr(ctx, dv)})};
+      decodeTensor(
+          ctx, "output", "result", -1, elem,
+          {sym.batch, intAttr(ctx, 1), intAttr(ctx, hq), intAttr(ctx, dv)})};
   SmallVector<Attribute> params = {
       describeParam(ctx, "workspace", "pointer", "f32", "workspace"),
       describeParam(ctx, "output", "pointer", elem, "output"),

@@ -160,6 +160,8 @@ struct DecodePlan {
   bool sharedRopeTable = false;
   int64_t numSplits = 0; // 0: the runtime expression of describe
   int64_t minBlocksPerSM;
+  // P V thread layout: heads per thread, head blocks, row parts per tile.
+  int64_t pvHeads, pvHeadBlocks, pvRowParts;
   // Shared memory (bytes from a 1024-byte aligned base): padded K (and V)
   // rows per stage, the f32 query rows, the f32 score rows, the running max,
   // sum and rescale factor per head, one mbarrier per stage.
