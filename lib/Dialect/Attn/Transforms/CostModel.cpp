@@ -66,11 +66,11 @@ static double projectionFlops(ArrayRef<Value> matrices, int64_t seqLen,
          static_cast<double>(batch);
 }
 
-static LayerCost computeCost(QKVAttentionOp op, int64_t seqLen, int64_t batch) {
-  LayerCost cost;
-  cost.kind =
-      ("qkv_attention <" + stringifySharingMode(op.getSharing()) + ">").str();
-  fillCommon(op, seqLen, batch, cost);
+/// Cache and parameters of a projection-sharing layer; `tokens` new tokens
+/// per sequence are projected.
+template <typename SharingOp>
+static void fillSharingCost(SharingOp op, int64_t tokens, int64_t batch,
+                            LayerCost &cost) {
   int64_t keyWidth = op.getNumKvHeads() * op.getHeadDim();
   // K=V modes cache the one shared tensor; the others K and V.
   cost.cacheValuesPerToken = op.sharesKeyValue() ? keyWidth : 2 * keyWidth;
@@ -78,14 +78,14 @@ static LayerCost computeCost(QKVAttentionOp op, int64_t seqLen, int64_t batch) {
                       op.getBq(), op.getBk(), op.getBv(), op.getBo()})
     cost.parameters += numElements(param);
   cost.projectionFlops = projectionFlops(
-      {op.getWq(), op.getWk(), op.getWv(), op.getWo()}, seqLen, batch);
-  return cost;
+      {op.getWq(), op.getWk(), op.getWv(), op.getWo()}, tokens, batch);
 }
 
-static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
-  LayerCost cost;
-  cost.kind = "cca";
-  fillCommon(op, seqLen, batch, cost);
+/// Cache, state, parameters and convolutions of a CCA layer; `tokens` new
+/// tokens per sequence are projected and convolved.
+template <typename CCALikeOp>
+static void fillCCACost(CCALikeOp op, int64_t tokens, int64_t batch,
+                        LayerCost &cost) {
   int64_t keyLatent = op.getKeyLatentDim();
   int64_t channels = op.getConvChannels();
   // Post-RoPE keys and value-shifted values.
@@ -99,7 +99,7 @@ static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
         op.getConvGBias(), op.getTemp(), op.getWo()})
     cost.parameters += numElements(param);
   cost.projectionFlops = projectionFlops(
-      {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(), op.getWo()}, seqLen,
+      {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(), op.getWo()}, tokens,
       batch);
   // Depthwise (k0 taps) and grouped (head_dim x k1 taps) convolutions over
   // every token.
@@ -107,17 +107,39 @@ static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
   double convMacsPerToken =
       static_cast<double>(channels) *
       static_cast<double>(kernels[0] + op.getHeadDim() * kernels[1]);
-  cost.otherFlops = 2.0 * convMacsPerToken * static_cast<double>(seqLen) *
+  cost.otherFlops = 2.0 * convMacsPerToken * static_cast<double>(tokens) *
                     static_cast<double>(batch);
+}
+
+static LayerCost computeCost(QKVAttentionOp op, int64_t seqLen, int64_t batch) {
+  LayerCost cost;
+  cost.kind =
+      ("qkv_attention <" + stringifySharingMode(op.getSharing()) + ">").str();
+  fillCommon(op, seqLen, batch, cost);
+  fillSharingCost(op, seqLen, batch, cost);
+  return cost;
+}
+
+static LayerCost computeCost(CCAOp op, int64_t seqLen, int64_t batch) {
+  LayerCost cost;
+  cost.kind = "cca";
+  fillCommon(op, seqLen, batch, cost);
+  fillCCACost(op, seqLen, batch, cost);
   return cost;
 }
 
 /// A decode step: each of `batch` sequences adds one token that attends to
 /// the `seqLen` tokens its cache holds (at most the window).
 template <typename DecodeOp>
-static void makeDecodeStep(DecodeOp op, int64_t seqLen, int64_t batch,
+static void fillDecodeStep(DecodeOp op, int64_t seqLen, int64_t batch,
                            LayerCost &cost) {
   cost.decodeStep = true;
+  cost.modelWidth =
+      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
+  cost.numHeads = op.getNumHeads();
+  cost.numKvHeads = op.getNumKvHeads();
+  cost.headDim = op.getHeadDim();
+  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
   cost.causal = true;
   cost.window = op.getWindow();
   cost.cachedTokensPerSequence =
@@ -132,51 +154,16 @@ static LayerCost computeCost(QKVDecodeOp op, int64_t seqLen, int64_t batch) {
   LayerCost cost;
   cost.kind =
       ("qkv_decode <" + stringifySharingMode(op.getSharing()) + ">").str();
-  cost.modelWidth =
-      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
-  cost.numHeads = op.getNumHeads();
-  cost.numKvHeads = op.getNumKvHeads();
-  cost.headDim = op.getHeadDim();
-  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
-  int64_t keyWidth = op.getNumKvHeads() * op.getHeadDim();
-  cost.cacheValuesPerToken = op.sharesKeyValue() ? keyWidth : 2 * keyWidth;
-  for (Value param : {op.getWq(), op.getWk(), op.getWv(), op.getWo(),
-                      op.getBq(), op.getBk(), op.getBv(), op.getBo()})
-    cost.parameters += numElements(param);
-  makeDecodeStep(op, seqLen, batch, cost);
-  cost.projectionFlops = projectionFlops(
-      {op.getWq(), op.getWk(), op.getWv(), op.getWo()}, 1, batch);
+  fillDecodeStep(op, seqLen, batch, cost);
+  fillSharingCost(op, /*tokens=*/1, batch, cost);
   return cost;
 }
 
 static LayerCost computeCost(CCADecodeOp op, int64_t seqLen, int64_t batch) {
   LayerCost cost;
   cost.kind = "cca_decode";
-  cost.modelWidth =
-      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
-  cost.numHeads = op.getNumHeads();
-  cost.numKvHeads = op.getNumKvHeads();
-  cost.headDim = op.getHeadDim();
-  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
-  int64_t keyLatent = op.getKeyLatentDim();
-  int64_t channels = op.getConvChannels();
-  cost.cacheValuesPerToken = 2 * keyLatent;
-  cost.stateValuesPerSequence =
-      op.getConvPadding() * channels + (op.getValueShift() ? keyLatent / 2 : 0);
-  for (Value param :
-       {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(),
-        op.getConvDwWeight(), op.getConvDwBias(), op.getConvGWeight(),
-        op.getConvGBias(), op.getTemp(), op.getWo()})
-    cost.parameters += numElements(param);
-  makeDecodeStep(op, seqLen, batch, cost);
-  cost.projectionFlops = projectionFlops(
-      {op.getWq(), op.getWk(), op.getWv(), op.getWvPrev(), op.getWo()}, 1,
-      batch);
-  ArrayRef<int64_t> kernels = op.getConvKernelSizes();
-  cost.otherFlops =
-      2.0 * static_cast<double>(channels) *
-      static_cast<double>(kernels[0] + op.getHeadDim() * kernels[1]) *
-      static_cast<double>(batch);
+  fillDecodeStep(op, seqLen, batch, cost);
+  fillCCACost(op, /*tokens=*/1, batch, cost);
   return cost;
 }
 

@@ -154,77 +154,104 @@ struct DecomposeQKVAttention : OpRewritePattern<QKVAttentionOp> {
   }
 };
 
+/// Steps 1 to 5 of a CCA layer (attn.cca or its decode form), shared by
+/// both decompositions.
+struct CCASteps {
+  Value queryRaw, keyRaw, packed; // x Wq^T, x Wk^T, u = concat(qr, kr)
+  QKNormOp norm;                  // the normalized query and key
+  Value previous;                 // x Wv_prev^T with value_shift
+  Value value;                    // [B, S, Lk] values
+};
+
+/// Builds the steps of `op`. The convolutions run over `convState | u`
+/// without padding when a decoder's `convState` is given, else over `u`
+/// padded once by P; `shiftState` is the decoder's previous value half.
+template <typename CCALikeOp>
+static CCASteps buildCCASteps(LayerBuilder &b, CCALikeOp op, Value convState,
+                              Value shiftState) {
+  PatternRewriter &rewriter = b.rewriter;
+  Location loc = b.loc;
+  int64_t headDim = op.getHeadDim();
+  int64_t queryLatent = op.getQueryLatentDim();
+  int64_t keyLatent = op.getKeyLatentDim();
+  int64_t channels = op.getConvChannels();
+  ArrayRef<int64_t> kernels = op.getConvKernelSizes();
+  CCASteps steps;
+
+  // 1. Down-projections, packed as u = concat(qr, kr).
+  steps.queryRaw = b.project(b.input, op.getWq());
+  steps.keyRaw = b.project(b.input, op.getWk());
+  steps.packed = tensor::ConcatOp::create(
+      rewriter, loc, /*dim=*/2, ValueRange{steps.queryRaw, steps.keyRaw});
+
+  // 2. A depthwise and a grouped valid convolution over the padded
+  // sequence: the first yields S + k1 - 1 steps, the second S. A decoder's
+  // state stands in for the padding.
+  Value convInput = steps.packed;
+  int64_t padding = op.getConvPadding();
+  if (convState) {
+    convInput = tensor::ConcatOp::create(rewriter, loc, /*dim=*/1,
+                                         ValueRange{convState, steps.packed});
+    padding = 0;
+  }
+  int64_t seq = b.inputType.getDimSize(1);
+  int64_t midSeq =
+      ShapedType::isDynamic(seq) ? ShapedType::kDynamic : seq + kernels[1] - 1;
+  Value depthwise = CausalConv1DOp::create(
+      rewriter, loc, b.activationType(channels, midSeq), convInput,
+      op.getConvDwWeight(), op.getConvDwBias(),
+      rewriter.getI64IntegerAttr(channels),
+      rewriter.getI64IntegerAttr(padding));
+  Value grouped = CausalConv1DOp::create(
+      rewriter, loc, b.activationType(channels), depthwise, op.getConvGWeight(),
+      op.getConvGBias(),
+      rewriter.getI64IntegerAttr(op.getNumHeads() + op.getNumKvHeads()),
+      rewriter.getI64IntegerAttr(0));
+
+  Value query = b.splitHeads(b.sliceChannels(grouped, 0, queryLatent), headDim);
+  Value key =
+      b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent), headDim);
+
+  // 3. QK-mean residual from the pre-conv projections.
+  if (op.getQkMean()) {
+    auto mean = QKMeanOp::create(rewriter, loc, query, key,
+                                 b.splitHeads(steps.queryRaw, headDim),
+                                 b.splitHeads(steps.keyRaw, headDim));
+    query = mean.getQ();
+    key = mean.getK();
+  }
+
+  // 4. L2 norm and key temperature.
+  steps.norm = QKNormOp::create(rewriter, loc, query, key, op.getTemp(),
+                                op.getTemperatureAttr(), op.getEpsAttr());
+
+  // 5. Values, optionally shifted by one token for half of the heads.
+  if (op.getValueShift()) {
+    Value current = b.project(b.input, op.getWv());
+    steps.previous = b.project(b.input, op.getWvPrev());
+    steps.value =
+        ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
+                             current, steps.previous, shiftState);
+  } else {
+    steps.value = b.project(b.input, op.getWv());
+  }
+  return steps;
+}
+
 struct DecomposeCCA : OpRewritePattern<CCAOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CCAOp op,
                                 PatternRewriter &rewriter) const override {
     LayerBuilder b(rewriter, op.getLoc(), op.getInput());
-    Location loc = op.getLoc();
-    int64_t headDim = op.getHeadDim();
-    int64_t queryLatent = op.getQueryLatentDim();
-    int64_t keyLatent = op.getKeyLatentDim();
-    int64_t channels = op.getConvChannels();
-    ArrayRef<int64_t> kernels = op.getConvKernelSizes();
-
-    // 1. Down-projections, packed as u = concat(qr, kr).
-    Value queryRaw = b.project(b.input, op.getWq());
-    Value keyRaw = b.project(b.input, op.getWk());
-    Value packed = tensor::ConcatOp::create(rewriter, loc, /*dim=*/2,
-                                            ValueRange{queryRaw, keyRaw});
-
-    // 2. Pad once by P, then a depthwise and a grouped valid convolution:
-    // the first yields S + k1 - 1 steps, the second S.
-    int64_t seq = b.inputType.getDimSize(1);
-    int64_t midSeq = ShapedType::isDynamic(seq) ? ShapedType::kDynamic
-                                                : seq + kernels[1] - 1;
-    Value depthwise = CausalConv1DOp::create(
-        rewriter, loc, b.activationType(channels, midSeq), packed,
-        op.getConvDwWeight(), op.getConvDwBias(),
-        rewriter.getI64IntegerAttr(channels),
-        rewriter.getI64IntegerAttr(op.getConvPadding()));
-    Value grouped = CausalConv1DOp::create(
-        rewriter, loc, b.activationType(channels), depthwise,
-        op.getConvGWeight(), op.getConvGBias(),
-        rewriter.getI64IntegerAttr(op.getNumHeads() + op.getNumKvHeads()),
-        rewriter.getI64IntegerAttr(0));
-
-    Value query =
-        b.splitHeads(b.sliceChannels(grouped, 0, queryLatent), headDim);
-    Value key =
-        b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent), headDim);
-
-    // 3. QK-mean residual from the pre-conv projections.
-    if (op.getQkMean()) {
-      auto mean = QKMeanOp::create(rewriter, loc, query, key,
-                                   b.splitHeads(queryRaw, headDim),
-                                   b.splitHeads(keyRaw, headDim));
-      query = mean.getQ();
-      key = mean.getK();
-    }
-
-    // 4. L2 norm and key temperature.
-    auto norm = QKNormOp::create(rewriter, loc, query, key, op.getTemp(),
-                                 op.getTemperatureAttr(), op.getEpsAttr());
-
-    // 5. Values, optionally shifted by one token for half of the heads.
-    Value value;
-    if (op.getValueShift()) {
-      Value current = b.project(b.input, op.getWv());
-      Value previous = b.project(b.input, op.getWvPrev());
-      value = ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
-                                   current, previous, /*state=*/Value());
-    } else {
-      value = b.project(b.input, op.getWv());
-    }
+    CCASteps steps = buildCCASteps(b, op, /*convState=*/{}, /*shiftState=*/{});
 
     // 6. RoPE in latent space, 7. attention and up-projection.
-    Value rotatedQuery = b.rope(norm.getQOut(), op.getRopeAttr());
-    Value rotatedKey = b.rope(norm.getKOut(), op.getRopeAttr());
-    Value attention =
-        b.sdpa(rotatedQuery, rotatedKey, b.splitHeads(value, headDim),
-               /*bias=*/{}, op.getCausal(), op.getWindowAttr(),
-               /*scale=*/{});
+    Value rotatedQuery = b.rope(steps.norm.getQOut(), op.getRopeAttr());
+    Value rotatedKey = b.rope(steps.norm.getKOut(), op.getRopeAttr());
+    Value attention = b.sdpa(
+        rotatedQuery, rotatedKey, b.splitHeads(steps.value, op.getHeadDim()),
+        /*bias=*/{}, op.getCausal(), op.getWindowAttr(), /*scale=*/{});
     Value output = b.project(b.mergeHeads(attention), op.getWo());
     rewriter.replaceOp(op, b.castTo(output, op.getType()));
     return success();
@@ -313,77 +340,28 @@ struct DecomposeCCADecode : OpRewritePattern<CCADecodeOp> {
   LogicalResult matchAndRewrite(CCADecodeOp op,
                                 PatternRewriter &rewriter) const override {
     LayerBuilder b(rewriter, op.getLoc(), op.getInput());
-    Location loc = op.getLoc();
-    int64_t headDim = op.getHeadDim();
-    int64_t queryLatent = op.getQueryLatentDim();
-    int64_t keyLatent = op.getKeyLatentDim();
-    int64_t channels = op.getConvChannels();
-    ArrayRef<int64_t> kernels = op.getConvKernelSizes();
     Value positions = op.getPositions(), lengths = op.getLengths();
+    CCASteps steps =
+        buildCCASteps(b, op, op.getConvState(), op.getShiftState());
 
-    // 1. Down-projections, packed as u = concat(qr, kr).
-    Value queryRaw = b.project(b.input, op.getWq());
-    Value keyRaw = b.project(b.input, op.getWk());
-    Value packed = tensor::ConcatOp::create(rewriter, loc, /*dim=*/2,
-                                            ValueRange{queryRaw, keyRaw});
-
-    // 2. The conv state stands in for the prefill's padding: convolve
-    // [state | u] without padding; the depthwise conv yields T + k1 - 1
-    // steps, the grouped one T.
-    Value window = tensor::ConcatOp::create(
-        rewriter, loc, /*dim=*/1, ValueRange{op.getConvState(), packed});
-    int64_t seq = b.inputType.getDimSize(1);
-    int64_t midSeq = ShapedType::isDynamic(seq) ? ShapedType::kDynamic
-                                                : seq + kernels[1] - 1;
-    Value depthwise = CausalConv1DOp::create(
-        rewriter, loc, b.activationType(channels, midSeq), window,
-        op.getConvDwWeight(), op.getConvDwBias(),
-        rewriter.getI64IntegerAttr(channels), rewriter.getI64IntegerAttr(0));
-    Value grouped = CausalConv1DOp::create(
-        rewriter, loc, b.activationType(channels), depthwise,
-        op.getConvGWeight(), op.getConvGBias(),
-        rewriter.getI64IntegerAttr(op.getNumHeads() + op.getNumKvHeads()),
-        rewriter.getI64IntegerAttr(0));
+    // The states keep the last P pre-conv vectors and the last value half.
     Value convState =
-        StateUpdateOp::create(rewriter, loc, op.getConvState().getType(),
-                              op.getConvState(), packed, lengths);
-
-    Value query =
-        b.splitHeads(b.sliceChannels(grouped, 0, queryLatent), headDim);
-    Value key =
-        b.splitHeads(b.sliceChannels(grouped, queryLatent, keyLatent), headDim);
-
-    // 3. QK-mean residual, 4. L2 norm and key temperature.
-    if (op.getQkMean()) {
-      auto mean = QKMeanOp::create(rewriter, loc, query, key,
-                                   b.splitHeads(queryRaw, headDim),
-                                   b.splitHeads(keyRaw, headDim));
-      query = mean.getQ();
-      key = mean.getK();
-    }
-    auto norm = QKNormOp::create(rewriter, loc, query, key, op.getTemp(),
-                                 op.getTemperatureAttr(), op.getEpsAttr());
-
-    // 5. Values; the shift state is the previous token's value half.
-    Value value, shiftState;
-    if (op.getValueShift()) {
-      Value current = b.project(b.input, op.getWv());
-      Value previous = b.project(b.input, op.getWvPrev());
-      value = ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
-                                   current, previous, op.getShiftState());
+        StateUpdateOp::create(rewriter, b.loc, op.getConvState().getType(),
+                              op.getConvState(), steps.packed, lengths);
+    Value shiftState;
+    if (op.getValueShift())
       shiftState =
-          StateUpdateOp::create(rewriter, loc, op.getShiftState().getType(),
-                                op.getShiftState(), previous, lengths);
-    } else {
-      value = b.project(b.input, op.getWv());
-    }
+          StateUpdateOp::create(rewriter, b.loc, op.getShiftState().getType(),
+                                op.getShiftState(), steps.previous, lengths);
 
     // 6. RoPE at the new tokens' positions; the cache holds the final keys.
-    Value rotatedQuery = b.rope(norm.getQOut(), op.getRopeAttr(), positions);
-    Value rotatedKey = b.rope(norm.getKOut(), op.getRopeAttr(), positions);
+    Value rotatedQuery =
+        b.rope(steps.norm.getQOut(), op.getRopeAttr(), positions);
+    Value rotatedKey =
+        b.rope(steps.norm.getKOut(), op.getRopeAttr(), positions);
     CacheAccess keys = updateCache(b, op, op.getKeyCache(), rotatedKey);
-    CacheAccess values =
-        updateCache(b, op, op.getValueCache(), b.splitHeads(value, headDim));
+    CacheAccess values = updateCache(
+        b, op, op.getValueCache(), b.splitHeads(steps.value, op.getHeadDim()));
 
     // 7. Attention over the cache and up-projection.
     Value attention = b.sdpa(rotatedQuery, keys.view, values.view,

@@ -89,6 +89,94 @@ Operation *getSingleUser(Value value) {
 // Phase 1: the CCA prologue
 //===----------------------------------------------------------------------===//
 
+/// The part of attn-decompose's CCA chain both prologue kernels take over:
+/// down-projections, both convolutions and QK-mean, up to the norm.
+struct CCAChain {
+  QKMeanOp mean; // null without qk_mean
+  CausalConv1DOp grouped, depthwise;
+  ProjectOp queryProjection, keyProjection;
+  Value input;
+  Value convState; // decode: the state in front of u
+  tensor::ConcatOp packed;
+  int64_t numHeads, numKvHeads, headDim, k0, k1;
+};
+
+/// Matches the chain into `norm`. The prefill form pads u once by
+/// (k0 - 1) + (k1 - 1); the decode form convolves [conv_state | u] unpadded.
+FailureOr<CCAChain> matchCCAChain(QKNormOp norm, bool decode) {
+  CCAChain chain;
+  Value convQuery = norm.getQ(), convKey = norm.getK();
+  chain.mean = convQuery.getDefiningOp<QKMeanOp>();
+  if (chain.mean) {
+    if (convKey.getDefiningOp<QKMeanOp>() != chain.mean)
+      return failure();
+    convQuery = chain.mean.getQConv();
+    convKey = chain.mean.getKConv();
+  }
+  auto queryType = cast<RankedTensorType>(norm.getQ().getType());
+  auto keyType = cast<RankedTensorType>(norm.getK().getType());
+  chain.numHeads = queryType.getDimSize(2);
+  chain.numKvHeads = keyType.getDimSize(2);
+  chain.headDim = queryType.getDimSize(3);
+  int64_t queryLatent = chain.numHeads * chain.headDim;
+  int64_t keyLatent = chain.numKvHeads * chain.headDim;
+
+  // The two channel slices of the grouped convolution.
+  Value querySliceSource =
+      getChannelSliceSource(getHeadSplitSource(convQuery), 0, queryLatent);
+  Value keySliceSource = getChannelSliceSource(getHeadSplitSource(convKey),
+                                               queryLatent, keyLatent);
+  if (!querySliceSource || querySliceSource != keySliceSource)
+    return failure();
+  chain.grouped = querySliceSource.getDefiningOp<CausalConv1DOp>();
+  if (!chain.grouped || !chain.grouped.getBias() ||
+      chain.grouped.getPadding() != 0 ||
+      static_cast<int64_t>(chain.grouped.getGroups()) !=
+          chain.numHeads + chain.numKvHeads)
+    return failure();
+  chain.depthwise = chain.grouped.getInput().getDefiningOp<CausalConv1DOp>();
+  if (!chain.depthwise || !chain.depthwise.getBias() ||
+      static_cast<int64_t>(chain.depthwise.getGroups()) !=
+          queryLatent + keyLatent)
+    return failure();
+  chain.k0 = cast<RankedTensorType>(chain.depthwise.getWeight().getType())
+                 .getDimSize(2);
+  chain.k1 =
+      cast<RankedTensorType>(chain.grouped.getWeight().getType()).getDimSize(2);
+  int64_t padding = decode ? 0 : (chain.k0 - 1) + (chain.k1 - 1);
+  if (static_cast<int64_t>(chain.depthwise.getPadding()) != padding)
+    return failure();
+
+  // u = concat(x Wq^T, x Wk^T), behind the decoder's state.
+  Value packed = chain.depthwise.getInput();
+  if (decode) {
+    auto window = packed.getDefiningOp<tensor::ConcatOp>();
+    if (!window || window.getDim() != 1 || window.getInputs().size() != 2)
+      return failure();
+    chain.convState = window.getInputs()[0];
+    packed = window.getInputs()[1];
+  }
+  chain.packed = packed.getDefiningOp<tensor::ConcatOp>();
+  if (!chain.packed || chain.packed.getDim() != 2 ||
+      chain.packed.getInputs().size() != 2)
+    return failure();
+  chain.queryProjection =
+      chain.packed.getInputs()[0].getDefiningOp<ProjectOp>();
+  if (!chain.queryProjection || chain.queryProjection.getBias())
+    return failure();
+  chain.input = chain.queryProjection.getInput();
+  chain.keyProjection =
+      getUnbiasedProjectionOf(chain.packed.getInputs()[1], chain.input);
+  if (!chain.keyProjection)
+    return failure();
+  if (chain.mean && (getHeadSplitSource(chain.mean.getQRaw()) !=
+                         chain.queryProjection.getResult() ||
+                     getHeadSplitSource(chain.mean.getKRaw()) !=
+                         chain.keyProjection.getResult()))
+    return failure();
+  return chain;
+}
+
 /// Matches, from its attn.qk_norm, the chain attn-decompose makes of an
 /// attn.cca layer up to the attention, and replaces it with one
 /// attn.cca_prologue that writes the rotated query and key and the value.
@@ -98,63 +186,13 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
 
   LogicalResult matchAndRewrite(QKNormOp norm,
                                 PatternRewriter &rewriter) const override {
-    // Norm inputs: the QK-mean results, or the split convolution output.
-    Value convQuery = norm.getQ(), convKey = norm.getK();
-    QKMeanOp mean = convQuery.getDefiningOp<QKMeanOp>();
-    if (mean) {
-      if (convKey.getDefiningOp<QKMeanOp>() != mean)
-        return rewriter.notifyMatchFailure(norm,
-                                           "query and key QK-mean differ");
-      convQuery = mean.getQConv();
-      convKey = mean.getKConv();
-    }
-
-    auto queryType = cast<RankedTensorType>(norm.getQ().getType());
-    auto keyType = cast<RankedTensorType>(norm.getK().getType());
-    int64_t numHeads = queryType.getDimSize(2);
-    int64_t numKvHeads = keyType.getDimSize(2);
-    int64_t headDim = queryType.getDimSize(3);
-    int64_t queryLatent = numHeads * headDim, keyLatent = numKvHeads * headDim;
-
-    // The two channel slices of the grouped convolution.
-    Value querySliceSource =
-        getChannelSliceSource(getHeadSplitSource(convQuery), 0, queryLatent);
-    Value keySliceSource = getChannelSliceSource(getHeadSplitSource(convKey),
-                                                 queryLatent, keyLatent);
-    if (!querySliceSource || querySliceSource != keySliceSource)
-      return rewriter.notifyMatchFailure(norm, "not a split convolution");
-    auto grouped = querySliceSource.getDefiningOp<CausalConv1DOp>();
-    if (!grouped || !grouped.getBias() || grouped.getPadding() != 0 ||
-        static_cast<int64_t>(grouped.getGroups()) != numHeads + numKvHeads)
-      return rewriter.notifyMatchFailure(norm, "no grouped convolution");
-    auto depthwise = grouped.getInput().getDefiningOp<CausalConv1DOp>();
-    int64_t channels = queryLatent + keyLatent;
-    if (!depthwise || !depthwise.getBias() ||
-        static_cast<int64_t>(depthwise.getGroups()) != channels)
-      return rewriter.notifyMatchFailure(norm, "no depthwise convolution");
-    int64_t k0 =
-        cast<RankedTensorType>(depthwise.getWeight().getType()).getDimSize(2);
-    int64_t k1 =
-        cast<RankedTensorType>(grouped.getWeight().getType()).getDimSize(2);
-    if (static_cast<int64_t>(depthwise.getPadding()) != (k0 - 1) + (k1 - 1))
-      return rewriter.notifyMatchFailure(norm, "padding is not (k0-1)+(k1-1)");
-
-    // u = concat(x Wq^T, x Wk^T).
-    auto concat = depthwise.getInput().getDefiningOp<tensor::ConcatOp>();
-    if (!concat || concat.getDim() != 2 || concat.getInputs().size() != 2)
-      return rewriter.notifyMatchFailure(norm, "no packed projections");
-    auto queryProjection = concat.getInputs()[0].getDefiningOp<ProjectOp>();
-    if (!queryProjection || queryProjection.getBias())
-      return rewriter.notifyMatchFailure(norm, "no query down-projection");
-    Value input = queryProjection.getInput();
-    ProjectOp keyProjection =
-        getUnbiasedProjectionOf(concat.getInputs()[1], input);
-    if (!keyProjection)
-      return rewriter.notifyMatchFailure(norm, "no key down-projection");
-    if (mean &&
-        (getHeadSplitSource(mean.getQRaw()) != queryProjection.getResult() ||
-         getHeadSplitSource(mean.getKRaw()) != keyProjection.getResult()))
-      return rewriter.notifyMatchFailure(norm, "QK-mean reads other tensors");
+    FailureOr<CCAChain> chain = matchCCAChain(norm, /*decode=*/false);
+    if (failed(chain))
+      return rewriter.notifyMatchFailure(norm, "not a CCA prefill chain");
+    // The prefill form has no state in front of u.
+    [[maybe_unused]] auto [mean, grouped, depthwise, queryProjection,
+                           keyProjection, input, convState, packed, numHeads,
+                           numKvHeads, headDim, k0, k1] = *chain;
 
     // RoPE, when present, is the only user of each normalized tensor.
     Value query = norm.getQOut(), key = norm.getKOut();
@@ -260,60 +298,13 @@ struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
 
   LogicalResult matchAndRewrite(QKNormOp norm,
                                 PatternRewriter &rewriter) const override {
-    Value convQuery = norm.getQ(), convKey = norm.getK();
-    QKMeanOp mean = convQuery.getDefiningOp<QKMeanOp>();
-    if (mean) {
-      if (convKey.getDefiningOp<QKMeanOp>() != mean)
-        return rewriter.notifyMatchFailure(norm,
-                                           "query and key QK-mean differ");
-      convQuery = mean.getQConv();
-      convKey = mean.getKConv();
-    }
-    auto queryType = cast<RankedTensorType>(norm.getQ().getType());
-    auto keyType = cast<RankedTensorType>(norm.getK().getType());
-    if (queryType.getDimSize(1) != 1)
+    if (cast<RankedTensorType>(norm.getQ().getType()).getDimSize(1) != 1)
       return rewriter.notifyMatchFailure(norm, "not one token per sequence");
-    int64_t numHeads = queryType.getDimSize(2);
-    int64_t numKvHeads = keyType.getDimSize(2);
-    int64_t headDim = queryType.getDimSize(3);
-    int64_t queryLatent = numHeads * headDim, keyLatent = numKvHeads * headDim;
-
-    Value querySliceSource =
-        getChannelSliceSource(getHeadSplitSource(convQuery), 0, queryLatent);
-    Value keySliceSource = getChannelSliceSource(getHeadSplitSource(convKey),
-                                                 queryLatent, keyLatent);
-    if (!querySliceSource || querySliceSource != keySliceSource)
-      return rewriter.notifyMatchFailure(norm, "not a split convolution");
-    auto grouped = querySliceSource.getDefiningOp<CausalConv1DOp>();
-    if (!grouped || !grouped.getBias() || grouped.getPadding() != 0 ||
-        static_cast<int64_t>(grouped.getGroups()) != numHeads + numKvHeads)
-      return rewriter.notifyMatchFailure(norm, "no grouped convolution");
-    auto depthwise = grouped.getInput().getDefiningOp<CausalConv1DOp>();
-    int64_t channels = queryLatent + keyLatent;
-    if (!depthwise || !depthwise.getBias() || depthwise.getPadding() != 0 ||
-        static_cast<int64_t>(depthwise.getGroups()) != channels)
-      return rewriter.notifyMatchFailure(norm, "no depthwise convolution");
-
-    // [conv_state | u], u = concat(x Wq^T, x Wk^T).
-    auto window = depthwise.getInput().getDefiningOp<tensor::ConcatOp>();
-    if (!window || window.getDim() != 1 || window.getInputs().size() != 2)
-      return rewriter.notifyMatchFailure(norm, "no convolution state");
-    Value convState = window.getInputs()[0];
-    auto packed = window.getInputs()[1].getDefiningOp<tensor::ConcatOp>();
-    if (!packed || packed.getDim() != 2 || packed.getInputs().size() != 2)
-      return rewriter.notifyMatchFailure(norm, "no packed projections");
-    auto queryProjection = packed.getInputs()[0].getDefiningOp<ProjectOp>();
-    if (!queryProjection || queryProjection.getBias())
-      return rewriter.notifyMatchFailure(norm, "no query down-projection");
-    Value input = queryProjection.getInput();
-    ProjectOp keyProjection =
-        getUnbiasedProjectionOf(packed.getInputs()[1], input);
-    if (!keyProjection)
-      return rewriter.notifyMatchFailure(norm, "no key down-projection");
-    if (mean &&
-        (getHeadSplitSource(mean.getQRaw()) != queryProjection.getResult() ||
-         getHeadSplitSource(mean.getKRaw()) != keyProjection.getResult()))
-      return rewriter.notifyMatchFailure(norm, "QK-mean reads other tensors");
+    FailureOr<CCAChain> chain = matchCCAChain(norm, /*decode=*/true);
+    if (failed(chain))
+      return rewriter.notifyMatchFailure(norm, "not a CCA decode chain");
+    auto [mean, grouped, depthwise, queryProjection, keyProjection, input,
+          convState, packed, numHeads, numKvHeads, headDim, k0, k1] = *chain;
 
     // The conv state update: the state rolled by this token, no lengths.
     StateUpdateOp convUpdate;
@@ -352,7 +343,7 @@ struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
     // The value written next to it: the head split of the value shift over
     // the shift state, or of a plain projection.
     Value valueHeads;
-    Value currentWeight, previousWeight, shiftState;
+    Value shiftState;
     ProjectOp currentProjection, previousProjection;
     StateUpdateOp shiftUpdate;
     {
@@ -438,11 +429,6 @@ struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
                                      valueHeads.getType(), convState.getType()};
     if (shiftState)
       resultTypes.push_back(shiftState.getType());
-    ArrayRef<int64_t> kernels =
-        cast<RankedTensorType>(depthwise.getWeight().getType()).getShape();
-    int64_t k0 = kernels[2];
-    int64_t k1 =
-        cast<RankedTensorType>(grouped.getWeight().getType()).getDimSize(2);
     auto prologue = CCADecodePrologueOp::create(
         rewriter, norm.getLoc(), resultTypes, queryProjection.getResult(),
         keyProjection.getResult(), currentProjection.getResult(),

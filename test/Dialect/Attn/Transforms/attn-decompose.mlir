@@ -477,12 +477,12 @@ func.func @kv_decode_paged_rope(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>,
 // CHECK:       %[[W:.+]] = tensor.concat dim(1) %arg13, %[[U]] : (tensor<2x2x12xf32>, tensor<2x?x12xf32>) -> tensor<2x?x12xf32>
 // CHECK:       %[[DW:.+]] = attn.causal_conv1d %[[W]], %arg5, %arg6 {groups = 12 : i64, padding = 0 : i64}
 // CHECK:       %[[G:.+]] = attn.causal_conv1d %[[DW]], %arg7, %arg8 {groups = 3 : i64, padding = 0 : i64}
-// CHECK:       %[[CS:.+]] = attn.state_update %arg13, %[[U]] lengths(%arg16)
 // CHECK:       attn.qk_mean
 // CHECK:       %[[QN:.+]], %[[KN:.+]] = attn.qk_norm
 // CHECK:       %[[VC:.+]] = attn.project %arg0, %arg3
 // CHECK:       %[[VP:.+]] = attn.project %arg0, %arg4
 // CHECK:       %[[V:.+]] = attn.value_shift %[[VC]], %[[VP]] state(%arg14)
+// CHECK:       %[[CS:.+]] = attn.state_update %arg13, %[[U]] lengths(%arg16)
 // CHECK:       %[[SS:.+]] = attn.state_update %arg14, %[[VP]] lengths(%arg16)
 // CHECK:       %[[QROT:.+]] = attn.rope %[[QN]] positions(%arg15
 // CHECK:       %[[KROT:.+]] = attn.rope %[[KN]] positions(%arg15
