@@ -615,6 +615,54 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
 // Phase 3: projections
 //===----------------------------------------------------------------------===//
 
+/// `fused_projection(input, weight, bias)` of type `resultType`
+/// ([B, S, H, d]). One token per sequence (S = 1, a decode step) is projected
+/// as ONE sequence of B tokens ([1, B, E]): the GEMM tiles then cover the
+/// batch and read the weights once, not once per sequence.
+Value createFusedProjection(PatternRewriter &rewriter, Location loc,
+                            RankedTensorType resultType, Value input,
+                            Value weight, Value bias, RopeAttr rope,
+                            int64_t blockS, int64_t blockN, int64_t blockK,
+                            bool foldBatch) {
+  int64_t headDim = resultType.getDimSize(3);
+  auto build = [&](RankedTensorType type, Value source) -> Value {
+    return FusedProjectionOp::create(rewriter, loc, type, source, weight, bias,
+                                     rewriter.getI64IntegerAttr(headDim), rope,
+                                     rewriter.getI64IntegerAttr(blockS),
+                                     rewriter.getI64IntegerAttr(blockN),
+                                     rewriter.getI64IntegerAttr(blockK));
+  };
+  auto inputType = cast<RankedTensorType>(input.getType());
+  if (!foldBatch || inputType.getDimSize(1) != 1 ||
+      inputType.getDimSize(0) == 1)
+    return build(resultType, input);
+  int64_t batch = inputType.getDimSize(0);
+  OpFoldResult batchSize = tensor::getMixedSize(rewriter, loc, input, 0);
+  Value flat = tensor::CollapseShapeOp::create(
+      rewriter, loc, input, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  auto sequenceType = RankedTensorType::get({1, batch, inputType.getDimSize(2)},
+                                            inputType.getElementType());
+  Value sequence = tensor::ExpandShapeOp::create(
+      rewriter, loc, sequenceType, flat,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}},
+      SmallVector<OpFoldResult>{
+          rewriter.getIndexAttr(1), batchSize,
+          rewriter.getIndexAttr(inputType.getDimSize(2))});
+  auto projectedType =
+      RankedTensorType::get({1, batch, resultType.getDimSize(2), headDim},
+                            resultType.getElementType());
+  Value projected = build(projectedType, sequence);
+  Value heads = tensor::CollapseShapeOp::create(
+      rewriter, loc, projected,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+  return tensor::ExpandShapeOp::create(
+      rewriter, loc, resultType, heads,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}},
+      SmallVector<OpFoldResult>{batchSize, rewriter.getIndexAttr(1),
+                                rewriter.getIndexAttr(resultType.getDimSize(2)),
+                                rewriter.getIndexAttr(headDim)});
+}
+
 /// `expand_shape(project(x, W, b))` -> `fused_projection(x, W, b)`, when the
 /// projection feeds nothing else (it is then written once, split in heads).
 struct FuseHeadProjection : OpRewritePattern<tensor::ExpandShapeOp> {
@@ -627,13 +675,18 @@ struct FuseHeadProjection : OpRewritePattern<tensor::ExpandShapeOp> {
     auto project = source ? source.getDefiningOp<ProjectOp>() : ProjectOp();
     if (!project || !project->hasOneUse())
       return rewriter.notifyMatchFailure(expand, "not a projection head split");
-    int64_t headDim = expand.getResultType().getDimSize(3);
-    rewriter.replaceOpWithNewOp<FusedProjectionOp>(
-        expand, expand.getResultType(), project.getInput(), project.getWeight(),
-        project.getBias(), rewriter.getI64IntegerAttr(headDim), RopeAttr(),
-        rewriter.getI64IntegerAttr(tiles.blockS),
-        rewriter.getI64IntegerAttr(tiles.blockN),
-        rewriter.getI64IntegerAttr(tiles.blockK));
+    // A RoPE by token index fuses into this projection's epilogue next:
+    // keep the projection where that pattern finds it.
+    bool ropeByIndex = llvm::any_of(expand->getUsers(), [](Operation *user) {
+      auto rope = dyn_cast<RoPEOp>(user);
+      return rope && !rope.getPositions();
+    });
+    rewriter.replaceOp(
+        expand, createFusedProjection(
+                    rewriter, expand.getLoc(), expand.getResultType(),
+                    project.getInput(), project.getWeight(), project.getBias(),
+                    RopeAttr(), tiles.blockS, tiles.blockN, tiles.blockK,
+                    /*foldBatch=*/!ropeByIndex));
     return success();
   }
 
@@ -679,13 +732,10 @@ struct FuseLinearProjection : OpRewritePattern<ProjectOp> {
     auto headsType = RankedTensorType::get(
         {resultType.getDimSize(0), resultType.getDimSize(1), 1, features},
         resultType.getElementType());
-    Value heads = FusedProjectionOp::create(
+    Value heads = createFusedProjection(
         rewriter, project.getLoc(), headsType, project.getInput(),
-        project.getWeight(), project.getBias(),
-        rewriter.getI64IntegerAttr(features), RopeAttr(),
-        rewriter.getI64IntegerAttr(tiles.blockS),
-        rewriter.getI64IntegerAttr(tiles.blockN),
-        rewriter.getI64IntegerAttr(tiles.blockK));
+        project.getWeight(), project.getBias(), RopeAttr(), tiles.blockS,
+        tiles.blockN, tiles.blockK, /*foldBatch=*/true);
     rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
         project, resultType, heads,
         ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});

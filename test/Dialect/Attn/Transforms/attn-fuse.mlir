@@ -186,9 +186,15 @@ func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
 // writes the un-rotated shared key through the block table and attends with
 // RoPE on load (query at its position, cached keys at theirs); the layer's
 // updated cache is the kernel's.
+// The projections of one token per sequence run as one sequence of B tokens
+// ([1, B, E]), so that the GEMM reads the weights once.
 // CHECK-LABEL: func.func @kv_decode_step
-// CHECK: %[[K:.+]] = attn.fused_projection %arg0, %arg2
-// CHECK: %[[Q:.+]] = attn.fused_projection %arg0, %arg1
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<?x1x16xf32> into tensor<?x16xf32>
+// CHECK: %[[SEQ:.+]] = tensor.expand_shape %[[FLAT]] {{\[}}[0, 1], [2]] output_shape [1, %{{.+}}, 16] : tensor<?x16xf32> into tensor<1x?x16xf32>
+// CHECK: attn.fused_projection %[[SEQ]], %arg2 {{.+}} -> tensor<1x?x2x4xf32>
+// CHECK: %[[K:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 2, 4] : tensor<?x2x4xf32> into tensor<?x1x2x4xf32>
+// CHECK: attn.fused_projection %[[SEQ]], %arg1 {{.+}} -> tensor<1x?x4x4xf32>
+// CHECK: %[[Q:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 4, 4] : tensor<?x4x4xf32> into tensor<?x1x4x4xf32>
 // CHECK: %[[O:.+]], %[[KV:.+]] = attn.flash_decode %[[Q]], %[[K]] cache(%arg4) positions(%arg5) block_table(%arg6) {block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
 // CHECK-NOT: attn.cache_update
 // CHECK-NOT: attn.cache_gather
