@@ -17,7 +17,8 @@ every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
 
 A decode matrix covers attn.flash_decode (split and combine kernels): head
 dim 64 and 128, group 1, 4, 8, 16, K=V and separate K/V, contiguous and paged
-caches, key RoPE on load; its kernels must use cp.async.bulk and
+caches, key RoPE on load, bf16 (and three f16 configurations); its kernels
+must use cp.async.bulk and
 mbarrier try_wait (no wgmma: decode is bandwidth-bound) and, like all others,
 assemble without spills or warnings.
 
@@ -208,8 +209,8 @@ FLASH_DECODE_HEAD_DIMS = (64, 128)
 FLASH_DECODE_GROUPS = (1, 4, 8, 16)
 
 
-def flash_decode_function(name, hq, hk, d, kv, paged, rope):
-    """One attn.flash_decode step in bf16; returns its function text."""
+def flash_decode_function(name, hq, hk, d, kv, paged, rope, elem="bf16"):
+    """One attn.flash_decode step; returns its function text."""
     cache = f"?x64x{hk}x{d}" if paged else f"?x?x{hk}x{d}"
     args = [("q", f"?x1x{hq}x{d}"), ("k", f"?x1x{hk}x{d}")]
     if not kv:
@@ -221,10 +222,11 @@ def flash_decode_function(name, hq, hk, d, kv, paged, rope):
     if paged:
         args.append(("bt", "?x?"))
     def t(name, shape):
-        return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else 'bf16'}>"
+        return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else elem}>"
     params = ", ".join(f"%{n}: {t(n, s)}" for n, s in args)
     types = ", ".join(t(n, s) for n, s in args)
-    results = [f"tensor<?x1x{hq}x{d}xbf16>", t("kc", cache)] + ([] if kv else [t("vc", cache)])
+    results = ([f"tensor<?x1x{hq}x{d}x{elem}>", t("kc", cache)]
+               + ([] if kv else [t("vc", cache)]))
     names = ["%o", "%kc2"] + ([] if kv else ["%vc2"])
     attrs = "block_kv = 64 : i64"
     if rope:
@@ -252,6 +254,20 @@ def flash_decode_model():
             name = f"decode_d{d}_g{g}_keqv_contig_rope"
             funcs.append(flash_decode_function(name, g * hk, hk, d, True, False, True))
             configs.append(dict(name=name, d=d, g=g, kv=True, paged=False, rope=True))
+    return "\n".join(funcs), configs
+
+
+def flash_decode_f16_model():
+    """A few f16 decode steps (compiled with --elem-type=f16)."""
+    funcs, configs = [], []
+    for d, g, kv, paged, rope in ((128, 4, True, False, True), (128, 8, False, True, False),
+                                  (64, 16, True, True, False)):
+        hk = 2 if g == 16 else 8
+        name = (f"decode_f16_d{d}_g{g}_{'keqv' if kv else 'kv2'}_{'paged' if paged else 'contig'}"
+                f"{'_rope' if rope else ''}")
+        funcs.append(flash_decode_function(name, g * hk, hk, d, kv, paged, rope, elem="f16"))
+        configs.append(dict(name=name, d=d, g=g, kv=kv, paged=paged, rope=rope, elem="f16",
+                            model="flash_decode_matrix_f16"))
     return "\n".join(funcs), configs
 
 
@@ -340,6 +356,12 @@ def main():
     with open(flash_decode_path, "w") as f:
         f.write(flash_decode_text)
     models.append(("flash_decode_matrix", flash_decode_path, []))
+    f16_text, f16_configs = flash_decode_f16_model()
+    f16_path = os.path.join(args.work, "flash_decode_matrix_f16.mlir")
+    with open(f16_path, "w") as f:
+        f.write(f16_text)
+    models.append(("flash_decode_matrix_f16", f16_path, ["--elem-type=f16"]))
+    flash_decode_configs += f16_configs
     if args.examples:
         for path in sorted(glob.glob(os.path.join(args.examples, "*.mlir"))):
             models.append((os.path.splitext(os.path.basename(path))[0], path, []))
@@ -384,7 +406,8 @@ def main():
         c["kernel"] = names[0] if names else None
 
     for c in flash_decode_configs:
-        names = [k for k in launches.get(("flash_decode_matrix", c["name"]), [])]
+        names = [k for k in launches.get((c.get("model", "flash_decode_matrix"), c["name"]),
+                                         [])]
         kinds = sorted(kernels[k]["kind"] for k in names)
         if kinds != ["flash_decode_combine", "flash_decode_split"]:
             failures.append(f"flash decode matrix {c['name']}: expected a split and a combine "
@@ -516,11 +539,11 @@ def main():
             f"| {k.get('block', ['?'])[0]} | {k.get('registers', '-')} | {k.get('sass_regs', '-')} "
             f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
     lines.append("\n## Decode matrix (attn.flash_decode)\n")
-    lines.append("bf16, block_kv 64; Hk 8 (2 for G = 16). Split kernel: 128 threads per (split, "
+    lines.append("block_kv 64; Hk 8 (2 for G = 16). Split kernel: 128 threads per (split, "
                  "KV head, sequence), key rows streamed with 1-D cp.async.bulk into a ring of "
                  "stages; combine kernel: value_dim threads per (query head, sequence).\n")
-    lines.append("| d | G | K=V | paged | RoPE | split kernel | regs | spill | stack | smem | stages | combine regs | combine spill |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| elem | d | G | K=V | paged | RoPE | split kernel | regs | spill | stack | smem | stages | combine regs | combine spill |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in flash_decode_configs:
         split = next((kernels[n] for n in c["kernels"]
                       if kernels[n]["kind"] == "flash_decode_split"), {})
@@ -529,7 +552,8 @@ def main():
         split_name = next((n for n in c["kernels"]
                            if kernels[n]["kind"] == "flash_decode_split"), "-")
         lines.append(
-            f"| {c['d']} | {c['g']} | {'yes' if c['kv'] else 'no'} | {'yes' if c['paged'] else 'no'} "
+            f"| {c.get('elem', 'bf16')} | {c['d']} | {c['g']} | {'yes' if c['kv'] else 'no'} "
+            f"| {'yes' if c['paged'] else 'no'} "
             f"| {'yes' if c['rope'] else 'no'} | `{split_name}` | {split.get('registers', '-')} "
             f"| {split.get('spills', '-')} | {split.get('stack', '-')} | {split.get('smem', '-')} "
             f"| {split.get('config', {}).get('stages', '?')} | {combine.get('registers', '-')} "
