@@ -376,14 +376,21 @@ def main():
             continue
         with open(os.path.join(out, "manifest.json")) as f:
             manifest = json.load(f)
+        # Kernel names are unique within a model only: another model's kernel
+        # of the same name but another configuration (say f16) is kept apart.
+        keys = {}
         for k in manifest["kernels"]:
-            entry = kernels.setdefault(k["name"], dict(
+            key = k["name"]
+            if key in kernels and kernels[key]["config"] != k.get("config", {}):
+                key = f"{k['name']} ({model})"
+            keys[k["name"]] = key
+            entry = kernels.setdefault(key, dict(
                 kind=k.get("kind", "?"), config=k.get("config", {}),
                 smem=k.get("dynamic_smem_bytes", 0), block=k.get("block", []),
                 ptx=os.path.join(out, k["ptx"]), sources=[]))
             entry["sources"].append(model)
         for l in manifest["launches"]:
-            launches.setdefault((model, l["function"]), []).append(l["kernel"])
+            launches.setdefault((model, l["function"]), []).append(keys[l["kernel"]])
 
     for c in configs:
         names = [k for k in launches.get(("matrix", c["name"]), [])
