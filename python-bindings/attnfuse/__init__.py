@@ -14,15 +14,15 @@ compiled extension attnfuse._attnfuse.
 """
 
 from . import builders
-from ._api import (CpuFunction, MLIRError, Module, cca, compile, cost, parse,
-                   qkv_attention)
+from ._api import (CpuFunction, MLIRError, Module, cca, cca_decode, compile,
+                   cost, parse, qkv_attention, qkv_decode)
 from .bf16 import from_bf16, to_bf16
 from .importer import from_hf_config, hf_config_text
 from .runtime import AttnFuseRuntimeError, NoDriverError, SM90aArtifacts
 
 __all__ = [
     "AttnFuseRuntimeError", "CpuFunction", "MLIRError", "Module",
-    "NoDriverError", "SM90aArtifacts", "builders", "cca", "compile", "cost",
-    "from_bf16", "from_hf_config", "hf_config_text", "parse",
-    "qkv_attention", "to_bf16",
+    "NoDriverError", "SM90aArtifacts", "builders", "cca", "cca_decode",
+    "compile", "cost", "from_bf16", "from_hf_config", "hf_config_text",
+    "parse", "qkv_attention", "qkv_decode", "to_bf16",
 ]

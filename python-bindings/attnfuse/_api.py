@@ -138,6 +138,30 @@ def cca(**config):
     return _built(text, names, config.get("name", "model"))
 
 
+def _built_decode(text, names):
+    module = parse(text, source_name="<attnfuse decode builder>")
+    module._argument_names.update(names)
+    return module
+
+
+def qkv_decode(**config):
+    """A stack of `attn.qkv_decode` layers as a Module with two functions:
+    `prefill` (prompts padded to T tokens; arguments x, weights, caches,
+    positions, lengths[, block_table]) and `step` (one token per sequence; no
+    lengths), each returning the output and every layer's updated cache.
+    Keyword arguments as builders.qkv_decode_text: those of qkv_attention
+    (without causal, seq, name) plus `capacity` (contiguous caches) or
+    `page_size` and `num_pages` (paged caches)."""
+    return _built_decode(*builders.qkv_decode_text(**config))
+
+
+def cca_decode(**config):
+    """A stack of `attn.cca_decode` layers as a Module with `prefill` and
+    `step` functions (see qkv_decode); each layer's caches are followed by
+    its conv state and, with value_shift, its shift state."""
+    return _built_decode(*builders.cca_decode_text(**config))
+
+
 def cost(module, seq_len=None, batch=None, dtype=None):
     """The attn-cost-report of `module` as a dict (the JSON of
     `attnfuse-opt --attn-cost-report=format=json`). seq_len and batch

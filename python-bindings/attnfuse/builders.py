@@ -113,14 +113,10 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
     return args, lines
 
 
-def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
-              rope_fraction, causal, dtype="bf16", qk_mean=True,
-              value_shift=True, temperature="clamped", window=None,
-              batch=None, seq=None, residual=True):
-    """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
-
-    The defaults are CCGQA as in ZAYA1: qk-mean, value shift, clamped
-    temperature."""
+def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
+               rope_fraction, causal, dtype, qk_mean, value_shift, temperature,
+               window):
+    """(args, operand lines, attribute groups) of one CCA layer."""
     lq, lk = heads * head_dim, kv_heads * head_dim
     channels = lq + lk
     p = f"%l{index}_"
@@ -154,6 +150,21 @@ def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
              + ([f"window = {window} : i64"] if window is not None else []),
              [f"rope = {rope_attr(rope_theta, rope_fraction)}"]
              if rope_theta is not None else []]
+    return args, operands, attrs
+
+
+def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
+              rope_fraction, causal, dtype="bf16", qk_mean=True,
+              value_shift=True, temperature="clamped", window=None,
+              batch=None, seq=None, residual=True):
+    """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
+
+    The defaults are CCGQA as in ZAYA1: qk-mean, value shift, clamped
+    temperature."""
+    args, operands, attrs = _cca_parts(index, width, heads, kv_heads, head_dim,
+                                       kernels, rope_theta, rope_fraction,
+                                       causal, dtype, qk_mean, value_shift,
+                                       temperature, window)
     x_type = tensor((batch, seq, width), dtype)
     lines = _layer_lines(index, "attn.cca {prev}", operands,
                          _attr_block(attrs), [t for _, t in args], x_type,
@@ -322,3 +333,212 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))
+
+
+# ---------------------------------------------------------------------------
+# Decode over a KV cache
+# ---------------------------------------------------------------------------
+
+
+def _cache_shape(kv_heads, head_dim, capacity, page_size, num_pages, batch):
+    """A contiguous [B, capacity, Hk, d] or paged [pages, page, Hk, d] cache."""
+    if page_size is None:
+        return (batch, capacity, kv_heads, head_dim)
+    return (num_pages, page_size, kv_heads, head_dim)
+
+
+def _decode_module(kind, layer_args, layer_states, op_lines, *, width, dtype,
+                   batch, paged, header, residual):
+    """The @prefill (T tokens, lengths) and @step (one token) functions of a
+    decode stack. layer_args[i]: weights of layer i as (name, type);
+    layer_states[i]: its caches and states as (name, type); op_lines(i, x,
+    tail): the op text of layer i reading `x`, with `tail` the positions,
+    lengths and block table clause."""
+    out = [f"// {part}" for line in header for part in textwrap.wrap(line, 76)]
+    if out:
+        out.append("")
+    names = {}
+    for function, seq in (("prefill", None), ("step", 1)):
+        x_type = tensor((batch, seq, width), dtype)
+        args = [("%x", x_type)]
+        for weights, states in zip(layer_args, layer_states):
+            args += weights + states
+        args.append(("%positions", tensor((batch,), "i32")))
+        if function == "prefill":
+            args.append(("%lengths", tensor((batch,), "i32")))
+        if paged:
+            args.append(("%block_table", tensor((batch, None), "i32")))
+        tail = "positions(%positions)" + (
+            " lengths(%lengths)" if function == "prefill" else "") + (
+            " block_table(%block_table)" if paged else "")
+        results = [x_type] + [t for states in layer_states for _, t in states]
+        body, returned = [], []
+        prev = "%x"
+        for i, states in enumerate(layer_states):
+            outs = [f"%y{i}"] + [f"{n}_out" for n, _ in states]
+            weight_types = [t for _, t in layer_args[i]]
+            state_types = [t for _, t in states]
+            operand_types = [x_type] + weight_types + state_types + [
+                tensor((batch,), "i32")] * (2 if function == "prefill" else 1) + (
+                [tensor((batch, None), "i32")] if paged else [])
+            body.append(f"  // layer {i}")
+            body.append(f"  {', '.join(outs)} = {op_lines(i, prev, tail)}")
+            body += type_list(operand_types)
+            body.append(f"      -> ({', '.join([x_type] + state_types)})")
+            if residual:
+                body.append(f"  %h{i} = arith.addf {prev}, %y{i} : {x_type}")
+                prev = f"%h{i}"
+            else:
+                prev = f"%y{i}"
+            returned += outs[1:]
+        out.append(f"func.func @{function}(")
+        for j, (arg, ty) in enumerate(args):
+            out.append(f"    {arg}: {ty}{',' if j + 1 < len(args) else ')'}")
+        out.append(f"    -> ({', '.join(results)}) {{")
+        out += body
+        out.append(f"  return {', '.join([prev] + returned)}")
+        out.append(f"      : {', '.join(results)}")
+        out.append("}")
+        out.append("")
+        names[function] = [a[1:] for a, _ in args]
+    return "\n".join(out), names
+
+
+def _decode_common(capacity, page_size, num_pages):
+    if page_size is None:
+        if num_pages is not None:
+            raise ValueError("num_pages is given without page_size")
+        _positive_int("capacity", capacity)
+        return False
+    _positive_int("page_size", page_size)
+    _positive_int("num_pages", num_pages)
+    if capacity is not None:
+        raise ValueError("capacity is for contiguous caches; a paged cache "
+                         "holds num_pages pages of page_size tokens")
+    return True
+
+
+def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
+                    head_dim=None, window=None, rope_theta=None,
+                    rope_fraction=1.0, scale=None, biases=False, dtype="f32",
+                    batch=None, capacity=None, page_size=None, num_pages=None,
+                    num_layers=1, residual=None, header=()):
+    """(text, {function: argument names}) of a stack of `attn.qkv_decode`
+    layers: @prefill (prompts padded to T tokens, lengths) and @step (one
+    token per sequence), each returning the output and every layer's updated
+    cache. Caches are contiguous `[B, capacity, Hk, d]`, or paged with
+    page_size and num_pages (and a block table argument). K=V modes (kv, qkv)
+    cache one tensor per layer."""
+    if sharing not in SHARING_MODES:
+        raise ValueError(f"sharing must be one of {', '.join(SHARING_MODES)}, "
+                         f"got {sharing!r}")
+    num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
+                                     head_dim, dtype, batch, None, num_layers,
+                                     window, rope_theta, rope_fraction)
+    if sharing in ("qk", "qkv") and num_heads != num_kv_heads:
+        raise ValueError(
+            f"sharing={sharing!r} uses the key projection as the query, so "
+            f"num_heads ({num_heads}) must equal num_kv_heads "
+            f"({num_kv_heads})")
+    paged = _decode_common(capacity, page_size, num_pages)
+    if residual is None:
+        residual = num_layers > 1
+    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    cache = tensor(_cache_shape(num_kv_heads, head_dim, capacity, page_size,
+                                num_pages, batch), dtype)
+    layer_args, layer_states, ops = [], [], []
+    for i in range(num_layers):
+        args, _ = qkv_layer(i, sharing, embed_dim, num_heads, num_kv_heads,
+                            head_dim, True, biases, dtype=dtype)
+        p = f"%l{i}_"
+        states = ([(p + "kv_cache", cache)] if sharing in ("kv", "qkv")
+                  else [(p + "k_cache", cache), (p + "v_cache", cache)])
+        weights = " ".join(f"{n[len(p):]}({n})" for n, _ in args if n[len(p)] == "w")
+        biases_text = " ".join(f"{n[len(p):]}({n})" for n, _ in args
+                               if n[len(p)] == "b")
+        attrs = [f"num_heads = {num_heads} : i64",
+                 f"num_kv_heads = {num_kv_heads} : i64",
+                 f"head_dim = {head_dim} : i64"]
+        if window is not None:
+            attrs.append(f"window = {window} : i64")
+        if rope is not None:
+            attrs.append(f"rope = {rope_attr(*rope)}")
+        if scale is not None:
+            attrs.append(f"scale = {float(scale)!r} : f64")
+        caches = ", ".join(n for n, _ in states)
+        ops.append((weights, biases_text, caches, attrs))
+        layer_args.append(args)
+        layer_states.append(states)
+
+    def op_lines(i, x, tail):
+        weights, biases_text, caches, attrs = ops[i]
+        return (f"attn.qkv_decode <{sharing}> {x} {weights}"
+                + (f" {biases_text}" if biases_text else "")
+                + f"\n      cache({caches}) {tail}\n      {{{', '.join(attrs)}}}")
+
+    return _decode_module("qkv", layer_args, layer_states, op_lines,
+                          width=embed_dim, dtype=dtype, batch=batch,
+                          paged=paged, header=list(header), residual=residual)
+
+
+def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
+                    conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
+                    temperature="clamped", window=None, rope_theta=None,
+                    rope_fraction=1.0, dtype="f32", batch=None, capacity=None,
+                    page_size=None, num_pages=None, num_layers=1,
+                    residual=None, header=()):
+    """As qkv_decode_text for `attn.cca_decode`: each layer also takes and
+    returns its conv state `[B, P, C]` and, with value_shift, its shift state
+    `[B, 1, Lk/2]` (zeros before the first token)."""
+    num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
+                                     head_dim, dtype, batch, None, num_layers,
+                                     window, rope_theta, rope_fraction)
+    kernels = tuple(conv_kernel_sizes)
+    if len(kernels) != 2:
+        raise ValueError(f"conv_kernel_sizes must be two kernel sizes, got "
+                         f"{conv_kernel_sizes!r}")
+    for k in kernels:
+        _positive_int("conv_kernel_sizes", k)
+    if temperature not in TEMPERATURES:
+        raise ValueError(f"temperature must be one of "
+                         f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    lk = num_kv_heads * head_dim
+    if value_shift and lk % 2:
+        raise ValueError(
+            f"value_shift splits the values in halves, so num_kv_heads * "
+            f"head_dim ({lk}) must be even")
+    paged = _decode_common(capacity, page_size, num_pages)
+    if residual is None:
+        residual = num_layers > 1
+    cache = tensor(_cache_shape(num_kv_heads, head_dim, capacity, page_size,
+                                num_pages, batch), dtype)
+    channels = (num_heads + num_kv_heads) * head_dim
+    rows = kernels[0] - 1 + kernels[1] - 1
+    layer_args, layer_states, ops = [], [], []
+    for i in range(num_layers):
+        args, operand_lines, attrs = _cca_parts(
+            i, embed_dim, num_heads, num_kv_heads, head_dim, kernels,
+            rope_theta, rope_fraction, False, dtype, qk_mean, value_shift,
+            temperature, window)
+        p = f"%l{i}_"
+        states = [(p + "k_cache", cache), (p + "v_cache", cache),
+                  (p + "conv_state", tensor((batch, rows, channels), dtype))]
+        if value_shift:
+            states.append((p + "shift_state", tensor((batch, 1, lk // 2), dtype)))
+        attr_text = "{" + ", ".join(item for group in attrs for item in group) + "}"
+        ops.append((operand_lines, attr_text, states))
+        layer_args.append(args)
+        layer_states.append(states)
+
+    def op_lines(i, x, tail):
+        operand_lines, attr_text, states = ops[i]
+        state_clause = (f"cache({states[0][0]}, {states[1][0]}) "
+                        f"conv_state({states[2][0]})"
+                        + (f" shift_state({states[3][0]})" if len(states) > 3 else ""))
+        return (f"attn.cca_decode {x} {operand_lines[0]}\n      "
+                + "\n      ".join(operand_lines[1:])
+                + f"\n      {state_clause}\n      {tail}\n      {attr_text}")
+
+    return _decode_module("cca", layer_args, layer_states, op_lines,
+                          width=embed_dim, dtype=dtype, batch=batch,
+                          paged=paged, header=list(header), residual=residual)

@@ -1,7 +1,8 @@
-"""Decode over a KV cache from Python: a K=V GQA layer with RoPE over a paged
-cache, prefill then decode steps, each call taking the cache the previous one
-returned; every position must equal the whole-sequence layer of the float64
-reference (integration_test/reference.py)."""
+"""Decode over a KV cache from Python: attnfuse.qkv_decode / attnfuse.cca_decode
+build `prefill` and `step` functions; prompts of different lengths are
+prefilled, then decoded token by token, each call taking the caches and states
+the previous one returned. Every position must equal the whole-sequence layer
+of the float64 reference (integration_test/reference.py)."""
 
 import numpy as np
 import pytest
@@ -9,74 +10,136 @@ import pytest
 import attnfuse
 import reference as R
 
-E, HQ, HK, D = 32, 4, 2, 8
-PAGE, PAGES = 4, 3  # rows per page, pages per sequence
+E = 32
 PROMPTS = (5, 2)
 STEPS = 3
 
 
-def layer(name, seq, lengths):
-    x = f"tensor<?x{seq}x{E}xf32>"
-    cache = f"tensor<?x{PAGE}x{HK}x{D}xf32>"
-    params = (f"%x: {x}, %wq: tensor<{HQ * D}x{E}xf32>, %wk: tensor<{HK * D}x{E}xf32>, "
-              f"%wo: tensor<{E}x{HQ * D}xf32>, %kv: {cache}, %pos: tensor<?xi32>"
-              + (", %len: tensor<?xi32>" if lengths else "") + ", %bt: tensor<?x?xi32>")
-    types = ", ".join(p.split(": ")[1] for p in params.split(", "))
-    return (f"func.func @{name}({params}) -> ({x}, {cache}) {{\n"
-            f"  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kv)"
-            f" positions(%pos){' lengths(%len)' if lengths else ''} block_table(%bt)\n"
-            f"      {{num_heads = {HQ} : i64, num_kv_heads = {HK} : i64, head_dim = {D} : i64,"
-            f" rope = #attn.rope<theta = 10000.0>}}\n"
-            f"      : ({types}) -> ({x}, {cache})\n"
-            f"  return %y, %kv2 : {x}, {cache}\n}}\n")
+def weights_for(function, rng):
+    """Random weights for the non-state arguments named l0_*."""
+    out = {}
+    for name, (_, shape) in zip(function.argument_names, function.arguments):
+        if not name.startswith("l0_") or name.endswith(("_cache", "_state")):
+            continue
+        if name.endswith("temp"):
+            out[name] = rng.uniform(-0.5, 2.0, shape).astype(np.float32)
+        elif name.endswith(("_b", "dw_b", "g_b")):
+            out[name] = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            fan_in = int(np.prod(shape[1:]))
+            out[name] = (rng.standard_normal(shape) * fan_in ** -0.5).astype(np.float32)
+    return out
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
-def test_prefill_then_decode_matches_the_whole_sequence(fused):
-    module = attnfuse.parse(layer("prefill", "?", True) + layer("step", 1, False))
-    prefill = attnfuse.compile(module, entry="prefill", fused=fused)
-    step = attnfuse.compile(module, entry="step", fused=fused)
-
-    rng = np.random.default_rng(7)
+def run_decode(module, states, block_table=None, seed=7):
+    """Prefill + STEPS steps; returns (outputs per sequence, x, weights)."""
+    prefill = attnfuse.compile(module, entry="prefill")
+    step = attnfuse.compile(module, entry="step")
+    rng = np.random.default_rng(seed)
     batch = len(PROMPTS)
+    weights = weights_for(prefill, rng)
     x_full = rng.standard_normal((batch, max(PROMPTS) + STEPS, E)).astype(np.float32)
-    wq = (rng.standard_normal((HQ * D, E)) * E ** -0.5).astype(np.float32)
-    wk = (rng.standard_normal((HK * D, E)) * E ** -0.5).astype(np.float32)
-    wo = (rng.standard_normal((E, HQ * D)) * (HQ * D) ** -0.5).astype(np.float32)
-    # Pages of both sequences shuffled into one pool, plus an unused one.
-    pool = batch * PAGES + 1
-    block_table = rng.permutation(pool)[: batch * PAGES].reshape(batch, PAGES)
-    block_table = block_table.astype(np.int32)
-    kv = np.zeros((pool, PAGE, HK, D), np.float32)
+
+    def call(function, x, positions, lengths=None):
+        values = dict(weights, x=x, positions=positions)
+        values.update(states)
+        if lengths is not None:
+            values["lengths"] = lengths
+        if block_table is not None:
+            values["block_table"] = block_table
+        results = function(*[values[name] for name in function.argument_names])
+        names = [n for n in function.argument_names if n.endswith(("_cache", "_state"))]
+        states.update(zip(names, results[1:]))
+        return results[0]
 
     x0 = np.zeros((batch, max(PROMPTS), E), np.float32)
     for b, p in enumerate(PROMPTS):
         x0[b, :p] = x_full[b, :p]
-    y0, kv = prefill(x0, wq, wk, wo, kv, np.zeros(batch, np.int32),
-                     np.array(PROMPTS, np.int32), block_table)
+    y0 = call(prefill, x0, np.zeros(batch, np.int32), np.array(PROMPTS, np.int32))
     outputs = [[y0[b, t] for t in range(p)] for b, p in enumerate(PROMPTS)]
     for s in range(STEPS):
         pos = np.array([p + s for p in PROMPTS], np.int32)
         xs = np.stack([x_full[b, pos[b]] for b in range(batch)])[:, None, :]
-        y, kv = step(xs, wq, wk, wo, kv, pos, block_table)
+        y = call(step, xs, pos)
         for b in range(batch):
             outputs[b].append(y[b, 0])
+    return outputs, x_full, weights
 
+
+def check(outputs, x_full, reference):
     for b, p in enumerate(PROMPTS):
-        ref = R.qkv_attention(x_full[b : b + 1, : p + STEPS], "kv", wk, wo, wq=wq,
-                              num_heads=HQ, num_kv_heads=HK, head_dim=D, causal=True,
-                              rope_theta=10000.0)[0]
+        ref = reference(x_full[b : b + 1, : p + STEPS])[0]
         got = np.stack(outputs[b])
         err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
         assert err <= 1e-5, f"sequence {b}: rel_err {err:.3e}"
 
 
+def test_kv_gqa_paged_decode_matches_the_whole_sequence():
+    hq, hk, d, page, pages = 4, 2, 8, 4, 3
+    batch = len(PROMPTS)
+    pool = batch * pages + 1  # one page nobody uses
+    module = attnfuse.qkv_decode(sharing="kv", embed_dim=E, num_heads=hq,
+                                 num_kv_heads=hk, head_dim=d, rope_theta=1e4,
+                                 page_size=page, num_pages=pool)
+    rng = np.random.default_rng(3)
+    table = rng.permutation(pool)[: batch * pages].reshape(batch, pages).astype(np.int32)
+    states = {"l0_kv_cache": np.zeros((pool, page, hk, d), np.float32)}
+    outputs, x_full, w = run_decode(module, states, block_table=table)
+    check(outputs, x_full, lambda x: R.qkv_attention(
+        x, "kv", w["l0_wk"], w["l0_wo"], wq=w["l0_wq"], num_heads=hq,
+        num_kv_heads=hk, head_dim=d, causal=True, rope_theta=1e4))
+
+
+def test_ccgqa_decode_matches_the_whole_sequence():
+    hq, hk, d, capacity = 4, 2, 8, 16
+    batch = len(PROMPTS)
+    module = attnfuse.cca_decode(embed_dim=E, num_heads=hq, num_kv_heads=hk,
+                                 head_dim=d, rope_theta=1e4, rope_fraction=0.5,
+                                 capacity=capacity)
+    c = (hq + hk) * d
+    states = {"l0_k_cache": np.zeros((batch, capacity, hk, d), np.float32),
+              "l0_v_cache": np.zeros((batch, capacity, hk, d), np.float32),
+              "l0_conv_state": np.zeros((batch, 2, c), np.float32),
+              "l0_shift_state": np.zeros((batch, 1, hk * d // 2), np.float32)}
+    outputs, x_full, w = run_decode(module, states)
+    check(outputs, x_full, lambda x: R.cca(
+        x, w["l0_wq"], w["l0_wk"], w["l0_wv"], w["l0_conv_dw_w"], w["l0_conv_dw_b"],
+        w["l0_conv_g_w"], w["l0_conv_g_b"], w["l0_temp"], w["l0_wo"], hq, hk, d,
+        (2, 2), wv_prev=w["l0_wv_prev"], qk_mean=True, value_shift=True,
+        temperature="clamped", causal=True, rope_theta=1e4, rope_fraction=0.5))
+
+
+def test_decode_cost_counts_the_state():
+    module = attnfuse.cca_decode(embed_dim=2048, num_heads=8, num_kv_heads=2,
+                                 head_dim=128, rope_theta=1e4, rope_fraction=0.5,
+                                 capacity=4096, dtype="bf16", batch=8)
+    report = attnfuse.cost(module)
+    layer = report["layers"][0]
+    assert layer["op"] == "cca_decode" and layer["decode_step"] is True
+    assert layer["cached_tokens_per_sequence"] == 4096
+    # P C + Lk / 2 = 2 * 1280 + 128 values of 2 bytes.
+    assert layer["state_bytes_per_sequence"] == 2 * (2 * 1280 + 128)
+
+
+@pytest.mark.parametrize("config, message", [
+    (dict(capacity=None), "capacity must be a positive integer"),
+    (dict(capacity=8, page_size=4, num_pages=2), "capacity is for contiguous caches"),
+    (dict(capacity=None, num_pages=2), "num_pages is given without page_size"),
+    (dict(capacity=8, sharing="qk", num_kv_heads=2), "num_heads (4) must equal num_kv_heads"),
+])
+def test_decode_builder_errors_name_the_parameter(config, message):
+    base = dict(embed_dim=E, num_heads=4, head_dim=8)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        attnfuse.qkv_decode(**dict(base, **config))
+
+
 def test_position_past_capacity_raises():
-    module = attnfuse.parse(layer("step", 1, False))
-    step = attnfuse.compile(module)
-    kv = np.zeros((PAGES, PAGE, HK, D), np.float32)
-    args = (np.zeros((1, 1, E), np.float32), np.zeros((HQ * D, E), np.float32),
-            np.zeros((HK * D, E), np.float32), np.zeros((E, HQ * D), np.float32), kv,
-            np.array([PAGE * PAGES], np.int32), np.arange(PAGES, dtype=np.int32)[None])
+    module = attnfuse.qkv_decode(sharing="kv", embed_dim=E, num_heads=4,
+                                 num_kv_heads=2, head_dim=8, capacity=4)
+    step = attnfuse.compile(module, entry="step")
+    args = {name: np.zeros(shape, np.float32) for name, (_, shape)
+            in zip(step.argument_names,
+                   [(t, [1 if d is None else d for d in s]) for t, s in step.arguments])}
+    args["positions"] = np.array([4], np.int32)
     with pytest.raises(RuntimeError, match="cache position or block table entry out of range"):
-        step(*args)
+        step(*[args[name] for name in step.argument_names])
