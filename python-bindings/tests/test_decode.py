@@ -143,3 +143,24 @@ def test_position_past_capacity_raises():
     args["positions"] = np.array([4], np.int32)
     with pytest.raises(RuntimeError, match="cache position or block table entry out of range"):
         step(*[args[name] for name in step.argument_names])
+
+
+def test_lengths_are_clamped_to_the_new_tokens():
+    """lengths past T write (and roll) the T real rows, never past them."""
+    module = attnfuse.cca_decode(embed_dim=E, num_heads=4, num_kv_heads=2, head_dim=8,
+                                 capacity=16, rope_theta=1e4, rope_fraction=0.5)
+    prefill = attnfuse.compile(module, entry="prefill")
+    rng = np.random.default_rng(5)
+    values = weights_for(prefill, rng)
+    values.update(x=rng.standard_normal((2, 3, E)).astype(np.float32),
+                  positions=np.zeros(2, np.int32),
+                  l0_k_cache=np.zeros((2, 16, 2, 8), np.float32),
+                  l0_v_cache=np.zeros((2, 16, 2, 8), np.float32),
+                  l0_conv_state=np.zeros((2, 2, 48), np.float32),
+                  l0_shift_state=np.zeros((2, 1, 8), np.float32))
+    exact = prefill(*[dict(values, lengths=np.array([3, 3], np.int32))[n]
+                      for n in prefill.argument_names])
+    clamped = prefill(*[dict(values, lengths=np.array([7, 3], np.int32))[n]
+                        for n in prefill.argument_names])
+    for a, b in zip(exact, clamped):
+        np.testing.assert_array_equal(a, b)

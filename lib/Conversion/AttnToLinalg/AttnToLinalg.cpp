@@ -907,10 +907,15 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
 /// lengths.
 Value newRowCount(OpBuilder &b, Location loc, Value lengths, Value rows,
                   Value batchIndex) {
+  Value all = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, rows, 1));
   if (!lengths)
-    return getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, rows, 1));
-  return toIndex(b, loc,
-                 tensor::ExtractOp::create(b, loc, lengths, batchIndex));
+    return all;
+  // Clamped to [0, T]: a length past the new rows writes them all.
+  Value length =
+      toIndex(b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIndex));
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, length, indexConstant(b, loc, 0)),
+      all);
 }
 
 /// attn.cache_update: for each sequence and new token, one row copy at the

@@ -241,7 +241,9 @@ func.func @sdpa_unmasked_bf16(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x4x8xbf16>
 // CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1 iter_args(%[[OUTER:.+]] = %arg0) -> (tensor<9x4x2x4xf32>)
 // CHECK:   %[[START:.+]] = tensor.extract %arg2[%[[B]]] : tensor<2xi32>
 // CHECK:   %[[LEN:.+]] = tensor.extract %arg3[%[[B]]] : tensor<2xi32>
-// CHECK:   %[[COUNT:.+]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK:   %[[LENI:.+]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK:   %[[NONNEG:.+]] = arith.maxsi %[[LENI]], %c0
+// CHECK:   %[[COUNT:.+]] = arith.minsi %[[NONNEG]], %{{.+}} : index
 // CHECK:   scf.for %[[T:.+]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[INNER:.+]] = %[[OUTER]])
 // CHECK:     cf.assert %{{.+}}, "KV cache update: a token's position is outside the sequence's cache capacity"
 // CHECK:     %[[PAGE:.+]] = tensor.extract %arg4[%[[B]], %{{.+}}] : tensor<2x4xi32>

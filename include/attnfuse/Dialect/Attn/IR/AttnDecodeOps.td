@@ -244,7 +244,8 @@ def Attn_CacheUpdateOp : Attn_Op<"cache_update",
   let description = [{
     Returns `cache` with row `new[b, t]` (`[batch, T, kv_heads, head_dim]`)
     written at position `positions[b] + t` of sequence `b`, for
-    `t < lengths[b]` (all `T` without `lengths`). The cache is contiguous,
+    `t < lengths[b]` (all `T` without `lengths`; lengths are clamped to
+    `[0, T]`). The cache is contiguous,
     or paged with a `block_table` (see `AttnDecodeOps.td`). Writing past a
     sequence's capacity is a runtime error.
 
@@ -294,7 +295,8 @@ def Attn_StateUpdateOp : Attn_Op<"state_update",
   let summary = "keep the last rows of a per-sequence state";
   let description = [{
     `result[b]` is the last `P` rows of `concat(state[b], new[b, 0 :
-    lengths[b]])` (all `T` rows of `new` without `lengths`), with `state
+    lengths[b]])` (all `T` rows of `new` without `lengths`; lengths are
+    clamped to `[0, T]`), with `state
     [batch, P, C]` and `new [batch, T, C]`: the rolling window of a causal
     convolution's inputs, or (`P = 1`) the previous token.
 
