@@ -128,6 +128,29 @@ def gpt1b2(sharing, kv_heads, name, title, notes):
                [f"Paper: {PAPER}, 1.2B configuration.", *notes])
 
 
+def gpt300m_kv_gqa4_decode():
+    """The 300M K=V GQA-4 model as a serving engine runs it: prefill and
+    decode steps over a paged cache."""
+    header = [
+        "gpt300m_kv_gqa4_decode: the paper's 300M model, Q-K=V with GQA-4, in "
+        "its decode form (attn.qkv_decode): @prefill takes prompts padded to T "
+        "tokens with their lengths, @step one token per sequence; both take "
+        "and return every layer's KV cache.",
+        "20 layers, E 1024, 16 query heads x 64, 4 KV heads. The cache is "
+        "paged: 64 pages of 16 tokens per layer, a block table per sequence, "
+        "and holds ONE tensor per layer, the un-rotated shared key (Hk d = 256 "
+        "values per token; MHA: 2048). RoPE theta 1e4 (not in the paper's "
+        "models) is applied to the cached keys when they are read.",
+        "",
+        GENERATED,
+    ]
+    text, _ = _builders.qkv_decode_text(
+        sharing="kv", embed_dim=1024, num_heads=16, num_kv_heads=4,
+        head_dim=64, rope_theta=10000.0, dtype="bf16", page_size=16,
+        num_pages=64, num_layers=20, header=header)
+    return text
+
+
 def examples():
     return {
         "gpt300m_none.mlir": gpt300m("none", 16, "none"),
@@ -145,6 +168,7 @@ def examples():
             "the 1.2B configuration as plain MHA (the baseline)",
             ["Caches 2 Hk d = 4096 values per token and layer."]),
         "zaya1_ccgqa.mlir": zaya1(),
+        "gpt300m_kv_gqa4_decode.mlir": gpt300m_kv_gqa4_decode(),
     }
 
 

@@ -153,6 +153,139 @@ def check(model, runner, batch, seq, workdir):
     return float(np.max(np.abs(y - ref)) / np.max(np.abs(ref))), seconds, ""
 
 
+DECODE_LAYER_RE = re.compile(
+    r"%y(\d+), [^=]+= attn\.qkv_decode <(\w+)> (%\w+)(.*?)\{(.*?)\}\s*:", re.S)
+DECODE_PROMPTS = (5, 3)  # prompt lengths of the two sequences
+DECODE_STEPS = 3
+
+
+def parse_decode_layers(text):
+    """The layers of a decode model's @step, as parse_layers (all causal)."""
+    step = text[text.index("func.func @step("):]
+    layers = []
+    for match in DECODE_LAYER_RE.finditer(step):
+        _, mode, _, operands, attrs = match.groups()
+        layer = {
+            "kind": "qkv", "mode": mode,
+            # Weights and biases (not the caches and positions).
+            "operands": {k: v for k, v in re.findall(r"(\w+)\((%\w+)\)", operands)
+                         if k in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")},
+            "heads": int(re.search(r"num_heads = (\d+)", attrs).group(1)),
+            "kv_heads": int(re.search(r"num_kv_heads = (\d+)", attrs).group(1)),
+            "head_dim": int(re.search(r"head_dim = (\d+)", attrs).group(1)),
+            "causal": True, "window": None, "rope": None,
+        }
+        if m := re.search(r"window = (\d+)", attrs):
+            layer["window"] = int(m.group(1))
+        if m := re.search(r"rope<theta = ([0-9.e+]+)(?:, fraction = ([0-9.]+))?>", attrs):
+            layer["rope"] = (float(m.group(1)), float(m.group(2) or 1.0))
+        layers.append(layer)
+    return layers
+
+
+def check_decode(model, runner, workdir):
+    """A decode model (@prefill, @step over paged caches): two prompts of
+    different lengths are prefilled, then DECODE_STEPS tokens are decoded,
+    each call taking the caches the previous one returned; every position is
+    compared with the whole-sequence reference."""
+    text = open(model, encoding="utf-8").read()
+    head = text.index("func.func @prefill(")
+    signature = text[head:text.index("{", head)]
+    args = ARG_RE.findall(signature)
+    dtype = args[0][2]
+    batch, longest = len(DECODE_PROMPTS), max(DECODE_PROMPTS)
+    rng = np.random.default_rng(0)
+
+    def save(name, array, integer=False):
+        path = os.path.join(workdir, name + ".npy")
+        if integer:
+            np.save(path, np.asarray(array, np.int32))
+            return None
+        bits = R.to_bf16_bits(array) if dtype == "bf16" else array.astype(np.float32)
+        np.save(path, bits)
+        return (R.from_bf16_bits(bits) if dtype == "bf16" else bits).astype(np.float64)
+
+    values, weights, caches = {}, [], []
+    num_pages = None
+    for name, shape, _ in args:
+        if name == "%x":
+            continue
+        if name.endswith("_cache"):
+            dims = [int(d) for d in shape.split("x")]
+            num_pages = dims[0]
+            save(name[1:] + "_0", np.zeros(dims))
+            caches.append(name[1:])
+            continue
+        values[name] = save(name[1:], make_argument(name, shape, rng, batch, 1))
+        weights.append(name[1:])
+    pages = num_pages // batch
+    save("block_table", np.arange(batch * pages).reshape(batch, pages)[:, ::-1], True)
+    x_full = rng.standard_normal((batch, longest + DECODE_STEPS, values_width(args)))
+    x_exact = save("x_full", x_full)
+
+    def inputs(x_name, pos_name, cache_dir, lengths=False):
+        files = [x_name] + weights
+        paths = [os.path.join(workdir, f + ".npy") for f in files]
+        order = [n[1:] for n, _, _ in args]
+        by_name = dict(zip(["x"] + weights, paths))
+        for i, c in enumerate(caches):
+            by_name[c] = (os.path.join(workdir, c + "_0.npy") if cache_dir is None
+                          else os.path.join(cache_dir, f"out{1 + i}.npy"))
+        ordered = [by_name[n] for n in order]
+        ordered.append(os.path.join(workdir, pos_name + ".npy"))
+        if lengths:
+            ordered.append(os.path.join(workdir, "lengths.npy"))
+        ordered.append(os.path.join(workdir, "block_table.npy"))
+        return ordered
+
+    x0 = np.zeros((batch, longest, x_full.shape[2]))
+    for b, p in enumerate(DECODE_PROMPTS):
+        x0[b, :p] = x_full[b, :p]
+    save("x0", x0)
+    save("pos0", np.zeros(batch), True)
+    save("lengths", np.array(DECODE_PROMPTS), True)
+    lines = []
+    for s in range(DECODE_STEPS):
+        pos = np.array([p + s for p in DECODE_PROMPTS])
+        save(f"x{s + 1}", np.stack([x_full[b, pos[b]] for b in range(batch)])[:, None])
+        save(f"pos{s + 1}", pos, True)
+        previous = os.path.join(workdir, f"call{s}")
+        lines.append(" ".join([os.path.join(workdir, f"call{s + 1}")]
+                              + inputs(f"x{s + 1}", f"pos{s + 1}", previous)))
+    with open(os.path.join(workdir, "steps.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+    start = time.time()
+    for command in (
+            [runner, model, "--entry=prefill", "-O0",
+             f"--output-dir={os.path.join(workdir, 'call0')}",
+             *[f"--input={p}" for p in inputs("x0", "pos0", None, lengths=True)]],
+            [runner, model, "--entry=step", "-O0",
+             f"--run-list={os.path.join(workdir, 'steps.txt')}"]):
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return None, time.time() - start, proc.stderr.strip()
+    seconds = time.time() - start
+
+    def load(call):
+        out = np.load(os.path.join(workdir, f"call{call}", "out0.npy"))
+        return (R.from_bf16_bits(out) if dtype == "bf16" else out).astype(np.float64)
+
+    layers = parse_decode_layers(text)
+    worst = 0.0
+    for b, p in enumerate(DECODE_PROMPTS):
+        ref = reference_model(layers, dict(values, **{"%x": x_exact[b:b + 1, :p + DECODE_STEPS]}))[0]
+        got = [load(0)[b, t] for t in range(p)]
+        got += [load(s + 1)[b, 0] for s in range(DECODE_STEPS)]
+        worst = max(worst, float(np.max(np.abs(np.stack(got) - ref)) / np.max(np.abs(ref))))
+    return worst, seconds, ""
+
+
+def values_width(args):
+    """E of the [B, S, E] input."""
+    return int(args[0][1].split("x")[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -162,6 +295,7 @@ def main():
                         help="models to run (default: examples/*.mlir)")
     args = parser.parse_args()
     runner = os.path.join(args.build, "bin", "attnfuse-run")
+    decode = False
     models = args.models or sorted(
         os.path.join(ROOT, "examples", f) for f in os.listdir(os.path.join(ROOT, "examples"))
         if f.endswith(".mlir"))
@@ -170,7 +304,13 @@ def main():
           f"{args.batch}, {args.seq} tokens, tolerance {TOLERANCE:g} (max-norm relative):")
     for model in models:
         with tempfile.TemporaryDirectory() as workdir:
-            err, seconds, message = check(model, runner, args.batch, args.seq, workdir)
+            with open(model, encoding="utf-8") as f:
+                decode = "func.func @step(" in f.read()
+            if decode:
+                err, seconds, message = check_decode(model, runner, workdir)
+            else:
+                err, seconds, message = check(model, runner, args.batch, args.seq,
+                                              workdir)
         name = os.path.basename(model)
         if err is None:
             failures += 1
@@ -178,8 +318,10 @@ def main():
         else:
             ok = err <= TOLERANCE
             failures += not ok
+            what = (f"prefill of {'+'.join(map(str, DECODE_PROMPTS))} tokens, "
+                    f"{DECODE_STEPS} decode steps, " if decode else "")
             print(f"  {name:24} rel. error {err:.2e}  {'ok' if ok else 'MISMATCH'}"
-                  f"  ({seconds:.1f} s compile + run)")
+                  f"  ({what}{seconds:.1f} s compile + run)")
     print(f"{len(models) - failures} passed, {failures} failed")
     return 1 if failures else 0
 

@@ -162,18 +162,23 @@ def cca_decode(**config):
     return _built_decode(*builders.cca_decode_text(**config))
 
 
-def cost(module, seq_len=None, batch=None, dtype=None):
+def cost(module, seq_len=None, batch=None, dtype=None, function=None):
     """The attn-cost-report of `module` as a dict (the JSON of
     `attnfuse-opt --attn-cost-report=format=json`). seq_len and batch
     default to the static shapes, else 32768 and 1; dtype (f32, f16, bf16,
-    fp8) to the IR's element type."""
+    fp8) to the IR's element type; function restricts the report to one
+    function's layers (a decode module's "step": its "prefill" runs the
+    same layers)."""
     for name, value in (("seq_len", seq_len), ("batch", batch)):
         if value is not None and (isinstance(value, bool)
                                   or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if dtype is not None and dtype not in ("f32", "f16", "bf16", "fp8"):
         raise ValueError(f"dtype must be f32, f16, bf16 or fp8, got {dtype!r}")
-    text = _call(module._handle.cost_report, seq_len, batch, dtype or "")
+    if function is not None and not isinstance(function, str):
+        raise ValueError(f"function must be a function name, got {function!r}")
+    text = _call(module._handle.cost_report, seq_len, batch, dtype or "",
+                 function or "")
     return json.loads(text)
 
 

@@ -130,15 +130,17 @@ NB_MODULE(_attnfuse, m) {
       .def(
           "cost_report",
           [](const Module &self, std::optional<int64_t> seqLen,
-             std::optional<int64_t> batch, const std::string &elemType) {
+             std::optional<int64_t> batch, const std::string &elemType,
+             const std::string &function) {
             Failure failure;
             std::string json;
-            if (!self.costReport(seqLen, batch, elemType, json, failure))
+            if (!self.costReport(seqLen, batch, elemType, function, json,
+                                 failure))
               raise(failure);
             return json;
           },
           nb::arg("seq_len").none(), nb::arg("batch").none(),
-          nb::arg("elem_type"))
+          nb::arg("elem_type"), nb::arg("function") = "")
       .def(
           "compile_cpu",
           [](const Module &self, const std::string &entry,

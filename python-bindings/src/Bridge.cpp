@@ -222,10 +222,12 @@ bool Module::signature(const std::string &name, std::vector<Spec> &arguments,
 
 bool Module::costReport(std::optional<int64_t> seqLen,
                         std::optional<int64_t> batch,
-                        const std::string &elemType, std::string &json,
+                        const std::string &elemType,
+                        const std::string &function, std::string &json,
                         Failure &failure) const {
   DiagnosticCapture capture(failure);
   attnfuse::attn::CostReportOptions options;
+  options.function = function;
   options.seqLen = seqLen;
   options.batch = batch;
   options.elemType = elemType;

@@ -86,8 +86,8 @@ public:
                  std::vector<Spec> &results, Failure &failure) const;
   /// attn-cost-report in JSON.
   bool costReport(std::optional<int64_t> seqLen, std::optional<int64_t> batch,
-                  const std::string &elemType, std::string &json,
-                  Failure &failure) const;
+                  const std::string &elemType, const std::string &function,
+                  std::string &json, Failure &failure) const;
   /// Lowers a copy with attn-to-cpu and JIT-compiles function `entry`.
   std::unique_ptr<CpuFunction> compileCpu(const std::string &entry,
                                           const std::string &pipelineOptions,

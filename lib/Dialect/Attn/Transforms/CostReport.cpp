@@ -5,6 +5,7 @@
 #include "attnfuse/Dialect/Attn/Transforms/CostModel.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
@@ -174,6 +175,7 @@ struct AttnCostReportPass
       options.batch = batch;
     options.elemType = elemType;
     options.format = format;
+    options.function = function;
     if (failed(writeCostReport(getOperation(), options, llvm::outs())))
       return signalPassFailure();
     llvm::outs().flush();
@@ -255,7 +257,14 @@ LogicalResult CostReporter::write(ModuleOp module, raw_ostream &os) {
   SmallVector<ReportedLayer> layers;
   int64_t reportSeq = seqLen, reportBatch = batch;
   bool failedLayer = false;
-  module.walk([&](Operation *op) {
+  Operation *scope = module;
+  if (!options.function.empty()) {
+    scope = SymbolTable::lookupSymbolIn(module, options.function);
+    if (!scope)
+      return module.emitError() << "attn-cost-report: no function '"
+                                << options.function << "' in the module";
+  }
+  scope->walk([&](Operation *op) {
     if (!isa<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(op))
       return;
     auto [seq, batchSize] = getSequenceAndBatch(op);

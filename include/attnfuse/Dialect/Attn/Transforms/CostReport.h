@@ -31,6 +31,9 @@ struct CostReportOptions {
   std::string elemType;
   /// "text" or "json".
   std::string format = "text";
+  /// Only the layers of this function (a decode module's @step, say);
+  /// empty: every function.
+  std::string function;
 };
 
 /// Writes the cost report of every attn layer of `module` to `os`. Bad

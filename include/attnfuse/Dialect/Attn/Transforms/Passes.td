@@ -93,7 +93,10 @@ def AttnCostReport : Pass<"attn-cost-report", "::mlir::ModuleOp"> {
            "Element type of cache and weights: f32, f16, bf16 or fp8 "
            "(default: the IR's)">,
     Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "Output format: text or json">
+           "Output format: text or json">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "Only the layers of this function (default: every function; a "
+           "decode module's prefill and step run the same layers)">
   ];
 }
 
