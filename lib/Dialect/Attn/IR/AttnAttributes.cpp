@@ -51,7 +51,8 @@ Attribute RopeAttr::parse(AsmParser &parser, Type) {
                                      llvm::APFloat(fraction));
 }
 
-/// Shortest decimal that reads back exactly, always with a '.' so that it parses as a float: 10000.0, 0.5, 0.1, 5.0e+05.
+/// Shortest decimal that reads back exactly, always with a '.' so that it
+/// parses as a float: 10000.0, 0.5, 0.1, 5.0e+05.
 static std::string formatFloat(const llvm::APFloat &value) {
   double number = value.convertToDouble();
   // Positional notation in the usual range (10000.0, 0.1), else scientific.

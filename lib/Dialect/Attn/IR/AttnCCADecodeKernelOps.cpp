@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VerifyUtils.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -18,26 +19,8 @@ using namespace attnfuse::attn;
 
 namespace {
 
-/// One expected dimension: a size (kDynamic: any) and the name it comes
-/// from, for diagnostics.
-struct ExpectedDim {
-  int64_t size;
-  StringRef name;
-};
-
-std::string formatDims(ArrayRef<int64_t> shape) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "[";
-  llvm::interleaveComma(shape, os, [&](int64_t dim) {
-    if (ShapedType::isDynamic(dim))
-      os << "?";
-    else
-      os << dim;
-  });
-  os << "]";
-  return text;
-}
+using verify::ExpectedDim;
+using verify::formatShape;
 
 /// Checks the decode prologue's operands and results one after the other;
 /// the first mismatch is reported and the rest skipped.
@@ -61,29 +44,7 @@ private:
 LogicalResult DecodePrologueVerifier::shape(StringRef name, Value value,
                                             ArrayRef<ExpectedDim> expected,
                                             bool requireStatic) {
-  auto type = cast<RankedTensorType>(value.getType());
-  bool matches = type.getRank() == static_cast<int64_t>(expected.size());
-  for (auto [actual, want] : llvm::zip(type.getShape(), expected)) {
-    bool compatible = ShapedType::isDynamic(actual) ||
-                      ShapedType::isDynamic(want.size) || actual == want.size;
-    matches = matches && compatible &&
-              !(requireStatic && ShapedType::isDynamic(actual));
-  }
-  if (matches)
-    return success();
-  std::string names, sizes;
-  llvm::raw_string_ostream namesOs(names), sizesOs(sizes);
-  llvm::interleaveComma(expected, namesOs,
-                        [&](const ExpectedDim &dim) { namesOs << dim.name; });
-  llvm::interleaveComma(expected, sizesOs, [&](const ExpectedDim &dim) {
-    if (ShapedType::isDynamic(dim.size))
-      sizesOs << "?";
-    else
-      sizesOs << dim.size;
-  });
-  return op.emitOpError() << "'" << name << "' must have shape [" << names
-                          << "] = [" << sizes << "], got "
-                          << formatDims(type.getShape());
+  return verify::verifyShape(op, name, value, expected, requireStatic);
 }
 
 LogicalResult DecodePrologueVerifier::elementTypes() {
@@ -119,15 +80,13 @@ LogicalResult DecodePrologueVerifier::elementTypes() {
 LogicalResult DecodePrologueVerifier::verify() {
   int64_t numHeads = op.getNumHeads(), numKvHeads = op.getNumKvHeads();
   int64_t headDim = op.getHeadDim();
-  if (numHeads % numKvHeads != 0)
-    return op.emitOpError()
-           << "num_heads (" << numHeads
-           << ") must be a multiple of num_kv_heads (" << numKvHeads << ")";
+  if (failed(verify::verifyHeads(op, numHeads, numKvHeads)))
+    return failure();
   ArrayRef<int64_t> kernels = op.getConvKernelSizes();
   if (kernels.size() != 2 || kernels[0] < 1 || kernels[1] < 1)
     return op.emitOpError() << "conv_kernel_sizes must hold two positive "
                                "kernel sizes [k0, k1], got "
-                            << formatDims(kernels);
+                            << formatShape(kernels);
 
   int64_t keyLatent = op.getKeyLatentDim();
   bool shift = op.getValueShift();
@@ -149,10 +108,9 @@ LogicalResult DecodePrologueVerifier::verify() {
     return failure();
 
   auto qrType = cast<RankedTensorType>(op.getQr().getType());
-  if (qrType.getRank() != 3)
-    return op.emitOpError() << "'qr' must be a rank-3 tensor [batch, 1, "
-                               "num_heads * head_dim], got rank "
-                            << qrType.getRank();
+  if (failed(verify::verifyRank(op, "qr", op.getQr(), 3,
+                                "[batch, 1, num_heads * head_dim]")))
+    return failure();
   ExpectedDim batch{qrType.getDimSize(0), "batch"};
   ExpectedDim one{1, "1"};
   ExpectedDim queryDim{op.getQueryLatentDim(), "num_heads * head_dim"};
@@ -199,17 +157,8 @@ LogicalResult DecodePrologueVerifier::verify() {
   if (!(op.getEps().convertToDouble() > 0.0))
     return op.emitOpError()
            << "eps must be positive, got " << op.getEps().convertToDouble();
-  if (RopeAttr rope = op.getRopeAttr()) {
-    FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
-    if (failed(rotated))
-      return op.emitOpError()
-             << "rope fraction " << rope.getFractionValue() << " of head_dim "
-             << headDim << " is not a whole number of dimensions";
-    if (*rotated % 2 != 0)
-      return op.emitOpError()
-             << "rope rotates " << *rotated
-             << " dimensions of each head; the rotated width must be even";
-  }
+  if (failed(verify::verifyRope(op, op.getRopeAttr(), headDim)))
+    return failure();
   return elementTypes();
 }
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VerifyUtils.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -18,67 +19,30 @@ using namespace attnfuse::attn;
 
 namespace {
 
-/// One expected dimension: a size (ShapedType::kDynamic for "any") and its
-/// symbolic name for the diagnostic.
-struct Dim {
-  int64_t size;
-  StringRef name;
-};
+using verify::ExpectedDim;
 
-/// Checks the shapes of one op's operands and results.
+/// The shape checks of attn.flash_decode's verifier, bound to the op.
 class ShapeChecker {
 public:
   explicit ShapeChecker(FlashDecodeOp op) : op(op) {}
 
   static int64_t dimOf(Value value, int64_t dim) {
-    return cast<RankedTensorType>(value.getType()).getDimSize(dim);
+    return verify::dimOf(value, dim);
   }
 
-  /// `value` has rank `expected.size()` and static sizes equal to the static
-  /// expected ones.
-  LogicalResult shape(StringRef name, Value value, ArrayRef<Dim> expected) {
-    auto type = cast<RankedTensorType>(value.getType());
-    bool matches = type.getRank() == static_cast<int64_t>(expected.size());
-    for (auto [actual, want] : llvm::zip(type.getShape(), expected))
-      matches =
-          matches && (ShapedType::isDynamic(actual) ||
-                      ShapedType::isDynamic(want.size) || actual == want.size);
-    if (matches)
-      return success();
-    std::string names, sizes, got;
-    llvm::raw_string_ostream namesOs(names), sizesOs(sizes), gotOs(got);
-    auto printDim = [](llvm::raw_ostream &os, int64_t size) {
-      if (ShapedType::isDynamic(size))
-        os << "?";
-      else
-        os << size;
-    };
-    llvm::interleaveComma(expected, namesOs,
-                          [&](const Dim &dim) { namesOs << dim.name; });
-    llvm::interleaveComma(expected, sizesOs,
-                          [&](const Dim &dim) { printDim(sizesOs, dim.size); });
-    llvm::interleaveComma(type.getShape(), gotOs,
-                          [&](int64_t size) { printDim(gotOs, size); });
-    return op.emitOpError() << "'" << name << "' must have shape [" << names
-                            << "] = [" << sizes << "], got [" << got << "]";
+  LogicalResult shape(StringRef name, Value value,
+                      ArrayRef<ExpectedDim> expected) {
+    return verify::verifyShape(op, name, value, expected);
   }
 
   LogicalResult rank(StringRef name, Value value, int64_t rank,
                      StringRef layout) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getRank() == rank)
-      return success();
-    return op.emitOpError()
-           << "'" << name << "' must be a rank-" << rank << " tensor " << layout
-           << ", got rank " << type.getRank();
+    return verify::verifyRank(op, name, value, rank, layout);
   }
 
   LogicalResult staticDim(StringRef name, Value value, int64_t dim,
                           StringRef what) {
-    if (!ShapedType::isDynamic(dimOf(value, dim)))
-      return success();
-    return op.emitOpError() << "'" << name << "' must have a static " << what
-                            << " (dimension " << dim << ")";
+    return verify::verifyStaticDim(op, name, value, dim, what);
   }
 
   LogicalResult i32Elements(StringRef name, Value value) {
@@ -91,22 +55,6 @@ public:
 
   FlashDecodeOp op;
 };
-
-LogicalResult verifyRopeAttr(FlashDecodeOp op, StringRef name, RopeAttr rope,
-                             int64_t headDim) {
-  if (!rope)
-    return success();
-  FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
-  if (failed(rotated))
-    return op.emitOpError()
-           << name << " fraction " << rope.getFractionValue() << " of head_dim "
-           << headDim << " is not a whole number of dimensions";
-  if (*rotated % 2 != 0)
-    return op.emitOpError() << name << " rotates " << *rotated
-                            << " dimensions of each head; the rotated width "
-                               "must be even";
-  return success();
-}
 
 } // namespace
 
@@ -142,8 +90,9 @@ LogicalResult FlashDecodeOp::verify() {
     return emitOpError() << "the " << numHeads
                          << " heads of 'query' must be a multiple of the "
                          << numKvHeads << " heads of 'key_new'";
-  Dim batchDim{batch, "batch"}, oneDim{1, "1"};
-  Dim kvHeadsDim{numKvHeads, "kv_heads"}, headDimDim{headDim, "head_dim"};
+  ExpectedDim batchDim{batch, "batch"}, oneDim{1, "1"};
+  ExpectedDim kvHeadsDim{numKvHeads, "kv_heads"},
+      headDimDim{headDim, "head_dim"};
   if (failed(
           check.shape("query", query,
                       {batchDim, oneDim, {numHeads, "heads"}, headDimDim})) ||
@@ -163,7 +112,7 @@ LogicalResult FlashDecodeOp::verify() {
             {batchDim, oneDim, kvHeadsDim, {valueDim, "value_dim"}})))
       return failure();
   }
-  Dim valueDimDim{valueDim, "value_dim"};
+  ExpectedDim valueDimDim{valueDim, "value_dim"};
 
   if (failed(check.rank("positions", getPositions(), 1, "[batch]")) ||
       failed(check.i32Elements("positions", getPositions())) ||
@@ -178,10 +127,12 @@ LogicalResult FlashDecodeOp::verify() {
       (valueCache &&
        failed(check.rank("value_cache", valueCache, 4, cacheLayout))))
     return failure();
-  Dim rowsDim =
-      getBlockTable() ? Dim{check.dimOf(keyCache, 0), "num_pages"} : batchDim;
-  Dim slotsDim = getBlockTable() ? Dim{check.dimOf(keyCache, 1), "page_size"}
-                                 : Dim{check.dimOf(keyCache, 1), "capacity"};
+  ExpectedDim rowsDim = getBlockTable()
+                            ? ExpectedDim{check.dimOf(keyCache, 0), "num_pages"}
+                            : batchDim;
+  ExpectedDim slotsDim =
+      getBlockTable() ? ExpectedDim{check.dimOf(keyCache, 1), "page_size"}
+                      : ExpectedDim{check.dimOf(keyCache, 1), "capacity"};
   if (failed(check.shape("key_cache", keyCache,
                          {rowsDim, slotsDim, kvHeadsDim, headDimDim})) ||
       (valueCache &&
@@ -237,7 +188,7 @@ LogicalResult FlashDecodeOp::verify() {
                            << value;
   }
   return failure(
-      failed(
-          verifyRopeAttr(*this, "query_rope", getQueryRopeAttr(), headDim)) ||
-      failed(verifyRopeAttr(*this, "key_rope", getKeyRopeAttr(), headDim)));
+      failed(verify::verifyRope(*this, getQueryRopeAttr(), headDim,
+                                "query_rope")) ||
+      failed(verify::verifyRope(*this, getKeyRopeAttr(), headDim, "key_rope")));
 }

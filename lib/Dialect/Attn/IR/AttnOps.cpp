@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "VerifyUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -21,93 +22,11 @@
 
 using namespace mlir;
 using namespace attnfuse::attn;
+using namespace attnfuse::attn::verify;
 
 //===----------------------------------------------------------------------===//
 // Shape checking helpers
 //===----------------------------------------------------------------------===//
-
-namespace {
-/// One expected dimension: a size (or ShapedType::kDynamic for "any") and
-/// the symbolic name it comes from, used in diagnostics.
-struct ExpectedDim {
-  int64_t size;
-  StringRef name;
-};
-} // namespace
-
-static std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "[";
-  llvm::interleaveComma(shape, os, [&](int64_t dim) {
-    if (ShapedType::isDynamic(dim))
-      os << "?";
-    else
-      os << dim;
-  });
-  os << "]";
-  return text;
-}
-
-static std::string formatExpected(ArrayRef<ExpectedDim> expected) {
-  std::string names, sizes;
-  llvm::raw_string_ostream namesOs(names), sizesOs(sizes);
-  llvm::interleaveComma(expected, namesOs,
-                        [&](const ExpectedDim &dim) { namesOs << dim.name; });
-  llvm::interleaveComma(expected, sizesOs, [&](const ExpectedDim &dim) {
-    if (ShapedType::isDynamic(dim.size))
-      sizesOs << "?";
-    else
-      sizesOs << dim.size;
-  });
-  return "[" + names + "] = [" + sizes + "]";
-}
-
-static bool dimsCompatible(int64_t actual, int64_t expected) {
-  return ShapedType::isDynamic(actual) || ShapedType::isDynamic(expected) ||
-         actual == expected;
-}
-
-/// Checks that `value` (named `name` in diagnostics) is a ranked tensor whose
-/// shape is compatible with `expected`: equal where both are static. With
-/// `requireStatic` (layer-op parameters: widths are static), a dynamic
-/// dimension does not match a static expected one.
-static LogicalResult verifyShape(Operation *op, StringRef name, Value value,
-                                 ArrayRef<ExpectedDim> expected,
-                                 bool requireStatic = false) {
-  auto type = cast<RankedTensorType>(value.getType());
-  bool matches = type.getRank() == static_cast<int64_t>(expected.size());
-  for (auto [actual, want] : llvm::zip(type.getShape(), expected))
-    matches = matches && dimsCompatible(actual, want.size) &&
-              !(requireStatic && ShapedType::isDynamic(actual));
-  if (matches)
-    return success();
-  return op->emitOpError() << "'" << name << "' must have shape "
-                           << formatExpected(expected) << ", got "
-                           << formatShape(type.getShape());
-}
-
-/// Checks that a static dimension of `value` is known: the op needs it to
-/// derive the other shapes.
-static LogicalResult verifyStaticDim(Operation *op, StringRef name, Value value,
-                                     int64_t dim, StringRef dimName) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (!type.isDynamicDim(dim))
-    return success();
-  return op->emitOpError() << "'" << name << "' must have a static " << dimName
-                           << " (dimension " << dim << "), got "
-                           << formatShape(type.getShape());
-}
-
-static LogicalResult verifyRank(Operation *op, StringRef name, Value value,
-                                int64_t rank, StringRef layout) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (type.getRank() == rank)
-    return success();
-  return op->emitOpError() << "'" << name << "' must be a rank-" << rank
-                           << " tensor " << layout << ", got rank "
-                           << type.getRank();
-}
 
 /// Checks that every float operand and result has the element type of the
 /// first operand. Integer operands (positions) are typed by their ODS
@@ -134,15 +53,6 @@ static LogicalResult verifySameElementType(Operation *op,
   return success();
 }
 
-static LogicalResult verifyHeads(Operation *op, int64_t numHeads,
-                                 int64_t numKvHeads) {
-  if (numHeads % numKvHeads != 0)
-    return op->emitOpError()
-           << "num_heads (" << numHeads
-           << ") must be a multiple of num_kv_heads (" << numKvHeads << ")";
-  return success();
-}
-
 static LogicalResult verifyWindow(Operation *op,
                                   std::optional<int64_t> window) {
   if (window && *window <= 0)
@@ -161,21 +71,6 @@ static LogicalResult verifyScale(Operation *op, FloatAttr scaleAttr) {
   return success();
 }
 
-static LogicalResult verifyRope(Operation *op, RopeAttr rope, int64_t headDim) {
-  if (!rope)
-    return success();
-  FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
-  if (failed(rotated))
-    return op->emitOpError()
-           << "rope fraction " << rope.getFractionValue() << " of head_dim "
-           << headDim << " is not a whole number of dimensions";
-  if (*rotated % 2 != 0)
-    return op->emitOpError()
-           << "rope rotates " << *rotated
-           << " dimensions of each head; the rotated width must be even";
-  return success();
-}
-
 /// Shared check of the `[S, T]` or `[num_heads, S, T]` additive logit bias.
 static LogicalResult verifyLogitBias(Operation *op, StringRef name, Value bias,
                                      int64_t numHeads, int64_t queries,
@@ -191,10 +86,6 @@ static LogicalResult verifyLogitBias(Operation *op, StringRef name, Value bias,
   return op->emitOpError() << "'" << name
                            << "' must be [S, T] or [num_heads, S, T], got rank "
                            << rank;
-}
-
-static int64_t dimOf(Value value, int64_t dim) {
-  return cast<RankedTensorType>(value.getType()).getDimSize(dim);
 }
 
 /// Checks that the named float `values` share the element type of the
