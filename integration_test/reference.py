@@ -62,25 +62,31 @@ def merge_heads(t):
     return t.reshape(b, s, h * d)
 
 
+def _rotate_half(t, positions, theta, fraction):
+    """NeoX / rotate-half RoPE of t [..., d] with `positions` broadcast
+    against t's leading dimensions."""
+    t = f64(t)
+    d = t.shape[-1]
+    r = int(round(fraction * d))
+    if r == 0:
+        return t.copy()
+    half = r // 2
+    freq = theta ** (-2.0 * np.arange(half) / r)  # [half]
+    angle = np.asarray(positions, dtype=np.float64)[..., None] * freq
+    cos, sin = np.cos(angle), np.sin(angle)
+    x1 = t[..., :half]
+    x2 = t[..., half:r]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], axis=-1)
+
+
 def rope(t, theta, fraction=1.0):
     """NeoX / rotate-half RoPE on the first r = fraction*d dims of each head.
 
     Dim i pairs with i + r/2 (i < r/2), frequency theta^(-2i/r), position =
     absolute token index along S. Dims past r pass through.
     """
-    t = f64(t)
-    b, s, h, d = t.shape
-    r = int(round(fraction * d))
-    if r == 0:
-        return t.copy()
-    half = r // 2
-    freq = theta ** (-2.0 * np.arange(half) / r)  # [half]
-    angle = np.arange(s)[:, None] * freq[None, :]  # [S, half]
-    cos = np.cos(angle)[None, :, None, :]
-    sin = np.sin(angle)[None, :, None, :]
-    x1 = t[..., :half]
-    x2 = t[..., half:r]
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], axis=-1)
+    s = t.shape[1]
+    return _rotate_half(t, np.arange(s)[None, :, None], theta, fraction)
 
 
 def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None):
@@ -279,17 +285,11 @@ def flash_decode_reference(q, k_new, key_cache, positions, v_new=None, value_cac
         return int(block_table[b, j // page_size]), j % page_size
 
     def rotate(rows, pos, rope_params):
-        # rows [n, H, d] at positions pos [n]: rope() rotates along axis 1 of
-        # [1, S, H, d] at positions 0..S-1, so rotate each row on its own.
+        # rows [n, H, d] at positions pos [n].
         if rope_params is None:
             return rows
         theta, fraction = rope_params
-        out = np.empty_like(rows)
-        for i, p in enumerate(pos):
-            padded = np.zeros((1, p + 1) + rows.shape[1:])
-            padded[0, p] = rows[i]
-            out[i] = rope(padded, theta, fraction)[0, p]
-        return out
+        return rope_at(rows, pos, theta, fraction)
 
     dv = d if value_cache is None else value_cache.shape[3]
     out = np.zeros((batch, 1, hq, dv))
@@ -317,19 +317,7 @@ def flash_decode_reference(q, k_new, key_cache, positions, v_new=None, value_cac
 def rope_at(t, positions, theta, fraction=1.0):
     """RoPE of per-sequence single tokens t [B, H, d] at positions [B]: the
     rotation `rope` applies at sequence index positions[b]."""
-    t = f64(t)
-    d = t.shape[-1]
-    r = int(round(fraction * d))
-    if r == 0:
-        return t.copy()
-    half = r // 2
-    freq = theta ** (-2.0 * np.arange(half) / r)
-    angle = np.asarray(positions, dtype=np.float64)[:, None] * freq[None, :]  # [B, half]
-    cos = np.cos(angle)[:, None, :]
-    sin = np.sin(angle)[:, None, :]
-    x1 = t[..., :half]
-    x2 = t[..., half:r]
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], axis=-1)
+    return _rotate_half(t, np.asarray(positions)[:, None], theta, fraction)
 
 
 def cca_decode_prologue(qr, kr, v_cur, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,

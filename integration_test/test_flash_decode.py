@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import reference as R
-from test_numerics import TOLERANCE, decode, quantize, rel_err
+from test_numerics import TOLERANCE, decode, quantize, rel_err, rope_attr, ttype
 
 
 @pytest.fixture(scope="session")
@@ -56,18 +56,6 @@ class Case:
     @property
     def key_is_value(self):
         return self.value_dim is None
-
-
-def rope_attr(params):
-    theta, fraction = params
-    text = f"theta = {theta!r}"
-    if fraction != 1.0:
-        text += f", fraction = {fraction!r}"
-    return f"#attn.rope<{text}>"
-
-
-def ttype(shape, dtype):
-    return "tensor<" + "x".join("?" if s is None else str(s) for s in shape) + f"x{dtype}>"
 
 
 def build_inputs(case, rng):
