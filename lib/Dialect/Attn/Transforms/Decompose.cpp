@@ -119,25 +119,32 @@ public:
   RankedTensorType inputType;
 };
 
+/// The query, key and value heads of a projection-sharing layer: each
+/// distinct projection is computed once and tied roles reuse it.
+template <typename SharingOp>
+static std::tuple<Value, Value, Value> projectSharedHeads(LayerBuilder &b,
+                                                          SharingOp op) {
+  int64_t headDim = op.getHeadDim();
+  Value key = b.splitHeads(b.project(b.input, op.getWk(), op.getBk()), headDim);
+  Value query =
+      op.sharesQueryKey()
+          ? key
+          : b.splitHeads(b.project(b.input, op.getWq(), op.getBq()), headDim);
+  Value value =
+      op.sharesKeyValue()
+          ? key
+          : b.splitHeads(b.project(b.input, op.getWv(), op.getBv()), headDim);
+  return {query, key, value};
+}
+
 struct DecomposeQKVAttention : OpRewritePattern<QKVAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(QKVAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     LayerBuilder b(rewriter, op.getLoc(), op.getInput());
-    int64_t headDim = op.getHeadDim();
 
-    // Each distinct projection is computed once; tied roles reuse it.
-    Value key =
-        b.splitHeads(b.project(b.input, op.getWk(), op.getBk()), headDim);
-    Value query =
-        op.sharesQueryKey()
-            ? key
-            : b.splitHeads(b.project(b.input, op.getWq(), op.getBq()), headDim);
-    Value value =
-        op.sharesKeyValue()
-            ? key
-            : b.splitHeads(b.project(b.input, op.getWv(), op.getBv()), headDim);
+    auto [query, key, value] = projectSharedHeads(b, op);
 
     // Scores use rotated queries and keys; values stay un-rotated, so for
     // K=V the value is the un-rotated shared tensor.
@@ -297,24 +304,15 @@ struct DecomposeQKVDecode : OpRewritePattern<QKVDecodeOp> {
   LogicalResult matchAndRewrite(QKVDecodeOp op,
                                 PatternRewriter &rewriter) const override {
     LayerBuilder b(rewriter, op.getLoc(), op.getInput());
-    int64_t headDim = op.getHeadDim();
     Value positions = op.getPositions();
 
-    Value key =
-        b.splitHeads(b.project(b.input, op.getWk(), op.getBk()), headDim);
-    Value query =
-        op.sharesQueryKey()
-            ? key
-            : b.splitHeads(b.project(b.input, op.getWq(), op.getBq()), headDim);
+    auto [query, key, value] = projectSharedHeads(b, op);
 
     // The cache holds un-rotated keys: for K=V they are the values too.
     CacheAccess keys = updateCache(b, op, op.getKeyCache(), key);
-    CacheAccess values = keys;
-    if (!op.sharesKeyValue()) {
-      Value value =
-          b.splitHeads(b.project(b.input, op.getWv(), op.getBv()), headDim);
-      values = updateCache(b, op, op.getValueCache(), value);
-    }
+    CacheAccess values = op.sharesKeyValue()
+                             ? keys
+                             : updateCache(b, op, op.getValueCache(), value);
 
     // Scores rotate the new queries at their positions and the cached keys
     // at theirs (row j of the view is position j).
