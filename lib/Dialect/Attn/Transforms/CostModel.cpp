@@ -36,24 +36,35 @@ static int64_t numElements(Value value) {
   return type.hasStaticShape() ? type.getNumElements() : 0;
 }
 
+/// Shape, cached tokens and attention FLOPs of a layer whose queries score
+/// `pairs` (query, key) pairs per head and sequence.
 template <typename LayerOp>
-static void fillCommon(LayerOp op, int64_t seqLen, int64_t batch,
-                       LayerCost &cost) {
+static void fillAttention(LayerOp op, bool causal, int64_t seqLen,
+                          int64_t pairs, int64_t batch, LayerCost &cost) {
   cost.modelWidth =
       cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
   cost.numHeads = op.getNumHeads();
   cost.numKvHeads = op.getNumKvHeads();
   cost.headDim = op.getHeadDim();
-  cost.causal = op.getCausal();
+  cost.causal = causal;
   cost.window = op.getWindow();
   cost.cachedTokensPerSequence =
       cost.window ? std::min(seqLen, *cost.window) : seqLen;
   cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
-  cost.attentionPairs = countAttentionPairs(seqLen, cost.causal, cost.window);
+  cost.attentionPairs = pairs;
   // Q K^T and P V: two multiply-adds per pair, head dim and query head.
   cost.attentionFlops = 4.0 * static_cast<double>(cost.attentionPairs) *
                         static_cast<double>(cost.numHeads * cost.headDim) *
                         static_cast<double>(batch);
+}
+
+/// A prefill of `seqLen` tokens per sequence.
+template <typename LayerOp>
+static void fillCommon(LayerOp op, int64_t seqLen, int64_t batch,
+                       LayerCost &cost) {
+  fillAttention(op, op.getCausal(), seqLen,
+                countAttentionPairs(seqLen, op.getCausal(), op.getWindow()),
+                batch, cost);
 }
 
 /// Two FLOPs per weight per token for every (distinct) projection matrix.
@@ -134,20 +145,10 @@ template <typename DecodeOp>
 static void fillDecodeStep(DecodeOp op, int64_t seqLen, int64_t batch,
                            LayerCost &cost) {
   cost.decodeStep = true;
-  cost.modelWidth =
-      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
-  cost.numHeads = op.getNumHeads();
-  cost.numKvHeads = op.getNumKvHeads();
-  cost.headDim = op.getHeadDim();
-  cost.mhaCacheValuesPerToken = 2 * cost.modelWidth;
-  cost.causal = true;
-  cost.window = op.getWindow();
-  cost.cachedTokensPerSequence =
-      cost.window ? std::min(seqLen, *cost.window) : seqLen;
-  cost.attentionPairs = cost.cachedTokensPerSequence;
-  cost.attentionFlops = 4.0 * static_cast<double>(cost.attentionPairs) *
-                        static_cast<double>(cost.numHeads * cost.headDim) *
-                        static_cast<double>(batch);
+  std::optional<int64_t> window = op.getWindow();
+  // The new token scores every cached token its window keeps.
+  fillAttention(op, /*causal=*/true, seqLen,
+                window ? std::min(seqLen, *window) : seqLen, batch, cost);
 }
 
 static LayerCost computeCost(QKVDecodeOp op, int64_t seqLen, int64_t batch) {
