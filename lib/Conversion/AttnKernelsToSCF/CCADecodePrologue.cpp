@@ -203,49 +203,10 @@ Value DecodePrologueLowering::addQkMean(Value conv, Value raw) {
 }
 
 Value DecodePrologueLowering::normalize(Value residual) {
-  Value squares = kb.generic(
-      {residual},
-      kb.fill(emptyBatched({heads}, kb.computeType), kb.constant(0.0)),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::AddFOp::create(
-            nb, l, args[1], arith::MulFOp::create(nb, l, args[0], args[0]));
-      });
-  bool clamped = op.getTemperature() == TemperatureMode::clamped;
-  Value temperature = kb.generic(
-      {op.getTemp()}, kb.empty({numKvHeads}, kb.computeType),
-      {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value tau = kb.toCompute(nb, args[0]);
-        if (!clamped)
-          return tau;
-        tau = arith::MaximumFOp::create(nb, l, tau, kb.constant(1e-7));
-        tau = arith::MinimumFOp::create(nb, l, tau, kb.constant(2.0));
-        return math::ExpOp::create(nb, l, tau);
-      });
-  Value sqrtDim = kb.constant(std::sqrt(static_cast<double>(headDim)));
-  Value eps = kb.constant(op.getEps().convertToDouble());
-  return kb.generic(
-      {residual, squares}, emptyBatched({heads, headDim}, kb.computeType),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
-      {kPar, kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value norm = math::SqrtOp::create(
-            nb, l, arith::AddFOp::create(nb, l, args[1], eps));
-        Value value = arith::DivFOp::create(
-            nb, l, arith::MulFOp::create(nb, l, args[0], sqrtDim), norm);
-        Value head = linalg::IndexOp::create(nb, l, 1);
-        Value numHeadsValue = arith::ConstantIndexOp::create(nb, l, numHeads);
-        Value isKey = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
-                                            head, numHeadsValue);
-        Value kvIndex = arith::SubIOp::create(
-            nb, l, arith::MaxUIOp::create(nb, l, head, numHeadsValue),
-            numHeadsValue);
-        Value tau =
-            tensor::ExtractOp::create(nb, l, temperature, ValueRange{kvIndex});
-        return arith::SelectOp::create(
-            nb, l, isKey, arith::MulFOp::create(nb, l, value, tau), value);
-      });
+  Value tau = kb.keyTemperatures(op.getTemp(), op.getTemperature() ==
+                                                   TemperatureMode::clamped);
+  return kb.normalizeHeads(residual, tau, numHeads,
+                           op.getEps().convertToDouble());
 }
 
 Value DecodePrologueLowering::rotatedHeads(Value normalized, int64_t outHeads,

@@ -89,18 +89,17 @@ Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
   int64_t outputs = cast<RankedTensorType>(weightT.getType()).getDimSize(1);
   Value xRows = kb.slice(block, {b.getIndexAttr(row0), b.getIndexAttr(0)},
                          {rows, width}, {rows, width});
-  Value init = kb.fill(kb.empty({rows, outputs}, kb.computeType),
-                       kb.constant(0.0));
+  Value init =
+      kb.fill(kb.empty({rows, outputs}, kb.computeType), kb.constant(0.0));
   // Output features innermost: contiguous in W^T and in the result.
-  return kb.generic(
-      {xRows, weightT}, init,
-      {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
-      {kPar, kRed, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value product =
-            arith::MulFOp::create(nb, l, kb.toCompute(nb, args[0]), args[1]);
-        return arith::AddFOp::create(nb, l, args[2], product);
-      });
+  return kb.generic({xRows, weightT}, init,
+                    {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+                    {kPar, kRed, kPar},
+                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      Value product = arith::MulFOp::create(
+                          nb, l, kb.toCompute(nb, args[0]), args[1]);
+                      return arith::AddFOp::create(nb, l, args[2], product);
+                    });
 }
 
 std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
@@ -120,22 +119,23 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
       [&](OpBuilder &, Location, ValueRange args) -> Value { return args[0]; });
   AffineExpr j = getAffineDimExpr(0, context), t = getAffineDimExpr(1, context),
              c = getAffineDimExpr(2, context);
-  Value mid = kb.generic(
-      {packed, depthwiseWeight}, midInit,
-      {AffineMap::get(3, 0, {j + t + (halo - padding), c}, context),
-       kb.map(3, {2, 1}), kb.map(3, {0, 2})},
-      {kPar, kRed, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
-        return arith::AddFOp::create(nb, l, args[2], product);
-      });
+  Value mid =
+      kb.generic({packed, depthwiseWeight}, midInit,
+                 {AffineMap::get(3, 0, {j + t + (halo - padding), c}, context),
+                  kb.map(3, {2, 1}), kb.map(3, {0, 2})},
+                 {kPar, kRed, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value product =
+                       arith::MulFOp::create(nb, l, args[0], args[1]);
+                   return arith::AddFOp::create(nb, l, args[2], product);
+                 });
 
   // conv[i, g, o] = b_g[g, o] + sum_{t, e} w_g[g, t, e, o] m[i + t, g, e].
   auto headsShape = [&](Value flat, int64_t flatRows) {
     return tensor::ExpandShapeOp::create(
         b, kb.loc,
-        RankedTensorType::get({flatRows, heads, headDim}, kb.computeType),
-        flat, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+        RankedTensorType::get({flatRows, heads, headDim}, kb.computeType), flat,
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}});
   };
   Value midHeads = headsShape(mid, midRows);
   Value convInit = kb.generic(
@@ -144,18 +144,18 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
       [&](OpBuilder &, Location, ValueRange args) -> Value { return args[0]; });
   AffineExpr i = getAffineDimExpr(0, context), g = getAffineDimExpr(1, context),
              tap = getAffineDimExpr(2, context),
-             e = getAffineDimExpr(3, context),
-             o = getAffineDimExpr(4, context);
-  Value conv = kb.generic(
-      {midHeads, groupedWeight}, convInit,
-      {AffineMap::get(5, 0, {i + tap, g, e}, context),
-       AffineMap::get(5, 0, {g, tap, e, o}, context),
-       AffineMap::get(5, 0, {i, g, o}, context)},
-      {kPar, kPar, kRed, kRed, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
-        return arith::AddFOp::create(nb, l, args[2], product);
-      });
+             e = getAffineDimExpr(3, context), o = getAffineDimExpr(4, context);
+  Value conv =
+      kb.generic({midHeads, groupedWeight}, convInit,
+                 {AffineMap::get(5, 0, {i + tap, g, e}, context),
+                  AffineMap::get(5, 0, {g, tap, e, o}, context),
+                  AffineMap::get(5, 0, {i, g, o}, context)},
+                 {kPar, kPar, kRed, kRed, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value product =
+                       arith::MulFOp::create(nb, l, args[0], args[1]);
+                   return arith::AddFOp::create(nb, l, args[2], product);
+                 });
 
   // QK-mean residual from the pre-conv projections of the block's tokens.
   Value raw = headsShape(packed, rows); // [rows, heads, d]
@@ -184,11 +184,10 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
               nb, l, constIndex(numHeads),
               arith::DivUIOp::create(
                   nb, l,
-                  arith::MinUIOp::create(nb, l, head,
-                                         constIndex(numHeads - 1)),
+                  arith::MinUIOp::create(nb, l, head, constIndex(numHeads - 1)),
                   constIndex(group)));
-          Value queryTerm = arith::AddFOp::create(nb, l, rawAt(head),
-                                                  rawAt(queryKv));
+          Value queryTerm =
+              arith::AddFOp::create(nb, l, rawAt(head), rawAt(queryKv));
           // KV head j: the mean of its group's query heads.
           Value kvIndex = arith::SubIOp::create(
               nb, l, arith::MaxUIOp::create(nb, l, head, constIndex(numHeads)),
@@ -196,16 +195,14 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
           Value groupSum;
           for (int64_t member = 0; member < group; ++member) {
             Value memberHead = arith::AddIOp::create(
-                nb, l,
-                arith::MulIOp::create(nb, l, kvIndex, constIndex(group)),
+                nb, l, arith::MulIOp::create(nb, l, kvIndex, constIndex(group)),
                 constIndex(member));
             Value value = rawAt(memberHead);
             groupSum = groupSum ? arith::AddFOp::create(nb, l, groupSum, value)
                                 : value;
           }
           Value groupMean = arith::MulFOp::create(
-              nb, l, groupSum,
-              kb.constant(1.0 / static_cast<double>(group)));
+              nb, l, groupSum, kb.constant(1.0 / static_cast<double>(group)));
           Value keyTerm = arith::AddFOp::create(nb, l, groupMean, rawAt(head));
           Value term =
               arith::SelectOp::create(nb, l, isQuery, queryTerm, keyTerm);
@@ -215,37 +212,8 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   }
 
   // L2 norm to sqrt(d), then the key temperature.
-  Value squares = kb.generic(
-      {residual}, kb.fill(kb.empty({blockS, heads}, kb.computeType),
-                          kb.constant(0.0)),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::AddFOp::create(
-            nb, l, args[1], arith::MulFOp::create(nb, l, args[0], args[0]));
-      });
-  Value sqrtDim = kb.constant(std::sqrt(static_cast<double>(headDim)));
-  Value eps = kb.constant(op.getEps().convertToDouble());
-  Value normalized = kb.generic(
-      {residual, squares}, kb.empty({blockS, heads, headDim}, kb.computeType),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
-      {kPar, kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value norm = math::SqrtOp::create(
-            nb, l, arith::AddFOp::create(nb, l, args[1], eps));
-        Value value = arith::DivFOp::create(
-            nb, l, arith::MulFOp::create(nb, l, args[0], sqrtDim), norm);
-        Value head = linalg::IndexOp::create(nb, l, 1);
-        Value numHeadsValue = arith::ConstantIndexOp::create(nb, l, numHeads);
-        Value isKey = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
-                                            head, numHeadsValue);
-        Value kvIndex = arith::SubIOp::create(
-            nb, l, arith::MaxUIOp::create(nb, l, head, numHeadsValue),
-            numHeadsValue);
-        Value tau =
-            tensor::ExtractOp::create(nb, l, temperature, ValueRange{kvIndex});
-        return arith::SelectOp::create(
-            nb, l, isKey, arith::MulFOp::create(nb, l, value, tau), value);
-      });
+  Value normalized = kb.normalizeHeads(residual, temperature, numHeads,
+                                       op.getEps().convertToDouble());
 
   // RoPE at the block's token positions, and conversion.
   Value rotated = kb.generic(
@@ -265,15 +233,12 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
         }
         return kb.toElement(nb, element);
       });
-  Value queryTile = kb.slice(rotated, {b.getIndexAttr(0), b.getIndexAttr(0),
-                                       b.getIndexAttr(0)},
-                             {blockS, numHeads, headDim},
-                             {blockS, numHeads, headDim});
-  Value keyTile = kb.slice(rotated, {b.getIndexAttr(0),
-                                     b.getIndexAttr(numHeads),
-                                     b.getIndexAttr(0)},
-                           {blockS, numKvHeads, headDim},
-                           {blockS, numKvHeads, headDim});
+  Value queryTile = kb.slice(
+      rotated, {b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
+      {blockS, numHeads, headDim}, {blockS, numHeads, headDim});
+  Value keyTile = kb.slice(
+      rotated, {b.getIndexAttr(0), b.getIndexAttr(numHeads), b.getIndexAttr(0)},
+      {blockS, numKvHeads, headDim}, {blockS, numKvHeads, headDim});
 
   // Values: the current token's projection, and with the value shift the
   // previous token's (block row halo - 1 + i) in the second half.
@@ -311,21 +276,21 @@ SmallVector<Value> CCAPrologueLowering::build() {
   if (shift)
     previousWeightT = transposeWeight(op.getWvPrev());
   // [C, 1, k0] -> [C, k0].
-  depthwiseWeight = kb.convert(
-      op.getConvDwWeight(), {channels, k0}, kb.computeType,
-      AffineMap::get(2, 0,
-                     {getAffineDimExpr(0, context),
-                      getAffineConstantExpr(0, context),
-                      getAffineDimExpr(1, context)},
-                     context));
+  depthwiseWeight =
+      kb.convert(op.getConvDwWeight(), {channels, k0}, kb.computeType,
+                 AffineMap::get(2, 0,
+                                {getAffineDimExpr(0, context),
+                                 getAffineConstantExpr(0, context),
+                                 getAffineDimExpr(1, context)},
+                                context));
   depthwiseBias = kb.convert(op.getConvDwBias(), kb.computeType);
   // w_g[g * d + o, e, t] -> [g, t, e, o]: output channel innermost.
   Value groupedSource = tensor::ExpandShapeOp::create(
       b, loc,
-      RankedTensorType::get({heads, headDim, headDim, k1},
-                            cast<RankedTensorType>(
-                                op.getConvGWeight().getType())
-                                .getElementType()),
+      RankedTensorType::get(
+          {heads, headDim, headDim, k1},
+          cast<RankedTensorType>(op.getConvGWeight().getType())
+              .getElementType()),
       op.getConvGWeight(), ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
   groupedWeight = kb.convert(groupedSource, {heads, k1, headDim, headDim},
                              kb.computeType, kb.map(4, {0, 3, 2, 1}));
@@ -333,18 +298,8 @@ SmallVector<Value> CCAPrologueLowering::build() {
       b, loc, RankedTensorType::get({heads, headDim}, kb.computeType),
       kb.convert(op.getConvGBias(), kb.computeType),
       ArrayRef<ReassociationIndices>{{0, 1}});
-  bool clamped = op.getTemperature() == TemperatureMode::clamped;
-  temperature = kb.generic(
-      {op.getTemp()}, kb.empty({numKvHeads}, kb.computeType),
-      {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value tau = kb.toCompute(nb, args[0]);
-        if (!clamped)
-          return tau;
-        tau = arith::MaximumFOp::create(nb, l, tau, kb.constant(1e-7));
-        tau = arith::MinimumFOp::create(nb, l, tau, kb.constant(2.0));
-        return math::ExpOp::create(nb, l, tau);
-      });
+  temperature = kb.keyTemperatures(op.getTemp(), op.getTemperature() ==
+                                                     TemperatureMode::clamped);
 
   Value batch = kb.dim(op.getInput(), 0);
   Value tokens = kb.dim(op.getInput(), 1);
@@ -355,9 +310,8 @@ SmallVector<Value> CCAPrologueLowering::build() {
   // halo zero tokens in front, whole blocks behind.
   SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(halo),
                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> high = {b.getIndexAttr(0),
-                                    kb.sub(paddedTokens, tokens),
-                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> high = {
+      b.getIndexAttr(0), kb.sub(paddedTokens, tokens), b.getIndexAttr(0)};
   Type elementType = kb.elementType;
   Value padValue = arith::ConstantOp::create(b, loc, elementType,
                                              b.getZeroAttr(elementType));
@@ -368,9 +322,9 @@ SmallVector<Value> CCAPrologueLowering::build() {
       op.getInput(), low, high, padValue);
 
   auto outputOf = [&](int64_t outHeads) {
-    return kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, outHeads,
-                     headDim},
-                    elementType, {batch, paddedTokens});
+    return kb.empty(
+        {ShapedType::kDynamic, ShapedType::kDynamic, outHeads, headDim},
+        elementType, {batch, paddedTokens});
   };
   Value zero = kb.index(0), one = kb.index(1);
   auto batchLoop = scf::ForOp::create(
@@ -407,9 +361,9 @@ SmallVector<Value> CCAPrologueLowering::build() {
        llvm::zip_equal(batchLoop.getResults(), op.getResults())) {
     auto resultType = cast<RankedTensorType>(resultValue.getType());
     SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = {
-        batch, tokens, b.getIndexAttr(resultType.getDimSize(2)),
-        b.getIndexAttr(headDim)};
+    SmallVector<OpFoldResult> sizes = {batch, tokens,
+                                       b.getIndexAttr(resultType.getDimSize(2)),
+                                       b.getIndexAttr(headDim)};
     SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
     Value result = tensor::ExtractSliceOp::create(b, loc, loopResult, offsets,
                                                   sizes, strides);

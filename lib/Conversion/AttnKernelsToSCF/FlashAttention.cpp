@@ -39,9 +39,9 @@ namespace {
 class FlashAttentionLowering {
 public:
   FlashAttentionLowering(FlashAttentionOp op, OpBuilder &builder)
-      : op(op), kb(builder, op.getLoc(),
-                   cast<RankedTensorType>(op.getQuery().getType())
-                       .getElementType()) {
+      : op(op),
+        kb(builder, op.getLoc(),
+           cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
     auto keyType = cast<RankedTensorType>(op.getKey().getType());
     numHeads = queryType.getDimSize(2);
@@ -70,8 +70,7 @@ private:
   Value scores(Value queryTile, Value keyTile, Value kvHead, Value row0,
                Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
-  SmallVector<Value> update(Value scoreTile, Value valueTile,
-                            ValueRange state);
+  SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
   /// Writes acc / l of one query block into `output`.
   Value store(Value output, Value acc, Value sum, Value batchIndex,
               Value kvHead, Value row0);
@@ -118,9 +117,9 @@ Value FlashAttentionLowering::build() {
                 ? queryRope
                 : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, positions);
 
-  Value output = kb.empty(
-      {ShapedType::kDynamic, ShapedType::kDynamic, numHeads, valueDim},
-      kb.elementType, {batch, paddedQueries});
+  Value output =
+      kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, numHeads, valueDim},
+               kb.elementType, {batch, paddedQueries});
   Value zero = kb.index(0), one = kb.index(1);
   auto batchLoop = scf::ForOp::create(
       b, loc, zero, batch, one, ValueRange{output},
@@ -132,10 +131,10 @@ Value FlashAttentionLowering::build() {
                   b, loc, zero, numQueryBlocks, one, headArgs,
                   [&](OpBuilder &, Location, Value queryBlock,
                       ValueRange blockArgs) {
-                    scf::YieldOp::create(
-                        b, loc,
-                        buildQueryBlock(batchIndex, kvHead, queryBlock,
-                                        blockArgs[0]));
+                    scf::YieldOp::create(b, loc,
+                                         buildQueryBlock(batchIndex, kvHead,
+                                                         queryBlock,
+                                                         blockArgs[0]));
                   });
               scf::YieldOp::create(b, loc, blockLoop.getResults());
             });
@@ -146,8 +145,8 @@ Value FlashAttentionLowering::build() {
   SmallVector<OpFoldResult> sizes = {batch, queries, b.getIndexAttr(numHeads),
                                      b.getIndexAttr(valueDim)};
   SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-  Value result = tensor::ExtractSliceOp::create(
-      b, loc, batchLoop.getResult(0), offsets, sizes, strides);
+  Value result = tensor::ExtractSliceOp::create(b, loc, batchLoop.getResult(0),
+                                                offsets, sizes, strides);
   if (result.getType() != op.getType())
     result = tensor::CastOp::create(b, loc, op.getType(), result);
   return result;
@@ -241,8 +240,8 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
                                 {group, blockQ, blockKV}));
       maps.push_back(kb.map(3, {0, 1, 2}));
     } else {
-      inputs.push_back(kb.slice(bias, {row0, key0}, {blockQ, blockKV},
-                                {blockQ, blockKV}));
+      inputs.push_back(
+          kb.slice(bias, {row0, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
       maps.push_back(kb.map(3, {1, 2}));
     }
   }
@@ -307,8 +306,8 @@ SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
       });
   Value alpha = kb.generic(
       {maxOld, tileMax}, kb.empty({group, blockQ}, kb.computeType),
-      {kb.map(2, {0, 1}), kb.map(2, {0, 1}), kb.map(2, {0, 1})},
-      {kPar, kPar}, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+      {kb.map(2, {0, 1}), kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value maxNew = arith::MaximumFOp::create(nb, l, args[0], args[1]);
         Value correction = math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, args[0], maxNew));
@@ -322,8 +321,7 @@ SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
       });
   // p = exp(s - m_new).
   Value probabilities = kb.generic(
-      {scoreTile, maxNew},
-      kb.empty({group, blockQ, blockKV}, kb.computeType),
+      {scoreTile, maxNew}, kb.empty({group, blockQ, blockKV}, kb.computeType),
       {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
       {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -338,19 +336,19 @@ SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         return arith::MulFOp::create(nb, l, args[1], args[0]);
       });
-  Value sumNew = kb.generic(
-      {probabilities}, sumScaled, {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})},
-      {kPar, kPar, kRed},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::AddFOp::create(nb, l, args[1], args[0]);
-      });
+  Value sumNew =
+      kb.generic({probabilities}, sumScaled,
+                 {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::AddFOp::create(nb, l, args[1], args[0]);
+                 });
   // acc_new = acc * alpha + p V: f innermost and contiguous.
-  Value accScaled = kb.generic(
-      {alpha}, accOld, {kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
-      {kPar, kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::MulFOp::create(nb, l, args[1], args[0]);
-      });
+  Value accScaled =
+      kb.generic({alpha}, accOld, {kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
+                 {kPar, kPar, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[1], args[0]);
+                 });
   Value accNew = kb.generic(
       {probabilities, valueTile}, accScaled,
       {kb.map(4, {0, 1, 2}), kb.map(4, {2, 3}), kb.map(4, {0, 1, 3})},
@@ -403,8 +401,9 @@ Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
   Value loBlock = kb.floorDiv(loKey, blockKV);
   Value hiBlock = kb.max(loBlock, kb.ceilDiv(hiKey, blockKV));
 
-  Value maxInit = kb.fill(kb.empty({group, blockQ}, kb.computeType),
-                          kb.constant(-std::numeric_limits<double>::infinity()));
+  Value maxInit =
+      kb.fill(kb.empty({group, blockQ}, kb.computeType),
+              kb.constant(-std::numeric_limits<double>::infinity()));
   Value sumInit =
       kb.fill(kb.empty({group, blockQ}, kb.computeType), kb.constant(0.0));
   Value accInit = kb.fill(kb.empty({group, blockQ, valueDim}, kb.computeType),
@@ -425,9 +424,8 @@ Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
         if (op.getCausal())
           needsMask = kb.orI(needsMask, kb.lessThan(firstQuery, lastKey));
         if (std::optional<int64_t> window = op.getWindow())
-          needsMask = kb.orI(
-              needsMask, kb.lessThan(kb.index(*window - 1),
-                                     kb.sub(lastQuery, key0)));
+          needsMask = kb.orI(needsMask, kb.lessThan(kb.index(*window - 1),
+                                                    kb.sub(lastQuery, key0)));
         auto branch = scf::IfOp::create(
             b, loc, needsMask,
             [&](OpBuilder &, Location) {
@@ -440,8 +438,8 @@ Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
                                    scores(queryTile, keyTile, kvHead, row0,
                                           key0, /*masked=*/false));
             });
-        scf::YieldOp::create(
-            b, loc, update(branch.getResult(0), valueTile, state));
+        scf::YieldOp::create(b, loc,
+                             update(branch.getResult(0), valueTile, state));
       });
   return store(output, keyLoop.getResult(2), keyLoop.getResult(1), batchIndex,
                kvHead, row0);

@@ -48,29 +48,27 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     Value input = kb.padDimTo(op.getInput(), 1, paddedTokens);
 
     // W^T [E, N_padded] and the bias [N_padded] in the compute type.
-    Value weight =
-        kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
+    Value weight = kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
     Value weightT = kb.convert(weight, {width, paddedFeatures}, kb.computeType,
                                kb.map(2, {1, 0}));
     Value bias;
     if (op.getBias()) {
-      bias = kb.convert(
-          kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
-          {paddedFeatures}, kb.computeType);
+      bias = kb.convert(kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
+                        {paddedFeatures}, kb.computeType);
     }
     RopeTables rope =
         buildRopeTables(kb, op.getRopeAttr(), headDim, paddedTokens);
 
-    Value output = kb.empty({ShapedType::kDynamic, ShapedType::kDynamic,
-                             paddedFeatures},
-                            kb.elementType, {batch, paddedTokens});
+    Value output =
+        kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, paddedFeatures},
+                 kb.elementType, {batch, paddedTokens});
     Value zero = kb.index(0), one = kb.index(1);
 
     // acc += x[s0 : s0 + BS, k0 : k0 + kk] W^T[k0 : k0 + kk, n0 : n0 + BN].
     auto accumulate = [&](Value acc, Value batchIndex, Value s0, Value n0,
                           Value k0, int64_t kk) -> Value {
-      Value xTile = kb.slice(input, {batchIndex, s0, k0}, {1, blockS, kk},
-                             {blockS, kk});
+      Value xTile =
+          kb.slice(input, {batchIndex, s0, k0}, {1, blockS, kk}, {blockS, kk});
       Value wTile = kb.slice(weightT, {k0, n0}, {kk, blockN}, {kk, blockN});
       return kb.generic(
           {xTile, wTile}, acc,
@@ -85,23 +83,22 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
 
     auto tileBody = [&](Value batchIndex, Value s0, Value n0,
                         Value out) -> Value {
-      Value acc = kb.fill(kb.empty({blockS, blockN}, kb.computeType),
-                          kb.constant(0.0));
+      Value acc =
+          kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
       int64_t fullSteps = width / blockK, remainder = width % blockK;
       if (fullSteps > 0) {
         auto kLoop = scf::ForOp::create(
             rewriter, loc, zero, kb.index(fullSteps), one, ValueRange{acc},
             [&](OpBuilder &, Location, Value step, ValueRange args) {
-              scf::YieldOp::create(
-                  rewriter, loc,
-                  accumulate(args[0], batchIndex, s0, n0, kb.mul(step, blockK),
-                             blockK));
+              scf::YieldOp::create(rewriter, loc,
+                                   accumulate(args[0], batchIndex, s0, n0,
+                                              kb.mul(step, blockK), blockK));
             });
         acc = kLoop.getResult(0);
       }
       if (remainder > 0)
-        acc = accumulate(acc, batchIndex, s0, n0,
-                         kb.index(fullSteps * blockK), remainder);
+        acc = accumulate(acc, batchIndex, s0, n0, kb.index(fullSteps * blockK),
+                         remainder);
 
       // Epilogue: bias, RoPE of the tile's heads, conversion.
       SmallVector<Value> inputs = {acc};
@@ -137,8 +134,7 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
               Value partner = tensor::ExtractOp::create(
                   nb, l, biased, ValueRange{row, partnerColumn});
               Value position = arith::AddIOp::create(nb, l, s0, row);
-              element =
-                  applyRope(nb, l, rope, element, partner, position, dim);
+              element = applyRope(nb, l, rope, element, partner, position, dim);
             }
             return kb.toElement(nb, element);
           });
@@ -154,14 +150,13 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
                   ValueRange tokenArgs) {
                 Value s0 = kb.mul(tokenBlock, blockS);
                 auto featureLoop = scf::ForOp::create(
-                    rewriter, loc, zero, kb.index(paddedFeatures / blockN),
-                    one, tokenArgs,
+                    rewriter, loc, zero, kb.index(paddedFeatures / blockN), one,
+                    tokenArgs,
                     [&](OpBuilder &, Location, Value featureBlock,
                         ValueRange featureArgs) {
                       scf::YieldOp::create(
                           rewriter, loc,
-                          tileBody(batchIndex, s0,
-                                   kb.mul(featureBlock, blockN),
+                          tileBody(batchIndex, s0, kb.mul(featureBlock, blockN),
                                    featureArgs[0]));
                     });
                 scf::YieldOp::create(rewriter, loc, featureLoop.getResults());
@@ -177,10 +172,10 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     Value flat = tensor::ExtractSliceOp::create(
         rewriter, loc, batchLoop.getResult(0), offsets, sizes, strides);
     auto resultType = cast<RankedTensorType>(op.getType());
-    auto headsType = RankedTensorType::get(
-        {ShapedType::kDynamic, ShapedType::kDynamic, features / headDim,
-         headDim},
-        inputType.getElementType());
+    auto headsType =
+        RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                               features / headDim, headDim},
+                              inputType.getElementType());
     SmallVector<OpFoldResult> headsShape = {
         batch, tokens, rewriter.getIndexAttr(features / headDim),
         rewriter.getIndexAttr(headDim)};

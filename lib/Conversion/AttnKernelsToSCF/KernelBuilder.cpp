@@ -2,8 +2,8 @@
 
 #include "KernelBuilder.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
@@ -11,8 +11,7 @@
 using namespace mlir;
 using namespace attnfuse::kernels;
 
-KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc,
-                             Type elementType)
+KernelBuilder::KernelBuilder(OpBuilder &builder, Location loc, Type elementType)
     : builder(builder), loc(loc), elementType(elementType) {
   auto floatType = cast<FloatType>(elementType);
   computeType = floatType.getWidth() < 32 ? Float32Type::get(loc.getContext())
@@ -115,9 +114,9 @@ Value KernelBuilder::padDimTo(Value source, int64_t dim, Value size) {
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = ShapedType::kDynamic;
   auto paddedType = RankedTensorType::get(shape, type.getElementType());
-  Value zero = arith::ConstantOp::create(
-      builder, loc, type.getElementType(),
-      builder.getZeroAttr(type.getElementType()));
+  Value zero =
+      arith::ConstantOp::create(builder, loc, type.getElementType(),
+                                builder.getZeroAttr(type.getElementType()));
   return tensor::PadOp::create(builder, loc, paddedType, source, low, high,
                                zero);
 }
@@ -162,6 +161,64 @@ AffineMap KernelBuilder::map(unsigned numDims, ArrayRef<unsigned> dims) {
   for (unsigned dim : dims)
     results.push_back(builder.getAffineDimExpr(dim));
   return AffineMap::get(numDims, 0, results, builder.getContext());
+}
+
+Value KernelBuilder::keyTemperatures(Value temp, bool clamped) {
+  int64_t numKvHeads = cast<RankedTensorType>(temp.getType()).getDimSize(0);
+  return generic({temp}, empty({numKvHeads}, computeType),
+                 {map(1, {0}), map(1, {0})}, {utils::IteratorType::parallel},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value tau = toCompute(nb, args[0]);
+                   if (!clamped)
+                     return tau;
+                   tau = arith::MaximumFOp::create(nb, l, tau, constant(1e-7));
+                   tau = arith::MinimumFOp::create(nb, l, tau, constant(2.0));
+                   return math::ExpOp::create(nb, l, tau);
+                 });
+}
+
+Value KernelBuilder::normalizeHeads(Value residual, Value tau,
+                                    int64_t numQueryHeads, double eps) {
+  using utils::IteratorType;
+  constexpr IteratorType par = IteratorType::parallel;
+  auto type = cast<RankedTensorType>(residual.getType());
+  int64_t rows = type.getDimSize(0), heads = type.getDimSize(1);
+  int64_t headDim = type.getDimSize(2);
+  SmallVector<Value> dynamicRows;
+  if (ShapedType::isDynamic(rows))
+    dynamicRows.push_back(dim(residual, 0));
+  Value squares = generic(
+      {residual},
+      fill(empty({rows, heads}, computeType, dynamicRows), constant(0.0)),
+      {map(3, {0, 1, 2}), map(3, {0, 1})}, {par, par, IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(
+            nb, l, args[1], arith::MulFOp::create(nb, l, args[0], args[0]));
+      });
+  Value sqrtDim = constant(std::sqrt(static_cast<double>(headDim)));
+  Value epsValue = constant(eps);
+  return generic(
+      {residual, squares},
+      empty({rows, heads, headDim}, computeType, dynamicRows),
+      {map(3, {0, 1, 2}), map(3, {0, 1}), map(3, {0, 1, 2})}, {par, par, par},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value norm = math::SqrtOp::create(
+            nb, l, arith::AddFOp::create(nb, l, args[1], epsValue));
+        Value value = arith::DivFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, args[0], sqrtDim), norm);
+        Value head = linalg::IndexOp::create(nb, l, 1);
+        Value numHeadsValue =
+            arith::ConstantIndexOp::create(nb, l, numQueryHeads);
+        Value isKey = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                            head, numHeadsValue);
+        Value kvIndex = arith::SubIOp::create(
+            nb, l, arith::MaxUIOp::create(nb, l, head, numHeadsValue),
+            numHeadsValue);
+        Value keyScale =
+            tensor::ExtractOp::create(nb, l, tau, ValueRange{kvIndex});
+        return arith::SelectOp::create(
+            nb, l, isKey, arith::MulFOp::create(nb, l, value, keyScale), value);
+      });
 }
 
 std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,

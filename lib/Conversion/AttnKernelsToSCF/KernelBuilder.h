@@ -18,13 +18,12 @@
 namespace attnfuse::kernels {
 
 constexpr mlir::utils::IteratorType kPar = mlir::utils::IteratorType::parallel;
-constexpr mlir::utils::IteratorType kRed =
-    mlir::utils::IteratorType::reduction;
+constexpr mlir::utils::IteratorType kRed = mlir::utils::IteratorType::reduction;
 
-using mlir::OpBuilder;
 using mlir::Location;
-using mlir::Value;
+using mlir::OpBuilder;
 using mlir::Type;
+using mlir::Value;
 
 /// Builds the ops of one kernel at a fixed location, with the arithmetic
 /// type `computeType` (f32 for 16-bit element types).
@@ -96,6 +95,16 @@ public:
 
   /// Affine map of `numDims` loop dims to the results `dims`.
   mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<unsigned> dims);
+
+  /// The key temperatures `[Hk]` in the compute type: `temp`, or
+  /// `exp(clamp(temp, 1e-7, 2))` when `clamped`.
+  Value keyTemperatures(Value temp, bool clamped);
+  /// The CCA norm of `residual` (`[rows, heads, d]` in the compute type,
+  /// query heads first): every head scaled to norm sqrt(d) (`eps` inside the
+  /// square root), the key heads (index >= numQueryHeads) also by their
+  /// temperature `tau` (`[Hk]`).
+  Value normalizeHeads(Value residual, Value tau, int64_t numQueryHeads,
+                       double eps);
 
   /// Cosine and sine tables `[positions, r/2]` in the compute type for
   /// `rope` over heads of `headDim`, positions 0 .. positions-1.

@@ -34,10 +34,10 @@ Value attnfuse::kernels::ropePartner(OpBuilder &b, Location loc, Value dim,
                                      const RopeTables &rope) {
   int64_t half = rope.rotated / 2;
   Value halfValue = indexConstant(b, loc, half);
-  Value partner = arith::SelectOp::create(
-      b, loc, lessThan(b, loc, dim, half),
-      arith::AddIOp::create(b, loc, dim, halfValue),
-      arith::SubIOp::create(b, loc, dim, halfValue));
+  Value partner =
+      arith::SelectOp::create(b, loc, lessThan(b, loc, dim, half),
+                              arith::AddIOp::create(b, loc, dim, halfValue),
+                              arith::SubIOp::create(b, loc, dim, halfValue));
   return arith::SelectOp::create(b, loc, lessThan(b, loc, dim, rope.rotated),
                                  partner, dim);
 }
@@ -49,7 +49,8 @@ Value attnfuse::kernels::applyRope(OpBuilder &b, Location loc,
   Value inRotated = lessThan(b, loc, dim, rope.rotated);
   // Table column i serves dims i and i + r/2; clamp outside the rotated part,
   // where the value is unused.
-  Value column = arith::RemSIOp::create(b, loc, dim, indexConstant(b, loc, half));
+  Value column =
+      arith::RemSIOp::create(b, loc, dim, indexConstant(b, loc, half));
   column = arith::SelectOp::create(b, loc, inRotated, column,
                                    indexConstant(b, loc, 0));
   Value cosine = tensor::ExtractOp::create(b, loc, rope.cosine,
