@@ -186,23 +186,7 @@ FlashAttentionLowering::loadKeyValueTiles(Value batchIndex, Value kvHead,
   // One read of the key rows; for K=V it is also the value tile.
   Value keySlab = kb.slice(key, {batchIndex, key0, kvHead, b.getIndexAttr(0)},
                            {1, blockKV, 1, headDim}, {blockKV, headDim});
-  const RopeTables &rope = keyRope;
-  Value keyTile = kb.generic(
-      {keySlab}, kb.empty({headDim, blockKV}, kb.computeType),
-      {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value element = kb.toCompute(nb, args[0]);
-        if (!rope)
-          return element;
-        Value dim = linalg::IndexOp::create(nb, l, 0);
-        Value row = linalg::IndexOp::create(nb, l, 1);
-        Value partner = kb.toCompute(
-            nb, tensor::ExtractOp::create(
-                    nb, l, keySlab,
-                    ValueRange{row, ropePartner(nb, l, dim, rope)}));
-        Value position = arith::AddIOp::create(nb, l, key0, row);
-        return applyRope(nb, l, rope, element, partner, position, dim);
-      });
+  Value keyTile = loadKeyTile(kb, keySlab, keyRope, key0);
   Value valueSlab =
       keyIsValue
           ? keySlab

@@ -292,26 +292,9 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
   Value fzero = kb.constant(0.0), fone = kb.constant(1.0);
   Value scaleValue = kb.constant(scale);
 
-  // Key rows in the compute type, rotated at their positions for the scores.
-  const RopeTables &rope = keyRope;
-  Value keyTile = kb.generic(
-      {keySlab}, kb.empty({headDim, blockKV}, kb.computeType),
-      {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value element = kb.toCompute(nb, args[0]);
-        if (!rope)
-          return element;
-        Value dim = linalg::IndexOp::create(nb, l, 0);
-        Value row = linalg::IndexOp::create(nb, l, 1);
-        Value partner = kb.toCompute(
-            nb, tensor::ExtractOp::create(
-                    nb, l, keySlab,
-                    ValueRange{row, ropePartner(nb, l, dim, rope)}));
-        // Clamped rows (masked) may sit past the table: rotate at p instead.
-        Value position = arith::MinSIOp::create(
-            nb, l, arith::AddIOp::create(nb, l, key0, row), hi);
-        return applyRope(nb, l, rope, element, partner, position, dim);
-      });
+  // Key rows in the compute type, rotated at their positions for the scores;
+  // clamped rows (masked) may sit past the table: rotate them at p instead.
+  Value keyTile = loadKeyTile(kb, keySlab, keyRope, key0, /*maxPosition=*/hi);
   Value valueTile = kb.convert(valueSlab, kb.computeType);
 
   // s[g, c] = scale * q[g] . k[c], -inf outside [lo, hi].

@@ -65,3 +65,29 @@ Value attnfuse::kernels::applyRope(OpBuilder &b, Location loc,
       arith::AddFOp::create(b, loc, elementCos, partnerSin));
   return arith::SelectOp::create(b, loc, inRotated, rotated, element);
 }
+
+Value attnfuse::kernels::loadKeyTile(KernelBuilder &kb, Value keySlab,
+                                     const RopeTables &rope, Value key0,
+                                     Value maxPosition) {
+  constexpr utils::IteratorType par = utils::IteratorType::parallel;
+  auto type = cast<RankedTensorType>(keySlab.getType());
+  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
+  return kb.generic(
+      {keySlab}, kb.empty({headDim, rows}, kb.computeType),
+      {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {par, par},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value element = kb.toCompute(nb, args[0]);
+        if (!rope)
+          return element;
+        Value dim = linalg::IndexOp::create(nb, l, 0);
+        Value row = linalg::IndexOp::create(nb, l, 1);
+        Value partner = kb.toCompute(
+            nb, tensor::ExtractOp::create(
+                    nb, l, keySlab,
+                    ValueRange{row, ropePartner(nb, l, dim, rope)}));
+        Value position = arith::AddIOp::create(nb, l, key0, row);
+        if (maxPosition)
+          position = arith::MinSIOp::create(nb, l, position, maxPosition);
+        return applyRope(nb, l, rope, element, partner, position, dim);
+      });
+}

@@ -21,8 +21,8 @@ RopeTables buildRopeTables(KernelBuilder &kb, attn::RopeAttr rope,
 
 /// Index of the dimension that `dim` rotates with: `dim +- r/2` inside the
 /// rotated part, `dim` itself outside it.
-mlir::Value ropePartner(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::Value dim, const RopeTables &rope);
+mlir::Value ropePartner(mlir::OpBuilder &b, mlir::Location loc, mlir::Value dim,
+                        const RopeTables &rope);
 
 /// The rotated value of dimension `dim` at `position`, from the element and
 /// its partner: `x_i cos - x_{i+r/2} sin` in the first half,
@@ -31,6 +31,14 @@ mlir::Value applyRope(mlir::OpBuilder &b, mlir::Location loc,
                       const RopeTables &rope, mlir::Value element,
                       mlir::Value partner, mlir::Value position,
                       mlir::Value dim);
+
+/// The key rows `keySlab` (`[rows, d]`, element type) as a `[d, rows]` tile
+/// in the compute type, row `c` rotated by `rope` (when set) at position
+/// `key0 + c`, or at `min(key0 + c, maxPosition)` with a `maxPosition`
+/// (rows past it are masked and may lie past the tables).
+mlir::Value loadKeyTile(KernelBuilder &kb, mlir::Value keySlab,
+                        const RopeTables &rope, mlir::Value key0,
+                        mlir::Value maxPosition = {});
 
 } // namespace attnfuse::kernels
 
