@@ -41,10 +41,9 @@ public:
 
   /// Returns the name under which the kernel of `key` lives, creating it
   /// with `build` (given the final name) the first time.
-  StringRef kernelFor(const std::string &key, const std::string &baseName,
-                      Location loc,
-                      const std::function<void(gpu::GPUModuleOp,
-                                               const std::string &)> &build) {
+  StringRef kernelFor(
+      const std::string &key, const std::string &baseName, Location loc,
+      const std::function<void(gpu::GPUModuleOp, const std::string &)> &build) {
     auto it = byKey.find(key);
     if (it != byKey.end())
       return it->second;
@@ -106,20 +105,19 @@ private:
   std::map<std::string, func::FuncOp> launches;
 };
 
-
 /// Emits (or reuses) the kernel of `plan` and replaces `op` by its launch.
 /// `build` writes the kernel into a gpu.module; `describe` gives the launch
 /// description once the plan carries the kernel's final name.
 template <typename Plan, typename BuildFn, typename DescribeFn>
 void lowerToKernel(KernelEmitter &emitter, Operation *op, Plan &plan,
                    BuildFn build, DescribeFn describe) {
-  StringRef name = emitter.kernelFor(
-      plan.key(), plan.name, op->getLoc(),
-      [&](gpu::GPUModuleOp gm, const std::string &finalName) {
-        plan.name = finalName;
-        OpBuilder b(op->getContext());
-        build(b, op->getLoc(), gm, plan);
-      });
+  StringRef name =
+      emitter.kernelFor(plan.key(), plan.name, op->getLoc(),
+                        [&](gpu::GPUModuleOp gm, const std::string &finalName) {
+                          plan.name = finalName;
+                          OpBuilder b(op->getContext());
+                          build(b, op->getLoc(), gm, plan);
+                        });
   plan.name = name.str();
   emitter.replaceWithLaunch(op, name, describe());
 }
@@ -169,8 +167,8 @@ void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
       describeFlashDecodeCombine(ctx, op, plan));
   OpBuilder b(op);
   auto split = func::CallOp::create(b, loc, splitDecl, op->getOperands());
-  auto combine = func::CallOp::create(b, loc, combineDecl,
-                                      ValueRange{split.getResult(0)});
+  auto combine =
+      func::CallOp::create(b, loc, combineDecl, ValueRange{split.getResult(0)});
   SmallVector<Value> results = {combine.getResult(0)};
   llvm::append_range(results, split.getResults().drop_front());
   op->replaceAllUsesWith(results);
@@ -240,14 +238,14 @@ struct ConvertAttnKernelsToNVVMPass
       }
       if (auto cca = dyn_cast<attn::CCAPrologueOp>(op)) {
         std::string unsupported;
-        FailureOr<ProloguePlan> plan = planCCAPrologue(cca, options,
-                                                       unsupported);
+        FailureOr<ProloguePlan> plan =
+            planCCAPrologue(cca, options, unsupported);
         if (failed(plan)) {
           if (unsupported.empty())
             return signalPassFailure();
           // No kernel for this shape: the op stays on the host side.
-          op->emitWarning() << unsupported
-                            << "; attn.cca_prologue stays on the host";
+          op->emitWarning()
+              << unsupported << "; attn.cca_prologue stays on the host";
           continue;
         }
         lowerToKernel(emitter, op, *plan, buildCCAPrologueKernel,
@@ -261,8 +259,8 @@ struct ConvertAttnKernelsToNVVMPass
         if (failed(plan)) {
           if (unsupported.empty())
             return signalPassFailure();
-          op->emitWarning() << unsupported
-                            << "; attn.cca_decode_prologue stays on the host";
+          op->emitWarning()
+              << unsupported << "; attn.cca_decode_prologue stays on the host";
           continue;
         }
         lowerToKernel(emitter, op, *plan, buildCCADecodePrologueKernel, [&] {

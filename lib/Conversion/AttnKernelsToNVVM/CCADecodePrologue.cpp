@@ -592,22 +592,7 @@ attnfuse::nvgpu::describeCCADecodePrologue(MLIRContext *ctx,
   pointer("positions", "i32");
   SmallVector<Attribute> tables;
   if (p.rotated) {
-    for (StringRef fn : {"cos", "sin"}) {
-      std::string name = ("rope_" + fn).str();
-      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
-      tables.push_back(
-          DictBuilder(ctx)
-              .set("param", StringRef(name))
-              .set("dtype", "f32")
-              .set("shape", arrayAttr(ctx, {S("T"), I(p.rotated / 2)}))
-              .set("formula",
-                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
-                         "computed in f64 and rounded to f32")
-                       .str())
-              .set("theta", p.theta)
-              .set("rotated_dims", p.rotated)
-              .get());
-    }
+    describeRopeTables(ctx, "rope", p.theta, p.rotated, "T", params, tables);
     params.push_back(describeParam(ctx, "rope_rows", "scalar", "i32", "T"));
   }
   for (StringRef t : {"query", "key", "value", "conv_state_out"})

@@ -42,9 +42,9 @@ using arith::CmpIPredicate;
 std::string ProloguePlan::key() const {
   return llvm::formatv("cca:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
                        "{12}:{13}",
-                       elemName(elem), width, numHeads, numKvHeads, headDim,
-                       k0, k1, qkMean, valueShift, clamped, eps, rotated,
-                       stages, hostCastFromF32)
+                       elemName(elem), width, numHeads, numKvHeads, headDim, k0,
+                       k1, qkMean, valueShift, clamped, eps, rotated, stages,
+                       hostCastFromF32)
       .str();
 }
 
@@ -148,8 +148,7 @@ namespace {
 
 class PrologueEmitter {
 public:
-  PrologueEmitter(DeviceBuilder &d, const ProloguePlan &p,
-                  gpu::GPUFuncOp func)
+  PrologueEmitter(DeviceBuilder &d, const ProloguePlan &p, gpu::GPUFuncOp func)
       : d(d), p(p), func(func) {}
   void emit();
 
@@ -163,13 +162,13 @@ private:
   Value fullBar(Value s) { return d.sAt(smem, d.add(d.shl(s, 3), p.barOff)); }
   /// Shared pointer to u[row][col] (16-bit).
   Value uAt(Value row, Value col) {
-    return d.sAt(smem, d.add(d.shl(d.add(d.mul(row, p.channels), col), 1),
-                             p.uOff));
+    return d.sAt(smem,
+                 d.add(d.shl(d.add(d.mul(row, p.channels), col), 1), p.uOff));
   }
   /// Shared pointer to f32 scratch[row][col] (row = 256 floats).
   Value scratchAt(Value row, Value col) {
-    return d.sAt(smem, d.add(d.shl(d.add(d.mul(row, p.threads), col), 2),
-                             p.scratchOff));
+    return d.sAt(
+        smem, d.add(d.shl(d.add(d.mul(row, p.threads), col), 2), p.scratchOff));
   }
   Value loadU(Value row, Value col) {
     return arith::ExtFOp::create(d.b, d.loc, d.f32,
@@ -177,14 +176,13 @@ private:
   }
   Value loadParam(Value ptr, Value index) {
     return arith::ExtFOp::create(
-        d.b, d.loc, d.f32, d.load(d.elemType, d.gAt(ptr, index, d.elemType), 2));
+        d.b, d.loc, d.f32,
+        d.load(d.elemType, d.gAt(ptr, index, d.elemType), 2));
   }
   Value toElem(Value v) {
     return arith::TruncFOp::create(d.b, d.loc, d.elemType, v);
   }
-  Value i64(Value v) {
-    return arith::ExtUIOp::create(d.b, d.loc, d.i64, v);
-  }
+  Value i64(Value v) { return arith::ExtUIOp::create(d.b, d.loc, d.i64, v); }
 
   void issue(Value g);
   void gemm();
@@ -300,8 +298,8 @@ void PrologueEmitter::gemm() {
   auto step = [&](Value g, Value acc, bool first) {
     Value s = d.remu(g, p.stages);
     d.mbarWait(fullBar(s), d.andi(d.divu(g, p.stages), 1));
-    Value da = d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(wg, 64 * 128))),
-                           16, 1024);
+    Value da =
+        d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(wg, 64 * 128))), 16, 1024);
     Value db = d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
     d.wgmmaFence();
     for (int64_t kk = 0; kk < 4; ++kk)
@@ -330,7 +328,8 @@ void PrologueEmitter::gemm() {
         SmallVector<Value> v = d.unpack(acc, n);
         Value groupRow =
             d.add(d.add(d.mul(wg, 64), d.mul(warpInWg, 16)), d.divu(lane, 4));
-        Value colBase = d.add(d.mul(tile, p.headDim), d.mul(d.andi(lane, 3), 2));
+        Value colBase =
+            d.add(d.mul(tile, p.headDim), d.mul(d.andi(lane, 3), 2));
         for (int64_t h = 0; h < 2; ++h) {
           Value row = d.add(groupRow, 8 * h);
           d.ifThen(d.cmp(CmpIPredicate::slt, row, p.rows), [&]() {
@@ -354,9 +353,9 @@ void PrologueEmitter::convChunk(Value chunk) {
   Value o = d.remu(chc, dim);
   Value isKey = d.cmp(CmpIPredicate::eq, localHead, G);
   // Channel in the op's [query heads | key heads] order.
-  Value gc = d.select(
-      isKey, d.add(d.mul(kvHead, dim), d.add(o, p.numHeads * dim)),
-      d.add(d.mul(d.add(d.mul(kvHead, G), localHead), dim), o));
+  Value gc =
+      d.select(isKey, d.add(d.mul(kvHead, dim), d.add(o, p.numHeads * dim)),
+               d.add(d.mul(d.add(d.mul(kvHead, G), localHead), dim), o));
 
   // (a) depthwise conv of this channel: m[r] = b + sum_t w[t] u[r + t + off].
   SmallVector<Value> wdw;
@@ -376,25 +375,25 @@ void PrologueEmitter::convChunk(Value chunk) {
   Value slotBase = d.mul(d.divu(tid, dim), dim); // first column of the head
   Value bg = loadParam(gB, gc);
   SmallVector<Value> init(p.blockS, bg);
-  SmallVector<Value> acc = d.forLoop(
-      d.c32(0), d.c32(dim), d.c32(1), init,
-      [&](Value e, ValueRange args) -> SmallVector<Value> {
-        SmallVector<Value> a(args.begin(), args.end());
-        SmallVector<Value> w;
-        Value wBase = d.mul(d.add(d.mul(gc, dim), e), p.k1);
-        for (int64_t t = 0; t < p.k1; ++t)
-          w.push_back(loadParam(gW, d.add(wBase, t)));
-        Value col = d.add(slotBase, e);
-        for (int64_t r = 0; r < p.midRows; ++r) {
-          Value m = d.load(d.f32, scratchAt(d.c32(r), col), 4);
-          for (int64_t t = 0; t < p.k1; ++t) {
-            int64_t i = r - t;
-            if (i >= 0 && i < p.blockS)
-              a[i] = d.fma(m, w[t], a[i]);
-          }
-        }
-        return a;
-      });
+  SmallVector<Value> acc =
+      d.forLoop(d.c32(0), d.c32(dim), d.c32(1), init,
+                [&](Value e, ValueRange args) -> SmallVector<Value> {
+                  SmallVector<Value> a(args.begin(), args.end());
+                  SmallVector<Value> w;
+                  Value wBase = d.mul(d.add(d.mul(gc, dim), e), p.k1);
+                  for (int64_t t = 0; t < p.k1; ++t)
+                    w.push_back(loadParam(gW, d.add(wBase, t)));
+                  Value col = d.add(slotBase, e);
+                  for (int64_t r = 0; r < p.midRows; ++r) {
+                    Value m = d.load(d.f32, scratchAt(d.c32(r), col), 4);
+                    for (int64_t t = 0; t < p.k1; ++t) {
+                      int64_t i = r - t;
+                      if (i >= 0 && i < p.blockS)
+                        a[i] = d.fma(m, w[t], a[i]);
+                    }
+                  }
+                  return a;
+                });
 
   // (c) QK-mean from the pre-conv projections of the token's row.
   if (p.qkMean) {
@@ -490,11 +489,11 @@ void PrologueEmitter::convChunk(Value chunk) {
           d.b, d.loc,
           arith::MulIOp::create(
               d.b, d.loc,
-              arith::AddIOp::create(
-                  d.b, d.loc,
-                  arith::MulIOp::create(d.b, d.loc, i64(rowIndex),
-                                        i64(headsOut)),
-                  i64(head)),
+              arith::AddIOp::create(d.b, d.loc,
+                                    arith::MulIOp::create(d.b, d.loc,
+                                                          i64(rowIndex),
+                                                          i64(headsOut)),
+                                    i64(head)),
               d.c64(dim)),
           i64(o));
       d.store(toElem(acc[i]), d.gAt(outPtr, index, d.elemType), 2);
@@ -509,9 +508,9 @@ void PrologueEmitter::values() {
   Value i0 = d.divu(tid, dim);
   Value rowOff = d.c32(p.halo);
   if (p.valueShift)
-    rowOff = d.select(d.cmp(CmpIPredicate::sge, d.mul(kvHead, dim),
-                            p.numKvHeads * dim / 2),
-                      d.c32(p.halo - 1), rowOff);
+    rowOff = d.select(
+        d.cmp(CmpIPredicate::sge, d.mul(kvHead, dim), p.numKvHeads * dim / 2),
+        d.c32(p.halo - 1), rowOff);
   Value col = d.add(o, (p.group + 1) * dim);
   for (int64_t k = 0; k < p.blockS / (T / dim); ++k) {
     Value i = d.add(i0, k * (T / dim));
@@ -523,11 +522,11 @@ void PrologueEmitter::values() {
           d.b, d.loc,
           arith::MulIOp::create(
               d.b, d.loc,
-              arith::AddIOp::create(
-                  d.b, d.loc,
-                  arith::MulIOp::create(d.b, d.loc, i64(rowIndex),
-                                        d.c64(p.numKvHeads)),
-                  i64(kvHead)),
+              arith::AddIOp::create(d.b, d.loc,
+                                    arith::MulIOp::create(d.b, d.loc,
+                                                          i64(rowIndex),
+                                                          d.c64(p.numKvHeads)),
+                                    i64(kvHead)),
               d.c64(dim)),
           i64(o));
       d.store(v, d.gAt(outV, index, d.elemType), 2);
@@ -588,8 +587,7 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
              "row-major [batch, seq, width], contiguous"),
       tensor("wq", "weight", 1, {I(lq), I(e)}, "row-major, contiguous"),
       tensor("wk", "weight", 2, {I(lk), I(e)}, "row-major, contiguous"),
-      tensor("wv", "weight", 3, {I(valueRows), I(e)},
-             "row-major, contiguous")};
+      tensor("wv", "weight", 3, {I(valueRows), I(e)}, "row-major, contiguous")};
   int64_t operand = 4;
   if (p.valueShift)
     tensors.push_back(tensor("wv_prev", "weight", operand++,
@@ -604,11 +602,10 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
       tensor("conv_g_bias", "bias", operand++, {I(c)}, "contiguous"));
   tensors.push_back(tensor("temp", "weight", operand++, {I(hk)},
                            "contiguous (converted to the kernel type)"));
-  tensors.push_back(tensor("query", "result", -1, {S("B"), S("S"), I(hq),
-                                                   I(dim)},
+  tensors.push_back(tensor("query", "result", -1,
+                           {S("B"), S("S"), I(hq), I(dim)},
                            "row-major [batch, seq, heads, head_dim]"));
-  tensors.push_back(tensor("key", "result", -1,
-                           {S("B"), S("S"), I(hk), I(dim)},
+  tensors.push_back(tensor("key", "result", -1, {S("B"), S("S"), I(hk), I(dim)},
                            "row-major [batch, seq, kv_heads, head_dim]"));
   tensors.push_back(tensor("value", "result", -1,
                            {S("B"), S("S"), I(hk), I(dim)},
@@ -642,37 +639,23 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
       describeParam(ctx, "tma_wk", "tma_descriptor", "tma_wk", ""),
       describeParam(ctx, "tma_wv", "tma_descriptor", "tma_wv", "")};
   if (p.valueShift)
-    params.push_back(describeParam(ctx, "tma_wv_prev", "tma_descriptor", "tma_wv_prev", ""));
+    params.push_back(
+        describeParam(ctx, "tma_wv_prev", "tma_descriptor", "tma_wv_prev", ""));
   params.push_back(describeParam(ctx, "seq", "scalar", "i32", "S"));
   for (StringRef t : {"conv_dw_weight", "conv_dw_bias", "conv_g_weight",
                       "conv_g_bias", "temp"})
     params.push_back(describeParam(ctx, t, "pointer", elem, t));
   SmallVector<Attribute> tables;
   if (p.rotated) {
-    for (StringRef fn : {"cos", "sin"}) {
-      std::string name = ("rope_" + fn).str();
-      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
-      tables.push_back(
-          DictBuilder(ctx)
-              .set("param", StringRef(name))
-              .set("dtype", "f32")
-              .set("shape", arrayAttr(ctx, {S("S"), I(p.rotated / 2)}))
-              .set("formula",
-                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
-                         "computed in f64 and rounded to f32")
-                       .str())
-              .set("theta", p.theta)
-              .set("rotated_dims", p.rotated)
-              .get());
-    }
+    describeRopeTables(ctx, "rope", p.theta, p.rotated, "S", params, tables);
   }
   for (StringRef t : {"query", "key", "value"})
     params.push_back(describeParam(ctx, t, "pointer", elem, t));
 
   SmallVector<Attribute> grid = {
       DictBuilder(ctx)
-          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", p.blockS)
-                                     .str()))
+          .set("expr",
+               StringRef(llvm::formatv("ceil_div(S, {0})", p.blockS).str()))
           .set("symbol", "S")
           .set("ceil_div", p.blockS)
           .get(),
@@ -680,8 +663,10 @@ DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
           .set("expr", StringRef(std::to_string(hk)))
           .set("value", hk)
           .get(),
-      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
-                                                                 int64_t(1))
+      DictBuilder(ctx)
+          .set("expr", "B")
+          .set("symbol", "B")
+          .set("ceil_div", int64_t(1))
           .get()};
   DictBuilder config(ctx);
   config.set("elem_type", elem)

@@ -59,8 +59,7 @@ Attribute attnfuse::nvgpu::scaled(MLIRContext *ctx, int64_t factor,
 }
 
 DictionaryAttr attnfuse::nvgpu::describeTma(MLIRContext *ctx,
-                                            const TmaInfo &tma,
-                                            ElemKind elem) {
+                                            const TmaInfo &tma, ElemKind elem) {
   SmallVector<int64_t> elementStrides(tma.boxDim.size(), 1);
   return DictBuilder(ctx)
       .set("param", StringRef(tma.param))
@@ -81,9 +80,9 @@ DictionaryAttr attnfuse::nvgpu::describeTma(MLIRContext *ctx,
       .get();
 }
 
-FailureOr<ElemKind> attnfuse::nvgpu::kernelElemKind(
-    Operation *op, Type elementType, const TargetOptions &options,
-    bool &hostCast) {
+FailureOr<ElemKind>
+attnfuse::nvgpu::kernelElemKind(Operation *op, Type elementType,
+                                const TargetOptions &options, bool &hostCast) {
   hostCast = false;
   if (elementType.isBF16() || elementType.isF16()) {
     ElemKind kind = elementType.isBF16() ? ElemKind::bf16 : ElemKind::f16;
@@ -177,48 +176,48 @@ void attnfuse::nvgpu::rotateTile(DeviceBuilder &d, Value src, Value dst,
   auto vecElem = VectorType::get({8}, d.elemType);
   auto vecF32 = VectorType::get({8}, d.f32);
   auto sptrAt = [&](Value base, Value offset) { return d.sAt(base, offset); };
-  d.forLoop(
-      thread, d.c32(rows * perRow), d.c32(threads), ValueRange(),
-      [&](Value item, ValueRange) -> SmallVector<Value> {
-        Value row = d.divu(item, perRow);
-        Value c = d.remu(item, perRow);
-        auto rotatePair = [&]() {
-          Value off0 = swizzledChunk(d, row, c, rows);
-          Value off1 = swizzledChunk(d, row, d.add(c, pairChunks), rows);
-          Value x = d.load(vecElem, sptrAt(src, off0), 16);
-          Value y = d.load(vecElem, sptrAt(src, off1), 16);
-          Value tableIndex =
-              d.add(d.mul(position(row), rotated / 2), d.mul(c, 8));
-          Value cs = d.load(vecF32, d.gAt(cosTable, tableIndex, d.f32), 16);
-          Value sn = d.load(vecF32, d.gAt(sinTable, tableIndex, d.f32), 16);
-          Value xf = arith::ExtFOp::create(b, loc, vecF32, x);
-          Value yf = arith::ExtFOp::create(b, loc, vecF32, y);
-          // x' = x cos - y sin, y' = y cos + x sin.
-          Value o0 = arith::SubFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, xf, cs),
-              arith::MulFOp::create(b, loc, yf, sn));
-          Value o1 = arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, yf, cs),
-              arith::MulFOp::create(b, loc, xf, sn));
-          d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
-                  sptrAt(dst, off0), 16);
-          d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
-                  sptrAt(dst, off1), 16);
-        };
-        if (copyChunks == 0) {
-          rotatePair();
-        } else {
-          d.ifThenElse(
-              d.cmp(arith::CmpIPredicate::ult, c, pairChunks), rotatePair,
-              [&]() {
-                Value chunk = d.add(c, rotated / 8 - pairChunks);
-                Value off = swizzledChunk(d, row, chunk, rows);
-                d.store(d.load(vecElem, sptrAt(src, off), 16),
-                        sptrAt(dst, off), 16);
-              });
-        }
-        return {};
-      });
+  d.forLoop(thread, d.c32(rows * perRow), d.c32(threads), ValueRange(),
+            [&](Value item, ValueRange) -> SmallVector<Value> {
+              Value row = d.divu(item, perRow);
+              Value c = d.remu(item, perRow);
+              auto rotatePair = [&]() {
+                Value off0 = swizzledChunk(d, row, c, rows);
+                Value off1 = swizzledChunk(d, row, d.add(c, pairChunks), rows);
+                Value x = d.load(vecElem, sptrAt(src, off0), 16);
+                Value y = d.load(vecElem, sptrAt(src, off1), 16);
+                Value tableIndex =
+                    d.add(d.mul(position(row), rotated / 2), d.mul(c, 8));
+                Value cs =
+                    d.load(vecF32, d.gAt(cosTable, tableIndex, d.f32), 16);
+                Value sn =
+                    d.load(vecF32, d.gAt(sinTable, tableIndex, d.f32), 16);
+                Value xf = arith::ExtFOp::create(b, loc, vecF32, x);
+                Value yf = arith::ExtFOp::create(b, loc, vecF32, y);
+                // x' = x cos - y sin, y' = y cos + x sin.
+                Value o0 = arith::SubFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, xf, cs),
+                    arith::MulFOp::create(b, loc, yf, sn));
+                Value o1 = arith::AddFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, yf, cs),
+                    arith::MulFOp::create(b, loc, xf, sn));
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
+                        sptrAt(dst, off0), 16);
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
+                        sptrAt(dst, off1), 16);
+              };
+              if (copyChunks == 0) {
+                rotatePair();
+              } else {
+                d.ifThenElse(d.cmp(arith::CmpIPredicate::ult, c, pairChunks),
+                             rotatePair, [&]() {
+                               Value chunk = d.add(c, rotated / 8 - pairChunks);
+                               Value off = swizzledChunk(d, row, chunk, rows);
+                               d.store(d.load(vecElem, sptrAt(src, off), 16),
+                                       sptrAt(dst, off), 16);
+                             });
+              }
+              return {};
+            });
 }
 
 DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
@@ -234,6 +233,29 @@ DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
     param.set("abi", "CUtensorMap (128 bytes, 64-byte aligned) passed by "
                      "value as a __grid_constant__ parameter");
   return param.get();
+}
+
+void attnfuse::nvgpu::describeRopeTables(MLIRContext *ctx, StringRef prefix,
+                                         double theta, int64_t rotated,
+                                         StringRef positions,
+                                         SmallVectorImpl<Attribute> &params,
+                                         SmallVectorImpl<Attribute> &tables) {
+  for (StringRef fn : {"cos", "sin"}) {
+    std::string name = (prefix + "_" + fn).str();
+    params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
+    tables.push_back(
+        DictBuilder(ctx)
+            .set("param", StringRef(name))
+            .set("dtype", "f32")
+            .set("shape", arrayAttr(ctx, {strAttr(ctx, positions),
+                                          intAttr(ctx, rotated / 2)}))
+            .set("formula", (fn + "(p * theta^(-2 i / r)), p = position, "
+                                  "i < r/2, computed in f64 and rounded to f32")
+                                .str())
+            .set("theta", theta)
+            .set("rotated_dims", rotated)
+            .get());
+  }
 }
 
 DictionaryAttr

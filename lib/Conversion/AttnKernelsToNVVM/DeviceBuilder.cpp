@@ -20,8 +20,8 @@ DeviceBuilder::DeviceBuilder(OpBuilder &b, Location loc, ElemKind elem)
   i32 = b.getI32Type();
   i64 = b.getI64Type();
   f32 = b.getF32Type();
-  elemType = elem == ElemKind::bf16 ? Type(b.getBF16Type())
-                                    : Type(b.getF16Type());
+  elemType =
+      elem == ElemKind::bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
   ptr = LLVM::LLVMPointerType::get(ctx);
   gptr = LLVM::LLVMPointerType::get(ctx, 1);
   sptr = LLVM::LLVMPointerType::get(ctx, 3);
@@ -158,9 +158,9 @@ Value DeviceBuilder::sAt(Value base, Value offset) {
 Value DeviceBuilder::sAt(Value base, int64_t offset) {
   if (offset == 0)
     return base;
-  return LLVM::GEPOp::create(b, loc, sptr, b.getI8Type(), base,
-                             ArrayRef<LLVM::GEPArg>{
-                                 static_cast<int32_t>(offset)});
+  return LLVM::GEPOp::create(
+      b, loc, sptr, b.getI8Type(), base,
+      ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
 }
 Value DeviceBuilder::sAddr(Value sharedPtr) {
   return LLVM::PtrToIntOp::create(b, loc, i32, sharedPtr);
@@ -187,7 +187,8 @@ void DeviceBuilder::namedBarrier(int id, int threads) {
 void DeviceBuilder::fenceProxyAsync() {
   NVVM::FenceProxyOp::create(
       b, loc, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 Value DeviceBuilder::electSync() {
   return NVVM::ElectSyncOp::create(b, loc, i1, Value());
@@ -202,9 +203,8 @@ void DeviceBuilder::mbarInit(Value bar, int count) {
   NVVM::MBarrierInitOp::create(b, loc, bar, c32(count), Value());
 }
 void DeviceBuilder::mbarArriveExpectTx(Value bar, int64_t bytes) {
-  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
-                                         NVVM::MemScopeKind::CTA, false,
-                                         Value());
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, loc, Type(), bar, c32(bytes), NVVM::MemScopeKind::CTA, false, Value());
 }
 void DeviceBuilder::mbarArrive(Value bar) {
   NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
@@ -269,8 +269,8 @@ Value DeviceBuilder::wgmmaDesc(Value addr, int64_t lbo, int64_t sbo) {
   Value wide = arith::ExtUIOp::create(b, loc, i64, field);
   return arith::OrIOp::create(
       b, loc, wide,
-      arith::ConstantOp::create(b, loc, i64,
-                                b.getI64IntegerAttr(static_cast<int64_t>(high))));
+      arith::ConstantOp::create(
+          b, loc, i64, b.getI64IntegerAttr(static_cast<int64_t>(high))));
 }
 Value DeviceBuilder::descAdd(Value desc, int64_t bytes) {
   if (bytes == 0)
@@ -288,17 +288,16 @@ void DeviceBuilder::wgmmaWait(int pending) {
 Value DeviceBuilder::wgmmaSS(Value acc, Value descA, Value descB, int n,
                              bool accumulate, bool transB) {
   MLIRContext *ctx = b.getContext();
-  auto type = elem == ElemKind::bf16 ? NVVM::WGMMATypes::bf16
-                                     : NVVM::WGMMATypes::f16;
+  auto type =
+      elem == ElemKind::bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   return NVVM::WgmmaMmaAsyncOp::create(
       b, loc, acc.getType(), acc, descA, descB,
       NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
       NVVM::WGMMATypesAttr::get(ctx, type),
       NVVM::WGMMATypesAttr::get(ctx, type),
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate
-                                            ? NVVM::WGMMAScaleOut::one
-                                            : NVVM::WGMMAScaleOut::zero),
+      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
+                                                   : NVVM::WGMMAScaleOut::zero),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       // A row-major = K-major; B col = K-major (imm-trans-b 0), row =
@@ -320,8 +319,8 @@ Value DeviceBuilder::wgmmaRS(Value acc, ArrayRef<Value> a, Value descB, int n,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
-     << elemName(elem) << "." << elemName(elem) << " {";
+     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << elemName(elem)
+     << "." << elemName(elem) << " {";
   for (int i = 0; i < regs; ++i)
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
@@ -348,14 +347,13 @@ SmallVector<Value> DeviceBuilder::unpack(Value acc, int n) {
 Value DeviceBuilder::pack(Value acc, ArrayRef<Value> values) {
   Value result = LLVM::PoisonOp::create(b, loc, acc.getType());
   for (auto [i, v] : llvm::enumerate(values))
-    result = LLVM::InsertValueOp::create(b, loc, result, v,
-                                         static_cast<int64_t>(i));
+    result =
+        LLVM::InsertValueOp::create(b, loc, result, v, static_cast<int64_t>(i));
   return result;
 }
 Value DeviceBuilder::packHalf2(Value lo, Value hi) {
   // cvt.rn.{bf16x2,f16x2}.f32 d, a, b puts a in the upper half.
-  std::string text =
-      ("cvt.rn." + elemName(elem) + "x2.f32 $0, $1, $2;").str();
+  std::string text = ("cvt.rn." + elemName(elem) + "x2.f32 $0, $1, $2;").str();
   return inlineAsm(i32, ValueRange{hi, lo}, text, "=r,f,f",
                    /*sideEffects=*/false);
 }
@@ -414,17 +412,16 @@ SmallVector<Value> DeviceBuilder::ifThenElseValues(
 SmallVector<Value> DeviceBuilder::forLoop(
     Value lb, Value ub, Value step, ValueRange init,
     const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
-  auto loop = scf::ForOp::create(
-      b, loc, lb, ub, step, init,
-      [&](OpBuilder &, Location, Value iv, ValueRange args) {
-        scf::YieldOp::create(b, loc, body(iv, args));
-      });
+  auto loop =
+      scf::ForOp::create(b, loc, lb, ub, step, init,
+                         [&](OpBuilder &, Location, Value iv, ValueRange args) {
+                           scf::YieldOp::create(b, loc, body(iv, args));
+                         });
   return SmallVector<Value>(loop.getResults());
 }
 
-Value DeviceBuilder::inlineAsm(Type result, ValueRange operands,
-                               StringRef text, StringRef constraints,
-                               bool sideEffects) {
+Value DeviceBuilder::inlineAsm(Type result, ValueRange operands, StringRef text,
+                               StringRef constraints, bool sideEffects) {
   auto op = LLVM::InlineAsmOp::create(
       b, loc, result ? TypeRange(result) : TypeRange(), operands, text,
       constraints, sideEffects, /*is_align_stack=*/false,

@@ -99,9 +99,9 @@ attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
            << "head_dim " << p.headDim
            << " is not supported by the sm_90a kernel (supported: 64, 128)";
   if (p.valueDim != p.headDim)
-    return op.emitOpError() << "value dim " << p.valueDim
-                            << " differs from head_dim " << p.headDim
-                            << "; the sm_90a kernel needs them equal";
+    return op.emitOpError()
+           << "value dim " << p.valueDim << " differs from head_dim "
+           << p.headDim << "; the sm_90a kernel needs them equal";
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
@@ -124,9 +124,8 @@ attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
                                "block-q 128";
   p.causal = op.getCausal();
   p.window = op.getWindow();
-  p.scale = op.getScaleAttr()
-                ? op.getScaleAttr().getValueAsDouble()
-                : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+  p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
+                              : 1.0 / std::sqrt(static_cast<double>(p.headDim));
   if (!(p.scale > 0.0))
     return op.emitOpError()
            << "the sm_90a kernel needs a positive softmax scale";
@@ -338,24 +337,23 @@ void FlashEmitter::producer() {
                     {d.c32(cb * 64), h0, d.add(s0, c * (64 / p.pack)), batch},
                     qBar());
       int64_t bytes = p.kStageBytes + p.vStageBytes;
-      d.forLoop(d.c32(0), numTiles, d.c32(1), ValueRange(),
-                [&](Value it, ValueRange) -> SmallVector<Value> {
-                  Value s = stageOf(it);
-                  // A fresh barrier passes a wait on parity 1.
-                  d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
-                  d.mbarArriveExpectTx(fullBar(s), bytes);
-                  Value key0 = keyStart(it);
-                  for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
-                    d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
-                              {d.c32(cb * 64), kvHead, key0, batch},
-                              fullBar(s));
-                  if (!p.keyIsValue)
-                    for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
-                      d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
-                                {d.c32(cb * 64), kvHead, key0, batch},
-                                fullBar(s));
-                  return {};
-                });
+      d.forLoop(
+          d.c32(0), numTiles, d.c32(1), ValueRange(),
+          [&](Value it, ValueRange) -> SmallVector<Value> {
+            Value s = stageOf(it);
+            // A fresh barrier passes a wait on parity 1.
+            d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
+            d.mbarArriveExpectTx(fullBar(s), bytes);
+            Value key0 = keyStart(it);
+            for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+              d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
+                        {d.c32(cb * 64), kvHead, key0, batch}, fullBar(s));
+            if (!p.keyIsValue)
+              for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+                d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
+                          {d.c32(cb * 64), kvHead, key0, batch}, fullBar(s));
+            return {};
+          });
     });
   });
   if (p.keyRotated)
@@ -392,8 +390,8 @@ void FlashEmitter::consumer() {
   Value colBase = d.mul(d.andi(lane, 3), 2);
   Value qPos[2];
   for (int h = 0; h < 2; ++h)
-    qPos[h] = d.add(
-        d.add(s0, d.divu(d.add(d.mul(c, 64), rows[h]), p.pack)), offset);
+    qPos[h] =
+        d.add(d.add(s0, d.divu(d.add(d.mul(c, 64), rows[h]), p.pack)), offset);
 
   Value slab = qSlab(c);
   d.mbarWait(qBar(), d.c32(0));
@@ -413,8 +411,8 @@ void FlashEmitter::consumer() {
     rotateTile(
         d, slab, slab, 64, p.headDim, p.queryRotated,
         [&](Value row) {
-          return d.mins(
-              d.add(s0, d.divu(d.add(d.mul(c, 64), row), p.pack)), lastQuery);
+          return d.mins(d.add(s0, d.divu(d.add(d.mul(c, 64), row), p.pack)),
+                        lastQuery);
         },
         qCos, qSin, tInWg, 128);
     d.fenceProxyAsync();
@@ -461,15 +459,15 @@ void FlashEmitter::consumer() {
         Value lastKeyOfTile = d.add(key0, kv - 1);
         Value firstQuery = d.add(s0, offset);
         Value lastQuery = d.add(firstQuery, p.positions() - 1);
-        Value needsMask = d.cmp(CmpIPredicate::slt, d.sub(seqKV, d.c32(1)),
-                                lastKeyOfTile);
+        Value needsMask =
+            d.cmp(CmpIPredicate::slt, d.sub(seqKV, d.c32(1)), lastKeyOfTile);
         if (p.causal)
-          needsMask = d.orb(needsMask, d.cmp(CmpIPredicate::slt, firstQuery,
-                                             lastKeyOfTile));
+          needsMask = d.orb(
+              needsMask, d.cmp(CmpIPredicate::slt, firstQuery, lastKeyOfTile));
         if (p.window)
-          needsMask = d.orb(needsMask,
-                            d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
-                                  d.sub(lastQuery, key0)));
+          needsMask =
+              d.orb(needsMask, d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
+                                     d.sub(lastQuery, key0)));
         SmallVector<Type> f32s(sv.size(), d.f32);
         sv = d.ifThenElseValues(
             needsMask, f32s,
@@ -483,8 +481,7 @@ void FlashEmitter::consumer() {
                 if (p.causal)
                   valid = d.andb(valid, d.cmp(CmpIPredicate::sle, key, q));
                 if (p.window)
-                  valid = d.andb(valid, d.cmp(CmpIPredicate::slt,
-                                              d.sub(q, key),
+                  valid = d.andb(valid, d.cmp(CmpIPredicate::slt, d.sub(q, key),
                                               d.c32(*p.window)));
                 masked.push_back(d.select(valid, v, negInf));
               }
@@ -586,8 +583,7 @@ void FlashEmitter::consumer() {
   d.ifThen(d.cmp(CmpIPredicate::eq, tInWg, 0), [&]() {
     for (int64_t cb = 0; cb < dv / 64; ++cb)
       d.tmaStore(tmaO, d.sAt(slab, cb * 64 * 128),
-                 {d.c32(cb * 64), h0,
-                  d.add(s0, d.mul(c, 64 / p.pack)), batch});
+                 {d.c32(cb * 64), h0, d.add(s0, d.mul(c, 64 / p.pack)), batch});
     d.bulkCommit();
     d.bulkWaitRead0();
   });
@@ -680,7 +676,8 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
     t.role = role.str();
     t.globalDim = {intAttr(ctx, dim), intAttr(ctx, heads), strAttr(ctx, seq),
                    strAttr(ctx, "B")};
-    t.globalStridesBytes = {intAttr(ctx, dim * 2), intAttr(ctx, heads * dim * 2),
+    t.globalStridesBytes = {intAttr(ctx, dim * 2),
+                            intAttr(ctx, heads * dim * 2),
                             scaled(ctx, heads * dim * 2, seq)};
     t.boxDim = box;
     return describeTma(ctx, t, p.elem);
@@ -698,30 +695,16 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
   params.push_back(describeParam(ctx, "tma_q", "tma_descriptor", "tma_q", ""));
   params.push_back(describeParam(ctx, "tma_k", "tma_descriptor", "tma_k", ""));
   if (!p.keyIsValue)
-    params.push_back(describeParam(ctx, "tma_v", "tma_descriptor", "tma_v", ""));
+    params.push_back(
+        describeParam(ctx, "tma_v", "tma_descriptor", "tma_v", ""));
   params.push_back(describeParam(ctx, "tma_o", "tma_descriptor", "tma_o", ""));
   params.push_back(describeParam(ctx, "seq_q", "scalar", "i32", "S"));
   params.push_back(describeParam(ctx, "seq_kv", "scalar", "i32", "T"));
   SmallVector<Attribute> tables;
   auto ropeTable = [&](StringRef prefix, RopeAttr rope, int64_t rotated,
                        StringRef positions) {
-    for (StringRef fn : {"cos", "sin"}) {
-      std::string name = (prefix + "_" + fn).str();
-      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
-      tables.push_back(
-          DictBuilder(ctx)
-              .set("param", StringRef(name))
-              .set("dtype", "f32")
-              .set("shape", arrayAttr(ctx, {strAttr(ctx, positions),
-                                            intAttr(ctx, rotated / 2)}))
-              .set("formula",
-                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
-                         "computed in f64 and rounded to f32")
-                       .str())
-              .set("theta", rope.getThetaValue())
-              .set("rotated_dims", rotated)
-              .get());
-    }
+    describeRopeTables(ctx, prefix, rope.getThetaValue(), rotated, positions,
+                       params, tables);
   };
   if (p.queryRotated)
     ropeTable(p.sharedRopeTable ? "rope" : "rope_q", op.getQueryRopeAttr(),
@@ -732,8 +715,8 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
   int64_t positions = p.positions();
   SmallVector<Attribute> grid = {
       DictBuilder(ctx)
-          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", positions)
-                                     .str()))
+          .set("expr",
+               StringRef(llvm::formatv("ceil_div(S, {0})", positions).str()))
           .set("symbol", "S")
           .set("ceil_div", positions)
           .get(),
@@ -741,8 +724,10 @@ DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
           .set("expr", StringRef(std::to_string(hq / p.pack)))
           .set("value", hq / p.pack)
           .get(),
-      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
-                                                                 int64_t(1))
+      DictBuilder(ctx)
+          .set("expr", "B")
+          .set("symbol", "B")
+          .set("ceil_div", int64_t(1))
           .get()};
 
   DictBuilder config(ctx);

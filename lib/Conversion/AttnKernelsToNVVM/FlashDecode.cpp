@@ -985,23 +985,8 @@ DictionaryAttr attnfuse::nvgpu::describeFlashDecodeSplit(MLIRContext *ctx,
 
   SmallVector<Attribute> tables;
   auto ropeTable = [&](StringRef prefix, RopeAttr rope, int64_t rotated) {
-    for (StringRef fn : {"cos", "sin"}) {
-      std::string name = (prefix + "_" + fn).str();
-      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
-      tables.push_back(
-          DictBuilder(ctx)
-              .set("param", StringRef(name))
-              .set("dtype", "f32")
-              .set("shape", arrayAttr(ctx, {strAttr(ctx, sym.capacity),
-                                            intAttr(ctx, rotated / 2)}))
-              .set("formula",
-                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
-                         "computed in f64 and rounded to f32")
-                       .str())
-              .set("theta", rope.getThetaValue())
-              .set("rotated_dims", rotated)
-              .get());
-    }
+    describeRopeTables(ctx, prefix, rope.getThetaValue(), rotated, sym.capacity,
+                       params, tables);
   };
   if (p.queryRotated)
     ropeTable(p.sharedRopeTable ? "rope" : "rope_q", op.getQueryRopeAttr(),

@@ -62,7 +62,7 @@ struct FlashPlan {
   double scale;
   bool keyIsValue;
   int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
-  bool sharedRopeTable = false; // query and key use one table pair
+  bool sharedRopeTable = false;             // query and key use one table pair
   // Launch and resources.
   int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
   int64_t qSlabBytes, kStageBytes, vStageBytes, rotStageBytes;
@@ -108,8 +108,7 @@ struct GemmPlan {
 mlir::FailureOr<GemmPlan> planProjection(mlir::Operation *op,
                                          const TargetOptions &options);
 void buildProjectionKernel(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::gpu::GPUModuleOp module,
-                           const GemmPlan &plan);
+                           mlir::gpu::GPUModuleOp module, const GemmPlan &plan);
 mlir::DictionaryAttr describeProjection(mlir::MLIRContext *ctx,
                                         mlir::Operation *op,
                                         const GemmPlan &plan);
@@ -278,10 +277,18 @@ mlir::DictionaryAttr describeLaunch(mlir::MLIRContext *ctx,
 /// "tma_descriptor" (then `detail` names the descriptor), "scalar" or
 /// "pointer" (then `detail` is the dtype); `value` says what the host
 /// passes (a symbol such as "S"), when it is not an argument buffer.
-mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx,
-                                   llvm::StringRef name, llvm::StringRef kind,
-                                   llvm::StringRef detail,
+mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx, llvm::StringRef name,
+                                   llvm::StringRef kind, llvm::StringRef detail,
                                    llvm::StringRef value);
+/// The f32 cosine and sine tables `<prefix>_cos` and `<prefix>_sin`
+/// (`[positions, rotated / 2]`, `positions` an expression of the launch
+/// symbols) of a RoPE with `theta`: appends their pointer parameters to
+/// `params` and their descriptions to `tables`.
+void describeRopeTables(mlir::MLIRContext *ctx, llvm::StringRef prefix,
+                        double theta, int64_t rotated,
+                        llvm::StringRef positions,
+                        llvm::SmallVectorImpl<mlir::Attribute> &params,
+                        llvm::SmallVectorImpl<mlir::Attribute> &tables);
 /// Element type of a kernel operand, or failure with a diagnostic.
 mlir::FailureOr<ElemKind> kernelElemKind(mlir::Operation *op,
                                          mlir::Type elementType,

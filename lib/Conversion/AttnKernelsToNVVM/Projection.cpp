@@ -33,8 +33,8 @@ std::string GemmPlan::key() const {
   // fused_projection without RoPE and an attn.project share one kernel.
   return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}",
                        elemName(elem), inFeatures, outFeatures,
-                       rotated ? headDim : 0, hasBias, rotated, blockM,
-                       blockN, blockK, stages, hostCastFromF32)
+                       rotated ? headDim : 0, hasBias, rotated, blockM, blockN,
+                       blockK, stages, hostCastFromF32)
       .str();
 }
 
@@ -214,8 +214,7 @@ void GemmEmitter::consumer() {
   Value c = d.sub(wg, d.c32(1));
   int64_t n = p.blockN;
   auto descA = [&](Value s) {
-    return d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16,
-                       1024);
+    return d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16, 1024);
   };
   auto descB = [&](Value s) {
     return d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
@@ -237,14 +236,14 @@ void GemmEmitter::consumer() {
   Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
   // Main loop: one wgmma group in flight; the stage of the group that
   // completed (the previous one) goes back to the producer.
-  SmallVector<Value> state = d.forLoop(
-      d.c32(1), numK, d.c32(1), ValueRange{acc},
-      [&](Value it, ValueRange args) -> SmallVector<Value> {
-        Value a = step(it, args[0], /*first=*/false);
-        d.wgmmaWait(1);
-        d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
-        return {a};
-      });
+  SmallVector<Value> state =
+      d.forLoop(d.c32(1), numK, d.c32(1), ValueRange{acc},
+                [&](Value it, ValueRange args) -> SmallVector<Value> {
+                  Value a = step(it, args[0], /*first=*/false);
+                  d.wgmmaWait(1);
+                  d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
+                  return {a};
+                });
   d.wgmmaWait(0);
   acc = state[0];
   SmallVector<Value> v = d.unpack(acc, n);
@@ -259,8 +258,8 @@ void GemmEmitter::consumer() {
     for (int64_t g = 0; g < n / 8; ++g) {
       // Columns col0 + 8g + colBase + {0, 1}; the last tile may overhang N:
       // clamp (those columns are clipped by the store).
-      Value col = d.mins(d.add(d.add(col0, colBase), 8 * g),
-                         d.c32(p.outFeatures - 2));
+      Value col =
+          d.mins(d.add(d.add(col0, colBase), 8 * g), d.c32(p.outFeatures - 2));
       Value pair = d.load(pairType, d.gAt(biasPtr, col, d.elemType), 4);
       Value f = arith::ExtFOp::create(d.b, d.loc, pairF32, pair);
       for (int64_t e = 0; e < 2; ++e) {
@@ -333,8 +332,8 @@ void attnfuse::nvgpu::buildProjectionKernel(OpBuilder &b, Location loc,
     args.push_back(gptr);
   if (p.rotated)
     args.append({gptr, gptr});
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         {0, 1, 2}, p.threads, 1);
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, loc, module, p.name, args, {0, 1, 2}, p.threads, 1);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   DeviceBuilder d(b, loc, p.elem);
@@ -412,28 +411,13 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
   SmallVector<Attribute> tables;
   if (p.rotated) {
     auto rope = cast<FusedProjectionOp>(op).getRopeAttr();
-    for (StringRef fn : {"cos", "sin"}) {
-      std::string name = ("rope_" + fn).str();
-      params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
-      tables.push_back(
-          DictBuilder(ctx)
-              .set("param", StringRef(name))
-              .set("dtype", "f32")
-              .set("shape", arrayAttr(ctx, {strAttr(ctx, "S"),
-                                            intAttr(ctx, p.rotated / 2)}))
-              .set("formula",
-                   (fn + "(p * theta^(-2 i / r)), p = position, i < r/2, "
-                         "computed in f64 and rounded to f32")
-                       .str())
-              .set("theta", rope.getThetaValue())
-              .set("rotated_dims", p.rotated)
-              .get());
-    }
+    describeRopeTables(ctx, "rope", rope.getThetaValue(), p.rotated, "S",
+                       params, tables);
   }
   SmallVector<Attribute> grid = {
       DictBuilder(ctx)
-          .set("expr", StringRef(llvm::formatv("ceil_div(S, {0})", p.blockM)
-                                     .str()))
+          .set("expr",
+               StringRef(llvm::formatv("ceil_div(S, {0})", p.blockM).str()))
           .set("symbol", "S")
           .set("ceil_div", p.blockM)
           .get(),
@@ -441,8 +425,10 @@ DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
           .set("expr", StringRef(std::to_string((n + p.blockN - 1) / p.blockN)))
           .set("value", (n + p.blockN - 1) / p.blockN)
           .get(),
-      DictBuilder(ctx).set("expr", "B").set("symbol", "B").set("ceil_div",
-                                                                 int64_t(1))
+      DictBuilder(ctx)
+          .set("expr", "B")
+          .set("symbol", "B")
+          .set("ceil_div", int64_t(1))
           .get()};
   DictBuilder config(ctx);
   config.set("elem_type", elem)
