@@ -117,15 +117,8 @@ attnfuse::nvgpu::planCCADecodePrologue(CCADecodePrologueOp op,
                                    "_k{4}x{5}",
                                    elemName(p.elem), p.numHeads, p.group,
                                    p.headDim, p.k0, p.k1);
-  if (p.qkMean)
-    name += "_qkmean";
-  if (p.valueShift)
-    name += "_vshift";
-  if (p.clamped)
-    name += "_tclamp";
-  if (p.rotated)
-    name += llvm::formatv("_rope{0}", p.rotated).str();
-  p.name = name;
+  p.name =
+      name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped, p.rotated);
   return p;
 }
 

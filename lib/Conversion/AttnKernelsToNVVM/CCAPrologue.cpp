@@ -132,15 +132,8 @@ attnfuse::nvgpu::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                    "_k{5}x{6}",
                                    elemName(p.elem), p.width, p.numHeads,
                                    p.group, p.headDim, p.k0, p.k1);
-  if (p.qkMean)
-    name += "_qkmean";
-  if (p.valueShift)
-    name += "_vshift";
-  if (p.clamped)
-    name += "_tclamp";
-  if (p.rotated)
-    name += llvm::formatv("_rope{0}", p.rotated).str();
-  p.name = name;
+  p.name =
+      name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped, p.rotated);
   return p;
 }
 

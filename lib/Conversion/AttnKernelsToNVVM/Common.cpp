@@ -235,6 +235,21 @@ DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
   return param.get();
 }
 
+std::string attnfuse::nvgpu::ccaKernelNameSuffix(bool qkMean, bool valueShift,
+                                                 bool clamped,
+                                                 int64_t rotated) {
+  std::string suffix;
+  if (qkMean)
+    suffix += "_qkmean";
+  if (valueShift)
+    suffix += "_vshift";
+  if (clamped)
+    suffix += "_tclamp";
+  if (rotated)
+    suffix += "_rope" + std::to_string(rotated);
+  return suffix;
+}
+
 void attnfuse::nvgpu::describeRopeTables(MLIRContext *ctx, StringRef prefix,
                                          double theta, int64_t rotated,
                                          StringRef positions,

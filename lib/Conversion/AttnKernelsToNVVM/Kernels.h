@@ -280,6 +280,11 @@ mlir::DictionaryAttr describeLaunch(mlir::MLIRContext *ctx,
 mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx, llvm::StringRef name,
                                    llvm::StringRef kind, llvm::StringRef detail,
                                    llvm::StringRef value);
+/// The CCA toggles in a prologue kernel's name: `_qkmean`, `_vshift`,
+/// `_tclamp` and `_rope<rotated dims>` for those that are on.
+std::string ccaKernelNameSuffix(bool qkMean, bool valueShift, bool clamped,
+                                int64_t rotated);
+
 /// The f32 cosine and sine tables `<prefix>_cos` and `<prefix>_sin`
 /// (`[positions, rotated / 2]`, `positions` an expression of the launch
 /// symbols) of a RoPE with `theta`: appends their pointer parameters to
