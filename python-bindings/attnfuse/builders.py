@@ -262,6 +262,35 @@ def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
     return num_kv_heads, head_dim
 
 
+def _check_sharing_mode(sharing):
+    if sharing not in SHARING_MODES:
+        raise ValueError(f"sharing must be one of {', '.join(SHARING_MODES)}, "
+                         f"got {sharing!r}")
+
+
+def _check_query_is_key(sharing, num_heads, num_kv_heads):
+    """qk and qkv use the key as the query: one head count."""
+    if sharing in ("qk", "qkv") and num_heads != num_kv_heads:
+        raise ValueError(
+            f"sharing={sharing!r} uses the key projection as the query, so "
+            f"num_heads ({num_heads}) must equal num_kv_heads "
+            f"({num_kv_heads})")
+
+
+def _check_cca_toggles(conv_kernel_sizes, temperature):
+    """-> the two conv kernel sizes as a tuple."""
+    kernels = tuple(conv_kernel_sizes)
+    if len(kernels) != 2:
+        raise ValueError(f"conv_kernel_sizes must be two kernel sizes, got "
+                         f"{conv_kernel_sizes!r}")
+    for k in kernels:
+        _positive_int("conv_kernel_sizes", k)
+    if temperature not in TEMPERATURES:
+        raise ValueError(f"temperature must be one of "
+                         f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    return kernels
+
+
 def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
                        num_kv_heads=None, head_dim=None, causal=True,
                        window=None, rope_theta=None, rope_fraction=1.0,
@@ -274,17 +303,11 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
     residual defaults to True for stacks (num_layers > 1), False for one
     layer.
     """
-    if sharing not in SHARING_MODES:
-        raise ValueError(f"sharing must be one of {', '.join(SHARING_MODES)}, "
-                         f"got {sharing!r}")
+    _check_sharing_mode(sharing)
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
-    if sharing in ("qk", "qkv") and num_heads != num_kv_heads:
-        raise ValueError(
-            f"sharing={sharing!r} uses the key projection as the query, so "
-            f"num_heads ({num_heads}) must equal num_kv_heads "
-            f"({num_kv_heads})")
+    _check_query_is_key(sharing, num_heads, num_kv_heads)
     if scale is not None and (isinstance(scale, bool) or not isinstance(
             scale, (int, float)) or scale <= 0):
         raise ValueError(f"scale must be a positive number, got {scale!r}")
@@ -310,15 +333,7 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = tuple(conv_kernel_sizes)
-    if len(kernels) != 2:
-        raise ValueError(f"conv_kernel_sizes must be two kernel sizes, got "
-                         f"{conv_kernel_sizes!r}")
-    for k in kernels:
-        _positive_int("conv_kernel_sizes", k)
-    if temperature not in TEMPERATURES:
-        raise ValueError(f"temperature must be one of "
-                         f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
     if value_shift and (num_kv_heads * head_dim) % 2:
         raise ValueError(
             f"value_shift splits the values in halves, so num_kv_heads * "
@@ -429,17 +444,11 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
     cache. Caches are contiguous `[B, capacity, Hk, d]`, or paged with
     page_size and num_pages (and a block table argument). K=V modes (kv, qkv)
     cache one tensor per layer."""
-    if sharing not in SHARING_MODES:
-        raise ValueError(f"sharing must be one of {', '.join(SHARING_MODES)}, "
-                         f"got {sharing!r}")
+    _check_sharing_mode(sharing)
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
                                      window, rope_theta, rope_fraction)
-    if sharing in ("qk", "qkv") and num_heads != num_kv_heads:
-        raise ValueError(
-            f"sharing={sharing!r} uses the key projection as the query, so "
-            f"num_heads ({num_heads}) must equal num_kv_heads "
-            f"({num_kv_heads})")
+    _check_query_is_key(sharing, num_heads, num_kv_heads)
     paged = _decode_common(capacity, page_size, num_pages)
     if residual is None:
         residual = num_layers > 1
@@ -493,15 +502,7 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = tuple(conv_kernel_sizes)
-    if len(kernels) != 2:
-        raise ValueError(f"conv_kernel_sizes must be two kernel sizes, got "
-                         f"{conv_kernel_sizes!r}")
-    for k in kernels:
-        _positive_int("conv_kernel_sizes", k)
-    if temperature not in TEMPERATURES:
-        raise ValueError(f"temperature must be one of "
-                         f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
     lk = num_kv_heads * head_dim
     if value_shift and lk % 2:
         raise ValueError(
