@@ -158,12 +158,15 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
   artifacts.outputDir = outputDir.str();
   PassManager pm(&context);
   pm.addPass(attnfuse::attn::createAttnDecompose());
-  pm.addPass(attnfuse::attn::createAttnFuse());
+  // The flash attention tiles go into the fused ops; the kernels honour
+  // the ops' block_q / block_kv.
+  attnfuse::attn::AttnFuseOptions fuseOptions;
+  fuseOptions.blockQ = options.blockQ;
+  fuseOptions.blockKV = options.blockKV;
+  pm.addPass(attnfuse::attn::createAttnFuse(fuseOptions));
   attnfuse::AttnToPTXOptions ptxOptions;
   ptxOptions.chip = "sm_90a";
   ptxOptions.elemType = options.elemType;
-  ptxOptions.blockQ = options.blockQ;
-  ptxOptions.blockKV = options.blockKV;
   ptxOptions.stages = options.stages;
   attnfuse::buildAttnToPTXPipeline(pm, ptxOptions);
   if (failed(pm.run(module)))

@@ -4,9 +4,9 @@
 // UNSUPPORTED: sanitizers
 // RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,convert-attn-to-linalg)" | FileCheck %s --check-prefix=LINALG
 // RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,attn-fuse,convert-attn-kernels-to-scf)" | FileCheck %s --check-prefix=SCF
-// RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,attn-fuse,convert-attn-kernels-to-nvvm)" | FileCheck %s --check-prefix=NVVM
+// RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,attn-fuse{block-q=128 block-kv=128},convert-attn-kernels-to-nvvm)" | FileCheck %s --check-prefix=NVVM
 // RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-to-cpu)" | FileCheck %s --check-prefix=CPU
-// RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,attn-fuse,attn-to-ptx)" | FileCheck %s --check-prefix=PTX
+// RUN: %mlir_opt %s --load-dialect-plugin=%attnfuse_plugin --load-pass-plugin=%attnfuse_plugin --pass-pipeline="builtin.module(attn-decompose,attn-fuse{block-q=128 block-kv=128},attn-to-ptx)" | FileCheck %s --check-prefix=PTX
 
 // LINALG-LABEL: func.func @layer
 // LINALG: linalg.

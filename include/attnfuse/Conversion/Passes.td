@@ -72,7 +72,10 @@ def ConvertAttnKernelsToNVVMPass
     with mbarriers, consumer warpgroups computing `Q K^T` with SS wgmma, the
     online softmax in registers and `P V` with RS wgmma (P stays in
     registers), `setmaxnreg` register reallocation, causal and window tile
-    skipping, GQA heads packed into the rows of one tile. Each
+    skipping, GQA heads packed into the rows of one tile. Its query and key
+    tiles are the op's `block_q` (64, 128 or 192: one consumer warpgroup per
+    64 rows) and `block_kv` (64 or 128); other values are an error on the
+    op. Each
     `attn.fused_projection` (and `attn.project`) becomes a TMA + wgmma GEMM
     with the bias / RoPE epilogue. `attn.cca_prologue` becomes one kernel per
     block of tokens and KV group; `attn.cca_decode_prologue` one kernel per
@@ -92,10 +95,6 @@ def ConvertAttnKernelsToNVVMPass
     Option<"elemType", "elem-type", "std::string", /*default=*/"\"bf16\"",
            "Kernel element type: bf16 or f16 (f32 ops run in this type, "
            "converted by the host)">,
-    Option<"blockQ", "block-q", "int64_t", /*default=*/"128",
-           "Query rows per CTA (64 per consumer warpgroup: 64, 128, 192)">,
-    Option<"blockKV", "block-kv", "int64_t", /*default=*/"128",
-           "Keys per K/V tile (64, 128)">,
     Option<"stages", "stages", "int64_t", /*default=*/"2",
            "Depth of the shared-memory K/V (or A/B) ring">
   ];

@@ -30,7 +30,7 @@ namespace attnfuse {
 
 using namespace mlir;
 using namespace attnfuse;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 
 namespace {
 
@@ -201,8 +201,6 @@ struct ConvertAttnKernelsToNVVMPass
                          << elemType << "' (bf16 or f16)";
       return signalPassFailure();
     }
-    options.blockQ = blockQ;
-    options.blockKV = blockKV;
     options.stages = stages;
 
     SmallVector<Operation *> ops;

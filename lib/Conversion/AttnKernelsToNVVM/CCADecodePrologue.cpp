@@ -43,7 +43,7 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::attn;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 using arith::CmpIPredicate;
 
 std::string DecodePrologueKernelPlan::key() const {
@@ -56,9 +56,9 @@ std::string DecodePrologueKernelPlan::key() const {
 }
 
 FailureOr<DecodePrologueKernelPlan>
-attnfuse::nvgpu::planCCADecodePrologue(CCADecodePrologueOp op,
-                                       const TargetOptions &options,
-                                       std::string &unsupported) {
+attnfuse::sm90::planCCADecodePrologue(CCADecodePrologueOp op,
+                                      const TargetOptions &options,
+                                      std::string &unsupported) {
   DecodePrologueKernelPlan p;
   auto qrType = cast<RankedTensorType>(op.getQr().getType());
   FailureOr<ElemKind> elem =
@@ -365,9 +365,7 @@ void DecodePrologueEmitter::finish() {
     Value part = d.load(d.f32, sharedF32(p.partOff, d.c32(w)), 4);
     sum = sum ? d.addf(sum, part) : part;
   }
-  Value norm = d.inlineAsm(d.f32, ValueRange{d.addf(sum, d.cf(p.eps))},
-                           "sqrt.rn.f32 $0, $1;", "=f,f",
-                           /*sideEffects=*/false);
+  Value norm = d.sqrtRn(d.addf(sum, d.cf(p.eps)));
   Value tau = toF32(loadElem(temp, kvHead));
   if (p.clamped) {
     tau = d.maxf(tau, d.cf(1e-7));
@@ -450,7 +448,7 @@ void DecodePrologueEmitter::values() {
 
 } // namespace
 
-void attnfuse::nvgpu::buildCCADecodePrologueKernel(
+void attnfuse::sm90::buildCCADecodePrologueKernel(
     OpBuilder &b, Location loc, gpu::GPUModuleOp module,
     const DecodePrologueKernelPlan &p) {
   MLIRContext *ctx = b.getContext();
@@ -479,9 +477,9 @@ void attnfuse::nvgpu::buildCCADecodePrologueKernel(
 }
 
 DictionaryAttr
-attnfuse::nvgpu::describeCCADecodePrologue(MLIRContext *ctx,
-                                           CCADecodePrologueOp op,
-                                           const DecodePrologueKernelPlan &p) {
+attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
+                                          CCADecodePrologueOp op,
+                                          const DecodePrologueKernelPlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t dim = p.headDim, hq = p.numHeads, hk = p.numKvHeads;
   int64_t lq = hq * dim, lk = hk * dim, c = lq + lk;

@@ -36,7 +36,7 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::attn;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 using arith::CmpIPredicate;
 
 std::string ProloguePlan::key() const {
@@ -49,8 +49,8 @@ std::string ProloguePlan::key() const {
 }
 
 FailureOr<ProloguePlan>
-attnfuse::nvgpu::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
-                                 std::string &unsupported) {
+attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
+                                std::string &unsupported) {
   ProloguePlan p;
   auto inputType = cast<RankedTensorType>(op.getInput().getType());
   FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
@@ -439,9 +439,7 @@ void PrologueEmitter::convChunk(Value chunk) {
           4);
       sum = sum ? d.addf(sum, part) : part;
     }
-    Value norm = d.inlineAsm(d.f32, ValueRange{d.addf(sum, d.cf(p.eps))},
-                             "sqrt.rn.f32 $0, $1;", "=f,f",
-                             /*sideEffects=*/false);
+    Value norm = d.sqrtRn(d.addf(sum, d.cf(p.eps)));
     acc[i] = d.divf(d.mulf(acc[i], scale), norm);
   }
 
@@ -529,9 +527,9 @@ void PrologueEmitter::values() {
 
 } // namespace
 
-void attnfuse::nvgpu::buildCCAPrologueKernel(OpBuilder &b, Location loc,
-                                             gpu::GPUModuleOp module,
-                                             const ProloguePlan &p) {
+void attnfuse::sm90::buildCCAPrologueKernel(OpBuilder &b, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            const ProloguePlan &p) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
@@ -555,9 +553,9 @@ void attnfuse::nvgpu::buildCCAPrologueKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::nvgpu::describeCCAPrologue(MLIRContext *ctx,
-                                                    CCAPrologueOp op,
-                                                    const ProloguePlan &p) {
+DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
+                                                   CCAPrologueOp op,
+                                                   const ProloguePlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t e = p.width, dim = p.headDim, hq = p.numHeads, hk = p.numKvHeads;
   int64_t lq = hq * dim, lk = hk * dim, c = lq + lk;

@@ -7,7 +7,7 @@
 
 using namespace mlir;
 using namespace attnfuse;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 
 //===----------------------------------------------------------------------===//
 // Description attributes
@@ -33,24 +33,24 @@ DictionaryAttr DictBuilder::get() const {
   return DictionaryAttr::get(ctx, attrs.getAttrs());
 }
 
-Attribute attnfuse::nvgpu::intAttr(MLIRContext *ctx, int64_t v) {
+Attribute attnfuse::sm90::intAttr(MLIRContext *ctx, int64_t v) {
   return IntegerAttr::get(IntegerType::get(ctx, 64), v);
 }
-Attribute attnfuse::nvgpu::strAttr(MLIRContext *ctx, StringRef v) {
+Attribute attnfuse::sm90::strAttr(MLIRContext *ctx, StringRef v) {
   return StringAttr::get(ctx, v);
 }
-ArrayAttr attnfuse::nvgpu::arrayAttr(MLIRContext *ctx,
-                                     ArrayRef<Attribute> values) {
+ArrayAttr attnfuse::sm90::arrayAttr(MLIRContext *ctx,
+                                    ArrayRef<Attribute> values) {
   return ArrayAttr::get(ctx, values);
 }
-ArrayAttr attnfuse::nvgpu::intArray(MLIRContext *ctx, ArrayRef<int64_t> v) {
+ArrayAttr attnfuse::sm90::intArray(MLIRContext *ctx, ArrayRef<int64_t> v) {
   SmallVector<Attribute> values;
   for (int64_t x : v)
     values.push_back(intAttr(ctx, x));
   return ArrayAttr::get(ctx, values);
 }
-Attribute attnfuse::nvgpu::scaled(MLIRContext *ctx, int64_t factor,
-                                  StringRef symbol) {
+Attribute attnfuse::sm90::scaled(MLIRContext *ctx, int64_t factor,
+                                 StringRef symbol) {
   if (symbol.empty())
     return intAttr(ctx, factor);
   if (factor == 1)
@@ -58,8 +58,8 @@ Attribute attnfuse::nvgpu::scaled(MLIRContext *ctx, int64_t factor,
   return strAttr(ctx, (Twine(factor) + "*" + symbol).str());
 }
 
-DictionaryAttr attnfuse::nvgpu::describeTma(MLIRContext *ctx,
-                                            const TmaInfo &tma, ElemKind elem) {
+DictionaryAttr attnfuse::sm90::describeTma(MLIRContext *ctx, const TmaInfo &tma,
+                                           ElemKind elem) {
   SmallVector<int64_t> elementStrides(tma.boxDim.size(), 1);
   return DictBuilder(ctx)
       .set("param", StringRef(tma.param))
@@ -80,9 +80,10 @@ DictionaryAttr attnfuse::nvgpu::describeTma(MLIRContext *ctx,
       .get();
 }
 
-FailureOr<ElemKind>
-attnfuse::nvgpu::kernelElemKind(Operation *op, Type elementType,
-                                const TargetOptions &options, bool &hostCast) {
+FailureOr<ElemKind> attnfuse::sm90::kernelElemKind(Operation *op,
+                                                   Type elementType,
+                                                   const TargetOptions &options,
+                                                   bool &hostCast) {
   hostCast = false;
   if (elementType.isBF16() || elementType.isF16()) {
     ElemKind kind = elementType.isBF16() ? ElemKind::bf16 : ElemKind::f16;
@@ -107,7 +108,7 @@ attnfuse::nvgpu::kernelElemKind(Operation *op, Type elementType,
 // Kernel functions
 //===----------------------------------------------------------------------===//
 
-gpu::GPUFuncOp attnfuse::nvgpu::createKernelFunc(
+gpu::GPUFuncOp attnfuse::sm90::createKernelFunc(
     OpBuilder &b, Location loc, gpu::GPUModuleOp module, StringRef name,
     ArrayRef<Type> argTypes, ArrayRef<int32_t> tmaArgs, int64_t threads,
     int64_t minBlocks) {
@@ -135,9 +136,9 @@ gpu::GPUFuncOp attnfuse::nvgpu::createKernelFunc(
   return func;
 }
 
-void attnfuse::nvgpu::splitRegisters(int64_t consumers, int64_t minBlocks,
-                                     int64_t producer, int64_t &cap,
-                                     int64_t &consumer) {
+void attnfuse::sm90::splitRegisters(int64_t consumers, int64_t minBlocks,
+                                    int64_t producer, int64_t &cap,
+                                    int64_t &consumer) {
   int64_t threads = 128 * (1 + consumers);
   cap = kRegistersPerSM / (threads * minBlocks) / 8 * 8;
   if (cap > 248)
@@ -151,8 +152,8 @@ void attnfuse::nvgpu::splitRegisters(int64_t consumers, int64_t minBlocks,
 // RoPE on a swizzled shared-memory tile
 //===----------------------------------------------------------------------===//
 
-Value attnfuse::nvgpu::swizzledChunk(DeviceBuilder &d, Value row, Value chunk,
-                                     int64_t rows) {
+Value attnfuse::sm90::swizzledChunk(DeviceBuilder &d, Value row, Value chunk,
+                                    int64_t rows) {
   Value block = d.divu(chunk, 8);
   Value inBlock = d.andi(chunk, 7);
   Value swizzled = d.xori(inBlock, d.andi(row, 7));
@@ -160,11 +161,11 @@ Value attnfuse::nvgpu::swizzledChunk(DeviceBuilder &d, Value row, Value chunk,
                d.shl(swizzled, 4));
 }
 
-void attnfuse::nvgpu::rotateTile(DeviceBuilder &d, Value src, Value dst,
-                                 int64_t rows, int64_t dim, int64_t rotated,
-                                 const std::function<Value(Value)> &position,
-                                 Value cosTable, Value sinTable, Value thread,
-                                 int64_t threads) {
+void attnfuse::sm90::rotateTile(DeviceBuilder &d, Value src, Value dst,
+                                int64_t rows, int64_t dim, int64_t rotated,
+                                const std::function<Value(Value)> &position,
+                                Value cosTable, Value sinTable, Value thread,
+                                int64_t threads) {
   bool inPlace = src == dst;
   int64_t pairChunks = rotated / 16;
   int64_t copyChunks = inPlace ? 0 : (dim - rotated) / 8;
@@ -220,9 +221,9 @@ void attnfuse::nvgpu::rotateTile(DeviceBuilder &d, Value src, Value dst,
             });
 }
 
-DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
-                                              StringRef kind, StringRef detail,
-                                              StringRef value) {
+DictionaryAttr attnfuse::sm90::describeParam(MLIRContext *ctx, StringRef name,
+                                             StringRef kind, StringRef detail,
+                                             StringRef value) {
   DictBuilder param(ctx);
   param.set("name", name).set("kind", kind);
   if (!detail.empty())
@@ -235,9 +236,8 @@ DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
   return param.get();
 }
 
-std::string attnfuse::nvgpu::ccaKernelNameSuffix(bool qkMean, bool valueShift,
-                                                 bool clamped,
-                                                 int64_t rotated) {
+std::string attnfuse::sm90::ccaKernelNameSuffix(bool qkMean, bool valueShift,
+                                                bool clamped, int64_t rotated) {
   std::string suffix;
   if (qkMean)
     suffix += "_qkmean";
@@ -250,11 +250,11 @@ std::string attnfuse::nvgpu::ccaKernelNameSuffix(bool qkMean, bool valueShift,
   return suffix;
 }
 
-void attnfuse::nvgpu::describeRopeTables(MLIRContext *ctx, StringRef prefix,
-                                         double theta, int64_t rotated,
-                                         StringRef positions,
-                                         SmallVectorImpl<Attribute> &params,
-                                         SmallVectorImpl<Attribute> &tables) {
+void attnfuse::sm90::describeRopeTables(MLIRContext *ctx, StringRef prefix,
+                                        double theta, int64_t rotated,
+                                        StringRef positions,
+                                        SmallVectorImpl<Attribute> &params,
+                                        SmallVectorImpl<Attribute> &tables) {
   for (StringRef fn : {"cos", "sin"}) {
     std::string name = (prefix + "_" + fn).str();
     params.push_back(describeParam(ctx, name, "pointer", "f32", ""));
@@ -273,9 +273,8 @@ void attnfuse::nvgpu::describeRopeTables(MLIRContext *ctx, StringRef prefix,
   }
 }
 
-DictionaryAttr
-attnfuse::nvgpu::describeLaunch(MLIRContext *ctx,
-                                const LaunchDescription &launch) {
+DictionaryAttr attnfuse::sm90::describeLaunch(MLIRContext *ctx,
+                                              const LaunchDescription &launch) {
   DictBuilder info(ctx);
   info.set("kernel", launch.kernel)
       .set("kind", launch.kind)

@@ -6,9 +6,9 @@
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 
-llvm::StringRef attnfuse::nvgpu::elemName(ElemKind kind) {
+llvm::StringRef attnfuse::sm90::elemName(ElemKind kind) {
   return kind == ElemKind::bf16 ? "bf16" : "f16";
 }
 
@@ -120,8 +120,7 @@ Value DeviceBuilder::maxf(Value a, Value c) {
 Value DeviceBuilder::exp2(Value a) {
   // The softmax exponent: ex2.approx.ftz.f32 (ex2(-inf) = +0), as the
   // FlashAttention kernels use. llvm.exp2 would become a libdevice call.
-  return inlineAsm(f32, a, "ex2.approx.ftz.f32 $0, $1;", "=f,f",
-                   /*sideEffects=*/false);
+  return callNVVMIntrinsic("llvm.nvvm.ex2.approx.ftz.f", f32, a);
 }
 Value DeviceBuilder::divf(Value a, Value c) {
   return arith::DivFOp::create(b, loc, a, c);
@@ -237,8 +236,15 @@ void DeviceBuilder::bulkCommit() {
 void DeviceBuilder::bulkWaitRead0() {
   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
 }
-void DeviceBuilder::prefetchTensorMap(Value desc) {
-  inlineAsm(Type(), desc, "prefetch.tensormap [$0];", "l");
+void DeviceBuilder::bulkLoad(Value dst, Value src, Value bytes, Value bar) {
+  // The shared::cluster destination form (PTX 8.0), as for tmaLoad.
+  Value clusterDst = LLVM::AddrSpaceCastOp::create(b, loc, cptr, dst);
+  Value globalSrc = src.getType() == gptr
+                        ? src
+                        : LLVM::AddrSpaceCastOp::create(b, loc, gptr, src);
+  NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+      b, loc, clusterDst, globalSrc, bar, bytes, /*multicastMask=*/Value(),
+      /*l2CacheHint=*/Value());
 }
 
 //===----------------------------------------------------------------------===//
@@ -352,11 +358,39 @@ Value DeviceBuilder::pack(Value acc, ArrayRef<Value> values) {
   return result;
 }
 Value DeviceBuilder::packHalf2(Value lo, Value hi) {
-  // cvt.rn.{bf16x2,f16x2}.f32 d, a, b puts a in the upper half.
-  std::string text = ("cvt.rn." + elemName(elem) + "x2.f32 $0, $1, $2;").str();
-  return inlineAsm(i32, ValueRange{hi, lo}, text, "=r,f,f",
+  // cvt.rn.{bf16x2,f16x2}.f32 d, a, b puts a (src_hi) in the upper half;
+  // element 0 of the vector is the lower half of the bitcast b32.
+  auto rn = NVVM::FPRoundingMode::RN;
+  auto noSat = NVVM::SaturationMode::NONE;
+  Value pair;
+  if (elem == ElemKind::bf16)
+    pair = NVVM::ConvertF32x2ToBF16x2Op::create(
+        b, loc, VectorType::get({2}, b.getBF16Type()), hi, lo,
+        /*random_bits=*/Value(), rn, noSat, /*relu=*/false);
+  else
+    pair = NVVM::ConvertF32x2ToF16x2Op::create(
+        b, loc, VectorType::get({2}, b.getF16Type()), hi, lo,
+        /*random_bits=*/Value(), rn, noSat, /*relu=*/false);
+  return LLVM::BitcastOp::create(b, loc, i32, pair);
+}
+Value DeviceBuilder::sqrtRn(Value a) {
+  // MLIR 22 has no NVVM op for sqrt.rn.f32, and convert-gpu-to-nvvm turns
+  // llvm.intr.sqrt into a libdevice call, so this stays PTX text. (The
+  // llvm.nvvm.sqrt.rn.f intrinsic gives the same instruction, but ptxas then
+  // spills 336 bytes in the 255-register d128 CCA prologue.)
+  return inlineAsm(f32, a, "sqrt.rn.f32 $0, $1;", "=f,f",
                    /*sideEffects=*/false);
 }
+Value DeviceBuilder::log2Approx(Value a) {
+  return callNVVMIntrinsic("llvm.nvvm.lg2.approx.f", f32, a);
+}
+Value DeviceBuilder::callNVVMIntrinsic(StringRef name, Type result,
+                                       ValueRange operands) {
+  return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name),
+                                       operands)
+      .getResult(0);
+}
+void DeviceBuilder::warpSync() { NVVM::SyncWarpOp::create(b, loc, c32(-1)); }
 Value DeviceBuilder::shflBfly(Value v, int offset) {
   return NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(31),
                               NVVM::ShflKind::bfly, UnitAttr());

@@ -20,7 +20,7 @@
 
 #include <functional>
 
-namespace attnfuse::nvgpu {
+namespace attnfuse::sm90 {
 
 using mlir::Location;
 using mlir::OpBuilder;
@@ -120,7 +120,9 @@ public:
   void tmaStore(Value desc, Value src, ValueRange coords);
   void bulkCommit();
   void bulkWaitRead0();
-  void prefetchTensorMap(Value desc);
+  /// 1-D bulk copy of `bytes` (a multiple of 16) from global `src` to shared
+  /// `dst`, completing on the mbarrier `bar` (cp.async.bulk).
+  void bulkLoad(Value dst, Value src, Value bytes, Value bar);
 
   // wgmma.
   /// `!llvm.struct<(f32 x n)>`.
@@ -148,6 +150,16 @@ public:
   Value pack(Value acc, llvm::ArrayRef<Value> values);
   /// Two f32 into one b32 of 16-bit elements: `lo` in bits 0-15.
   Value packHalf2(Value lo, Value hi);
+  /// IEEE round-to-nearest square root (sqrt.rn.f32).
+  Value sqrtRn(Value a);
+  /// lg2.approx.f32.
+  Value log2Approx(Value a);
+  /// A call of the NVVM intrinsic `name` (llvm.call_intrinsic), for the PTX
+  /// instructions that have an intrinsic but no NVVM dialect op.
+  Value callNVVMIntrinsic(llvm::StringRef name, Type result,
+                          ValueRange operands);
+  /// bar.warp.sync over the full warp.
+  void warpSync();
   Value shflBfly(Value v, int offset);
 
   // Global memory.
@@ -174,6 +186,6 @@ public:
                   llvm::StringRef constraints, bool sideEffects = true);
 };
 
-} // namespace attnfuse::nvgpu
+} // namespace attnfuse::sm90
 
 #endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTONVVM_DEVICEBUILDER_H

@@ -48,7 +48,7 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::attn;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 using arith::CmpFPredicate;
 using arith::CmpIPredicate;
 
@@ -75,8 +75,8 @@ static int64_t ropeDims(RopeAttr rope, int64_t headDim) {
 }
 
 FailureOr<FlashPlan>
-attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
-                                    const TargetOptions &options) {
+attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
+                                   const TargetOptions &options) {
   FlashPlan p;
   auto queryType = cast<RankedTensorType>(op.getQuery().getType());
   auto keyType = cast<RankedTensorType>(op.getKey().getType());
@@ -105,23 +105,25 @@ attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
-  p.blockQ = options.blockQ;
-  p.blockKV = options.blockKV;
+  p.blockQ = op.getBlockQ();
+  p.blockKV = op.getBlockKv();
   p.stages = options.stages;
   if (p.blockQ != 64 && p.blockQ != 128 && p.blockQ != 192)
-    return op.emitOpError() << "block-q " << p.blockQ
+    return op.emitOpError() << "block_q " << p.blockQ
                             << " is not supported on sm_90a (64, 128, 192: "
-                               "one consumer warpgroup per 64 rows)";
+                               "one consumer warpgroup per 64 rows; "
+                               "attn-fuse's block-q sets it)";
   if (p.blockKV != 64 && p.blockKV != 128)
-    return op.emitOpError() << "block-kv " << p.blockKV
-                            << " is not supported on sm_90a (64, 128)";
+    return op.emitOpError() << "block_kv " << p.blockKV
+                            << " is not supported on sm_90a (64, 128; "
+                               "attn-fuse's block-kv sets it)";
   if (p.stages < 1 || p.stages > 8)
     return op.emitOpError() << "stages " << p.stages << " is out of [1, 8]";
   p.consumers = p.blockQ / 64;
   if (p.consumers == 3 && p.headDim == 128)
-    return op.emitOpError() << "block-q 192 with head_dim 128 does not fit "
+    return op.emitOpError() << "block_q 192 with head_dim 128 does not fit "
                                "the consumer register budget (160); use "
-                               "block-q 128";
+                               "block_q 128";
   p.causal = op.getCausal();
   p.window = op.getWindow();
   p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
@@ -169,9 +171,9 @@ attnfuse::nvgpu::planFlashAttention(FlashAttentionOp op,
   if (p.sharedBytes > limit)
     return op.emitOpError()
            << "the sm_90a kernel needs " << p.sharedBytes
-           << " bytes of shared memory (block-q " << p.blockQ << ", block-kv "
+           << " bytes of shared memory (block_q " << p.blockQ << ", block_kv "
            << p.blockKV << ", " << p.stages << " stages), more than the "
-           << limit << " available; lower stages or block-kv";
+           << limit << " available; lower stages or block_kv";
 
   std::string name = llvm::formatv("attn_fa_{0}_d{1}_h{2}_g{3}_q{4}_kv{5}_s{6}",
                                    elemName(p.elem), p.headDim, p.numHeads,
@@ -592,9 +594,9 @@ void FlashEmitter::consumer() {
 
 } // namespace
 
-void attnfuse::nvgpu::buildFlashAttentionKernel(OpBuilder &b, Location loc,
-                                                gpu::GPUModuleOp module,
-                                                const FlashPlan &p) {
+void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
+                                               gpu::GPUModuleOp module,
+                                               const FlashPlan &p) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
@@ -625,9 +627,9 @@ void attnfuse::nvgpu::buildFlashAttentionKernel(OpBuilder &b, Location loc,
 // Host-side description
 //===----------------------------------------------------------------------===//
 
-DictionaryAttr attnfuse::nvgpu::describeFlashAttention(MLIRContext *ctx,
-                                                       FlashAttentionOp op,
-                                                       const FlashPlan &p) {
+DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
+                                                      FlashAttentionOp op,
+                                                      const FlashPlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t d = p.headDim, dv = p.valueDim, hq = p.numHeads, hk = p.numKvHeads;
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,

@@ -49,7 +49,7 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::attn;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 using arith::CmpFPredicate;
 using arith::CmpIPredicate;
 
@@ -81,8 +81,8 @@ static int64_t rotatedDims(RopeAttr rope, int64_t headDim) {
 static int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 FailureOr<DecodePlan>
-attnfuse::nvgpu::planFlashDecode(FlashDecodeOp op,
-                                 const TargetOptions &options) {
+attnfuse::sm90::planFlashDecode(FlashDecodeOp op,
+                                const TargetOptions &options) {
   DecodePlan p;
   auto queryType = cast<RankedTensorType>(op.getQuery().getType());
   Type elementType = queryType.getElementType();
@@ -275,12 +275,9 @@ void DecodeEmitter::issueTile(Value tile) {
         b, loc, Type(), bar(stage), d.mul(rows, rowBytes),
         NVVM::MemScopeKind::CTA, false, Value());
   });
-  d.inlineAsm(Type(), {}, "bar.warp.sync -1;", "");
+  d.warpSync();
   auto copyRow = [&](Value dst, Value src, int64_t bytes, Value barrier) {
-    d.inlineAsm(Type(), {d.sAddr(dst), src, d.c32(bytes), d.sAddr(barrier)},
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
-                "bytes [$0], [$1], $2, [$3];",
-                "r,l,r,r");
+    d.bulkLoad(dst, src, d.c32(bytes), barrier);
   };
   for (int64_t half = 0; half < kDecodeRows / 32; ++half) {
     Value row = d.add(lane, half * 32);
@@ -705,9 +702,7 @@ void DecodeEmitter::emit() {
                   16);
         }
         d.ifThen(d.cmp(CmpIPredicate::eq, chunk, 0), [&]() {
-          Value log2Sum = d.inlineAsm(d.f32, {d.select(empty, d.cf(1.0), sum)},
-                                      "lg2.approx.f32 $0, $1;", "=f,f",
-                                      /*sideEffects=*/false);
+          Value log2Sum = d.log2Approx(d.select(empty, d.cf(1.0), sum));
           Value lse = d.select(empty, negInf, d.addf(maxValue, log2Sum));
           d.store(lse, d.gAt(a.workspace, d.add(base, dv), d.f32), 4);
         });
@@ -717,9 +712,9 @@ void DecodeEmitter::emit() {
 
 } // namespace
 
-void attnfuse::nvgpu::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
-                                                  gpu::GPUModuleOp module,
-                                                  const DecodePlan &p) {
+void attnfuse::sm90::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
+                                                 gpu::GPUModuleOp module,
+                                                 const DecodePlan &p) {
   MLIRContext *ctx = b.getContext();
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   Type i32 = b.getI32Type();
@@ -784,9 +779,9 @@ void attnfuse::nvgpu::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
 // Combine kernel
 //===----------------------------------------------------------------------===//
 
-void attnfuse::nvgpu::buildFlashDecodeCombineKernel(OpBuilder &b, Location loc,
-                                                    gpu::GPUModuleOp module,
-                                                    const DecodePlan &p) {
+void attnfuse::sm90::buildFlashDecodeCombineKernel(OpBuilder &b, Location loc,
+                                                   gpu::GPUModuleOp module,
+                                                   const DecodePlan &p) {
   MLIRContext *ctx = b.getContext();
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   Type i32 = b.getI32Type();
@@ -875,8 +870,8 @@ static DecodeSymbols decodeSymbols(MLIRContext *ctx, FlashDecodeOp op,
   return s;
 }
 
-std::string attnfuse::nvgpu::decodeSplitsExpr(FlashDecodeOp op,
-                                              const DecodePlan &p) {
+std::string attnfuse::sm90::decodeSplitsExpr(FlashDecodeOp op,
+                                             const DecodePlan &p) {
   if (p.numSplits > 0)
     return std::to_string(p.numSplits);
   DecodeSymbols s = decodeSymbols(op.getContext(), op, p);
@@ -936,9 +931,9 @@ static DictionaryAttr decodeConfig(MLIRContext *ctx, const DecodePlan &p,
   return config.get();
 }
 
-DictionaryAttr attnfuse::nvgpu::describeFlashDecodeSplit(MLIRContext *ctx,
-                                                         FlashDecodeOp op,
-                                                         const DecodePlan &p) {
+DictionaryAttr attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx,
+                                                        FlashDecodeOp op,
+                                                        const DecodePlan &p) {
   StringRef elem = elemName(p.elem);
   DecodeSymbols sym = decodeSymbols(ctx, op, p);
   std::string splits = decodeSplitsExpr(op, p);
@@ -1052,9 +1047,9 @@ DictionaryAttr attnfuse::nvgpu::describeFlashDecodeSplit(MLIRContext *ctx,
   return attrs.getDictionary(ctx);
 }
 
-DictionaryAttr
-attnfuse::nvgpu::describeFlashDecodeCombine(MLIRContext *ctx, FlashDecodeOp op,
-                                            const DecodePlan &p) {
+DictionaryAttr attnfuse::sm90::describeFlashDecodeCombine(MLIRContext *ctx,
+                                                          FlashDecodeOp op,
+                                                          const DecodePlan &p) {
   StringRef elem = elemName(p.elem);
   DecodeSymbols sym = decodeSymbols(ctx, op, p);
   std::string splits = decodeSplitsExpr(op, p);

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace attnfuse::nvgpu {
+namespace attnfuse::sm90 {
 
 /// Limits of one H100/H200 SM that the plans respect.
 constexpr int64_t kMaxDynamicSharedBytes = 232448; // 227 KiB opt-in
@@ -30,12 +30,12 @@ constexpr llvm::StringLiteral kTmaArgsAttr = "attnfuse.tma_params";
 /// Attribute of the host-side launch declarations.
 constexpr llvm::StringLiteral kLaunchAttr = "attnfuse.launch";
 
-/// Options shared by all kernels (the pass options).
+/// Options shared by all kernels (the pass options). The flash attention
+/// tiles are not among them: they are the op's `block_q` / `block_kv`, which
+/// attn-fuse chose, so the IR is their one source of truth.
 struct TargetOptions {
   std::string chip = "sm_90a";
   ElemKind elem = ElemKind::bf16;
-  int64_t blockQ = 128;
-  int64_t blockKV = 128;
   int64_t stages = 2;
 };
 
@@ -329,6 +329,6 @@ void rotateTile(DeviceBuilder &d, Value src, Value dst, int64_t rows,
 /// 128B-swizzled tile of `rows` rows.
 Value swizzledChunk(DeviceBuilder &d, Value row, Value chunk, int64_t rows);
 
-} // namespace attnfuse::nvgpu
+} // namespace attnfuse::sm90
 
 #endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTONVVM_KERNELS_H

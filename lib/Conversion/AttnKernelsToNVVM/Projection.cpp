@@ -25,7 +25,7 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::attn;
-using namespace attnfuse::nvgpu;
+using namespace attnfuse::sm90;
 using arith::CmpIPredicate;
 
 std::string GemmPlan::key() const {
@@ -39,7 +39,7 @@ std::string GemmPlan::key() const {
 }
 
 FailureOr<GemmPlan>
-attnfuse::nvgpu::planProjection(Operation *op, const TargetOptions &options) {
+attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
   GemmPlan p;
   Value input, weight, bias;
   RopeAttr rope;
@@ -321,9 +321,9 @@ void GemmEmitter::consumer() {
 
 } // namespace
 
-void attnfuse::nvgpu::buildProjectionKernel(OpBuilder &b, Location loc,
-                                            gpu::GPUModuleOp module,
-                                            const GemmPlan &p) {
+void attnfuse::sm90::buildProjectionKernel(OpBuilder &b, Location loc,
+                                           gpu::GPUModuleOp module,
+                                           const GemmPlan &p) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
@@ -341,9 +341,9 @@ void attnfuse::nvgpu::buildProjectionKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::nvgpu::describeProjection(MLIRContext *ctx,
-                                                   Operation *op,
-                                                   const GemmPlan &p) {
+DictionaryAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
+                                                  Operation *op,
+                                                  const GemmPlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t k = p.inFeatures, n = p.outFeatures;
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,

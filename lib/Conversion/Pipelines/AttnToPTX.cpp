@@ -53,8 +53,6 @@ void attnfuse::buildAttnToPTXPipeline(OpPassManager &pm,
   ConvertAttnKernelsToNVVMPassOptions kernels;
   kernels.chip = options.chip;
   kernels.elemType = options.elemType;
-  kernels.blockQ = options.blockQ;
-  kernels.blockKV = options.blockKV;
   kernels.stages = options.stages;
   pm.addPass(createConvertAttnKernelsToNVVMPass(kernels));
   if (options.format == "none")

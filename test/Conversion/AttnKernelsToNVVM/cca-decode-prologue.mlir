@@ -17,8 +17,8 @@
 // CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK-COUNT-5: nvvm.shfl.sync  bfly
 // Norm, clamped temperature, RoPE.
-// CHECK: sqrt.rn.f32
-// CHECK: ex2.approx.ftz.f32
+// CHECK: llvm.inline_asm asm_dialect = att "sqrt.rn.f32 $0, $1;", "=f,f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: nvvm.barrier0
 // The launch description.
 // CHECK: func.func private @[[K]]_launch

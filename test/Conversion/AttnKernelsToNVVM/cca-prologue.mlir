@@ -30,8 +30,8 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c3_i32{{.*}} step
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c128_i32{{.*}} step
 // CHECK: nvvm.shfl.sync bfly
-// CHECK: ex2.approx.ftz.f32
-// CHECK: sqrt.rn.f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: llvm.inline_asm asm_dialect = att "sqrt.rn.f32 $0, $1;", "=f,f"
 // The launch description.
 // CHECK: func.func private @[[K]]_launch
 // CHECK-SAME: dynamic_smem_bytes = 202776

@@ -56,10 +56,10 @@
 // Online softmax: row max across the quad, exp2 with the prescaled scale.
 // CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c1_i32{{.*}}, %c31_i32{{.*}} : f32 -> f32
 // CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %c2_i32{{.*}}, %c31_i32{{.*}} : f32 -> f32
-// CHECK: llvm.inline_asm asm_dialect = att "ex2.approx.ftz.f32 $0, $1;", "=f,f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // P stays in registers, packed to bf16 pairs, for the RS wgmma on the
 // un-rotated K=V tile (MN-major: imm-trans-b 1).
-// CHECK: llvm.inline_asm asm_dialect = att "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f"
+// CHECK: nvvm.convert.f32x2.to.bf16x2
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;\0A}"
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
@@ -93,7 +93,7 @@
 func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
     -> tensor<?x?x16x64xbf16> {
   %o = attn.flash_attention %q, %kv
-      {causal, block_q = 64 : i64, block_kv = 64 : i64,
+      {causal, block_q = 128 : i64, block_kv = 128 : i64,
        key_rope = #attn.rope<theta = 10000.0>}
       : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x16x64xbf16>
   return %o : tensor<?x?x16x64xbf16>
@@ -123,7 +123,7 @@ func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
 // CHECK-SAME: dynamic_smem_bytes = 164920
 func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
                           %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
-  %o = attn.flash_attention %q, %k, %v {block_q = 64 : i64, block_kv = 64 : i64}
+  %o = attn.flash_attention %q, %k, %v {block_q = 128 : i64, block_kv = 128 : i64}
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
       -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
@@ -143,10 +143,10 @@ func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>
 // CHECK-SAME: expr = "ceil_div(S, 16)"
 func.func @two_layers(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x1x64xbf16>,
                       %v: tensor<?x?x1x64xbf16>) -> tensor<?x?x8x64xbf16> {
-  %a = attn.flash_attention %q, %k, %v {causal, block_q = 64 : i64, block_kv = 64 : i64}
+  %a = attn.flash_attention %q, %k, %v {causal, block_q = 128 : i64, block_kv = 128 : i64}
       : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>)
       -> tensor<?x?x8x64xbf16>
-  %b = attn.flash_attention %a, %k, %v {causal, block_q = 64 : i64, block_kv = 64 : i64}
+  %b = attn.flash_attention %a, %k, %v {causal, block_q = 128 : i64, block_kv = 128 : i64}
       : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>)
       -> tensor<?x?x8x64xbf16>
   return %b : tensor<?x?x8x64xbf16>
@@ -171,7 +171,7 @@ func.func @two_layers(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x1x64xbf16>,
 func.func @window_qrope(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>,
                         %v: tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16> {
   %o = attn.flash_attention %q, %k, %v
-      {causal, window = 256 : i64, block_q = 64 : i64, block_kv = 64 : i64,
+      {causal, window = 256 : i64, block_q = 128 : i64, block_kv = 128 : i64,
        query_rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
       : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>)
       -> tensor<?x?x4x64xbf16>

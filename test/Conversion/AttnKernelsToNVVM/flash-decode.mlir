@@ -13,11 +13,12 @@
 // CHECK: gpu.func @attn_flash_decode(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
 // CHECK: nvvm.mbarrier.init
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// CHECK: nvvm.bar.warp.sync
+// CHECK: nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<7>, <1>
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.shfl.sync bfly
-// CHECK: ex2.approx.ftz.f32
-// CHECK: lg2.approx.f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: gpu.module @attn_flash_decode_combine
 // CHECK: gpu.func @attn_flash_decode_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>
 // CHECK: func.func private @attn_flash_decode_launch

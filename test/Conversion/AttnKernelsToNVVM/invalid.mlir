@@ -43,3 +43,31 @@ func.func @odd_features(%x: tensor<?x?x100xbf16>, %w: tensor<64x100xbf16>) -> te
   %y = attn.project %x, %w : (tensor<?x?x100xbf16>, tensor<64x100xbf16>) -> tensor<?x?x64xbf16>
   return %y : tensor<?x?x64xbf16>
 }
+
+// -----
+
+// The kernel's tiles are the op's block_q / block_kv (what attn-fuse chose).
+func.func @block_q_96(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  // expected-error @+1 {{block_q 96 is not supported on sm_90a (64, 128, 192: one consumer warpgroup per 64 rows; attn-fuse's block-q sets it)}}
+  %o = attn.flash_attention %q, %k {block_q = 96 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  return %o : tensor<?x?x8x128xbf16>
+}
+
+// -----
+
+func.func @block_kv_256(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  // expected-error @+1 {{block_kv 256 is not supported on sm_90a (64, 128; attn-fuse's block-kv sets it)}}
+  %o = attn.flash_attention %q, %k {block_q = 128 : i64, block_kv = 256 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  return %o : tensor<?x?x8x128xbf16>
+}
+
+// -----
+
+func.func @block_q_192_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  // expected-error @+1 {{block_q 192 with head_dim 128 does not fit the consumer register budget (160); use block_q 128}}
+  %o = attn.flash_attention %q, %k {block_q = 192 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  return %o : tensor<?x?x8x128xbf16>
+}

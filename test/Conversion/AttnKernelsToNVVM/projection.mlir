@@ -30,7 +30,7 @@
 // Epilogue: bias pairs, RoPE tables, 16-bit pairs, TMA store.
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
-// CHECK: cvt.rn.bf16x2.f32
+// CHECK: nvvm.convert.f32x2.to.bf16x2 %{{.*}}, %{{.*}} {rnd = #nvvm.fp_rnd_mode<rn>} : vector<2xbf16>
 // CHECK: nvvm.fence.proxy
 // CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.global.shared.cta %arg2
 // CHECK: func.func private @[[K]]_launch

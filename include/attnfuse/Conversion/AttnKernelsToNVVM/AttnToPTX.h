@@ -20,15 +20,8 @@ struct AttnToPTXOptions : public mlir::PassPipelineOptions<AttnToPTXOptions> {
                            llvm::cl::desc("Target chip (only sm_90a)"),
                            llvm::cl::init("sm_90a")};
   Option<std::string> elemType{
-      *this, "elem-type",
-      llvm::cl::desc("Kernel element type: bf16 or f16"),
+      *this, "elem-type", llvm::cl::desc("Kernel element type: bf16 or f16"),
       llvm::cl::init("bf16")};
-  Option<int64_t> blockQ{*this, "block-q",
-                         llvm::cl::desc("Query rows per CTA (64/128/192)"),
-                         llvm::cl::init(128)};
-  Option<int64_t> blockKV{*this, "block-kv",
-                          llvm::cl::desc("Keys per K/V tile (64/128)"),
-                          llvm::cl::init(128)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Shared-memory pipeline depth"),
                          llvm::cl::init(2)};
@@ -40,7 +33,10 @@ struct AttnToPTXOptions : public mlir::PassPipelineOptions<AttnToPTXOptions> {
 };
 
 /// Adds `attn-to-ptx` to `pm` (anchored on a builtin.module): the fused attn
-/// kernel ops (run attn-decompose and attn-fuse first) -> sm_90a kernels in
+/// kernel ops (run attn-decompose and attn-fuse first; the flash attention
+/// tiles are the ops' block_q / block_kv, attn-fuse's block-q / block-kv
+/// options: 64, 128 or 192 query rows, 64 or 128 keys on sm_90a) -> sm_90a
+/// kernels in
 /// gpu.modules -> NVVM / LLVM dialect -> PTX text in gpu.binary ops
 /// (`.target sm_90a`, PTX ISA 8.0). The host function keeps a `func.call` per
 /// kernel launch to a declaration carrying the launch description.
