@@ -6,7 +6,8 @@
 #      registers the dialect and passes through the public API and runs
 #      attn-decompose,attn-fuse (as a pipeline and through the populate API),
 #   3. runtime-consumer/: a C program that finds only AttnFuseRuntime and
-#      links nothing of LLVM.
+#      links nothing of LLVM, against this prefix and against the runtime
+#      built and installed on its own (cmake -S runtime, no LLVM anywhere).
 #   test/Install/install_check.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,14 +52,29 @@ grep -q "attn.qkv_attention" "$WORK/consumer.out" && fail "attn.qkv_attention le
 grep -qx "api: same" "$WORK/consumer.out" || fail "populate API and pipeline disagree"
 echo "consumer: attn-decompose,attn-fuse ran through the installed package"
 
-cmake -S "$HERE/runtime-consumer" -B "$WORK/runtime-consumer" -G Ninja \
-  -DCMAKE_C_COMPILER=clang-22 \
-  -DCMAKE_PREFIX_PATH="$PREFIX" >"$WORK/runtime-consumer-configure.log"
-cmake --build "$WORK/runtime-consumer" >"$WORK/runtime-consumer-build.log" \
-  || { cat "$WORK/runtime-consumer-build.log"; fail "runtime consumer build failed"; }
-if ldd "$WORK/runtime-consumer/attnfuse-runtime-consumer" | grep -Eq "libMLIR|libLLVM"; then
-  fail "the runtime consumer links LLVM"
-fi
-"$WORK/runtime-consumer/attnfuse-runtime-consumer" | tee "$WORK/runtime-consumer.out"
-grep -qx "blocks: 6" "$WORK/runtime-consumer.out" || fail "runtime consumer: wrong result"
-echo "runtime consumer: linked only libattnfuse_runtime.so"
+# The runtime package on its own: built from runtime/ alone and installed
+# into a second prefix.
+cmake -S "$HERE/../../runtime" -B "$WORK/runtime-build" -G Ninja \
+  -DCMAKE_CXX_COMPILER=clang++-22 -DATTNFUSE_RUNTIME_TESTS=OFF \
+  >"$WORK/runtime-build-configure.log"
+cmake --build "$WORK/runtime-build" >"$WORK/runtime-build.log" \
+  || { cat "$WORK/runtime-build.log"; fail "standalone runtime build failed"; }
+cmake --install "$WORK/runtime-build" --prefix "$WORK/runtime-prefix" >/dev/null
+
+for prefix in "$PREFIX" "$WORK/runtime-prefix"; do
+  consumer="$WORK/runtime-consumer-$(basename "$prefix")"
+  cmake -S "$HERE/runtime-consumer" -B "$consumer" -G Ninja \
+    -DCMAKE_C_COMPILER=clang-22 \
+    -DCMAKE_PREFIX_PATH="$prefix" >"$consumer-configure.log"
+  cmake --build "$consumer" >"$consumer-build.log" \
+    || { cat "$consumer-build.log"; fail "runtime consumer build failed ($prefix)"; }
+  libraries="$(ldd "$consumer/attnfuse-runtime-consumer")"
+  if grep -Eq "libMLIR|libLLVM" <<<"$libraries"; then
+    fail "the runtime consumer links LLVM"
+  fi
+  grep -q "$prefix/lib/libattnfuse_runtime.so" <<<"$libraries" \
+    || fail "the runtime consumer does not use $prefix"
+  "$consumer/attnfuse-runtime-consumer" | tee "$consumer.out"
+  grep -qx "blocks: 6" "$consumer.out" || fail "runtime consumer: wrong result"
+  echo "runtime consumer ($prefix): linked only libattnfuse_runtime.so"
+done
