@@ -77,17 +77,20 @@ cu::Api *api() {
   std::lock_guard<std::mutex> lock(driverMutex);
   if (loadedApi)
     return loadedApi;
+  bool fromEnvironment = false;
   if (!driverLibraryForced) {
     const char *env = std::getenv("ATTNFUSE_CUDA_DRIVER");
-    driverLibrary = env && *env ? env : "libcuda.so.1";
+    fromEnvironment = env && *env;
+    driverLibrary = fromEnvironment ? env : "libcuda.so.1";
   }
   void *lib = dlopen(driverLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *why = dlerror();
-    bool isDefault = driverLibrary == "libcuda.so.1";
     setError(AFR_ERR_NO_DRIVER,
              "no CUDA driver (" + driverLibrary + " not found" +
-                 (isDefault || !why ? std::string() : std::string(": ") + why) + ")");
+                 (fromEnvironment && why ? std::string(", from ATTNFUSE_CUDA_DRIVER: ") + why
+                                         : std::string()) +
+                 ")");
     return nullptr;
   }
   auto *a = new cu::Api;
