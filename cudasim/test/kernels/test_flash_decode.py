@@ -111,3 +111,46 @@ def test_decode_keqv_rope_gqa4():
     assert np.array_equal(cache, ref_cache), "the cache update differs"
     err = np.abs(got - ref)
     assert np.all(err <= 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)), err.max()
+
+
+def test_decode_paged_keqv_gqa4():
+    """K=V cache in 64-row pages through a block table (pages out of order), two splits."""
+    hq, hk, d, page, width, pages = 4, 1, 64, 64, 4, 9
+    kv = f"tensor<?x1x{hk}x{d}xbf16>"
+    cache = f"tensor<?x{page}x{hk}x{d}xbf16>"
+    out = f"tensor<?x1x{hq}x{d}xbf16>"
+    text = f"""
+func.func @decode(%q: {out}, %k: {kv}, %kp: {cache}, %pos: tensor<?xi32>, %bt: tensor<?x?xi32>)
+    -> ({out}, {cache}) {{
+  %o, %c = attn.flash_decode %q, %k cache(%kp) positions(%pos) block_table(%bt)
+      {{block_kv = 64 : i64, num_splits = 2 : i64}}
+      : ({out}, {kv}, {cache}, tensor<?xi32>, tensor<?x?xi32>) -> ({out}, {cache})
+  return %o, %c : {out}, {cache}
+}}
+"""
+    art = emulator.compile_model(text, "decode_paged")
+    split = next(k for k in art.kernels if not k.endswith("_combine"))
+    combine = next(k for k in art.kernels if k.endswith("_combine"))
+    rng = np.random.default_rng(4)
+    batch = 2
+    qb, q = emulator.bf16(rng.standard_normal((batch, 1, hq, d)))
+    kb, k = emulator.bf16(rng.standard_normal((batch, 1, hk, d)))
+    pb, p = emulator.bf16(rng.standard_normal((pages, page, hk, d)))
+    table = np.array([[7, 2, 5, 0], [1, 8, 3, 6]], dtype=np.int32)
+    pos = np.array([200, 70], dtype=np.int32)
+    dev = emulator.Device()
+    t = {"query": dev.upload(qb, "bf16"), "key_new": dev.upload(kb, "bf16"),
+         "key_cache": dev.upload(pb, "bf16"), "positions": dev.upload(pos, "i32"),
+         "block_table": dev.upload(table, "i32"),
+         "workspace": dev.empty((batch, hq, 2, d + 4), "f32")}
+    # Paged symbols: S = block-table width, T = pages in the cache.
+    art.launch(split, t, B=batch, S=width, T=pages)
+    o = {"workspace": t["workspace"], "output": dev.empty((batch, 1, hq, d), "bf16")}
+    art.launch(combine, o, B=batch, S=width, T=pages)
+    got = reference.from_bf16_bits(dev.download(o["output"])).astype(np.float64)
+    cache = reference.from_bf16_bits(dev.download(t["key_cache"])).astype(np.float64)
+    ref, ref_cache, _ = reference.flash_decode_reference(q, k, p, pos, block_table=table)
+    assert np.array_equal(cache, ref_cache), "the paged cache update differs"
+    vmax = max(np.abs(p).max(), np.abs(k).max())
+    err = np.abs(got - ref)
+    assert np.all(err <= 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)), err.max()
