@@ -51,7 +51,19 @@ struct MBar {
   int initThread = -1;
   bool fenced = false;
   int initPc = 0;
+  std::vector<uint32_t> clock, doneClock; // happens-before: arrivals of this / the last phase
 };
+
+bool checkEnabled(const char *name);
+
+// Vector clocks per warp (happens-before between warps for the write-write race check).
+using Clock = std::vector<uint32_t>;
+void join(Clock &into, const Clock &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (size_t k = 0; k < from.size(); ++k)
+    into[k] = std::max(into[k], from[k]);
+}
 
 struct AsyncTag {
   uint32_t mbar;
@@ -73,6 +85,7 @@ constexpr uint64_t kCopyLatencyRounds = 200;
 
 struct NamedBarrier {
   unsigned arrived = 0, expected = 0;
+  std::vector<uint32_t> clock; // join of the arrivals' warp clocks
 };
 
 float asF(uint64_t v) {
@@ -154,6 +167,10 @@ private:
   std::unordered_map<uint32_t, MBar> mbars;
   NamedBarrier bars[16];
   std::vector<PendingCopy> copies;
+  std::vector<Clock> warpClock;          // per warp
+  std::vector<int32_t> wordWriter;       // per 4-byte shared word: warp of the last generic write
+  std::vector<uint32_t> wordClock;       // that warp's own clock component at the write
+  std::vector<int32_t> wordPc;           // and the PC of the write
   uint64_t round = 0;
   bool completeCopies(bool all);
   std::vector<unsigned> wgRegs;       // per warpgroup: registers per thread after setmaxnreg
@@ -357,6 +374,23 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
 }
 
 void Cta::smemWriteGeneric(uint32_t off, unsigned size) {
+  // Write-write race: another warp wrote this word and nothing orders that write before this one
+  // (no bar.sync both took part in, no mbarrier arrive -> wait chain).
+  unsigned w = cur->warp;
+  for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word) {
+    int32_t prev = wordWriter[word];
+    if (prev >= 0 && unsigned(prev) != w && warpClock[w][prev] < wordClock[word] &&
+        checkEnabled("write-race")) {
+      std::ostringstream os;
+      os << "warps " << prev << " and " << w << " write shared word 0x" << std::hex << word * 4
+         << std::dec << " with no barrier between (the other write: warp " << prev << ", "
+         << instAt(wordPc[word]) << ")";
+      fail(os.str());
+    }
+    wordWriter[word] = int32_t(w);
+    wordClock[word] = warpClock[w][w];
+    wordPc[word] = cur->pc;
+  }
   std::memset(&written[off], 1, size);
   for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c) {
     chunkTag[c] = -1;
@@ -467,6 +501,8 @@ MBar &Cta::mbarAt(uint32_t off, const char *what) {
 void Cta::mbarCheckComplete(uint32_t off, MBar &b) {
   if (b.pending == 0 && b.tx == 0) {
     ++b.phase;
+    b.doneClock = b.clock;
+    b.clock.clear();
     b.pending = b.expected;
     for (Thread &t : threads)
       if (t.st == TState::WaitMbar && t.waitMbar == off)
@@ -1184,6 +1220,8 @@ void Cta::exec(Thread &t, const Inst &i) {
       b.expected -= count;
     }
     write(o[0], t, token, Ty::B64);
+    join(b.clock, warpClock[t.warp]);
+    ++warpClock[t.warp][t.warp];
     ++t.pc;
     mbarArrive(off, count);
     return;
@@ -1209,6 +1247,8 @@ void Cta::exec(Thread &t, const Inst &i) {
       done = b.phase != arg;
     }
     write(o[0], t, done, Ty::Pred);
+    if (done)
+      join(warpClock[t.warp], b.doneClock);
     if (!done) {
       // The thread would spin; park it until this mbarrier completes a phase.
       t.st = TState::WaitMbar;
@@ -1578,6 +1618,7 @@ void Cta::barrierArrive(Thread &t, unsigned id, unsigned count, bool wait) {
     fail(os.str());
   }
   ++b.arrived;
+  join(b.clock, warpClock[t.warp]);
   if (wait) {
     t.st = TState::WaitBar;
     t.waitBarrier = int(id);
@@ -1595,13 +1636,21 @@ void Cta::checkBarriers() {
       continue;
     unsigned need = b.expected ? b.expected : live;
     if (b.arrived >= need) {
+      std::vector<bool> acquired(nwarps, false);
       for (Thread &t : threads)
         if (t.st == TState::WaitBar && t.waitBarrier == int(id)) {
           t.st = TState::Runnable;
           t.waitBarrier = -1;
+          acquired[t.warp] = true;
+        }
+      for (unsigned w = 0; w < nwarps; ++w)
+        if (acquired[w]) {
+          join(warpClock[w], b.clock);
+          ++warpClock[w][w];
         }
       b.arrived = 0;
       b.expected = 0;
+      b.clock.clear();
     }
   }
 }
@@ -1973,6 +2022,12 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
   mbars.clear();
   copies.clear();
   round = 0;
+  warpClock.assign(nwarps, Clock(nwarps, 0));
+  for (unsigned w = 0; w < nwarps; ++w)
+    warpClock[w][w] = 1;
+  wordWriter.assign(smemSize / 4 + 1, -1);
+  wordClock.assign(smemSize / 4 + 1, 0);
+  wordPc.assign(smemSize / 4 + 1, 0);
   for (auto &b : bars)
     b = NamedBarrier();
   unsigned perThread = kernel.maxnreg ? kernel.maxnreg

@@ -476,6 +476,19 @@ static void testErrors() {
   r = launch(dl, "k", {}, 64, 0);
   CHECK(r.code == 719 && contains(r.message, "deadlock") && contains(r.message, "warp 1 lanes 0-31 (32): waiting at barrier 1"),
         "deadlock: %s", r.message.c_str());
+  // Two warps write the same shared word: a race without a barrier between, fine with one.
+  auto race = [&](bool barrier) {
+    return std::string(head) + ".extern .shared .align 16 .b8 s[];\n.visible .entry k()\n{\n"
+           "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  mov.u32 %r1, %tid.x;\n  mov.u32 %r2, s;\n"
+           "  setp.lt.u32 %p1, %r1, 32;\n  @%p1 bra $W;\n" +
+           std::string(barrier ? "  bar.sync 0;\n" : "") +
+           "  st.shared.u32 [%r2], %r1;\n  bra $E;\n$W:\n  st.shared.u32 [%r2], %r1;\n" +
+           std::string(barrier ? "  bar.sync 0;\n" : "") + "$E:\n  ret;\n}\n";
+  };
+  r = launch(race(false), "k", {}, 64, 64);
+  CHECK(r.code == 719 && contains(r.message, "with no barrier between"), "race: %s", r.message.c_str());
+  r = launch(race(true), "k", {}, 64, 64);
+  CHECK(r.code == 0, "ordered writes: %s", r.message.c_str());
   // The emulated device's limits.
   int v = 0;
   cuDeviceGetAttribute(&v, 16, 0);
