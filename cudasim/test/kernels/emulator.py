@@ -4,10 +4,12 @@ and Python launch path (attnfuse.runtime) that a GPU uses.
 Environment (set by ctest): ATTNFUSE_COMPILE (attnfuse-compile), ATTNFUSE_RUNTIME_LIB
 (libattnfuse_runtime.so), ATTNFUSE_CUDA_DRIVER (libattnfuse_cudasim.so).
 """
+import atexit
 import ctypes
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -40,6 +42,7 @@ def compile_model(mlir_text, name, extra=()):
     """attnfuse-compile --target=sm_90a --no-cubin -> SM90aArtifacts."""
     require_env()
     work = tempfile.mkdtemp(prefix="cudasim-" + name + "-")
+    atexit.register(shutil.rmtree, work, True)
     src = os.path.join(work, name + ".mlir")
     with open(src, "w") as f:
         f.write(mlir_text)
