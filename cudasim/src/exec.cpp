@@ -1,8 +1,10 @@
-// The interpreter: one CTA at a time, every thread with its own PC (Hopper's independent thread
-// scheduling). A thread runs until it reaches an instruction that needs its warp or warpgroup
-// (shfl.sync, elect.sync, vote, wgmma.mma_async, setmaxnreg), a barrier, or an mbarrier wait that
-// is not yet satisfied; the scheduler completes collectives once every participant has arrived.
-// When no thread can move, that is a deadlock and the state of every warp and mbarrier is reported.
+// The interpreter: one CTA at a time, every thread with its own PC (Hopper's
+// independent thread scheduling). A thread runs until it reaches an instruction
+// that needs its warp or warpgroup (shfl.sync, elect.sync, vote,
+// wgmma.mma_async, setmaxnreg), a barrier, or an mbarrier wait that is not yet
+// satisfied; the scheduler completes collectives once every participant has
+// arrived. When no thread can move, that is a deadlock and the state of every
+// warp and mbarrier is reported.
 #include "layouts.h"
 #include "sim.h"
 
@@ -24,10 +26,17 @@ namespace {
 
 struct SimError : std::runtime_error {
   bool address;
-  SimError(const std::string &m, bool a = false) : std::runtime_error(m), address(a) {}
+  SimError(const std::string &m, bool a = false)
+      : std::runtime_error(m), address(a) {}
 };
 
-enum class TState : uint8_t { Runnable, AtCollective, WaitBar, WaitMbar, Exited };
+enum class TState : uint8_t {
+  Runnable,
+  AtCollective,
+  WaitBar,
+  WaitMbar,
+  Exited
+};
 
 struct Thread {
   uint64_t *r = nullptr;
@@ -37,9 +46,10 @@ struct Thread {
   unsigned linear = 0, warp = 0, lane = 0;
   int waitBarrier = -1;
   uint32_t waitMbar = 0;
-  uint64_t fenceCount = 0;     // fence.proxy.async executed
+  uint64_t fenceCount = 0;      // fence.proxy.async executed
   std::vector<uint8_t> pending; // register -> in-flight wgmma accumulator
-  std::vector<std::pair<int, int64_t>> pendingList; // (register, group; -1 uncommitted)
+  std::vector<std::pair<int, int64_t>>
+      pendingList; // (register, group; -1 uncommitted)
   int64_t wgmmaGroups = 0;
   uint64_t executed = 0;
 };
@@ -51,12 +61,14 @@ struct MBar {
   int initThread = -1;
   bool fenced = false;
   int initPc = 0;
-  std::vector<uint32_t> clock, doneClock; // happens-before: arrivals of this / the last phase
+  std::vector<uint32_t> clock,
+      doneClock; // happens-before: arrivals of this / the last phase
 };
 
 bool checkEnabled(const char *name);
 
-// Vector clocks per warp (happens-before between warps for the write-write race check).
+// Vector clocks per warp (happens-before between warps for the write-write race
+// check).
 using Clock = std::vector<uint32_t>;
 void join(Clock &into, const Clock &from) {
   if (into.size() < from.size())
@@ -67,12 +79,14 @@ void join(Clock &into, const Clock &from) {
 
 struct AsyncTag {
   uint32_t mbar;
-  uint64_t phase; // the write is visible once mbar has completed this many phases
+  uint64_t
+      phase; // the write is visible once mbar has completed this many phases
 };
 
-// An async copy into shared memory in flight: its bytes land (and its mbarrier's tx-count is
-// decremented) a while after the copy is issued, not at once, so that a thread that reads the
-// destination without waiting on the mbarrier sees it unwritten.
+// An async copy into shared memory in flight: its bytes land (and its
+// mbarrier's tx-count is decremented) a while after the copy is issued, not at
+// once, so that a thread that reads the destination without waiting on the
+// mbarrier sees it unwritten.
 struct PendingCopy {
   uint64_t dueRound;
   uint32_t mbar;
@@ -109,7 +123,9 @@ uint64_t fromD(double d) {
   std::memcpy(&u, &d, 8);
   return u;
 }
-uint64_t maskBits(uint64_t v, unsigned bits) { return bits >= 64 ? v : v & ((1ull << bits) - 1); }
+uint64_t maskBits(uint64_t v, unsigned bits) {
+  return bits >= 64 ? v : v & ((1ull << bits) - 1);
+}
 int64_t sext(uint64_t v, unsigned bits) {
   if (bits >= 64)
     return int64_t(v);
@@ -117,7 +133,9 @@ int64_t sext(uint64_t v, unsigned bits) {
   v = maskBits(v, bits);
   return int64_t((v ^ m) - m);
 }
-float ftz(float f) { return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f; }
+float ftz(float f) {
+  return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f;
+}
 
 // double -> float with a PTX rounding mode (0 rn, 1 rz, 2 rm, 3 rp).
 float roundToFloat(long double d, int mode) {
@@ -134,17 +152,21 @@ float roundToFloat(long double d, int mode) {
 }
 Rounding toRounding(int mode) {
   switch (mode & 3) {
-  case 1: return Rounding::Zero;
-  case 2: return Rounding::Down;
-  case 3: return Rounding::Up;
-  default: return Rounding::Nearest;
+  case 1:
+    return Rounding::Zero;
+  case 2:
+    return Rounding::Down;
+  case 3:
+    return Rounding::Up;
+  default:
+    return Rounding::Nearest;
   }
 }
 
 class Cta {
 public:
-  Cta(const Module &m, const Kernel &k, const LaunchConfig &c, const std::vector<uint8_t> &p,
-      GlobalMemory &g, Stats &s)
+  Cta(const Module &m, const Kernel &k, const LaunchConfig &c,
+      const std::vector<uint8_t> &p, GlobalMemory &g, Stats &s)
       : mod(m), kernel(k), cfg(c), params(p), mem(g), stats(s) {}
   void run(unsigned cx, unsigned cy, unsigned cz);
 
@@ -160,22 +182,27 @@ private:
   std::vector<Thread> threads;
   std::vector<uint64_t> regs;
   std::vector<uint8_t> smem, written;
-  std::vector<int32_t> chunkTag;      // per 16 bytes: index into asyncTags, or -1
-  std::vector<int32_t> chunkWriter;   // per 16 bytes: thread of the last generic write, or -1
-  std::vector<uint64_t> chunkStamp;   // that thread's fenceCount at the write
+  std::vector<int32_t> chunkTag; // per 16 bytes: index into asyncTags, or -1
+  std::vector<int32_t>
+      chunkWriter; // per 16 bytes: thread of the last generic write, or -1
+  std::vector<uint64_t> chunkStamp; // that thread's fenceCount at the write
   std::vector<AsyncTag> asyncTags;
   std::unordered_map<uint32_t, MBar> mbars;
   NamedBarrier bars[16];
   std::vector<PendingCopy> copies;
-  std::vector<Clock> warpClock;          // per warp
-  std::vector<int32_t> wordWriter;       // per 4-byte shared word: warp of the last generic write
-  std::vector<uint32_t> wordClock;       // that warp's own clock component at the write
-  std::vector<int32_t> wordPc;           // and the PC of the write
+  std::vector<Clock> warpClock; // per warp
+  std::vector<int32_t>
+      wordWriter; // per 4-byte shared word: warp of the last generic write
+  std::vector<uint32_t>
+      wordClock;               // that warp's own clock component at the write
+  std::vector<int32_t> wordPc; // and the PC of the write
   uint64_t round = 0;
   bool completeCopies(bool all);
-  std::vector<unsigned> wgRegs;       // per warpgroup: registers per thread after setmaxnreg
+  std::vector<unsigned>
+      wgRegs; // per warpgroup: registers per thread after setmaxnreg
   unsigned regPool = 0, initialRegs = 0;
-  std::vector<uint64_t> symbolAddr;   // per kernel symbol: its address in its space
+  std::vector<uint64_t>
+      symbolAddr; // per kernel symbol: its address in its space
   unsigned smemSize = 0, dynBase = 0;
   Thread *cur = nullptr;
   const Inst *curInst = nullptr;
@@ -192,9 +219,10 @@ private:
   uint64_t address(const Operand &o, const Thread &t) const;
 
   // Memory.
-  uint8_t *resolve(Space space, uint64_t addr, unsigned size, bool isWrite, Space &actual,
-                   uint32_t &smemOffset);
-  uint32_t sharedOffset(Space space, uint64_t addr, unsigned size, const char *what);
+  uint8_t *resolve(Space space, uint64_t addr, unsigned size, bool isWrite,
+                   Space &actual, uint32_t &smemOffset);
+  uint32_t sharedOffset(Space space, uint64_t addr, unsigned size,
+                        const char *what);
   void smemRead(uint32_t off, unsigned size, const char *what);
   void smemWriteGeneric(uint32_t off, unsigned size);
   void smemWriteAsync(uint32_t off, unsigned size, int tag);
@@ -233,48 +261,92 @@ void Cta::fail(const std::string &msg, bool address) const {
 
 std::string Cta::instAt(int pc) const {
   const Inst &i = kernel.code[pc];
-  return "PC " + std::to_string(pc) + " (line " + std::to_string(i.line) + ": " + i.text + ")";
+  return "PC " + std::to_string(pc) + " (line " + std::to_string(i.line) +
+         ": " + i.text + ")";
 }
 
 std::string Cta::where(const Thread &t) const {
   std::ostringstream os;
-  os << "kernel " << kernel.name << ", block (" << ctaid[0] << "," << ctaid[1] << ","
-     << ctaid[2] << "), warp " << t.warp << " lane " << t.lane << ", " << instAt(t.pc);
+  os << "kernel " << kernel.name << ", block (" << ctaid[0] << "," << ctaid[1]
+     << "," << ctaid[2] << "), warp " << t.warp << " lane " << t.lane << ", "
+     << instAt(t.pc);
   return os.str();
 }
 
 uint64_t Cta::special(Special s, const Thread &t) const {
   switch (s) {
-  case Special::TidX: return t.tid[0];
-  case Special::TidY: return t.tid[1];
-  case Special::TidZ: return t.tid[2];
-  case Special::NtidX: return cfg.block[0];
-  case Special::NtidY: return cfg.block[1];
-  case Special::NtidZ: return cfg.block[2];
-  case Special::CtaidX: case Special::ClusterIdX: return ctaid[0];
-  case Special::CtaidY: case Special::ClusterIdY: return ctaid[1];
-  case Special::CtaidZ: case Special::ClusterIdZ: return ctaid[2];
-  case Special::NctaidX: case Special::NClusterIdX: return cfg.grid[0];
-  case Special::NctaidY: case Special::NClusterIdY: return cfg.grid[1];
-  case Special::NctaidZ: case Special::NClusterIdZ: return cfg.grid[2];
-  case Special::LaneId: return t.lane;
-  case Special::WarpId: return t.warp;
-  case Special::NWarpId: return 64;
-  case Special::SmId: return (ctaid[0] + ctaid[1] * cfg.grid[0]) % kNumSMs;
-  case Special::NSmId: return kNumSMs;
-  case Special::Clock: case Special::Clock64: case Special::GlobalTimer: return t.executed;
-  case Special::DynSmem: return cfg.dynamicSmem;
-  case Special::TotalSmem: return smemSize;
-  case Special::LanemaskLt: return (1ull << t.lane) - 1;
-  case Special::LanemaskLe: return ((1ull << t.lane) << 1) - 1;
-  case Special::LanemaskEq: return 1ull << t.lane;
-  case Special::LanemaskGe: return uint32_t(~((1ull << t.lane) - 1));
-  case Special::LanemaskGt: return uint32_t(~(((1ull << t.lane) << 1) - 1));
-  case Special::ClusterCtaRank: return 0;
-  case Special::ClusterNCtaRank: return 1;
-  case Special::ClusterCtaidX: case Special::ClusterCtaidY: case Special::ClusterCtaidZ: return 0;
-  case Special::ClusterNctaidX: case Special::ClusterNctaidY: case Special::ClusterNctaidZ: return 1;
-  case Special::IsExplicitCluster: return 0;
+  case Special::TidX:
+    return t.tid[0];
+  case Special::TidY:
+    return t.tid[1];
+  case Special::TidZ:
+    return t.tid[2];
+  case Special::NtidX:
+    return cfg.block[0];
+  case Special::NtidY:
+    return cfg.block[1];
+  case Special::NtidZ:
+    return cfg.block[2];
+  case Special::CtaidX:
+  case Special::ClusterIdX:
+    return ctaid[0];
+  case Special::CtaidY:
+  case Special::ClusterIdY:
+    return ctaid[1];
+  case Special::CtaidZ:
+  case Special::ClusterIdZ:
+    return ctaid[2];
+  case Special::NctaidX:
+  case Special::NClusterIdX:
+    return cfg.grid[0];
+  case Special::NctaidY:
+  case Special::NClusterIdY:
+    return cfg.grid[1];
+  case Special::NctaidZ:
+  case Special::NClusterIdZ:
+    return cfg.grid[2];
+  case Special::LaneId:
+    return t.lane;
+  case Special::WarpId:
+    return t.warp;
+  case Special::NWarpId:
+    return 64;
+  case Special::SmId:
+    return (ctaid[0] + ctaid[1] * cfg.grid[0]) % kNumSMs;
+  case Special::NSmId:
+    return kNumSMs;
+  case Special::Clock:
+  case Special::Clock64:
+  case Special::GlobalTimer:
+    return t.executed;
+  case Special::DynSmem:
+    return cfg.dynamicSmem;
+  case Special::TotalSmem:
+    return smemSize;
+  case Special::LanemaskLt:
+    return (1ull << t.lane) - 1;
+  case Special::LanemaskLe:
+    return ((1ull << t.lane) << 1) - 1;
+  case Special::LanemaskEq:
+    return 1ull << t.lane;
+  case Special::LanemaskGe:
+    return uint32_t(~((1ull << t.lane) - 1));
+  case Special::LanemaskGt:
+    return uint32_t(~(((1ull << t.lane) << 1) - 1));
+  case Special::ClusterCtaRank:
+    return 0;
+  case Special::ClusterNCtaRank:
+    return 1;
+  case Special::ClusterCtaidX:
+  case Special::ClusterCtaidY:
+  case Special::ClusterCtaidZ:
+    return 0;
+  case Special::ClusterNctaidX:
+  case Special::ClusterNctaidY:
+  case Special::ClusterNctaidZ:
+    return 1;
+  case Special::IsExplicitCluster:
+    return 0;
   }
   return 0;
 }
@@ -302,8 +374,12 @@ uint64_t Cta::read(const Operand &o, const Thread &t, Ty ty) const {
   }
 }
 
-float Cta::readF(const Operand &o, const Thread &t) const { return asF(read(o, t, Ty::F32)); }
-double Cta::readD(const Operand &o, const Thread &t) const { return asD(read(o, t, Ty::F64)); }
+float Cta::readF(const Operand &o, const Thread &t) const {
+  return asF(read(o, t, Ty::F32));
+}
+double Cta::readD(const Operand &o, const Thread &t) const {
+  return asD(read(o, t, Ty::F64));
+}
 
 void Cta::write(const Operand &o, Thread &t, uint64_t v, Ty ty) {
   if (o.kind == Operand::Sink)
@@ -329,21 +405,27 @@ uint64_t Cta::address(const Operand &o, const Thread &t) const {
 
 // ---------------------------------------------------------------- memory
 
-uint32_t Cta::sharedOffset(Space space, uint64_t addr, unsigned size, const char *what) {
+uint32_t Cta::sharedOffset(Space space, uint64_t addr, unsigned size,
+                           const char *what) {
   uint64_t off = addr;
   if (space == Space::Generic) {
     if (addr < kSharedWindow || addr >= kSharedWindow + kSharedWindowSize)
-      fail(std::string(what) + ": generic address 0x" + [&] {
-        std::ostringstream os;
-        os << std::hex << addr;
-        return os.str();
-      }() + " is not in the shared window", true);
+      fail(
+          std::string(what) + ": generic address 0x" +
+              [&] {
+                std::ostringstream os;
+                os << std::hex << addr;
+                return os.str();
+              }() +
+              " is not in the shared window",
+          true);
     off = addr - kSharedWindow;
   }
   if (off < kReservedSmem || off + size > smemSize) {
     std::ostringstream os;
-    os << what << ": shared memory access at 0x" << std::hex << off << std::dec << " (" << size
-       << " bytes) outside the CTA's shared memory [0x400, 0x" << std::hex << smemSize << ")";
+    os << what << ": shared memory access at 0x" << std::hex << off << std::dec
+       << " (" << size << " bytes) outside the CTA's shared memory [0x400, 0x"
+       << std::hex << smemSize << ")";
     fail(os.str(), true);
   }
   return uint32_t(off);
@@ -358,9 +440,9 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
       if (it != mbars.end() && it->second.phase < a.phase) {
         std::ostringstream os;
         os << what << ": read of shared memory at 0x" << std::hex << c * 16
-           << " written by an async copy whose mbarrier 0x" << a.mbar << std::dec
-           << " has not completed phase " << a.phase - 1 << " (it is in phase "
-           << it->second.phase << ")";
+           << " written by an async copy whose mbarrier 0x" << a.mbar
+           << std::dec << " has not completed phase " << a.phase - 1
+           << " (it is in phase " << it->second.phase << ")";
         fail(os.str());
       }
     }
@@ -368,22 +450,25 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
   for (unsigned b = 0; b < size; ++b)
     if (!written[off + b]) {
       std::ostringstream os;
-      os << what << ": read of never-written shared memory at 0x" << std::hex << (off + b);
+      os << what << ": read of never-written shared memory at 0x" << std::hex
+         << (off + b);
       fail(os.str());
     }
 }
 
 void Cta::smemWriteGeneric(uint32_t off, unsigned size) {
-  // Write-write race: another warp wrote this word and nothing orders that write before this one
-  // (no bar.sync both took part in, no mbarrier arrive -> wait chain).
+  // Write-write race: another warp wrote this word and nothing orders that
+  // write before this one (no bar.sync both took part in, no mbarrier arrive ->
+  // wait chain).
   unsigned w = cur->warp;
   for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word) {
     int32_t prev = wordWriter[word];
-    if (prev >= 0 && unsigned(prev) != w && warpClock[w][prev] < wordClock[word] &&
-        checkEnabled("write-race")) {
+    if (prev >= 0 && unsigned(prev) != w &&
+        warpClock[w][prev] < wordClock[word] && checkEnabled("write-race")) {
       std::ostringstream os;
-      os << "warps " << prev << " and " << w << " write shared word 0x" << std::hex << word * 4
-         << std::dec << " with no barrier between (the other write: warp " << prev << ", "
+      os << "warps " << prev << " and " << w << " write shared word 0x"
+         << std::hex << word * 4 << std::dec
+         << " with no barrier between (the other write: warp " << prev << ", "
          << instAt(wordPc[word]) << ")";
       fail(os.str());
     }
@@ -412,16 +497,18 @@ void Cta::asyncProxyRead(uint32_t off, unsigned size, const char *what) {
     int w = chunkWriter[c];
     if (w >= 0 && threads[w].fenceCount == chunkStamp[c]) {
       std::ostringstream os;
-      os << what << " (async proxy) reads shared memory at 0x" << std::hex << c * 16 << std::dec
-         << " written by warp " << threads[w].warp << " lane " << threads[w].lane
-         << " (generic proxy) with no fence.proxy.async by that thread since the write";
+      os << what << " (async proxy) reads shared memory at 0x" << std::hex
+         << c * 16 << std::dec << " written by warp " << threads[w].warp
+         << " lane " << threads[w].lane
+         << " (generic proxy) with no fence.proxy.async by that thread since "
+            "the write";
       fail(os.str());
     }
   }
 }
 
-uint8_t *Cta::resolve(Space space, uint64_t addr, unsigned size, bool, Space &actual,
-                      uint32_t &smemOff) {
+uint8_t *Cta::resolve(Space space, uint64_t addr, unsigned size, bool,
+                      Space &actual, uint32_t &smemOff) {
   if (space == Space::Generic) {
     if (addr >= kSharedWindow && addr < kSharedWindow + kSharedWindowSize)
       space = Space::Shared;
@@ -448,7 +535,8 @@ uint8_t *Cta::resolve(Space space, uint64_t addr, unsigned size, bool, Space &ac
   case Space::Global: {
     uint8_t *p = mem.translate(addr, size);
     if (!p)
-      fail("global memory access of " + std::to_string(size) + " bytes at " + mem.describe(addr),
+      fail("global memory access of " + std::to_string(size) + " bytes at " +
+               mem.describe(addr),
            true);
     return p;
   }
@@ -514,9 +602,9 @@ void Cta::mbarArrive(uint32_t off, uint32_t count) {
   MBar &b = mbarAt(off, "mbarrier.arrive");
   if (count > b.pending) {
     std::ostringstream os;
-    os << "mbarrier.arrive: " << count << " arrival(s) on mbarrier 0x" << std::hex << off
-       << std::dec << " with only " << b.pending << " pending (expected count " << b.expected
-       << ")";
+    os << "mbarrier.arrive: " << count << " arrival(s) on mbarrier 0x"
+       << std::hex << off << std::dec << " with only " << b.pending
+       << " pending (expected count " << b.expected << ")";
     fail(os.str());
   }
   b.pending -= count;
@@ -535,8 +623,8 @@ void Cta::mbarTx(uint32_t off, int64_t delta) {
   mbarCheckComplete(off, b);
 }
 
-// Checks that can be switched off with CUDASIM_DISABLE_CHECKS=name,name (for bisecting a
-// failure; every check is on by default).
+// Checks that can be switched off with CUDASIM_DISABLE_CHECKS=name,name (for
+// bisecting a failure; every check is on by default).
 bool checkEnabled(const char *name) {
   static const std::string disabled = [] {
     const char *e = std::getenv("CUDASIM_DISABLE_CHECKS");
@@ -549,10 +637,11 @@ void Cta::checkAsyncUse(uint32_t off, const char *what) {
   MBar &b = mbarAt(off, what);
   if (!b.fenced && checkEnabled("mbarrier-init-fence")) {
     std::ostringstream os;
-    os << what << " signals mbarrier 0x" << std::hex << off << std::dec << " initialised by warp "
-       << threads[b.initThread].warp << " lane " << threads[b.initThread].lane << " at "
-       << instAt(b.initPc)
-       << ", but that thread executed no fence.mbarrier_init / fence.proxy.async after the init: "
+    os << what << " signals mbarrier 0x" << std::hex << off << std::dec
+       << " initialised by warp " << threads[b.initThread].warp << " lane "
+       << threads[b.initThread].lane << " at " << instAt(b.initPc)
+       << ", but that thread executed no fence.mbarrier_init / "
+          "fence.proxy.async after the init: "
           "the async proxy may not see the initialised barrier";
     fail(os.str());
   }
@@ -564,12 +653,14 @@ void Cta::checkPending(Thread &t, const Inst &i) {
   for (int r : i.srcRegs)
     if (t.pending[r])
       fail("register " + kernel.regNames[r] +
-           " is a wgmma accumulator still in flight (read before the wgmma.wait_group that "
+           " is a wgmma accumulator still in flight (read before the "
+           "wgmma.wait_group that "
            "covers it)");
   for (int r : i.dstRegs)
     if (t.pending[r])
       fail("register " + kernel.regNames[r] +
-           " is a wgmma accumulator still in flight (written before the wgmma.wait_group that "
+           " is a wgmma accumulator still in flight (written before the "
+           "wgmma.wait_group that "
            "covers it)");
 }
 
@@ -593,9 +684,9 @@ inline void Cta::stepThread(Thread &t) {
   exec(t, i);
 }
 
-// Runs the runnable lanes of a warp in lockstep, one instruction per lane per step (a converged
-// warp moves together, as on the hardware), for at most `quantum` steps. Returns the number of
-// thread-instructions executed.
+// Runs the runnable lanes of a warp in lockstep, one instruction per lane per
+// step (a converged warp moves together, as on the hardware), for at most
+// `quantum` steps. Returns the number of thread-instructions executed.
 uint64_t Cta::runWarp(unsigned w, unsigned quantum) {
   unsigned first = w * 32, last = std::min(nthreads, first + 32);
   uint64_t before = 0, after = 0;
@@ -629,15 +720,21 @@ uint64_t applyInt(Op op, Ty ty, uint64_t a, uint64_t b, const Inst &i) {
     }
     return a + b;
   }
-  case Op::Sub: return a - b;
-  case Op::And: return a & b;
-  case Op::Or: return a | b;
-  case Op::Xor: return a ^ b;
+  case Op::Sub:
+    return a - b;
+  case Op::And:
+    return a & b;
+  case Op::Or:
+    return a | b;
+  case Op::Xor:
+    return a ^ b;
   case Op::Min:
-    if (sgn) return sext(a, bits) < sext(b, bits) ? a : b;
+    if (sgn)
+      return sext(a, bits) < sext(b, bits) ? a : b;
     return maskBits(a, bits) < maskBits(b, bits) ? a : b;
   case Op::Max:
-    if (sgn) return sext(a, bits) > sext(b, bits) ? a : b;
+    if (sgn)
+      return sext(a, bits) > sext(b, bits) ? a : b;
     return maskBits(a, bits) > maskBits(b, bits) ? a : b;
   case Op::Shl: {
     uint32_t n = uint32_t(b);
@@ -654,12 +751,14 @@ uint64_t applyInt(Op op, Ty ty, uint64_t a, uint64_t b, const Inst &i) {
   case Op::Div:
     if (maskBits(b, bits) == 0)
       return ~0ull;
-    if (sgn) return uint64_t(sext(a, bits) / sext(b, bits));
+    if (sgn)
+      return uint64_t(sext(a, bits) / sext(b, bits));
     return maskBits(a, bits) / maskBits(b, bits);
   case Op::Rem:
     if (maskBits(b, bits) == 0)
       return a;
-    if (sgn) return uint64_t(sext(a, bits) % sext(b, bits));
+    if (sgn)
+      return uint64_t(sext(a, bits) % sext(b, bits));
     return maskBits(a, bits) % maskBits(b, bits);
   default:
     return 0;
@@ -671,22 +770,38 @@ bool compareInt(uint8_t cmp, Ty ty, uint64_t a, uint64_t b) {
   if (tyIsSigned(ty)) {
     int64_t x = sext(a, bits), y = sext(b, bits);
     switch (cmp) {
-    case Eq: return x == y;
-    case Ne: return x != y;
-    case Lt: return x < y;
-    case Le: return x <= y;
-    case Gt: return x > y;
-    case Ge: return x >= y;
+    case Eq:
+      return x == y;
+    case Ne:
+      return x != y;
+    case Lt:
+      return x < y;
+    case Le:
+      return x <= y;
+    case Gt:
+      return x > y;
+    case Ge:
+      return x >= y;
     }
   }
   uint64_t x = maskBits(a, bits), y = maskBits(b, bits);
   switch (cmp) {
-  case Eq: return x == y;
-  case Ne: return x != y;
-  case Lt: case Lo: return x < y;
-  case Le: case Ls: return x <= y;
-  case Gt: case Hi: return x > y;
-  case Ge: case Hs: return x >= y;
+  case Eq:
+    return x == y;
+  case Ne:
+    return x != y;
+  case Lt:
+  case Lo:
+    return x < y;
+  case Le:
+  case Ls:
+    return x <= y;
+  case Gt:
+  case Hi:
+    return x > y;
+  case Ge:
+  case Hs:
+    return x >= y;
   }
   return false;
 }
@@ -694,44 +809,65 @@ bool compareInt(uint8_t cmp, Ty ty, uint64_t a, uint64_t b) {
 bool compareFloat(uint8_t cmp, double x, double y) {
   bool un = std::isnan(x) || std::isnan(y);
   switch (cmp) {
-  case Eq: return !un && x == y;
-  case Ne: return !un && x != y;
-  case Lt: return !un && x < y;
-  case Le: return !un && x <= y;
-  case Gt: return !un && x > y;
-  case Ge: return !un && x >= y;
-  case Equ: return un || x == y;
-  case Neu: return un || x != y;
-  case Ltu: return un || x < y;
-  case Leu: return un || x <= y;
-  case Gtu: return un || x > y;
-  case Geu: return un || x >= y;
-  case Num: return !un;
-  case Nan: return un;
+  case Eq:
+    return !un && x == y;
+  case Ne:
+    return !un && x != y;
+  case Lt:
+    return !un && x < y;
+  case Le:
+    return !un && x <= y;
+  case Gt:
+    return !un && x > y;
+  case Ge:
+    return !un && x >= y;
+  case Equ:
+    return un || x == y;
+  case Neu:
+    return un || x != y;
+  case Ltu:
+    return un || x < y;
+  case Leu:
+    return un || x <= y;
+  case Gtu:
+    return un || x > y;
+  case Geu:
+    return un || x >= y;
+  case Num:
+    return !un;
+  case Nan:
+    return un;
   }
   return false;
 }
 
 // Unpacks a 16-bit float (f16 or bf16 in the low bits) or a packed pair.
-float lo16(uint64_t v, bool bf) { return bf ? bf16ToFloat(uint16_t(v)) : halfToFloat(uint16_t(v)); }
+float lo16(uint64_t v, bool bf) {
+  return bf ? bf16ToFloat(uint16_t(v)) : halfToFloat(uint16_t(v));
+}
 uint16_t to16(float f, bool bf, int rounding = 0) {
-  return bf ? floatToBf16(f, toRounding(rounding)) : floatToHalf(f, toRounding(rounding));
+  return bf ? floatToBf16(f, toRounding(rounding))
+            : floatToHalf(f, toRounding(rounding));
 }
 
 float fminPtx(float a, float b, bool nanProp) {
   if (std::isnan(a) || std::isnan(b)) {
-    if (nanProp) return NAN;
+    if (nanProp)
+      return NAN;
     return std::isnan(a) ? b : a;
   }
-  if (a == 0 && b == 0) return std::signbit(a) ? a : b;
+  if (a == 0 && b == 0)
+    return std::signbit(a) ? a : b;
   return a < b ? a : b;
 }
 float fmaxPtx(float a, float b, bool nanProp) {
   if (std::isnan(a) || std::isnan(b)) {
-    if (nanProp) return NAN;
+    if (nanProp)
+      return NAN;
     return std::isnan(a) ? b : a;
   }
-  if (a == 0 && b == 0) return std::signbit(a) ? b : a;
+  if (a == 0 && b == 0)
+    return std::signbit(a) ? b : a;
   return a > b ? a : b;
 }
 
@@ -747,18 +883,35 @@ float floatOp(const Inst &i, Op op, float a, float b, float c) {
   int saved = 0;
   if (mode) {
     saved = std::fegetround();
-    std::fesetround(mode == 1 ? FE_TOWARDZERO : mode == 2 ? FE_DOWNWARD : FE_UPWARD);
+    std::fesetround(mode == 1   ? FE_TOWARDZERO
+                    : mode == 2 ? FE_DOWNWARD
+                                : FE_UPWARD);
   }
   volatile float va = a, vb = b, vc = c;
   switch (op) {
-  case Op::Add: r = va + vb; break;
-  case Op::Sub: r = va - vb; break;
-  case Op::Mul: r = va * vb; break;
-  case Op::Fma: r = std::fma(float(va), float(vb), float(vc)); break;
-  case Op::Div: r = i.approx ? float(double(va) / double(vb)) : va / vb; break;
-  case Op::Min: r = fminPtx(a, b, i.mode == 1); break;
-  case Op::Max: r = fmaxPtx(a, b, i.mode == 1); break;
-  default: r = 0;
+  case Op::Add:
+    r = va + vb;
+    break;
+  case Op::Sub:
+    r = va - vb;
+    break;
+  case Op::Mul:
+    r = va * vb;
+    break;
+  case Op::Fma:
+    r = std::fma(float(va), float(vb), float(vc));
+    break;
+  case Op::Div:
+    r = i.approx ? float(double(va) / double(vb)) : va / vb;
+    break;
+  case Op::Min:
+    r = fminPtx(a, b, i.mode == 1);
+    break;
+  case Op::Max:
+    r = fmaxPtx(a, b, i.mode == 1);
+    break;
+  default:
+    r = 0;
   }
   if (mode)
     std::fesetround(saved);
@@ -800,12 +953,15 @@ void Cta::exec(Thread &t, const Inst &i) {
         if (k == 0 && addr % (bytes * o[0].elems.size()))
           fail("misaligned vector load", true);
         uint64_t v = load(i.space, addr + k * bytes, bytes);
-        if (tyIsSigned(ty)) v = uint64_t(sext(v, bits));
-        write(o[0].elems[k], t, v, bits < 32 && !tyIsSigned(ty) ? Ty::B64 : Ty::B64);
+        if (tyIsSigned(ty))
+          v = uint64_t(sext(v, bits));
+        write(o[0].elems[k], t, v,
+              bits < 32 && !tyIsSigned(ty) ? Ty::B64 : Ty::B64);
       }
     } else {
       uint64_t v = load(i.space, addr, bytes);
-      if (tyIsSigned(ty)) v = uint64_t(sext(v, bits));
+      if (tyIsSigned(ty))
+        v = uint64_t(sext(v, bits));
       write(o[0], t, v, Ty::B64);
     }
     ++t.pc;
@@ -841,7 +997,8 @@ void Cta::exec(Thread &t, const Inst &i) {
     return;
   }
   case Op::Selp:
-    write(o[0], t, read(o[3], t, Ty::Pred) ? read(o[1], t, ty) : read(o[2], t, ty), ty);
+    write(o[0], t,
+          read(o[3], t, Ty::Pred) ? read(o[1], t, ty) : read(o[2], t, ty), ty);
     ++t.pc;
     return;
   case Op::Setp:
@@ -861,12 +1018,15 @@ void Cta::exec(Thread &t, const Inst &i) {
     bool q = !r;
     if (i.boolOp) {
       bool c = read(o[3], t, Ty::Pred) != 0;
-      auto comb = [&](bool x) { return i.boolOp == 1 ? x && c : i.boolOp == 2 ? x || c : x != c; };
+      auto comb = [&](bool x) {
+        return i.boolOp == 1 ? x && c : i.boolOp == 2 ? x || c : x != c;
+      };
       r = comb(r);
       q = comb(q);
     }
     if (i.op == Op::Set) {
-      uint64_t v = i.type2 == Ty::F32 ? (r ? fromF(1.0f) : 0) : (r ? 0xFFFFFFFFull : 0);
+      uint64_t v =
+          i.type2 == Ty::F32 ? (r ? fromF(1.0f) : 0) : (r ? 0xFFFFFFFFull : 0);
       write(o[0], t, v, i.type2);
     } else if (o[0].kind == Operand::Vec) {
       write(o[0].elems[0], t, r, Ty::Pred);
@@ -893,30 +1053,56 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
-  case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max:
-  case Op::Rem: case Op::And: case Op::Or: case Op::Xor: case Op::Shl: case Op::Shr: {
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Min:
+  case Op::Max:
+  case Op::Rem:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Shl:
+  case Op::Shr: {
     if (ty == Ty::F32) {
-      write(o[0], t, fromF(floatOp(i, i.op, readF(o[1], t), readF(o[2], t), 0)), ty);
+      write(o[0], t, fromF(floatOp(i, i.op, readF(o[1], t), readF(o[2], t), 0)),
+            ty);
     } else if (ty == Ty::F64) {
       double a = readD(o[1], t), b = readD(o[2], t), r;
       switch (i.op) {
-      case Op::Add: r = a + b; break;
-      case Op::Sub: r = a - b; break;
-      case Op::Mul: r = a * b; break;
-      case Op::Div: r = a / b; break;
-      case Op::Min: r = std::fmin(a, b); break;
-      case Op::Max: r = std::fmax(a, b); break;
-      default: fail("unsupported f64 operation");
+      case Op::Add:
+        r = a + b;
+        break;
+      case Op::Sub:
+        r = a - b;
+        break;
+      case Op::Mul:
+        r = a * b;
+        break;
+      case Op::Div:
+        r = a / b;
+        break;
+      case Op::Min:
+        r = std::fmin(a, b);
+        break;
+      case Op::Max:
+        r = std::fmax(a, b);
+        break;
+      default:
+        fail("unsupported f64 operation");
       }
       write(o[0], t, fromD(r), ty);
-    } else if (ty == Ty::F16 || ty == Ty::BF16 || ty == Ty::F16x2 || ty == Ty::BF16x2) {
+    } else if (ty == Ty::F16 || ty == Ty::BF16 || ty == Ty::F16x2 ||
+               ty == Ty::BF16x2) {
       bool bf = ty == Ty::BF16 || ty == Ty::BF16x2;
       unsigned lanes = (ty == Ty::F16x2 || ty == Ty::BF16x2) ? 2 : 1;
       uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty), d = 0;
       for (unsigned k = 0; k < lanes; ++k) {
         Inst f = i;
         f.rounding = 0;
-        float r = floatOp(f, i.op, lo16(a >> (16 * k), bf), lo16(b >> (16 * k), bf), 0);
+        float r = floatOp(f, i.op, lo16(a >> (16 * k), bf),
+                          lo16(b >> (16 * k), bf), 0);
         d |= uint64_t(to16(r, bf)) << (16 * k);
       }
       write(o[0], t, d, lanes == 2 ? Ty::B32 : Ty::B16);
@@ -929,7 +1115,8 @@ void Cta::exec(Thread &t, const Inst &i) {
       } else if (i.hi) {
         unsigned __int128 p;
         if (tyIsSigned(ty))
-          p = (unsigned __int128)((__int128)sext(a, bits) * (__int128)sext(b, bits));
+          p = (unsigned __int128)((__int128)sext(a, bits) *
+                                  (__int128)sext(b, bits));
         else
           p = (unsigned __int128)maskBits(a, bits) * maskBits(b, bits);
         write(o[0], t, uint64_t(p >> bits), ty);
@@ -940,7 +1127,8 @@ void Cta::exec(Thread &t, const Inst &i) {
       if (i.cc)
         fail("carry (.cc) arithmetic is not supported");
       uint64_t r = applyInt(i.op, ty, read(o[1], t, ty), read(o[2], t, ty), i);
-      if (i.relu && sext(r, bits) < 0) // min/max.relu: clamp negative results to 0
+      if (i.relu &&
+          sext(r, bits) < 0) // min/max.relu: clamp negative results to 0
         r = 0;
       write(o[0], t, r, ty);
     }
@@ -957,7 +1145,8 @@ void Cta::exec(Thread &t, const Inst &i) {
     } else if (i.hi) {
       unsigned __int128 p;
       if (tyIsSigned(ty))
-        p = (unsigned __int128)((__int128)sext(a, bits) * (__int128)sext(b, bits));
+        p = (unsigned __int128)((__int128)sext(a, bits) *
+                                (__int128)sext(b, bits));
       else
         p = (unsigned __int128)maskBits(a, bits) * maskBits(b, bits);
       write(o[0], t, uint64_t(p >> bits) + read(o[3], t, ty), ty);
@@ -969,13 +1158,20 @@ void Cta::exec(Thread &t, const Inst &i) {
   }
   case Op::Fma: {
     if (ty == Ty::F32) {
-      write(o[0], t, fromF(floatOp(i, Op::Fma, readF(o[1], t), readF(o[2], t), readF(o[3], t))), ty);
+      write(o[0], t,
+            fromF(floatOp(i, Op::Fma, readF(o[1], t), readF(o[2], t),
+                          readF(o[3], t))),
+            ty);
     } else if (ty == Ty::F64) {
-      write(o[0], t, fromD(std::fma(readD(o[1], t), readD(o[2], t), readD(o[3], t))), ty);
-    } else if (ty == Ty::F16 || ty == Ty::BF16 || ty == Ty::F16x2 || ty == Ty::BF16x2) {
+      write(o[0], t,
+            fromD(std::fma(readD(o[1], t), readD(o[2], t), readD(o[3], t))),
+            ty);
+    } else if (ty == Ty::F16 || ty == Ty::BF16 || ty == Ty::F16x2 ||
+               ty == Ty::BF16x2) {
       bool bf = ty == Ty::BF16 || ty == Ty::BF16x2;
       unsigned lanes = (ty == Ty::F16x2 || ty == Ty::BF16x2) ? 2 : 1;
-      uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty), c = read(o[3], t, ty), d = 0;
+      uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty),
+               c = read(o[3], t, ty), d = 0;
       for (unsigned k = 0; k < lanes; ++k) {
         double r = double(lo16(a >> (16 * k), bf)) * lo16(b >> (16 * k), bf) +
                    lo16(c >> (16 * k), bf);
@@ -991,27 +1187,64 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
-  case Op::Abs: case Op::Neg: case Op::Not: case Op::Cnot: case Op::Popc: case Op::Clz:
+  case Op::Abs:
+  case Op::Neg:
+  case Op::Not:
+  case Op::Cnot:
+  case Op::Popc:
+  case Op::Clz:
   case Op::Brev: {
     uint64_t a = read(o[1], t, ty), r = 0;
-    if (ty == Ty::F32 && i.op == Op::Abs) r = a & 0x7FFFFFFFu;
-    else if (ty == Ty::F32 && i.op == Op::Neg) r = a ^ 0x80000000u;
-    else if (ty == Ty::F64 && i.op == Op::Abs) r = a & ~(1ull << 63);
-    else if (ty == Ty::F64 && i.op == Op::Neg) r = a ^ (1ull << 63);
-    else if ((ty == Ty::BF16 || ty == Ty::F16) && i.op == Op::Neg) r = a ^ 0x8000u;
-    else if ((ty == Ty::BF16 || ty == Ty::F16) && i.op == Op::Abs) r = a & 0x7FFFu;
-    else if ((ty == Ty::BF16x2 || ty == Ty::F16x2) && i.op == Op::Neg) r = a ^ 0x80008000u;
-    else if ((ty == Ty::BF16x2 || ty == Ty::F16x2) && i.op == Op::Abs) r = a & 0x7FFF7FFFu;
+    if (ty == Ty::F32 && i.op == Op::Abs)
+      r = a & 0x7FFFFFFFu;
+    else if (ty == Ty::F32 && i.op == Op::Neg)
+      r = a ^ 0x80000000u;
+    else if (ty == Ty::F64 && i.op == Op::Abs)
+      r = a & ~(1ull << 63);
+    else if (ty == Ty::F64 && i.op == Op::Neg)
+      r = a ^ (1ull << 63);
+    else if ((ty == Ty::BF16 || ty == Ty::F16) && i.op == Op::Neg)
+      r = a ^ 0x8000u;
+    else if ((ty == Ty::BF16 || ty == Ty::F16) && i.op == Op::Abs)
+      r = a & 0x7FFFu;
+    else if ((ty == Ty::BF16x2 || ty == Ty::F16x2) && i.op == Op::Neg)
+      r = a ^ 0x80008000u;
+    else if ((ty == Ty::BF16x2 || ty == Ty::F16x2) && i.op == Op::Abs)
+      r = a & 0x7FFF7FFFu;
     else {
       switch (i.op) {
-      case Op::Abs: { int64_t v = sext(a, bits); r = uint64_t(v < 0 ? -v : v); break; }
-      case Op::Neg: r = uint64_t(-int64_t(a)); break;
-      case Op::Not: r = ty == Ty::Pred ? !a : ~a; break;
-      case Op::Cnot: r = maskBits(a, bits) == 0; break;
-      case Op::Popc: r = __builtin_popcountll(maskBits(a, bits)); break;
-      case Op::Clz: { uint64_t v = maskBits(a, bits); r = v ? __builtin_clzll(v) - (64 - bits) : bits; break; }
-      case Op::Brev: { uint64_t v = 0; for (unsigned k = 0; k < bits; ++k) if (a >> k & 1) v |= 1ull << (bits - 1 - k); r = v; break; }
-      default: break;
+      case Op::Abs: {
+        int64_t v = sext(a, bits);
+        r = uint64_t(v < 0 ? -v : v);
+        break;
+      }
+      case Op::Neg:
+        r = uint64_t(-int64_t(a));
+        break;
+      case Op::Not:
+        r = ty == Ty::Pred ? !a : ~a;
+        break;
+      case Op::Cnot:
+        r = maskBits(a, bits) == 0;
+        break;
+      case Op::Popc:
+        r = __builtin_popcountll(maskBits(a, bits));
+        break;
+      case Op::Clz: {
+        uint64_t v = maskBits(a, bits);
+        r = v ? __builtin_clzll(v) - (64 - bits) : bits;
+        break;
+      }
+      case Op::Brev: {
+        uint64_t v = 0;
+        for (unsigned k = 0; k < bits; ++k)
+          if (a >> k & 1)
+            v |= 1ull << (bits - 1 - k);
+        r = v;
+        break;
+      }
+      default:
+        break;
       }
     }
     Ty dt = (i.op == Op::Popc || i.op == Op::Clz) ? Ty::U32 : ty;
@@ -1021,14 +1254,16 @@ void Cta::exec(Thread &t, const Inst &i) {
   }
   case Op::Bfe: {
     uint64_t a = read(o[1], t, ty);
-    unsigned pos = unsigned(read(o[2], t, Ty::U32) & 0xFF), len = unsigned(read(o[3], t, Ty::U32) & 0xFF);
+    unsigned pos = unsigned(read(o[2], t, Ty::U32) & 0xFF),
+             len = unsigned(read(o[3], t, Ty::U32) & 0xFF);
     uint64_t r = 0;
     bool sgn = tyIsSigned(ty);
     unsigned msbPos = std::min(pos + len - 1, bits - 1);
     bool sbit = sgn ? (len == 0 ? false : (a >> msbPos) & 1) : false;
     for (unsigned k = 0; k < bits; ++k) {
       bool bit = (k < len && pos + k < bits) ? (a >> (pos + k)) & 1 : sbit;
-      if (bit) r |= 1ull << k;
+      if (bit)
+        r |= 1ull << k;
     }
     write(o[0], t, r, ty);
     ++t.pc;
@@ -1036,7 +1271,8 @@ void Cta::exec(Thread &t, const Inst &i) {
   }
   case Op::Bfi: {
     uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty);
-    unsigned pos = unsigned(read(o[3], t, Ty::U32) & 0xFF), len = unsigned(read(o[4], t, Ty::U32) & 0xFF);
+    unsigned pos = unsigned(read(o[3], t, Ty::U32) & 0xFF),
+             len = unsigned(read(o[4], t, Ty::U32) & 0xFF);
     uint64_t r = b;
     for (unsigned k = 0; k < len && pos + k < bits; ++k) {
       uint64_t m = 1ull << (pos + k);
@@ -1047,19 +1283,22 @@ void Cta::exec(Thread &t, const Inst &i) {
     return;
   }
   case Op::Lop3: {
-    uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty), c = read(o[3], t, ty);
+    uint64_t a = read(o[1], t, ty), b = read(o[2], t, ty),
+             c = read(o[3], t, ty);
     unsigned lut = unsigned(read(o[4], t, Ty::U32));
     uint64_t r = 0;
     for (unsigned k = 0; k < bits; ++k) {
       unsigned idx = ((a >> k & 1) << 2) | ((b >> k & 1) << 1) | (c >> k & 1);
-      if (lut >> idx & 1) r |= 1ull << k;
+      if (lut >> idx & 1)
+        r |= 1ull << k;
     }
     write(o[0], t, r, ty);
     ++t.pc;
     return;
   }
   case Op::Shf: {
-    uint32_t a = uint32_t(read(o[1], t, Ty::B32)), b = uint32_t(read(o[2], t, Ty::B32));
+    uint32_t a = uint32_t(read(o[1], t, Ty::B32)),
+             b = uint32_t(read(o[2], t, Ty::B32));
     uint32_t c = uint32_t(read(o[3], t, Ty::U32));
     uint32_t n = (i.mode & 2) ? (c & 31) : std::min<uint32_t>(c, 32);
     uint64_t v = (uint64_t(b) << 32) | a;
@@ -1081,50 +1320,96 @@ void Cta::exec(Thread &t, const Inst &i) {
     double v = ty == Ty::F32 ? readF(o[1], t) : readD(o[1], t);
     bool r = false;
     switch (i.mode) {
-    case 0: r = std::isfinite(v); break;
-    case 1: r = std::isinf(v); break;
-    case 2: r = !std::isnan(v); break;
-    case 3: r = std::isnan(v); break;
-    case 4: r = std::isnormal(ty == Ty::F32 ? float(v) : v); break;
-    case 5: r = std::fpclassify(ty == Ty::F32 ? float(v) : v) == FP_SUBNORMAL; break;
+    case 0:
+      r = std::isfinite(v);
+      break;
+    case 1:
+      r = std::isinf(v);
+      break;
+    case 2:
+      r = !std::isnan(v);
+      break;
+    case 3:
+      r = std::isnan(v);
+      break;
+    case 4:
+      r = std::isnormal(ty == Ty::F32 ? float(v) : v);
+      break;
+    case 5:
+      r = std::fpclassify(ty == Ty::F32 ? float(v) : v) == FP_SUBNORMAL;
+      break;
     }
     write(o[0], t, r, Ty::Pred);
     ++t.pc;
     return;
   }
-  case Op::Rcp: case Op::Sqrt: case Op::Rsqrt: case Op::Ex2: case Op::Lg2: case Op::Sin:
-  case Op::Cos: case Op::Tanh: {
+  case Op::Rcp:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Ex2:
+  case Op::Lg2:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tanh: {
     if (ty == Ty::F64) {
       double a = readD(o[1], t), r = 0;
       switch (i.op) {
-      case Op::Rcp: r = 1.0 / a; break;
-      case Op::Sqrt: r = std::sqrt(a); break;
-      case Op::Rsqrt: r = 1.0 / std::sqrt(a); break;
-      default: fail("unsupported f64 transcendental");
+      case Op::Rcp:
+        r = 1.0 / a;
+        break;
+      case Op::Sqrt:
+        r = std::sqrt(a);
+        break;
+      case Op::Rsqrt:
+        r = 1.0 / std::sqrt(a);
+        break;
+      default:
+        fail("unsupported f64 transcendental");
       }
       write(o[0], t, fromD(r), ty);
       ++t.pc;
       return;
     }
     if (ty != Ty::F32)
-      fail(std::string("unsupported type .") + tyName(ty) + " for this instruction");
+      fail(std::string("unsupported type .") + tyName(ty) +
+           " for this instruction");
     float a = readF(o[1], t);
-    if (i.ftz) a = ftz(a);
+    if (i.ftz)
+      a = ftz(a);
     double d = a, r = 0;
     switch (i.op) {
-    case Op::Rcp: r = 1.0 / d; break;
-    case Op::Sqrt: r = std::sqrt(d); break;
-    case Op::Rsqrt: r = 1.0 / std::sqrt(d); break;
-    case Op::Ex2: r = std::exp2(d); break;
-    case Op::Lg2: r = std::log2(d); break;
-    case Op::Sin: r = std::sin(d); break;
-    case Op::Cos: r = std::cos(d); break;
-    case Op::Tanh: r = std::tanh(d); break;
-    default: break;
+    case Op::Rcp:
+      r = 1.0 / d;
+      break;
+    case Op::Sqrt:
+      r = std::sqrt(d);
+      break;
+    case Op::Rsqrt:
+      r = 1.0 / std::sqrt(d);
+      break;
+    case Op::Ex2:
+      r = std::exp2(d);
+      break;
+    case Op::Lg2:
+      r = std::log2(d);
+      break;
+    case Op::Sin:
+      r = std::sin(d);
+      break;
+    case Op::Cos:
+      r = std::cos(d);
+      break;
+    case Op::Tanh:
+      r = std::tanh(d);
+      break;
+    default:
+      break;
     }
-    // Correctly rounded (.rn) results; the .approx forms are within their stated error of these.
+    // Correctly rounded (.rn) results; the .approx forms are within their
+    // stated error of these.
     float f = roundToFloat(r, i.approx ? 0 : i.rounding & 3);
-    if (i.ftz) f = ftz(f);
+    if (i.ftz)
+      f = ftz(f);
     write(o[0], t, fromF(f), ty);
     ++t.pc;
     return;
@@ -1132,29 +1417,38 @@ void Cta::exec(Thread &t, const Inst &i) {
   case Op::Bra:
     t.pc = int(o[0].imm);
     return;
-  case Op::Ret: case Op::Exit:
+  case Op::Ret:
+  case Op::Exit:
     t.st = TState::Exited;
     if (!t.pendingList.empty())
-      fail("thread exits with wgmma accumulators still in flight (no wgmma.wait_group)");
+      fail("thread exits with wgmma accumulators still in flight (no "
+           "wgmma.wait_group)");
     checkBarriers();
     return;
   case Op::Trap:
     fail("trap executed");
-  case Op::BarSync: case Op::BarArrive: {
+  case Op::BarSync:
+  case Op::BarArrive: {
     unsigned id = o.empty() ? 0 : unsigned(read(o[0], t, Ty::U32));
     unsigned count = o.size() > 1 ? unsigned(read(o[1], t, Ty::U32)) : 0;
     if (id >= 16)
       fail("barrier id " + std::to_string(id) + " out of range (0-15)");
     if (o.size() > 1 && (count == 0 || count % 32))
-      fail("barrier thread count " + std::to_string(count) + " is not a positive multiple of 32");
+      fail("barrier thread count " + std::to_string(count) +
+           " is not a positive multiple of 32");
     ++t.pc;
     barrierArrive(t, id, count, i.op == Op::BarSync);
     return;
   }
-  case Op::Fence: case Op::Membar: case Op::Prefetch: case Op::Nanosleep: case Op::WgmmaFence:
+  case Op::Fence:
+  case Op::Membar:
+  case Op::Prefetch:
+  case Op::Nanosleep:
+  case Op::WgmmaFence:
     ++t.pc;
     return;
-  case Op::FenceProxyAsync: case Op::FenceMbarrierInit: {
+  case Op::FenceProxyAsync:
+  case Op::FenceMbarrierInit: {
     ++t.fenceCount;
     unsigned idx = unsigned(&t - threads.data());
     for (auto &kv : mbars)
@@ -1175,15 +1469,18 @@ void Cta::exec(Thread &t, const Inst &i) {
       fail("mbarrier object not 8-byte aligned");
     uint32_t count = uint32_t(read(o[1], t, Ty::U32));
     if (count < 1 || count > (1u << 20) - 1)
-      fail("mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]");
+      fail("mbarrier.init count " + std::to_string(count) +
+           " outside [1, 2^20-1]");
     auto old = mbars.find(off);
     if (old != mbars.end()) {
       const MBar &o = old->second;
-      bool untouched = o.phase == 0 && o.tx == 0 && o.pending == o.expected && o.expected == count;
+      bool untouched = o.phase == 0 && o.tx == 0 && o.pending == o.expected &&
+                       o.expected == count;
       if (!untouched) {
         std::ostringstream os;
-        os << "mbarrier.init of the mbarrier at 0x" << std::hex << off << std::dec
-           << ", which is in use (phase " << o.phase << ", " << o.pending << " of " << o.expected
+        os << "mbarrier.init of the mbarrier at 0x" << std::hex << off
+           << std::dec << ", which is in use (phase " << o.phase << ", "
+           << o.pending << " of " << o.expected
            << " arrivals pending, tx-count " << o.tx << ")";
         fail(os.str());
       }
@@ -1203,8 +1500,10 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
-  case Op::MbarArrive: case Op::MbarArriveDrop: {
-    uint32_t off = sharedOffset(i.space, address(o[1], t), 8, "mbarrier.arrive");
+  case Op::MbarArrive:
+  case Op::MbarArriveDrop: {
+    uint32_t off =
+        sharedOffset(i.space, address(o[1], t), 8, "mbarrier.arrive");
     MBar &b = mbarAt(off, "mbarrier.arrive");
     uint32_t count = 1;
     uint64_t token = b.phase;
@@ -1226,22 +1525,27 @@ void Cta::exec(Thread &t, const Inst &i) {
     mbarArrive(off, count);
     return;
   }
-  case Op::MbarExpectTx: case Op::MbarCompleteTx: {
-    uint32_t off = sharedOffset(i.space, address(o[0], t), 8, "mbarrier.expect_tx");
+  case Op::MbarExpectTx:
+  case Op::MbarCompleteTx: {
+    uint32_t off =
+        sharedOffset(i.space, address(o[0], t), 8, "mbarrier.expect_tx");
     int64_t tx = int64_t(read(o[1], t, Ty::U32));
     ++t.pc;
     mbarTx(off, i.op == Op::MbarExpectTx ? tx : -tx);
     return;
   }
-  case Op::MbarTestWait: case Op::MbarTryWait: {
-    uint32_t off = sharedOffset(i.space, address(o[1], t), 8, "mbarrier.try_wait");
+  case Op::MbarTestWait:
+  case Op::MbarTryWait: {
+    uint32_t off =
+        sharedOffset(i.space, address(o[1], t), 8, "mbarrier.try_wait");
     MBar &b = mbarAt(off, "mbarrier.try_wait");
     uint64_t arg = read(o[2], t, Ty::B64);
     bool done;
     if (i.parity) {
       if (arg > 1)
         fail("mbarrier wait parity " + std::to_string(arg) + " is not 0 or 1");
-      // Phase with parity `arg` complete <=> the current phase's parity differs from it.
+      // Phase with parity `arg` complete <=> the current phase's parity differs
+      // from it.
       done = (b.phase & 1) != (arg & 1);
     } else {
       done = b.phase != arg;
@@ -1258,15 +1562,18 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
-  case Op::CpBulkTensorLoad: case Op::CpBulkTensorStore:
+  case Op::CpBulkTensorLoad:
+  case Op::CpBulkTensorStore:
     execTensorCopy(t, i);
     ++t.pc;
     return;
-  case Op::CpBulkLoad: case Op::CpBulkStore:
+  case Op::CpBulkLoad:
+  case Op::CpBulkStore:
     execBulkCopy(t, i);
     ++t.pc;
     return;
-  case Op::CpBulkCommit: case Op::CpBulkWait:
+  case Op::CpBulkCommit:
+  case Op::CpBulkWait:
     ++t.pc; // the copies completed when issued
     return;
   case Op::WgmmaCommit: {
@@ -1293,7 +1600,8 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
-  case Op::Atom: case Op::Red: {
+  case Op::Atom:
+  case Op::Red: {
     const Operand &ao = i.op == Op::Atom ? o[1] : o[0];
     size_t vi = i.op == Op::Atom ? 2 : 1;
     uint64_t addr = address(ao, t);
@@ -1301,19 +1609,45 @@ void Cta::exec(Thread &t, const Inst &i) {
     uint64_t old = load(i.space, addr, bytes), b = read(o[vi], t, ty), nv = old;
     switch (i.mode) {
     case 0: // add
-      if (ty == Ty::F32) nv = fromF(asF(old) + asF(b));
-      else if (ty == Ty::F64) nv = fromD(asD(old) + asD(b));
-      else nv = old + b;
+      if (ty == Ty::F32)
+        nv = fromF(asF(old) + asF(b));
+      else if (ty == Ty::F64)
+        nv = fromD(asD(old) + asD(b));
+      else
+        nv = old + b;
       break;
-    case 1: nv = ty == Ty::F32 ? fromF(fminPtx(asF(old), asF(b), false)) : applyInt(Op::Min, ty, old, b, i); break;
-    case 2: nv = ty == Ty::F32 ? fromF(fmaxPtx(asF(old), asF(b), false)) : applyInt(Op::Max, ty, old, b, i); break;
-    case 3: nv = b; break;
-    case 4: nv = maskBits(old, bits) == maskBits(b, bits) ? read(o[vi + 1], t, ty) : old; break;
-    case 5: nv = old & b; break;
-    case 6: nv = old | b; break;
-    case 7: nv = old ^ b; break;
-    case 8: nv = maskBits(old, bits) >= maskBits(b, bits) ? 0 : old + 1; break;
-    case 9: nv = (maskBits(old, bits) == 0 || maskBits(old, bits) > maskBits(b, bits)) ? b : old - 1; break;
+    case 1:
+      nv = ty == Ty::F32 ? fromF(fminPtx(asF(old), asF(b), false))
+                         : applyInt(Op::Min, ty, old, b, i);
+      break;
+    case 2:
+      nv = ty == Ty::F32 ? fromF(fmaxPtx(asF(old), asF(b), false))
+                         : applyInt(Op::Max, ty, old, b, i);
+      break;
+    case 3:
+      nv = b;
+      break;
+    case 4:
+      nv = maskBits(old, bits) == maskBits(b, bits) ? read(o[vi + 1], t, ty)
+                                                    : old;
+      break;
+    case 5:
+      nv = old & b;
+      break;
+    case 6:
+      nv = old | b;
+      break;
+    case 7:
+      nv = old ^ b;
+      break;
+    case 8:
+      nv = maskBits(old, bits) >= maskBits(b, bits) ? 0 : old + 1;
+      break;
+    case 9:
+      nv = (maskBits(old, bits) == 0 || maskBits(old, bits) > maskBits(b, bits))
+               ? b
+               : old - 1;
+      break;
     }
     store(i.space, addr, bytes, maskBits(nv, bits));
     if (i.op == Op::Atom)
@@ -1336,7 +1670,8 @@ void Cta::execCvt(Thread &t, const Inst &i) {
       a = std::isnan(a) ? 0.0f : std::min(1.0f, std::max(0.0f, a));
       b = std::isnan(b) ? 0.0f : std::min(1.0f, std::max(0.0f, b));
     }
-    uint32_t d = (uint32_t(to16(a, bf, i.rounding)) << 16) | to16(b, bf, i.rounding);
+    uint32_t d =
+        (uint32_t(to16(a, bf, i.rounding)) << 16) | to16(b, bf, i.rounding);
     write(o[0], t, d, Ty::B32);
     return;
   }
@@ -1348,60 +1683,87 @@ void Cta::execCvt(Thread &t, const Inst &i) {
     uint64_t r = uint64_t(sv);
     if (i.sat) {
       long double lo = tyIsSigned(dt) ? -std::ldexp(1.0L, db - 1) : 0;
-      long double hi = tyIsSigned(dt) ? std::ldexp(1.0L, db - 1) - 1 : std::ldexp(1.0L, db) - 1;
-      long double v = tyIsSigned(st) ? (long double)sv : (long double)maskBits(raw, sb);
+      long double hi = tyIsSigned(dt) ? std::ldexp(1.0L, db - 1) - 1
+                                      : std::ldexp(1.0L, db) - 1;
+      long double v =
+          tyIsSigned(st) ? (long double)sv : (long double)maskBits(raw, sb);
       v = std::min(hi, std::max(lo, v));
       r = tyIsSigned(dt) ? uint64_t(int64_t(v)) : uint64_t(v);
     }
     if (tyIsSigned(dt) && db < 64)
       r = uint64_t(sext(r, db));
-    write(o[0], t, r, dt == Ty::S64 || dt == Ty::U64 || dt == Ty::B64 ? dt : (db ? dt : Ty::B64));
+    write(o[0], t, r,
+          dt == Ty::S64 || dt == Ty::U64 || dt == Ty::B64
+              ? dt
+              : (db ? dt : Ty::B64));
     return;
   }
   // Source value as long double.
   long double v;
   if (srcFloat) {
     switch (st) {
-    case Ty::F32: v = asF(raw); if (i.ftz) v = ftz(float(v)); break;
-    case Ty::F64: v = asD(raw); break;
-    case Ty::F16: v = halfToFloat(uint16_t(raw)); break;
-    case Ty::BF16: v = bf16ToFloat(uint16_t(raw)); break;
-    default: fail("cvt from an unsupported type");
+    case Ty::F32:
+      v = asF(raw);
+      if (i.ftz)
+        v = ftz(float(v));
+      break;
+    case Ty::F64:
+      v = asD(raw);
+      break;
+    case Ty::F16:
+      v = halfToFloat(uint16_t(raw));
+      break;
+    case Ty::BF16:
+      v = bf16ToFloat(uint16_t(raw));
+      break;
+    default:
+      fail("cvt from an unsupported type");
     }
   } else {
-    v = tyIsSigned(st) ? (long double)sext(raw, sb) : (long double)maskBits(raw, sb);
+    v = tyIsSigned(st) ? (long double)sext(raw, sb)
+                       : (long double)maskBits(raw, sb);
   }
   if (dstFloat) {
     bool intRound = i.rounding >= 4;
     if (intRound) { // round to an integral value in the same format
       int m = i.rounding & 3;
-      v = m == 0 ? std::nearbyint(v) : m == 1 ? std::trunc(v) : m == 2 ? std::floor(v) : std::ceil(v);
+      v = m == 0   ? std::nearbyint(v)
+          : m == 1 ? std::trunc(v)
+          : m == 2 ? std::floor(v)
+                   : std::ceil(v);
     }
     int fm = intRound ? 0 : (i.rounding & 3);
     uint64_t r;
     switch (dt) {
     case Ty::F32: {
       float f = roundToFloat(v, fm);
-      if (i.sat) f = std::isnan(f) ? 0.0f : std::min(1.0f, std::max(0.0f, f));
-      if (i.ftz) f = ftz(f);
+      if (i.sat)
+        f = std::isnan(f) ? 0.0f : std::min(1.0f, std::max(0.0f, f));
+      if (i.ftz)
+        f = ftz(f);
       r = fromF(f);
       break;
     }
     case Ty::F64: {
       double d = double(v);
-      if (i.sat) d = std::isnan(d) ? 0.0 : std::min(1.0, std::max(0.0, d));
+      if (i.sat)
+        d = std::isnan(d) ? 0.0 : std::min(1.0, std::max(0.0, d));
       r = fromD(d);
       break;
     }
-    case Ty::F16: case Ty::BF16: {
-      // f64 sources are first rounded to f32 (exact for every value cvt.f16.f64 can produce
-      // except double-rounding corner cases, which no kernel here uses).
+    case Ty::F16:
+    case Ty::BF16: {
+      // f64 sources are first rounded to f32 (exact for every value cvt.f16.f64
+      // can produce except double-rounding corner cases, which no kernel here
+      // uses).
       float f = roundToFloat(v, fm);
-      if (i.sat) f = std::isnan(f) ? 0.0f : std::min(1.0f, std::max(0.0f, f));
+      if (i.sat)
+        f = std::isnan(f) ? 0.0f : std::min(1.0f, std::max(0.0f, f));
       r = to16(f, dt == Ty::BF16, fm);
       break;
     }
-    default: fail("cvt to an unsupported type");
+    default:
+      fail("cvt to an unsupported type");
     }
     write(o[0], t, r, dt);
     return;
@@ -1412,9 +1774,13 @@ void Cta::execCvt(Thread &t, const Inst &i) {
     write(o[0], t, 0, dt);
     return;
   }
-  v = m == 0 ? std::nearbyint(v) : m == 1 ? std::trunc(v) : m == 2 ? std::floor(v) : std::ceil(v);
+  v = m == 0   ? std::nearbyint(v)
+      : m == 1 ? std::trunc(v)
+      : m == 2 ? std::floor(v)
+               : std::ceil(v);
   long double lo = tyIsSigned(dt) ? -std::ldexp(1.0L, db - 1) : 0;
-  long double hi = tyIsSigned(dt) ? std::ldexp(1.0L, db - 1) - 1 : std::ldexp(1.0L, db) - 1;
+  long double hi =
+      tyIsSigned(dt) ? std::ldexp(1.0L, db - 1) - 1 : std::ldexp(1.0L, db) - 1;
   v = std::min(hi, std::max(lo, v));
   uint64_t r = tyIsSigned(dt) ? uint64_t((long long)v) : (unsigned long long)v;
   write(o[0], t, r, dt);
@@ -1431,12 +1797,15 @@ uint64_t Cta::tensorMapAddr(const Operand &o, const Thread &t, TensorMap &map) {
   } else {
     p = mem.translate(addr, 128);
     if (!p)
-      fail("tensor map at " + mem.describe(addr) + " is not in parameter or global memory", true);
+      fail("tensor map at " + mem.describe(addr) +
+               " is not in parameter or global memory",
+           true);
   }
   if (addr % 64)
     fail("tensor map address not 64-byte aligned");
   if (!decodeTensorMap(p, map))
-    fail("the tensor map operand does not hold a CUtensorMap encoded by cuTensorMapEncodeTiled");
+    fail("the tensor map operand does not hold a CUtensorMap encoded by "
+         "cuTensorMapEncodeTiled");
   return addr;
 }
 
@@ -1445,24 +1814,29 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
   bool load = i.op == Op::CpBulkTensorLoad;
   const Operand &smemOp = load ? o[0] : o[1];
   const Operand &tmOp = load ? o[1] : o[0];
-  if (tmOp.kind != Operand::Addr || tmOp.elems.size() != 1 || tmOp.elems[0].kind != Operand::Vec)
+  if (tmOp.kind != Operand::Addr || tmOp.elems.size() != 1 ||
+      tmOp.elems[0].kind != Operand::Vec)
     fail("tensor copy: expected [tensorMap, {coordinates}]");
   TensorMap m;
   tensorMapAddr(tmOp, t, m);
   unsigned dims = i.mode;
   if (m.rank != dims)
-    fail("tensor copy ." + std::to_string(dims) + "d with a rank-" + std::to_string(m.rank) +
-         " tensor map");
+    fail("tensor copy ." + std::to_string(dims) + "d with a rank-" +
+         std::to_string(m.rank) + " tensor map");
   if (tmOp.elems[0].elems.size() != dims)
     fail("tensor copy: " + std::to_string(dims) + " coordinates expected");
   int64_t coord[5] = {0, 0, 0, 0, 0};
   for (unsigned d = 0; d < dims; ++d)
     coord[d] = sext(read(tmOp.elems[0].elems[d], t, Ty::S32), 32);
-  Swizzle sw = m.swizzle == 0 ? Swizzle::None : m.swizzle == 1 ? Swizzle::B32
-               : m.swizzle == 2 ? Swizzle::B64 : Swizzle::B128;
+  Swizzle sw = m.swizzle == 0   ? Swizzle::None
+               : m.swizzle == 1 ? Swizzle::B32
+               : m.swizzle == 2 ? Swizzle::B64
+                                : Swizzle::B128;
   if (m.interleave != 0)
     fail("interleaved tensor maps are not modelled");
-  unsigned rowBytes = ((m.box[0] + m.elementStrides[0] - 1) / m.elementStrides[0]) * m.elemBytes;
+  unsigned rowBytes =
+      ((m.box[0] + m.elementStrides[0] - 1) / m.elementStrides[0]) *
+      m.elemBytes;
   if (sw != Swizzle::None && rowBytes != swizzleSpan(sw))
     fail("swizzled TMA with an inner box of " + std::to_string(rowBytes) +
          " bytes (not the swizzle span) is not modelled");
@@ -1473,10 +1847,12 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
     total *= count[d];
   }
   uint64_t bytes = total * m.elemBytes;
-  uint32_t base = sharedOffset(load ? Space::Shared : Space::Shared,
-                               smemOp.reg >= 0 || smemOp.symbol >= 0 ? address(smemOp, t) : 0,
-                               uint32_t(bytes), load ? "cp.async.bulk.tensor (destination)"
-                                                     : "cp.async.bulk.tensor (source)");
+  uint32_t base = sharedOffset(
+      load ? Space::Shared : Space::Shared,
+      smemOp.reg >= 0 || smemOp.symbol >= 0 ? address(smemOp, t) : 0,
+      uint32_t(bytes),
+      load ? "cp.async.bulk.tensor (destination)"
+           : "cp.async.bulk.tensor (source)");
   if (base % 128)
     fail("cp.async.bulk.tensor shared memory address 0x" + [&] {
       std::ostringstream os;
@@ -1486,7 +1862,8 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
   uint32_t mbarOff = 0;
   int tag = -1;
   if (load) {
-    mbarOff = sharedOffset(Space::Shared, address(o[2], t), 8, "cp.async.bulk.tensor (mbarrier)");
+    mbarOff = sharedOffset(Space::Shared, address(o[2], t), 8,
+                           "cp.async.bulk.tensor (mbarrier)");
     checkAsyncUse(mbarOff, "cp.async.bulk.tensor");
     MBar &b = mbarAt(mbarOff, "cp.async.bulk.tensor");
     asyncTags.push_back({mbarOff, b.phase + 1});
@@ -1524,12 +1901,19 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
       if (inBounds) {
         uint8_t *g = mem.translate(gaddr, m.elemBytes);
         if (!g)
-          fail("TMA load reads " + mem.describe(gaddr) + " (inside the tensor map's bounds)", true);
+          fail("TMA load reads " + mem.describe(gaddr) +
+                   " (inside the tensor map's bounds)",
+               true);
         std::memcpy(&pc.data[at], g, m.elemBytes);
       } else if (m.oobFill == 1 && m.elemBytes >= 2) {
         // NaN fill for float types.
-        if (m.elemBytes == 2) { pc.data[at] = 0xFF; pc.data[at + 1] = 0x7F; }
-        else if (m.elemBytes == 4) { uint32_t nan = 0x7FFFFFFF; std::memcpy(&pc.data[at], &nan, 4); }
+        if (m.elemBytes == 2) {
+          pc.data[at] = 0xFF;
+          pc.data[at + 1] = 0x7F;
+        } else if (m.elemBytes == 4) {
+          uint32_t nan = 0x7FFFFFFF;
+          std::memcpy(&pc.data[at], &nan, 4);
+        }
       }
       smemWriteAsync(s, m.elemBytes, tag);
     } else {
@@ -1537,7 +1921,9 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
       if (inBounds) {
         uint8_t *g = mem.translate(gaddr, m.elemBytes);
         if (!g)
-          fail("TMA store writes " + mem.describe(gaddr) + " (inside the tensor map's bounds)", true);
+          fail("TMA store writes " + mem.describe(gaddr) +
+                   " (inside the tensor map's bounds)",
+               true);
         std::memcpy(g, &smem[s], m.elemBytes);
       }
     }
@@ -1573,16 +1959,21 @@ void Cta::execBulkCopy(Thread &t, const Inst &i) {
   bool load = i.op == Op::CpBulkLoad;
   uint64_t size = read(o[2], t, Ty::U32);
   if (size % 16)
-    fail("cp.async.bulk size " + std::to_string(size) + " is not a multiple of 16");
+    fail("cp.async.bulk size " + std::to_string(size) +
+         " is not a multiple of 16");
   uint64_t dst = address(o[0], t), src = address(o[1], t);
   if (dst % 16 || src % 16)
     fail("cp.async.bulk addresses must be 16-byte aligned", true);
   if (load) {
-    uint32_t s = sharedOffset(Space::Shared, dst, uint32_t(size), "cp.async.bulk (destination)");
+    uint32_t s = sharedOffset(Space::Shared, dst, uint32_t(size),
+                              "cp.async.bulk (destination)");
     uint8_t *g = mem.translate(src, size);
     if (!g)
-      fail("cp.async.bulk reads " + std::to_string(size) + " bytes at " + mem.describe(src), true);
-    uint32_t mbarOff = sharedOffset(Space::Shared, address(o[3], t), 8, "cp.async.bulk (mbarrier)");
+      fail("cp.async.bulk reads " + std::to_string(size) + " bytes at " +
+               mem.describe(src),
+           true);
+    uint32_t mbarOff = sharedOffset(Space::Shared, address(o[3], t), 8,
+                                    "cp.async.bulk (mbarrier)");
     checkAsyncUse(mbarOff, "cp.async.bulk");
     MBar &b = mbarAt(mbarOff, "cp.async.bulk");
     asyncTags.push_back({mbarOff, b.phase + 1});
@@ -1596,16 +1987,20 @@ void Cta::execBulkCopy(Thread &t, const Inst &i) {
     pc.data.assign(g, g + size);
     copies.push_back(std::move(pc));
   } else {
-    uint32_t s = sharedOffset(Space::Shared, src, uint32_t(size), "cp.async.bulk (source)");
+    uint32_t s = sharedOffset(Space::Shared, src, uint32_t(size),
+                              "cp.async.bulk (source)");
     asyncProxyRead(s, uint32_t(size), "cp.async.bulk store");
     uint8_t *g = mem.translate(dst, size);
     if (!g)
-      fail("cp.async.bulk writes " + std::to_string(size) + " bytes at " + mem.describe(dst), true);
+      fail("cp.async.bulk writes " + std::to_string(size) + " bytes at " +
+               mem.describe(dst),
+           true);
     std::memcpy(g, &smem[s], size);
   }
 }
 
-// ---------------------------------------------------------------- barriers and collectives
+// ---------------------------------------------------------------- barriers and
+// collectives
 
 void Cta::barrierArrive(Thread &t, unsigned id, unsigned count, bool wait) {
   NamedBarrier &b = bars[id];
@@ -1671,20 +2066,34 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
       uint32_t lane = t->lane, bval = uint32_t(read(o[2], *t, Ty::U32)) & 31;
       uint32_t c = uint32_t(read(o[3], *t, Ty::U32));
       uint32_t cval = c & 31, segmask = (c >> 8) & 31;
-      uint32_t maxLane = (lane & segmask) | (cval & ~segmask), minLane = lane & segmask;
+      uint32_t maxLane = (lane & segmask) | (cval & ~segmask),
+               minLane = lane & segmask;
       int32_t j = 0;
       bool p = false;
       switch (i.mode) {
-      case 0: j = int32_t(lane) - int32_t(bval); p = j >= int32_t(maxLane); break;
-      case 1: j = int32_t(lane + bval); p = j <= int32_t(maxLane); break;
-      case 2: j = int32_t(lane ^ bval); p = j <= int32_t(maxLane); break;
-      case 3: j = int32_t(minLane | (bval & ~segmask)); p = j <= int32_t(maxLane); break;
+      case 0:
+        j = int32_t(lane) - int32_t(bval);
+        p = j >= int32_t(maxLane);
+        break;
+      case 1:
+        j = int32_t(lane + bval);
+        p = j <= int32_t(maxLane);
+        break;
+      case 2:
+        j = int32_t(lane ^ bval);
+        p = j <= int32_t(maxLane);
+        break;
+      case 3:
+        j = int32_t(minLane | (bval & ~segmask));
+        p = j <= int32_t(maxLane);
+        break;
       }
       if (!p)
         j = int32_t(lane);
       if (!in[j])
         fail("shfl.sync reads lane " + std::to_string(j) +
-             ", which is not taking part (not in the member mask or not converged)");
+             ", which is not taking part (not in the member mask or not "
+             "converged)");
       const Operand &d = o[0].kind == Operand::Vec ? o[0].elems[0] : o[0];
       write(d, *t, val[j], Ty::B32);
       if (o[0].kind == Operand::Vec)
@@ -1703,10 +2112,18 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
     for (Thread *t : ts) {
       uint64_t r = 0;
       switch (i.mode) {
-      case 0: r = ballot == members; break;
-      case 1: r = ballot != 0; break;
-      case 2: r = ballot == members || ballot == 0; break;
-      case 3: r = ballot; break;
+      case 0:
+        r = ballot == members;
+        break;
+      case 1:
+        r = ballot != 0;
+        break;
+      case 2:
+        r = ballot == members || ballot == 0;
+        break;
+      case 3:
+        r = ballot;
+        break;
       }
       write(o[0], *t, r, i.mode == 3 ? Ty::B32 : Ty::Pred);
     }
@@ -1742,24 +2159,28 @@ void Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
   cur = ts[0];
   unsigned n = unsigned(read(i.ops[0], *ts[0], Ty::U32));
   if (n < 24 || n > 256 || n % 8)
-    fail("setmaxnreg " + std::to_string(n) + ": the count must be a multiple of 8 in [24, 256]");
+    fail("setmaxnreg " + std::to_string(n) +
+         ": the count must be a multiple of 8 in [24, 256]");
   unsigned wg = ts[0]->warp / 4;
   unsigned curRegs = wgRegs[wg];
   if (i.mode == 1 && n < curRegs)
-    fail("setmaxnreg.inc " + std::to_string(n) + " below the warpgroup's current " +
-         std::to_string(curRegs) + " registers");
+    fail("setmaxnreg.inc " + std::to_string(n) +
+         " below the warpgroup's current " + std::to_string(curRegs) +
+         " registers");
   if (i.mode == 2 && n > curRegs)
-    fail("setmaxnreg.dec " + std::to_string(n) + " above the warpgroup's current " +
-         std::to_string(curRegs) + " registers");
+    fail("setmaxnreg.dec " + std::to_string(n) +
+         " above the warpgroup's current " + std::to_string(curRegs) +
+         " registers");
   wgRegs[wg] = n;
   if (i.mode == 1) {
     unsigned total = 0;
     for (unsigned r : wgRegs)
       total += r * 128;
     if (total > regPool)
-      fail("setmaxnreg.inc " + std::to_string(n) + ": the warpgroups would hold " +
-           std::to_string(total) + " registers, more than the CTA's " + std::to_string(regPool) +
-           " (" + std::to_string(initialRegs) +
+      fail("setmaxnreg.inc " + std::to_string(n) +
+           ": the warpgroups would hold " + std::to_string(total) +
+           " registers, more than the CTA's " + std::to_string(regPool) + " (" +
+           std::to_string(initialRegs) +
            " per thread at launch); the increase would wait forever");
   }
   for (Thread *t : ts) {
@@ -1779,11 +2200,13 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
     for (Thread *t : ts)
       if (read(op, *t, ty) != v) {
         cur = t;
-        fail(std::string("wgmma: ") + what + " differs between the threads of the warpgroup");
+        fail(std::string("wgmma: ") + what +
+             " differs between the threads of the warpgroup");
       }
     return v;
   };
-  const size_t q = 3; // scale-d follows D, A (descriptor or registers) and the B descriptor
+  const size_t q =
+      3; // scale-d follows D, A (descriptor or registers) and the B descriptor
   bool scaleD = uniform(o[q], Ty::Pred, "scale-d") != 0;
   int64_t scaleA = int64_t(sext(uniform(o[q + 1], Ty::S32, "imm-scale-a"), 32));
   int64_t scaleB = int64_t(sext(uniform(o[q + 2], Ty::S32, "imm-scale-b"), 32));
@@ -1798,8 +2221,8 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
   }
   if (transA > 1 || transB > 1)
     fail("wgmma: imm-trans must be 0 or 1");
-  auto readOperand = [&](uint64_t descBits, bool kMajor, unsigned rows, std::vector<float> &out,
-                         const char *what) {
+  auto readOperand = [&](uint64_t descBits, bool kMajor, unsigned rows,
+                         std::vector<float> &out, const char *what) {
     MatrixDescriptor d = decodeDescriptor(descBits);
     if (d.reservedBits) {
       std::ostringstream os;
@@ -1809,7 +2232,8 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
     }
     if (d.swizzle != Swizzle::None && d.baseOffset != 0)
       fail(std::string("wgmma: ") + what +
-           " descriptor base offset != 0 is not modelled (tiles must start on the swizzle "
+           " descriptor base offset != 0 is not modelled (tiles must start on "
+           "the swizzle "
            "pattern's repeat)");
     out.assign(rows * 16, 0);
     for (unsigned r = 0; r < rows; ++r)
@@ -1817,11 +2241,14 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
         uint32_t a = operandAddress(d, kMajor, 2, r, k);
         if (a < kReservedSmem || a + 2 > smemSize) {
           std::ostringstream os;
-          os << "wgmma: " << what << " element (" << r << "," << k << ") at shared 0x" << std::hex
-             << a << " is outside the CTA's shared memory (descriptor 0x" << descBits << ")";
+          os << "wgmma: " << what << " element (" << r << "," << k
+             << ") at shared 0x" << std::hex << a
+             << " is outside the CTA's shared memory (descriptor 0x" << descBits
+             << ")";
           fail(os.str(), true);
         }
-        asyncProxyRead(a, 2, what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)");
+        asyncProxyRead(
+            a, 2, what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)");
         uint16_t h;
         std::memcpy(&h, &smem[a], 2);
         out[r * 16 + k] = lo16(h, bf);
@@ -1838,7 +2265,8 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
       }
     }
   } else {
-    readOperand(uniform(o[1], Ty::B64, "A descriptor"), transA == 0, 64, A, "A");
+    readOperand(uniform(o[1], Ty::B64, "A descriptor"), transA == 0, 64, A,
+                "A");
   }
   readOperand(uniform(o[2], Ty::B64, "B descriptor"), transB == 0, N, B, "B");
   for (Thread *t : ts) {
@@ -1891,7 +2319,8 @@ bool Cta::resolveCollectives() {
         continue; // some members have not arrived yet
       if (have & ~mask) {
         cur = kv.second[0];
-        fail("a thread executes a .sync warp instruction with a member mask that excludes it");
+        fail("a thread executes a .sync warp instruction with a member mask "
+             "that excludes it");
       }
       warpCollective(kv.second, i);
       progress = true;
@@ -1909,7 +2338,8 @@ bool Cta::resolveCollectives() {
       if (t.st == TState::Exited)
         continue;
       const Inst &i = kernel.code[t.pc];
-      if (t.st != TState::AtCollective || (i.op != Op::WgmmaMma && i.op != Op::SetMaxNReg)) {
+      if (t.st != TState::AtCollective ||
+          (i.op != Op::WgmmaMma && i.op != Op::SetMaxNReg)) {
         allThere = false;
         break;
       }
@@ -1928,8 +2358,9 @@ bool Cta::resolveCollectives() {
     if (!samePc) {
       cur = ts[0];
       std::ostringstream os;
-      os << "warpgroup instruction not executed uniformly: threads of warpgroup " << g
-         << " are at different instructions (";
+      os << "warpgroup instruction not executed uniformly: threads of "
+            "warpgroup "
+         << g << " are at different instructions (";
       std::set<int> pcs;
       for (Thread *t : ts)
         pcs.insert(t->pc);
@@ -1951,36 +2382,52 @@ bool Cta::resolveCollectives() {
 
 void Cta::deadlock() {
   std::ostringstream os;
-  os << "deadlock in kernel " << kernel.name << ", block (" << ctaid[0] << "," << ctaid[1] << ","
-     << ctaid[2] << "): no thread can make progress.\n";
+  os << "deadlock in kernel " << kernel.name << ", block (" << ctaid[0] << ","
+     << ctaid[1] << "," << ctaid[2] << "): no thread can make progress.\n";
   for (unsigned w = 0; w < nwarps; ++w) {
     std::map<std::pair<int, int>, std::vector<unsigned>> groups;
     for (unsigned k = w * 32; k < std::min(nthreads, w * 32 + 32); ++k)
       groups[{int(threads[k].st), threads[k].pc}].push_back(threads[k].lane);
     for (auto &g : groups) {
-      os << "  warp " << w << " lanes " << g.second.front() << "-" << g.second.back() << " ("
-         << g.second.size() << "): ";
+      os << "  warp " << w << " lanes " << g.second.front() << "-"
+         << g.second.back() << " (" << g.second.size() << "): ";
       TState st = TState(g.first.first);
       const Thread &t = threads[w * 32 + g.second.front()];
       switch (st) {
-      case TState::Exited: os << "exited"; break;
-      case TState::WaitBar: os << "waiting at barrier " << t.waitBarrier << " (" << bars[t.waitBarrier].arrived << " of " << (bars[t.waitBarrier].expected ? std::to_string(bars[t.waitBarrier].expected) : "all") << " arrived), " << instAt(g.first.second); break;
+      case TState::Exited:
+        os << "exited";
+        break;
+      case TState::WaitBar:
+        os << "waiting at barrier " << t.waitBarrier << " ("
+           << bars[t.waitBarrier].arrived << " of "
+           << (bars[t.waitBarrier].expected
+                   ? std::to_string(bars[t.waitBarrier].expected)
+                   : "all")
+           << " arrived), " << instAt(g.first.second);
+        break;
       case TState::WaitMbar: {
         std::ostringstream h;
         h << std::hex << t.waitMbar;
-        os << "waiting on mbarrier 0x" << h.str() << ", " << instAt(g.first.second);
+        os << "waiting on mbarrier 0x" << h.str() << ", "
+           << instAt(g.first.second);
         break;
       }
-      case TState::AtCollective: os << "waiting for the rest of its warp/warpgroup at " << instAt(g.first.second); break;
-      default: os << "runnable at " << instAt(g.first.second); break;
+      case TState::AtCollective:
+        os << "waiting for the rest of its warp/warpgroup at "
+           << instAt(g.first.second);
+        break;
+      default:
+        os << "runnable at " << instAt(g.first.second);
+        break;
       }
       os << "\n";
     }
   }
   for (auto &kv : mbars) {
-    os << "  mbarrier 0x" << std::hex << kv.first << std::dec << ": phase " << kv.second.phase
-       << " (parity " << (kv.second.phase & 1) << "), pending arrivals " << kv.second.pending
-       << " of " << kv.second.expected << ", tx-count " << kv.second.tx << "\n";
+    os << "  mbarrier 0x" << std::hex << kv.first << std::dec << ": phase "
+       << kv.second.phase << " (parity " << (kv.second.phase & 1)
+       << "), pending arrivals " << kv.second.pending << " of "
+       << kv.second.expected << ", tx-count " << kv.second.tx << "\n";
   }
   throw SimError(os.str());
 }
@@ -2030,8 +2477,10 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
   wordPc.assign(smemSize / 4 + 1, 0);
   for (auto &b : bars)
     b = NamedBarrier();
-  unsigned perThread = kernel.maxnreg ? kernel.maxnreg
-                                      : std::min(255u, kRegsPerSM / ((nthreads + 127) / 128 * 128));
+  unsigned perThread =
+      kernel.maxnreg
+          ? kernel.maxnreg
+          : std::min(255u, kRegsPerSM / ((nthreads + 127) / 128 * 128));
   initialRegs = perThread / 8 * 8;
   regPool = initialRegs * nthreads;
   wgRegs.assign((nthreads + 127) / 128, initialRegs);
@@ -2049,9 +2498,10 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
     t.pending.assign(kernel.numRegs, 0);
   }
   while (true) {
-    // Warps issue in turn, one instruction each (round-robin, as an SM's schedulers interleave
-    // them): no warp runs ahead of the others, so start-up code that every warp executes (an
-    // mbarrier.init by all threads, say) happens before any warp gets far.
+    // Warps issue in turn, one instruction each (round-robin, as an SM's
+    // schedulers interleave them): no warp runs ahead of the others, so
+    // start-up code that every warp executes (an mbarrier.init by all threads,
+    // say) happens before any warp gets far.
     bool progress = false;
     bool anyLive = false;
     for (unsigned r = 0; r < 64; ++r, ++round) {
@@ -2071,7 +2521,8 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
       break;
     progress |= resolveCollectives();
     if (!progress && !copies.empty())
-      progress = completeCopies(true); // everyone waits: the copies in flight land now
+      progress =
+          completeCopies(true); // everyone waits: the copies in flight land now
     if (!progress)
       deadlock();
   }
@@ -2079,7 +2530,8 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
 
 } // namespace
 
-std::string launchKernel(const Module &module, const Kernel &kernel, const LaunchConfig &cfg,
+std::string launchKernel(const Module &module, const Kernel &kernel,
+                         const LaunchConfig &cfg,
                          const std::vector<uint8_t> &params, GlobalMemory &mem,
                          bool &isAddressError, Stats &stats) {
   isAddressError = false;
@@ -2092,10 +2544,14 @@ std::string launchKernel(const Module &module, const Kernel &kernel, const Launc
           cta.run(x, y, z);
   } catch (const SimError &e) {
     isAddressError = e.address;
-    stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     return e.what();
   }
-  stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return "";
 }
 

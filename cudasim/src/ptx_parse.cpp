@@ -1,4 +1,5 @@
-// PTX text -> Module. A small tokenizer and a statement parser for the subset in ptx.h.
+// PTX text -> Module. A small tokenizer and a statement parser for the subset
+// in ptx.h.
 #include "ptx.h"
 
 #include <cctype>
@@ -12,24 +13,48 @@ namespace cudasim {
 
 unsigned tyBits(Ty t) {
   switch (t) {
-  case Ty::B8: case Ty::U8: case Ty::S8: return 8;
-  case Ty::B16: case Ty::U16: case Ty::S16: case Ty::F16: case Ty::BF16: return 16;
-  case Ty::B32: case Ty::U32: case Ty::S32: case Ty::F32: case Ty::F16x2: case Ty::BF16x2: return 32;
-  case Ty::B64: case Ty::U64: case Ty::S64: case Ty::F64: return 64;
-  case Ty::B128: return 128;
-  case Ty::Pred: return 1;
-  default: return 0;
+  case Ty::B8:
+  case Ty::U8:
+  case Ty::S8:
+    return 8;
+  case Ty::B16:
+  case Ty::U16:
+  case Ty::S16:
+  case Ty::F16:
+  case Ty::BF16:
+    return 16;
+  case Ty::B32:
+  case Ty::U32:
+  case Ty::S32:
+  case Ty::F32:
+  case Ty::F16x2:
+  case Ty::BF16x2:
+    return 32;
+  case Ty::B64:
+  case Ty::U64:
+  case Ty::S64:
+  case Ty::F64:
+    return 64;
+  case Ty::B128:
+    return 128;
+  case Ty::Pred:
+    return 1;
+  default:
+    return 0;
   }
 }
 bool tyIsFloat(Ty t) {
-  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 || t == Ty::BF16x2 || t == Ty::F32 ||
-         t == Ty::F64;
+  return t == Ty::F16 || t == Ty::F16x2 || t == Ty::BF16 || t == Ty::BF16x2 ||
+         t == Ty::F32 || t == Ty::F64;
 }
-bool tyIsSigned(Ty t) { return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64; }
+bool tyIsSigned(Ty t) {
+  return t == Ty::S8 || t == Ty::S16 || t == Ty::S32 || t == Ty::S64;
+}
 const char *tyName(Ty t) {
-  static const char *names[] = {"none", "b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64",
-                                "s8", "s16", "s32", "s64", "f16", "f16x2", "bf16", "bf16x2",
-                                "f32", "f64", "pred", "b128"};
+  static const char *names[] = {
+      "none",  "b8",   "b16",    "b32", "b64", "u8",   "u16",
+      "u32",   "u64",  "s8",     "s16", "s32", "s64",  "f16",
+      "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "b128"};
   return names[static_cast<int>(t)];
 }
 
@@ -46,8 +71,8 @@ struct Token {
 };
 
 bool identChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
-         c == '.';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' ||
+         c == '%' || c == '.';
 }
 
 std::vector<Token> tokenize(const std::string &text) {
@@ -89,8 +114,9 @@ std::vector<Token> tokenize(const std::string &text) {
                    (text[j - 1] == 'e' || text[j - 1] == 'E') &&
                    std::isdigit(static_cast<unsigned char>(text[i])) &&
                    !(text[i] == '0' && i + 1 < n &&
-                     (text[i + 1] == 'x' || text[i + 1] == 'X' || text[i + 1] == 'f' ||
-                      text[i + 1] == 'F' || text[i + 1] == 'd' || text[i + 1] == 'D'))) {
+                     (text[i + 1] == 'x' || text[i + 1] == 'X' ||
+                      text[i + 1] == 'f' || text[i + 1] == 'F' ||
+                      text[i + 1] == 'd' || text[i + 1] == 'D'))) {
           ++j; // exponent sign of a decimal float literal
         } else {
           break;
@@ -108,34 +134,59 @@ std::vector<Token> tokenize(const std::string &text) {
 
 const std::map<std::string, Ty> &typeNames() {
   static const std::map<std::string, Ty> m = {
-      {"b8", Ty::B8},     {"b16", Ty::B16},   {"b32", Ty::B32},       {"b64", Ty::B64},
-      {"u8", Ty::U8},     {"u16", Ty::U16},   {"u32", Ty::U32},       {"u64", Ty::U64},
-      {"s8", Ty::S8},     {"s16", Ty::S16},   {"s32", Ty::S32},       {"s64", Ty::S64},
-      {"f16", Ty::F16},   {"f16x2", Ty::F16x2}, {"bf16", Ty::BF16},   {"bf16x2", Ty::BF16x2},
-      {"f32", Ty::F32},   {"f64", Ty::F64},   {"pred", Ty::Pred},     {"b128", Ty::B128}};
+      {"b8", Ty::B8},         {"b16", Ty::B16},     {"b32", Ty::B32},
+      {"b64", Ty::B64},       {"u8", Ty::U8},       {"u16", Ty::U16},
+      {"u32", Ty::U32},       {"u64", Ty::U64},     {"s8", Ty::S8},
+      {"s16", Ty::S16},       {"s32", Ty::S32},     {"s64", Ty::S64},
+      {"f16", Ty::F16},       {"f16x2", Ty::F16x2}, {"bf16", Ty::BF16},
+      {"bf16x2", Ty::BF16x2}, {"f32", Ty::F32},     {"f64", Ty::F64},
+      {"pred", Ty::Pred},     {"b128", Ty::B128}};
   return m;
 }
 
 const std::map<std::string, Special> &specialNames() {
   static const std::map<std::string, Special> m = {
-      {"%tid.x", Special::TidX}, {"%tid.y", Special::TidY}, {"%tid.z", Special::TidZ},
-      {"%ntid.x", Special::NtidX}, {"%ntid.y", Special::NtidY}, {"%ntid.z", Special::NtidZ},
-      {"%ctaid.x", Special::CtaidX}, {"%ctaid.y", Special::CtaidY}, {"%ctaid.z", Special::CtaidZ},
-      {"%nctaid.x", Special::NctaidX}, {"%nctaid.y", Special::NctaidY},
-      {"%nctaid.z", Special::NctaidZ}, {"%laneid", Special::LaneId}, {"%warpid", Special::WarpId},
-      {"%nwarpid", Special::NWarpId}, {"%smid", Special::SmId}, {"%nsmid", Special::NSmId},
-      {"%clock", Special::Clock}, {"%clock64", Special::Clock64},
-      {"%globaltimer", Special::GlobalTimer}, {"%dynamic_smem_size", Special::DynSmem},
-      {"%total_smem_size", Special::TotalSmem}, {"%lanemask_lt", Special::LanemaskLt},
-      {"%lanemask_le", Special::LanemaskLe}, {"%lanemask_eq", Special::LanemaskEq},
-      {"%lanemask_ge", Special::LanemaskGe}, {"%lanemask_gt", Special::LanemaskGt},
-      {"%cluster_ctarank", Special::ClusterCtaRank}, {"%cluster_nctarank", Special::ClusterNCtaRank},
-      {"%cluster_ctaid.x", Special::ClusterCtaidX}, {"%cluster_ctaid.y", Special::ClusterCtaidY},
-      {"%cluster_ctaid.z", Special::ClusterCtaidZ}, {"%cluster_nctaid.x", Special::ClusterNctaidX},
-      {"%cluster_nctaid.y", Special::ClusterNctaidY}, {"%cluster_nctaid.z", Special::ClusterNctaidZ},
-      {"%clusterid.x", Special::ClusterIdX}, {"%clusterid.y", Special::ClusterIdY},
-      {"%clusterid.z", Special::ClusterIdZ}, {"%nclusterid.x", Special::NClusterIdX},
-      {"%nclusterid.y", Special::NClusterIdY}, {"%nclusterid.z", Special::NClusterIdZ},
+      {"%tid.x", Special::TidX},
+      {"%tid.y", Special::TidY},
+      {"%tid.z", Special::TidZ},
+      {"%ntid.x", Special::NtidX},
+      {"%ntid.y", Special::NtidY},
+      {"%ntid.z", Special::NtidZ},
+      {"%ctaid.x", Special::CtaidX},
+      {"%ctaid.y", Special::CtaidY},
+      {"%ctaid.z", Special::CtaidZ},
+      {"%nctaid.x", Special::NctaidX},
+      {"%nctaid.y", Special::NctaidY},
+      {"%nctaid.z", Special::NctaidZ},
+      {"%laneid", Special::LaneId},
+      {"%warpid", Special::WarpId},
+      {"%nwarpid", Special::NWarpId},
+      {"%smid", Special::SmId},
+      {"%nsmid", Special::NSmId},
+      {"%clock", Special::Clock},
+      {"%clock64", Special::Clock64},
+      {"%globaltimer", Special::GlobalTimer},
+      {"%dynamic_smem_size", Special::DynSmem},
+      {"%total_smem_size", Special::TotalSmem},
+      {"%lanemask_lt", Special::LanemaskLt},
+      {"%lanemask_le", Special::LanemaskLe},
+      {"%lanemask_eq", Special::LanemaskEq},
+      {"%lanemask_ge", Special::LanemaskGe},
+      {"%lanemask_gt", Special::LanemaskGt},
+      {"%cluster_ctarank", Special::ClusterCtaRank},
+      {"%cluster_nctarank", Special::ClusterNCtaRank},
+      {"%cluster_ctaid.x", Special::ClusterCtaidX},
+      {"%cluster_ctaid.y", Special::ClusterCtaidY},
+      {"%cluster_ctaid.z", Special::ClusterCtaidZ},
+      {"%cluster_nctaid.x", Special::ClusterNctaidX},
+      {"%cluster_nctaid.y", Special::ClusterNctaidY},
+      {"%cluster_nctaid.z", Special::ClusterNctaidZ},
+      {"%clusterid.x", Special::ClusterIdX},
+      {"%clusterid.y", Special::ClusterIdY},
+      {"%clusterid.z", Special::ClusterIdZ},
+      {"%nclusterid.x", Special::NClusterIdX},
+      {"%nclusterid.y", Special::NClusterIdY},
+      {"%nclusterid.z", Special::NClusterIdZ},
       {"%is_explicit_cluster", Special::IsExplicitCluster}};
   return m;
 }
@@ -162,15 +213,16 @@ bool parseInt(const std::string &s, uint64_t &v) {
     v = std::strtoull(t.c_str() + 2, &end, 16);
   else if (t.size() > 1 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B'))
     v = std::strtoull(t.c_str() + 2, &end, 2);
-  else if (t.size() > 1 && t[0] == '0' && std::isdigit(static_cast<unsigned char>(t[1])))
+  else if (t.size() > 1 && t[0] == '0' &&
+           std::isdigit(static_cast<unsigned char>(t[1])))
     v = std::strtoull(t.c_str() + 1, &end, 8);
   else
     v = std::strtoull(t.c_str(), &end, 10);
   return end && *end == 0;
 }
 
-// Which registers an instruction reads and writes. Destinations come first, except for the
-// instructions that have none.
+// Which registers an instruction reads and writes. Destinations come first,
+// except for the instructions that have none.
 void collectRegs(const Operand &o, std::vector<int> &out) {
   if (o.kind == Operand::Reg)
     out.push_back(o.reg);
@@ -183,13 +235,35 @@ void collectRegs(const Operand &o, std::vector<int> &out) {
 void classifyRegisters(Inst &inst) {
   bool firstIsDest;
   switch (inst.op) {
-  case Op::St: case Op::Bra: case Op::Ret: case Op::Exit: case Op::BarSync: case Op::BarArrive:
-  case Op::BarWarpSync: case Op::Trap: case Op::Prefetch: case Op::PrefetchTensormap:
-  case Op::MbarInit: case Op::MbarInval: case Op::MbarExpectTx: case Op::MbarCompleteTx:
-  case Op::CpBulkTensorLoad: case Op::CpBulkTensorStore: case Op::CpBulkLoad:
-  case Op::CpBulkStore: case Op::CpBulkCommit: case Op::CpBulkWait: case Op::WgmmaFence:
-  case Op::WgmmaCommit: case Op::WgmmaWait: case Op::SetMaxNReg: case Op::Nanosleep:
-  case Op::Fence: case Op::Membar: case Op::FenceProxyAsync: case Op::FenceMbarrierInit:
+  case Op::St:
+  case Op::Bra:
+  case Op::Ret:
+  case Op::Exit:
+  case Op::BarSync:
+  case Op::BarArrive:
+  case Op::BarWarpSync:
+  case Op::Trap:
+  case Op::Prefetch:
+  case Op::PrefetchTensormap:
+  case Op::MbarInit:
+  case Op::MbarInval:
+  case Op::MbarExpectTx:
+  case Op::MbarCompleteTx:
+  case Op::CpBulkTensorLoad:
+  case Op::CpBulkTensorStore:
+  case Op::CpBulkLoad:
+  case Op::CpBulkStore:
+  case Op::CpBulkCommit:
+  case Op::CpBulkWait:
+  case Op::WgmmaFence:
+  case Op::WgmmaCommit:
+  case Op::WgmmaWait:
+  case Op::SetMaxNReg:
+  case Op::Nanosleep:
+  case Op::Fence:
+  case Op::Membar:
+  case Op::FenceProxyAsync:
+  case Op::FenceMbarrierInit:
   case Op::Red:
     firstIsDest = false;
     break;
@@ -200,7 +274,8 @@ void classifyRegisters(Inst &inst) {
     inst.srcRegs.push_back(inst.guard);
   for (size_t i = 0; i < inst.ops.size(); ++i) {
     if (i == 0 && firstIsDest) {
-      if (inst.ops[0].kind == Operand::Addr) // never for dest-first ops; keep for safety
+      if (inst.ops[0].kind ==
+          Operand::Addr) // never for dest-first ops; keep for safety
         collectRegs(inst.ops[0], inst.srcRegs);
       else
         collectRegs(inst.ops[0], inst.dstRegs);
@@ -226,8 +301,9 @@ private:
   size_t pos = 0;
   Kernel *kernel = nullptr;
   std::vector<Scope> scopes;
-  // Labels are scoped like registers: one inside an inline-asm `{ }` block is local to it
-  // (the same asm body, pasted many times, defines the same labels).
+  // Labels are scoped like registers: one inside an inline-asm `{ }` block is
+  // local to it (the same asm body, pasted many times, defines the same
+  // labels).
   std::map<std::pair<int, std::string>, int> labels; // (block id, name) -> pc
   std::vector<int> blockIds{0};
   int nextBlockId = 1;
@@ -244,7 +320,10 @@ private:
     static const std::string empty;
     return pos + o < toks.size() ? toks[pos + o].s : empty;
   }
-  int line() const { return pos < toks.size() ? toks[pos].line : (toks.empty() ? 0 : toks.back().line); }
+  int line() const {
+    return pos < toks.size() ? toks[pos].line
+                             : (toks.empty() ? 0 : toks.back().line);
+  }
   std::string next() {
     if (atEnd())
       throw ParseError(line(), "unexpected end of PTX");
@@ -297,13 +376,15 @@ void Parser::moduleDirective() {
     ++pos;
     if (next() != "64")
       throw ParseError(line(), ".address_size other than 64 is not supported");
-  } else if (t == ".visible" || t == ".weak" || t == ".extern" || t == ".entry" ||
-             t == ".func" || t == ".shared" || t == ".global" || t == ".const") {
+  } else if (t == ".visible" || t == ".weak" || t == ".extern" ||
+             t == ".entry" || t == ".func" || t == ".shared" ||
+             t == ".global" || t == ".const") {
     // Look ahead to classify the declaration.
     size_t p = pos;
     bool isExtern = false;
-    while (p < toks.size() && (toks[p].s == ".visible" || toks[p].s == ".weak" ||
-                               toks[p].s == ".extern")) {
+    while (p < toks.size() &&
+           (toks[p].s == ".visible" || toks[p].s == ".weak" ||
+            toks[p].s == ".extern")) {
       isExtern |= toks[p].s == ".extern";
       ++p;
     }
@@ -312,14 +393,17 @@ void Parser::moduleDirective() {
       pos = p + 1;
       entry(false);
     } else if (kind == ".func") {
-      throw ParseError(line(), ".func (device function calls) is not supported by the emulator");
+      throw ParseError(
+          line(),
+          ".func (device function calls) is not supported by the emulator");
     } else if (kind == ".shared") {
       pos = p;
       sharedDecl(mod.moduleShared);
       if (isExtern)
         mod.moduleShared.back().isExtern = true;
     } else {
-      throw ParseError(line(), "module-level " + kind + " variables are not supported");
+      throw ParseError(line(),
+                       "module-level " + kind + " variables are not supported");
     }
   } else if (t == ";") {
     ++pos;
@@ -384,7 +468,8 @@ void Parser::entry(bool) {
           p.align = a;
       } else if (d == ".ptr") {
         pointer = true;
-      } else if (d == ".global" || d == ".shared" || d == ".const" || d == ".local") {
+      } else if (d == ".global" || d == ".shared" || d == ".const" ||
+                 d == ".local") {
         // pointer attributes (.ptr.global.align N) carry no layout
       } else {
         auto it = typeNames().find(d.substr(1));
@@ -442,7 +527,8 @@ void Parser::entry(bool) {
       nums(&kernel->maxnreg, 1);
     else if (d == ".minnctapersm")
       nums(&kernel->minnctapersm, 1);
-    else if (d == ".maxclusterrank" || d == ".reqnctapercluster" || d == ".explicitcluster") {
+    else if (d == ".maxclusterrank" || d == ".reqnctapercluster" ||
+             d == ".explicitcluster") {
       unsigned tmp[3];
       if (d != ".explicitcluster")
         nums(tmp, 3);
@@ -484,7 +570,8 @@ void Parser::entry(bool) {
     classifyRegisters(inst);
   for (const Symbol &s : kernel->symbols)
     if (s.space == Space::Shared && !s.isExtern)
-      kernel->staticSmem += unsigned((s.size + s.align - 1) / s.align * s.align);
+      kernel->staticSmem +=
+          unsigned((s.size + s.align - 1) / s.align * s.align);
   mod.kernels.push_back(std::move(k));
   kernel = nullptr;
 }
@@ -572,14 +659,19 @@ void Parser::body() {
       continue;
     }
     if (t == ".local")
-      throw ParseError(line(), ".local variables (a stack frame) are not supported");
+      throw ParseError(line(),
+                       ".local variables (a stack frame) are not supported");
     if (t == ".pragma") {
       skipStatement();
       continue;
     }
     if (peek(1) == ":" && t[0] != '@') {
-      if (!labels.emplace(std::make_pair(blockIds.back(), t), int(kernel->code.size())).second)
-        throw ParseError(line(), "label '" + t + "' defined twice in one block");
+      if (!labels
+               .emplace(std::make_pair(blockIds.back(), t),
+                        int(kernel->code.size()))
+               .second)
+        throw ParseError(line(),
+                         "label '" + t + "' defined twice in one block");
       pos += 2;
       continue;
     }
@@ -622,11 +714,13 @@ Operand Parser::addressOperand(Inst &inst) {
               found = int(kernel->symbols.size()) - 1;
             }
         if (found < 0)
-          throw ParseError(line(), "unknown register or symbol '" + t + "' in address");
+          throw ParseError(line(),
+                           "unknown register or symbol '" + t + "' in address");
         a.symbol = found;
       }
     } else {
-      throw ParseError(line(), "unsupported address expression near '" + t + "'");
+      throw ParseError(line(),
+                       "unsupported address expression near '" + t + "'");
     }
     first = false;
   }
@@ -726,7 +820,8 @@ Operand Parser::operand(Inst &inst) {
         throw ParseError(line(), "undeclared register '" + t + "'");
       o.kind = Operand::Label; // resolved after the body is parsed
       o.imm = ~0ull;
-      labelFixups.push_back({kernel->code.size(), int(inst.ops.size()), t, blockIds});
+      labelFixups.push_back(
+          {kernel->code.size(), int(inst.ops.size()), t, blockIds});
     }
   }
   if (peek() == "|") { // setp p|q
@@ -764,11 +859,13 @@ void Parser::instruction() {
     if (peek() == ",")
       ++pos;
     else if (peek() != ";")
-      throw ParseError(line(), "expected ',' or ';' after operand, found '" + peek() + "'");
+      throw ParseError(line(), "expected ',' or ';' after operand, found '" +
+                                   peek() + "'");
   }
   for (size_t i = startTok; i < pos; ++i) {
-    if (i > startTok && toks[i].s != "," && toks[i - 1].s != "@" && toks[i - 1].s != "!" &&
-        toks[i].s != "]" && toks[i - 1].s != "[" && toks[i].s != "}" && toks[i - 1].s != "{")
+    if (i > startTok && toks[i].s != "," && toks[i - 1].s != "@" &&
+        toks[i - 1].s != "!" && toks[i].s != "]" && toks[i - 1].s != "[" &&
+        toks[i].s != "}" && toks[i - 1].s != "{")
       inst.text += ' ';
     inst.text += toks[i].s;
   }
@@ -800,18 +897,30 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string &p = parts[i];
-    if (p == "global") inst.space = Space::Global;
-    else if (p == "shared" || p == "shared::cta") inst.space = Space::Shared;
-    else if (p == "shared::cluster") inst.space = Space::SharedCluster;
-    else if (p == "param") inst.space = Space::Param;
-    else if (p == "local") inst.space = Space::Local;
-    else if (p == "const") inst.space = Space::Const;
-    else if (p == "v2") inst.vec = 2;
-    else if (p == "v4") inst.vec = 4;
-    else if (p == "rn" || p == "rni") inst.rounding = 0;
-    else if (p == "rz" || p == "rzi") inst.rounding = 1;
-    else if (p == "rm" || p == "rmi") inst.rounding = 2;
-    else if (p == "rp" || p == "rpi") inst.rounding = 3;
+    if (p == "global")
+      inst.space = Space::Global;
+    else if (p == "shared" || p == "shared::cta")
+      inst.space = Space::Shared;
+    else if (p == "shared::cluster")
+      inst.space = Space::SharedCluster;
+    else if (p == "param")
+      inst.space = Space::Param;
+    else if (p == "local")
+      inst.space = Space::Local;
+    else if (p == "const")
+      inst.space = Space::Const;
+    else if (p == "v2")
+      inst.vec = 2;
+    else if (p == "v4")
+      inst.vec = 4;
+    else if (p == "rn" || p == "rni")
+      inst.rounding = 0;
+    else if (p == "rz" || p == "rzi")
+      inst.rounding = 1;
+    else if (p == "rm" || p == "rmi")
+      inst.rounding = 2;
+    else if (p == "rp" || p == "rpi")
+      inst.rounding = 3;
     if (p == "rni" || p == "rzi" || p == "rmi" || p == "rpi")
       inst.rounding += 4;
   }
@@ -824,28 +933,65 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
   inst.cc = has("cc");
   inst.relu = has("relu");
   static const std::map<std::string, CmpOp> cmps = {
-      {"eq", Eq}, {"ne", Ne}, {"lt", Lt}, {"le", Le}, {"gt", Gt}, {"ge", Ge}, {"lo", Lo},
-      {"ls", Ls}, {"hi", Hi}, {"hs", Hs}, {"equ", Equ}, {"neu", Neu}, {"ltu", Ltu},
-      {"leu", Leu}, {"gtu", Gtu}, {"geu", Geu}, {"num", Num}, {"nan", Nan}};
+      {"eq", Eq},   {"ne", Ne},   {"lt", Lt},   {"le", Le},   {"gt", Gt},
+      {"ge", Ge},   {"lo", Lo},   {"ls", Ls},   {"hi", Hi},   {"hs", Hs},
+      {"equ", Equ}, {"neu", Neu}, {"ltu", Ltu}, {"leu", Leu}, {"gtu", Gtu},
+      {"geu", Geu}, {"num", Num}, {"nan", Nan}};
   auto need = [&](size_t n) {
     if (inst.ops.size() != n)
-      throw ParseError(inst.line, opcode + " expects " + std::to_string(n) + " operands, got " +
+      throw ParseError(inst.line, opcode + " expects " + std::to_string(n) +
+                                      " operands, got " +
                                       std::to_string(inst.ops.size()));
   };
 
-  static const std::map<std::string, Op> simple = {
-      {"mov", Op::Mov}, {"selp", Op::Selp}, {"prmt", Op::Prmt}, {"add", Op::Add},
-      {"sub", Op::Sub}, {"mul", Op::Mul}, {"mad", Op::Mad}, {"div", Op::Div}, {"rem", Op::Rem},
-      {"abs", Op::Abs}, {"neg", Op::Neg}, {"min", Op::Min}, {"max", Op::Max}, {"and", Op::And},
-      {"or", Op::Or}, {"xor", Op::Xor}, {"not", Op::Not}, {"cnot", Op::Cnot}, {"shl", Op::Shl},
-      {"shr", Op::Shr}, {"popc", Op::Popc}, {"clz", Op::Clz}, {"brev", Op::Brev},
-      {"bfe", Op::Bfe}, {"bfi", Op::Bfi}, {"lop3", Op::Lop3}, {"fma", Op::Fma},
-      {"rcp", Op::Rcp}, {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt}, {"ex2", Op::Ex2},
-      {"lg2", Op::Lg2}, {"sin", Op::Sin}, {"cos", Op::Cos}, {"tanh", Op::Tanh},
-      {"copysign", Op::Copysign}, {"cvta", Op::Cvta}, {"cvt", Op::Cvt}, {"ld", Op::Ld},
-      {"ldu", Op::Ld}, {"st", Op::St}, {"bra", Op::Bra}, {"ret", Op::Ret}, {"exit", Op::Exit},
-      {"trap", Op::Trap}, {"membar", Op::Membar}, {"nanosleep", Op::Nanosleep},
-      {"testp", Op::Testp}};
+  static const std::map<std::string, Op> simple = {{"mov", Op::Mov},
+                                                   {"selp", Op::Selp},
+                                                   {"prmt", Op::Prmt},
+                                                   {"add", Op::Add},
+                                                   {"sub", Op::Sub},
+                                                   {"mul", Op::Mul},
+                                                   {"mad", Op::Mad},
+                                                   {"div", Op::Div},
+                                                   {"rem", Op::Rem},
+                                                   {"abs", Op::Abs},
+                                                   {"neg", Op::Neg},
+                                                   {"min", Op::Min},
+                                                   {"max", Op::Max},
+                                                   {"and", Op::And},
+                                                   {"or", Op::Or},
+                                                   {"xor", Op::Xor},
+                                                   {"not", Op::Not},
+                                                   {"cnot", Op::Cnot},
+                                                   {"shl", Op::Shl},
+                                                   {"shr", Op::Shr},
+                                                   {"popc", Op::Popc},
+                                                   {"clz", Op::Clz},
+                                                   {"brev", Op::Brev},
+                                                   {"bfe", Op::Bfe},
+                                                   {"bfi", Op::Bfi},
+                                                   {"lop3", Op::Lop3},
+                                                   {"fma", Op::Fma},
+                                                   {"rcp", Op::Rcp},
+                                                   {"sqrt", Op::Sqrt},
+                                                   {"rsqrt", Op::Rsqrt},
+                                                   {"ex2", Op::Ex2},
+                                                   {"lg2", Op::Lg2},
+                                                   {"sin", Op::Sin},
+                                                   {"cos", Op::Cos},
+                                                   {"tanh", Op::Tanh},
+                                                   {"copysign", Op::Copysign},
+                                                   {"cvta", Op::Cvta},
+                                                   {"cvt", Op::Cvt},
+                                                   {"ld", Op::Ld},
+                                                   {"ldu", Op::Ld},
+                                                   {"st", Op::St},
+                                                   {"bra", Op::Bra},
+                                                   {"ret", Op::Ret},
+                                                   {"exit", Op::Exit},
+                                                   {"trap", Op::Trap},
+                                                   {"membar", Op::Membar},
+                                                   {"nanosleep", Op::Nanosleep},
+                                                   {"testp", Op::Testp}};
 
   if (base == "setp" || base == "set") {
     inst.op = base == "setp" ? Op::Setp : Op::Set;
@@ -853,9 +999,12 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
       auto c = cmps.find(parts[i]);
       if (c != cmps.end() && i == 1)
         inst.cmp = c->second;
-      if (parts[i] == "and") inst.boolOp = 1;
-      if (parts[i] == "or") inst.boolOp = 2;
-      if (parts[i] == "xor") inst.boolOp = 3;
+      if (parts[i] == "and")
+        inst.boolOp = 1;
+      if (parts[i] == "or")
+        inst.boolOp = 2;
+      if (parts[i] == "xor")
+        inst.boolOp = 3;
     }
     if (cmps.find(parts.size() > 1 ? parts[1] : "") == cmps.end())
       unknown();
@@ -864,7 +1013,9 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     return;
   }
   if (base == "prmt" && parts.size() > 2)
-    throw ParseError(inst.line, "prmt modes other than the default are not supported: " + opcode);
+    throw ParseError(inst.line,
+                     "prmt modes other than the default are not supported: " +
+                         opcode);
   if (base == "shf") {
     inst.op = Op::Shf;
     inst.mode = (has("l") ? 0 : 1) | (has("wrap") ? 2 : 0);
@@ -874,8 +1025,13 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     inst.op = Op::Shfl;
     inst.collective = true;
     if (!has("sync"))
-      throw ParseError(inst.line, "shfl without .sync is not supported on sm_90");
-    inst.mode = has("up") ? 0 : has("down") ? 1 : has("bfly") ? 2 : has("idx") ? 3 : 9;
+      throw ParseError(inst.line,
+                       "shfl without .sync is not supported on sm_90");
+    inst.mode = has("up")     ? 0
+                : has("down") ? 1
+                : has("bfly") ? 2
+                : has("idx")  ? 3
+                              : 9;
     if (inst.mode == 9)
       unknown();
     return;
@@ -883,7 +1039,11 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
   if (base == "vote") {
     inst.op = Op::Vote;
     inst.collective = true;
-    inst.mode = has("all") ? 0 : has("any") ? 1 : has("uni") ? 2 : has("ballot") ? 3 : 9;
+    inst.mode = has("all")      ? 0
+                : has("any")    ? 1
+                : has("uni")    ? 2
+                : has("ballot") ? 3
+                                : 9;
     if (inst.mode == 9 || !has("sync"))
       unknown();
     return;
@@ -895,7 +1055,8 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
   }
   if (base == "atom" || base == "red") {
     inst.op = base == "atom" ? Op::Atom : Op::Red;
-    static const char *ops[] = {"add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec"};
+    static const char *ops[] = {"add", "min", "max", "exch", "cas",
+                                "and", "or",  "xor", "inc",  "dec"};
     inst.mode = 255;
     for (int i = 0; i < 10; ++i)
       if (has(ops[i]))
@@ -912,7 +1073,8 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
       inst.op = Op::BarArrive;
     else if (has("red"))
       inst.op = Op::BarRed;
-    else if (has("sync") || parts.size() == 1 || (base == "barrier" && parts.size() <= 3))
+    else if (has("sync") || parts.size() == 1 ||
+             (base == "barrier" && parts.size() <= 3))
       inst.op = Op::BarSync;
     else
       unknown();
@@ -939,17 +1101,28 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     if (parts.size() < 2)
       unknown();
     const std::string &what = parts[1];
-    if (what == "init") inst.op = Op::MbarInit;
-    else if (what == "inval") inst.op = Op::MbarInval;
-    else if (what == "arrive" && has("expect_tx")) inst.op = Op::MbarArrive, inst.mode = 1;
-    else if (what == "arrive") inst.op = Op::MbarArrive;
-    else if (what == "arrive_drop") inst.op = Op::MbarArriveDrop, inst.mode = has("expect_tx") ? 1 : 0;
-    else if (what == "expect_tx") inst.op = Op::MbarExpectTx;
-    else if (what == "complete_tx") inst.op = Op::MbarCompleteTx;
-    else if (what == "test_wait") inst.op = Op::MbarTestWait;
-    else if (what == "try_wait") inst.op = Op::MbarTryWait;
-    else if (what == "pending_count") inst.op = Op::MbarPendingCount;
-    else unknown();
+    if (what == "init")
+      inst.op = Op::MbarInit;
+    else if (what == "inval")
+      inst.op = Op::MbarInval;
+    else if (what == "arrive" && has("expect_tx"))
+      inst.op = Op::MbarArrive, inst.mode = 1;
+    else if (what == "arrive")
+      inst.op = Op::MbarArrive;
+    else if (what == "arrive_drop")
+      inst.op = Op::MbarArriveDrop, inst.mode = has("expect_tx") ? 1 : 0;
+    else if (what == "expect_tx")
+      inst.op = Op::MbarExpectTx;
+    else if (what == "complete_tx")
+      inst.op = Op::MbarCompleteTx;
+    else if (what == "test_wait")
+      inst.op = Op::MbarTestWait;
+    else if (what == "try_wait")
+      inst.op = Op::MbarTryWait;
+    else if (what == "pending_count")
+      inst.op = Op::MbarPendingCount;
+    else
+      unknown();
     inst.parity = has("parity");
     if (has("noComplete"))
       throw ParseError(inst.line, "mbarrier .noComplete is not supported");
@@ -967,9 +1140,13 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
       }
       bool tensor = has("tensor");
       if (has("multicast::cluster"))
-        throw ParseError(inst.line, "cluster multicast is not modelled (one CTA per cluster)");
-      if (has("im2col") || has("im2col::w") || has("tile::gather4") || has("tile::scatter4"))
-        throw ParseError(inst.line, "only the .tile TMA mode is modelled: " + opcode);
+        throw ParseError(
+            inst.line,
+            "cluster multicast is not modelled (one CTA per cluster)");
+      if (has("im2col") || has("im2col::w") || has("tile::gather4") ||
+          has("tile::scatter4"))
+        throw ParseError(inst.line,
+                         "only the .tile TMA mode is modelled: " + opcode);
       // Destination space first: cp.async.bulk[.tensor.Nd].dst.src
       size_t i = tensor ? 5 : 3;
       if (tensor) {
@@ -989,34 +1166,46 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
       else
         unknown();
       if (parts.size() > i + 1 && parts[i + 1] != "global" && toShared)
-        throw ParseError(inst.line, "bulk copy shared -> shared is not supported: " + opcode);
+        throw ParseError(inst.line,
+                         "bulk copy shared -> shared is not supported: " +
+                             opcode);
       if (has("reduce") || has("add") || has("min") || has("max"))
-        throw ParseError(inst.line, "bulk reductions are not supported: " + opcode);
+        throw ParseError(inst.line,
+                         "bulk reductions are not supported: " + opcode);
       return;
     }
     unknown();
   }
   if (base == "wgmma") {
-    if (has("fence")) inst.op = Op::WgmmaFence;
-    else if (has("commit_group")) inst.op = Op::WgmmaCommit;
-    else if (has("wait_group")) inst.op = Op::WgmmaWait;
-    else if (has("mma_async")) inst.op = Op::WgmmaMma;
-    else unknown();
+    if (has("fence"))
+      inst.op = Op::WgmmaFence;
+    else if (has("commit_group"))
+      inst.op = Op::WgmmaCommit;
+    else if (has("wait_group"))
+      inst.op = Op::WgmmaWait;
+    else if (has("mma_async"))
+      inst.op = Op::WgmmaMma;
+    else
+      unknown();
     if (inst.op == Op::WgmmaMma) {
       if (has("sp"))
         throw ParseError(inst.line, "sparse wgmma is not supported");
       inst.collective = true;
       for (auto &p : parts)
-        if (p.size() > 3 && p[0] == 'm' && std::isdigit(static_cast<unsigned char>(p[1]))) {
-          if (std::sscanf(p.c_str(), "m%un%uk%u", &inst.m, &inst.n, &inst.k) != 3)
+        if (p.size() > 3 && p[0] == 'm' &&
+            std::isdigit(static_cast<unsigned char>(p[1]))) {
+          if (std::sscanf(p.c_str(), "m%un%uk%u", &inst.m, &inst.n, &inst.k) !=
+              3)
             unknown();
         }
       if (types.size() != 3)
-        throw ParseError(inst.line, "wgmma: expected .dtype.atype.btype in " + opcode);
+        throw ParseError(inst.line,
+                         "wgmma: expected .dtype.atype.btype in " + opcode);
       inst.type = types[0];
       inst.atype = types[1];
       inst.btype = types[2];
-      if (inst.m != 64 || inst.k != 16 || inst.n % 8 || inst.n < 8 || inst.n > 256)
+      if (inst.m != 64 || inst.k != 16 || inst.n % 8 || inst.n < 8 ||
+          inst.n > 256)
         throw ParseError(inst.line, "wgmma shape not modelled: " + opcode +
                                         " (m64nNk16 with 16-bit inputs only)");
       if (inst.type != Ty::F32 ||
@@ -1029,11 +1218,15 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
       inst.rsForm = inst.ops[1].kind == Operand::Vec;
       size_t expected = inst.rsForm ? 7 : 8;
       if (inst.ops.size() != expected)
-        throw ParseError(inst.line, "wgmma: expected " + std::to_string(expected) + " operands");
-      if (inst.ops[0].kind != Operand::Vec || inst.ops[0].elems.size() != inst.n / 2)
-        throw ParseError(inst.line, "wgmma: D must be a vector of N/2 registers");
+        throw ParseError(inst.line, "wgmma: expected " +
+                                        std::to_string(expected) + " operands");
+      if (inst.ops[0].kind != Operand::Vec ||
+          inst.ops[0].elems.size() != inst.n / 2)
+        throw ParseError(inst.line,
+                         "wgmma: D must be a vector of N/2 registers");
       if (inst.rsForm && inst.ops[1].elems.size() != 4)
-        throw ParseError(inst.line, "wgmma: the register A operand must be 4 registers");
+        throw ParseError(inst.line,
+                         "wgmma: the register A operand must be 4 registers");
     }
     return;
   }
@@ -1053,15 +1246,23 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
   if (inst.op == Op::Cvta)
     inst.mode = has("to") ? 1 : 0;
   if (inst.op == Op::Testp) {
-    inst.mode = has("finite") ? 0 : has("infinite") ? 1 : has("number") ? 2 : has("notanumber") ? 3 : has("normal") ? 4 : has("subnormal") ? 5 : 9;
+    inst.mode = has("finite")       ? 0
+                : has("infinite")   ? 1
+                : has("number")     ? 2
+                : has("notanumber") ? 3
+                : has("normal")     ? 4
+                : has("subnormal")  ? 5
+                                    : 9;
     if (inst.mode == 9)
       unknown();
   }
   if (inst.op == Op::Min || inst.op == Op::Max)
     inst.mode = has("NaN") ? 1 : 0;
   if (inst.op == Op::Mul || inst.op == Op::Mad) {
-    if (!tyIsFloat(inst.type) && !inst.hi && !inst.lo && !inst.wide && inst.type != Ty::None)
-      throw ParseError(inst.line, opcode + ": integer mul/mad needs .lo, .hi or .wide");
+    if (!tyIsFloat(inst.type) && !inst.hi && !inst.lo && !inst.wide &&
+        inst.type != Ty::None)
+      throw ParseError(inst.line,
+                       opcode + ": integer mul/mad needs .lo, .hi or .wide");
   }
   if ((inst.op == Op::Fma || inst.op == Op::Mad) && tyIsFloat(inst.type))
     inst.op = Op::Fma;

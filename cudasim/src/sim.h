@@ -1,6 +1,6 @@
-// The emulated device: global memory (allocations with guard gaps, never reused), tensor maps,
-// and kernel launches of parsed PTX. Errors carry a message; the driver API layer turns them
-// into CUresult codes.
+// The emulated device: global memory (allocations with guard gaps, never
+// reused), tensor maps, and kernel launches of parsed PTX. Errors carry a
+// message; the driver API layer turns them into CUresult codes.
 #ifndef ATTNFUSE_CUDASIM_SIM_H
 #define ATTNFUSE_CUDASIM_SIM_H
 
@@ -15,14 +15,16 @@ namespace cudasim {
 
 // H100-like limits reported by the device queries.
 constexpr int kNumSMs = 132;
-constexpr unsigned kMaxSmemOptin = 227 * 1024;   // per block, opt-in
-constexpr unsigned kMaxSmemDefault = 48 * 1024;  // per block without the opt-in
+constexpr unsigned kMaxSmemOptin = 227 * 1024;  // per block, opt-in
+constexpr unsigned kMaxSmemDefault = 48 * 1024; // per block without the opt-in
 constexpr unsigned kSmemPerSM = 228 * 1024;
 constexpr unsigned kRegsPerSM = 64 * 1024;
-constexpr unsigned kReservedSmem = 1024;         // system-reserved bytes at the window's start
+constexpr unsigned kReservedSmem =
+    1024; // system-reserved bytes at the window's start
 
-// Address windows. Global allocations live at kGlobalBase + ...; a generic address in the shared
-// window is kSharedWindow + shared offset; param space (kernel parameters) at kParamWindow.
+// Address windows. Global allocations live at kGlobalBase + ...; a generic
+// address in the shared window is kSharedWindow + shared offset; param space
+// (kernel parameters) at kParamWindow.
 constexpr uint64_t kGlobalBase = 0x7f0000000000ull;
 constexpr uint64_t kSharedWindow = 0x100000000000ull;
 constexpr uint64_t kSharedWindowSize = 1ull << 32;
@@ -40,7 +42,8 @@ public:
   // Host pointer of [addr, addr + size) inside one live allocation, or nullptr.
   uint8_t *translate(uint64_t addr, uint64_t size);
   const Allocation *find(uint64_t addr) const;
-  std::string describe(uint64_t addr) const; // "0x... (n bytes past allocation 0x.. of m bytes)"
+  std::string describe(
+      uint64_t addr) const; // "0x... (n bytes past allocation 0x.. of m bytes)"
   uint64_t liveBytes() const;
 
 private:
@@ -49,7 +52,8 @@ private:
   const Allocation *last = nullptr;
 };
 
-// Decoded CUtensorMap (the emulator's own 128-byte encoding, see driver_api.cpp).
+// Decoded CUtensorMap (the emulator's own 128-byte encoding, see
+// driver_api.cpp).
 struct TensorMap {
   unsigned dataType = 0, rank = 0, elemBytes = 0;
   uint64_t address = 0;
@@ -75,9 +79,11 @@ struct Stats {
   double seconds = 0;
 };
 
-// Runs a kernel to completion. `params` holds the kernel's parameter buffer (Kernel::paramBytes).
-// Returns "" or a diagnostic; `isAddressError` tells an out-of-bounds access apart.
-std::string launchKernel(const Module &module, const Kernel &kernel, const LaunchConfig &cfg,
+// Runs a kernel to completion. `params` holds the kernel's parameter buffer
+// (Kernel::paramBytes). Returns "" or a diagnostic; `isAddressError` tells an
+// out-of-bounds access apart.
+std::string launchKernel(const Module &module, const Kernel &kernel,
+                         const LaunchConfig &cfg,
                          const std::vector<uint8_t> &params, GlobalMemory &mem,
                          bool &isAddressError, Stats &stats);
 
