@@ -65,7 +65,10 @@ struct Api {
 namespace {
 
 std::mutex driverMutex;
-std::string driverLibrary = "libcuda.so.1";
+// The driver library: ATTNFUSE_CUDA_DRIVER names another one (e.g. the emulator,
+// libattnfuse_cudasim.so), read when the driver is first needed; libcuda.so.1 otherwise.
+std::string driverLibrary;
+bool driverLibraryForced = false; // setDriverLibraryForTesting
 cu::Api *loadedApi = nullptr;
 bool initialized = false; // cuInit(0) succeeded
 
@@ -74,9 +77,20 @@ cu::Api *api() {
   std::lock_guard<std::mutex> lock(driverMutex);
   if (loadedApi)
     return loadedApi;
+  bool fromEnvironment = false;
+  if (!driverLibraryForced) {
+    const char *env = std::getenv("ATTNFUSE_CUDA_DRIVER");
+    fromEnvironment = env && *env;
+    driverLibrary = fromEnvironment ? env : "libcuda.so.1";
+  }
   void *lib = dlopen(driverLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    setError(AFR_ERR_NO_DRIVER, "no CUDA driver (" + driverLibrary + " not found)");
+    const char *why = dlerror();
+    setError(AFR_ERR_NO_DRIVER,
+             "no CUDA driver (" + driverLibrary + " not found" +
+                 (fromEnvironment && why ? std::string(", from ATTNFUSE_CUDA_DRIVER: ") + why
+                                         : std::string()) +
+                 ")");
     return nullptr;
   }
   auto *a = new cu::Api;
@@ -167,6 +181,7 @@ void setDriverLibraryForTesting(const std::string &name) {
   }
   initialized = false;
   driverLibrary = name;
+  driverLibraryForced = true;
 }
 
 } // namespace afr

@@ -229,6 +229,7 @@ void PrologueEmitter::emit() {
   d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
     for (int64_t s = 0; s < p.stages; ++s)
       d.mbarInit(fullBar(d.c32(s)), 1);
+    d.fenceMbarrierInit();
   });
   d.barrierAll();
   gemm();

@@ -281,7 +281,8 @@ void FlashEmitter::emit() {
   lane = d.remu(tid, 32);
   smem = d.alignedDynamicShared(kSharedSymbol);
 
-  // Barrier initialization by one thread, visible to all after bar.sync.
+  // Barrier initialization by one thread, fenced for the async proxy (TMA), visible to all
+  // after bar.sync.
   d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
     for (int64_t s = 0; s < p.stages; ++s) {
       Value sv = d.c32(s);
@@ -291,6 +292,7 @@ void FlashEmitter::emit() {
         d.mbarInit(rotBar(sv), 96);
     }
     d.mbarInit(qBar(), 1);
+    d.fenceMbarrierInit();
   });
   d.barrierAll();
 

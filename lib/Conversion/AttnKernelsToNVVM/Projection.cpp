@@ -173,6 +173,7 @@ void GemmEmitter::emit() {
       d.mbarInit(fullBar(d.c32(s)), 1);
       d.mbarInit(emptyBar(d.c32(s)), 128 * p.consumers);
     }
+    d.fenceMbarrierInit();
   });
   d.barrierAll();
   row0 = d.mul(d.ctaid(0), p.blockM);

@@ -10,6 +10,8 @@
 // CHECK: gpu.module @[[K]]
 // CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: i32, {{.*}}) kernel attributes {attnfuse.tma_params = array<i32: 0, 1, 2, 3, 4>, nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.barrier0
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr

@@ -18,6 +18,9 @@
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c96_i32{{.*}} : !llvm.ptr<3>, i32
+// The initialising thread fences the inits for the async proxy (TMA complete_tx)
+// before the CTA barrier publishes them.
+// CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.barrier0
 // Producer warpgroup: give registers back, one elected thread issues TMA.
 // CHECK: nvvm.setmaxregister  decrease 56

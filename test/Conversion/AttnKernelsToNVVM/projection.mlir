@@ -8,6 +8,8 @@
 // CHECK: gpu.module @[[K]]
 // CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>) kernel attributes {attnfuse.tma_params = array<i32: 0, 1, 2>, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.barrier0
 // CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: nvvm.elect.sync
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c16_i32 step

@@ -1,0 +1,98 @@
+"""The FlashAttention kernel (attn.flash_attention: warp-specialized TMA + wgmma, online softmax in
+registers, RS-form P.V) run on the emulator through the runtime, against reference.sdpa.
+
+Tolerance: Q, K, V are bf16 (exact in the f64 reference). P is rounded to bf16 before P.V
+(relative 2^-9 per weight, so at most 2^-9 max|v| on the weighted sum), the row sum l is
+accumulated from the unrounded f32 p (another 2^-9 max|v| of mismatch), ex2.approx and the f32
+accumulation add far less, and O is rounded once to bf16 (2^-9 |o|). We accept
+|got - ref| <= 2^-7 max|v| + 2^-8 |ref|, twice that bound.
+"""
+import numpy as np
+import pytest
+
+import emulator
+import reference
+
+
+def model(hq, hk, d, causal, window, keqv, key_rope):
+    attrs = ["block_q = 64 : i64", "block_kv = 64 : i64"]
+    if key_rope:
+        attrs.append("key_rope = #attn.rope<theta = 10000.0>")
+    if causal:
+        attrs.insert(0, "causal")
+    if window:
+        attrs.append(f"window = {window} : i64")
+    kv_args = f"%k: tensor<?x?x{hk}x{d}xbf16>" + ("" if keqv else f", %v: tensor<?x?x{hk}x{d}xbf16>")
+    kv_use = "%k" if keqv else "%k, %v"
+    kv_ty = f"tensor<?x?x{hk}x{d}xbf16>" + ("" if keqv else f", tensor<?x?x{hk}x{d}xbf16>")
+    return f"""
+func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, {kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
+  %o = attn.flash_attention %q, {kv_use} {{{", ".join(attrs)}}}
+      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}) -> tensor<?x?x{hq}x{d}xbf16>
+  return %o : tensor<?x?x{hq}x{d}xbf16>
+}}
+"""
+
+
+def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=False, batch=1,
+              seed=0):
+    art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope),
+                                 f"fa_h{hq}_{hk}_d{d}")
+    kernels = [k for k in art.kernels if k.startswith("attn_fa")]
+    assert len(kernels) == 1, art.kernels
+    rng = np.random.default_rng(seed)
+    qb, q = emulator.bf16(rng.standard_normal((batch, s, hq, d)))
+    kb, k = emulator.bf16(rng.standard_normal((batch, t, hk, d)))
+    vb, v = (kb, k) if keqv else emulator.bf16(rng.standard_normal((batch, t, hk, d)))
+    dev = emulator.Device()
+    tensors = {"query": dev.upload(qb, "bf16"), "key": dev.upload(kb, "bf16")}
+    if not keqv:
+        tensors["value"] = dev.upload(vb, "bf16")
+    spec = next(x for x in art.manifest["kernels"] if x["name"] == kernels[0])
+    for table in spec.get("rope_tables", []):
+        rows = {"S": s, "T": t}.get(table["shape"][0], table["shape"][0])
+        cos, sin = emulator.rope_tables(rows, table["rotated_dims"], table["theta"])
+        tensors[table["param"]] = dev.upload(cos if "cos" in table["param"] else sin, "f32")
+    tensors["output"] = dev.empty((batch, s, hq, d), "bf16")
+    art.launch(kernels[0], tensors, B=batch, S=s, T=t)
+    got = reference.from_bf16_bits(dev.download(tensors["output"])).astype(np.float64)
+    # Key RoPE on load rotates the keys for the scores only (V of K=V stays un-rotated), at
+    # absolute key positions.
+    kq = reference.rope(k, 10000.0) if key_rope else k
+    ref = reference.sdpa(q, kq, v, causal=causal, window=window)
+    return got, ref, np.abs(v).max()
+
+
+def check(got, ref, vmax):
+    assert np.all(np.isfinite(got)), "outputs unwritten or NaN/inf"
+    err = np.abs(got - ref)
+    tol = 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)
+    bad = err > tol
+    assert not bad.any(), (f"{bad.sum()} of {bad.size} outputs off; worst |err| {err.max():.4g} "
+                           f"at {np.unravel_index(err.argmax(), err.shape)}")
+
+
+@pytest.mark.parametrize("s", [1, 127, 128, 129])
+def test_mha_d64(s):
+    check(*run_flash(hq=2, hk=2, d=64, s=s, t=s))
+
+
+CASES = {
+    "mha_d64_causal_300": dict(hq=1, hk=1, d=64, s=300, t=300, causal=True),
+    "mha_d128_causal_129": dict(hq=1, hk=1, d=128, s=129, t=129, causal=True),
+    "gqa4_d64_causal": dict(hq=8, hk=2, d=64, s=40, t=40, causal=True),
+    "gqa8_d128": dict(hq=8, hk=1, d=128, s=20, t=20),
+    "mqa_d64_causal": dict(hq=4, hk=1, d=64, s=70, t=70, causal=True),
+    "keqv_gqa4_causal": dict(hq=4, hk=1, d=64, s=100, t=100, causal=True, keqv=True),
+    "keqv_key_rope_gqa4_causal": dict(hq=4, hk=1, d=64, s=130, t=130, causal=True, keqv=True,
+                                      key_rope=True),
+    "window_d64_causal": dict(hq=1, hk=1, d=64, s=300, t=300, causal=True, window=100),
+    "s_ne_t_causal": dict(hq=2, hk=2, d=64, s=50, t=200, causal=True),
+    "s_ne_t_noncausal_d128": dict(hq=1, hk=1, d=128, s=3, t=129),
+    "batch2_d64": dict(hq=2, hk=1, d=64, s=65, t=65, causal=True, batch=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_flash(name):
+    check(*run_flash(**CASES[name], seed=len(name)))
