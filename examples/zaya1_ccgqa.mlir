@@ -4,7 +4,10 @@
 // ZayaConfig: 40 decoder layers, each one CCA block).
 // E 2048, 8 query heads, 2 KV heads (CCGQA, G 4), head_dim 128:
 // Lq 1024, Lk 256, conv kernels [2, 2], qk_mean, value_shift,
-// clamped temperature, causal, RoPE theta 1e4 on half of each head.
+// raw key temperature (keys times the learned temp, as transformers),
+// causal, RoPE theta 5e6 on half of each head (ZayaConfig's default
+// "hybrid" layers; attnfuse-import gives "hybrid_sliding" layers their
+// sliding window and theta 1e4).
 // Caches 2 Lk = 512 values per token and layer (16-head MHA: 4096) plus
 // P (Lq + Lk) + Lk/2 = 2 * 1280 + 128 = 2688 state values per sequence and
 // layer.
@@ -462,8 +465,8 @@ func.func @model(
       temp(%l0_temp) wo(%l0_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -476,8 +479,8 @@ func.func @model(
       temp(%l1_temp) wo(%l1_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -490,8 +493,8 @@ func.func @model(
       temp(%l2_temp) wo(%l2_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -504,8 +507,8 @@ func.func @model(
       temp(%l3_temp) wo(%l3_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -518,8 +521,8 @@ func.func @model(
       temp(%l4_temp) wo(%l4_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -532,8 +535,8 @@ func.func @model(
       temp(%l5_temp) wo(%l5_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -546,8 +549,8 @@ func.func @model(
       temp(%l6_temp) wo(%l6_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -560,8 +563,8 @@ func.func @model(
       temp(%l7_temp) wo(%l7_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -574,8 +577,8 @@ func.func @model(
       temp(%l8_temp) wo(%l8_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -588,8 +591,8 @@ func.func @model(
       temp(%l9_temp) wo(%l9_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -602,8 +605,8 @@ func.func @model(
       temp(%l10_temp) wo(%l10_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -616,8 +619,8 @@ func.func @model(
       temp(%l11_temp) wo(%l11_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -630,8 +633,8 @@ func.func @model(
       temp(%l12_temp) wo(%l12_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -644,8 +647,8 @@ func.func @model(
       temp(%l13_temp) wo(%l13_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -658,8 +661,8 @@ func.func @model(
       temp(%l14_temp) wo(%l14_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -672,8 +675,8 @@ func.func @model(
       temp(%l15_temp) wo(%l15_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -686,8 +689,8 @@ func.func @model(
       temp(%l16_temp) wo(%l16_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -700,8 +703,8 @@ func.func @model(
       temp(%l17_temp) wo(%l17_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -714,8 +717,8 @@ func.func @model(
       temp(%l18_temp) wo(%l18_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -728,8 +731,8 @@ func.func @model(
       temp(%l19_temp) wo(%l19_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -742,8 +745,8 @@ func.func @model(
       temp(%l20_temp) wo(%l20_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -756,8 +759,8 @@ func.func @model(
       temp(%l21_temp) wo(%l21_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -770,8 +773,8 @@ func.func @model(
       temp(%l22_temp) wo(%l22_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -784,8 +787,8 @@ func.func @model(
       temp(%l23_temp) wo(%l23_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -798,8 +801,8 @@ func.func @model(
       temp(%l24_temp) wo(%l24_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -812,8 +815,8 @@ func.func @model(
       temp(%l25_temp) wo(%l25_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -826,8 +829,8 @@ func.func @model(
       temp(%l26_temp) wo(%l26_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -840,8 +843,8 @@ func.func @model(
       temp(%l27_temp) wo(%l27_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -854,8 +857,8 @@ func.func @model(
       temp(%l28_temp) wo(%l28_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -868,8 +871,8 @@ func.func @model(
       temp(%l29_temp) wo(%l29_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -882,8 +885,8 @@ func.func @model(
       temp(%l30_temp) wo(%l30_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -896,8 +899,8 @@ func.func @model(
       temp(%l31_temp) wo(%l31_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -910,8 +913,8 @@ func.func @model(
       temp(%l32_temp) wo(%l32_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -924,8 +927,8 @@ func.func @model(
       temp(%l33_temp) wo(%l33_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -938,8 +941,8 @@ func.func @model(
       temp(%l34_temp) wo(%l34_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -952,8 +955,8 @@ func.func @model(
       temp(%l35_temp) wo(%l35_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -966,8 +969,8 @@ func.func @model(
       temp(%l36_temp) wo(%l36_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -980,8 +983,8 @@ func.func @model(
       temp(%l37_temp) wo(%l37_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -994,8 +997,8 @@ func.func @model(
       temp(%l38_temp) wo(%l38_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -1008,8 +1011,8 @@ func.func @model(
       temp(%l39_temp) wo(%l39_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>, causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,

@@ -37,8 +37,23 @@ def type_list(types):
     return lines
 
 
+def float_text(value):
+    """An MLIR float literal that parses back to exactly `float(value)`:
+    Python's shortest round-trip repr, with the '.' MLIR requires
+    (1e-05 -> 1.0e-05, 5000000.0 stays)."""
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{value!r} is not a finite number")
+    text = repr(number)
+    if "." not in text:
+        mantissa, _, exponent = text.partition("e")
+        text = f"{mantissa}.0" + (f"e{exponent}" if exponent else "")
+    return text
+
+
 def rope_attr(theta, fraction):
-    return f"#attn.rope<theta = {float(theta):.1f}, fraction = {float(fraction)}>"
+    return (f"#attn.rope<theta = {float_text(theta)}, "
+            f"fraction = {float_text(fraction)}>")
 
 
 def _attr_block(lines):
@@ -104,7 +119,7 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
     if rope is not None:
         rest.append(f"rope = {rope_attr(*rope)}")
     if scale is not None:
-        rest.append(f"scale = {float(scale)!r} : f64")
+        rest.append(f"scale = {float_text(scale)} : f64")
     x_type = tensor((batch, seq, width), dtype)
     lines = _layer_lines(index, f"attn.qkv_attention <{sharing}> {{prev}}",
                          [weights] + ([biases] if biases else []),
@@ -155,12 +170,14 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
 
 def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
               rope_fraction, causal, dtype="bf16", qk_mean=True,
-              value_shift=True, temperature="clamped", window=None,
+              value_shift=True, temperature="raw", window=None,
               batch=None, seq=None, residual=True):
     """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
 
-    The defaults are CCGQA as in ZAYA1: qk-mean, value shift, clamped
-    temperature."""
+    The defaults are CCGQA as in ZAYA1 (Hugging Face transformers' `zaya`):
+    qk-mean, value shift, and the keys multiplied by the raw learned
+    `temp` ("clamped": exp(clamp(temp, 1e-7, 2)), for checkpoints trained
+    with that form)."""
     args, operands, attrs = _cca_parts(index, width, heads, kv_heads, head_dim,
                                        kernels, rope_theta, rope_fraction,
                                        causal, dtype, qk_mean, value_shift,
@@ -221,6 +238,18 @@ def _positive_int(name, value, allow_none=False):
     return value
 
 
+def _per_layer(name, value, num_layers):
+    """A per-layer setting (window, rope_theta): one value for every layer,
+    or a list or tuple with one entry per layer. -> list of num_layers
+    values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != num_layers:
+            raise ValueError(f"{name} has {len(value)} entries, one per "
+                             f"layer, but num_layers is {num_layers}")
+        return list(value)
+    return [value] * num_layers
+
+
 def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
             num_layers, window, rope_theta, rope_fraction):
     _positive_int("embed_dim", embed_dim)
@@ -244,12 +273,15 @@ def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
     _positive_int("batch", batch, allow_none=True)
     _positive_int("seq", seq, allow_none=True)
     _positive_int("num_layers", num_layers)
-    _positive_int("window", window, allow_none=True)
-    if rope_theta is not None:
-        if isinstance(rope_theta, bool) or not isinstance(
-                rope_theta, (int, float)) or rope_theta <= 0:
+    for value in _per_layer("window", window, num_layers):
+        _positive_int("window", value, allow_none=True)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
+    for theta in thetas:
+        if theta is not None and (isinstance(theta, bool) or not isinstance(
+                theta, (int, float)) or not 0 < theta < float("inf")):
             raise ValueError(f"rope_theta must be a positive number, got "
-                             f"{rope_theta!r}")
+                             f"{theta!r}")
+    if any(theta is not None for theta in thetas):
         if isinstance(rope_fraction, bool) or not isinstance(
                 rope_fraction, (int, float)) or not 0 < rope_fraction <= 1:
             raise ValueError(f"rope_fraction must be in (0, 1], got "
@@ -300,7 +332,9 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
     """(text, argument names) of a stack of `attn.qkv_attention` layers.
 
     Raises ValueError naming the parameter for an invalid configuration.
-    residual defaults to True for stacks (num_layers > 1), False for one
+    window and rope_theta are one value for every layer or a list with one
+    entry per layer (None: no window / no RoPE in that layer). residual
+    defaults to True for stacks (num_layers > 1), False for one
     layer.
     """
     _check_sharing_mode(sharing)
@@ -313,11 +347,14 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
         raise ValueError(f"scale must be a positive number, got {scale!r}")
     if residual is None:
         residual = num_layers > 1
-    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layers = [qkv_layer(i, sharing, embed_dim, num_heads, num_kv_heads,
-                        head_dim, causal, biases, dtype=dtype, window=window,
-                        rope=rope, scale=scale, batch=batch, seq=seq,
-                        residual=residual)
+                        head_dim, causal, biases, dtype=dtype,
+                        window=windows[i],
+                        rope=None if thetas[i] is None
+                        else (thetas[i], rope_fraction),
+                        scale=scale, batch=batch, seq=seq, residual=residual)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))
@@ -325,11 +362,13 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
 
 def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
              conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-             temperature="clamped", causal=True, window=None,
+             temperature="raw", causal=True, window=None,
              rope_theta=None, rope_fraction=1.0, dtype="f32", batch=None,
              seq=None, num_layers=1, residual=None, name="model", header=()):
     """(text, argument names) of a stack of `attn.cca` layers (CCA when
-    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text."""
+    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text.
+    temperature: "raw" (default, as Hugging Face transformers' ZAYA: keys
+    times the learned temp) or "clamped" (exp(clamp(temp, 1e-7, 2)))."""
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
@@ -340,11 +379,13 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
             f"head_dim ({num_kv_heads * head_dim}) must be even")
     if residual is None:
         residual = num_layers > 1
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layers = [cca_layer(i, embed_dim, num_heads, num_kv_heads, head_dim,
-                        kernels, rope_theta, rope_fraction, causal,
+                        kernels, thetas[i], rope_fraction, causal,
                         dtype=dtype, qk_mean=qk_mean, value_shift=value_shift,
-                        temperature=temperature, window=window, batch=batch,
-                        seq=seq, residual=residual)
+                        temperature=temperature, window=windows[i],
+                        batch=batch, seq=seq, residual=residual)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))
@@ -452,7 +493,8 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
     paged = _decode_common(capacity, page_size, num_pages)
     if residual is None:
         residual = num_layers > 1
-    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     cache = tensor(_cache_shape(num_kv_heads, head_dim, capacity, page_size,
                                 num_pages, batch), dtype)
     layer_args, layer_states, ops = [], [], []
@@ -468,12 +510,12 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
         attrs = [f"num_heads = {num_heads} : i64",
                  f"num_kv_heads = {num_kv_heads} : i64",
                  f"head_dim = {head_dim} : i64"]
-        if window is not None:
-            attrs.append(f"window = {window} : i64")
-        if rope is not None:
-            attrs.append(f"rope = {rope_attr(*rope)}")
+        if windows[i] is not None:
+            attrs.append(f"window = {windows[i]} : i64")
+        if thetas[i] is not None:
+            attrs.append(f"rope = {rope_attr(thetas[i], rope_fraction)}")
         if scale is not None:
-            attrs.append(f"scale = {float(scale)!r} : f64")
+            attrs.append(f"scale = {float_text(scale)} : f64")
         caches = ", ".join(n for n, _ in states)
         ops.append((weights, biases_text, caches, attrs))
         layer_args.append(args)
@@ -492,7 +534,7 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
 
 def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                     conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-                    temperature="clamped", window=None, rope_theta=None,
+                    temperature="raw", window=None, rope_theta=None,
                     rope_fraction=1.0, dtype="f32", batch=None, capacity=None,
                     page_size=None, num_pages=None, num_layers=1,
                     residual=None, header=()):
@@ -515,12 +557,14 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                                 num_pages, batch), dtype)
     channels = (num_heads + num_kv_heads) * head_dim
     rows = kernels[0] - 1 + kernels[1] - 1
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layer_args, layer_states, ops = [], [], []
     for i in range(num_layers):
         args, operand_lines, attrs = _cca_parts(
             i, embed_dim, num_heads, num_kv_heads, head_dim, kernels,
-            rope_theta, rope_fraction, False, dtype, qk_mean, value_shift,
-            temperature, window)
+            thetas[i], rope_fraction, False, dtype, qk_mean, value_shift,
+            temperature, windows[i])
         p = f"%l{i}_"
         states = [(p + "k_cache", cache), (p + "v_cache", cache),
                   (p + "conv_state", tensor((batch, rows, channels), dtype))]

@@ -109,7 +109,7 @@ CCA_VARIANTS = [
     dict(embed_dim=32, num_heads=4, num_kv_heads=2, head_dim=4,
          rope_theta=1e4, rope_fraction=0.5),
     dict(embed_dim=32, num_heads=2, num_kv_heads=2, head_dim=8,
-         qk_mean=False, value_shift=False, temperature="raw",
+         qk_mean=False, value_shift=False, temperature="clamped",
          conv_kernel_sizes=(3, 2)),
 ]
 
@@ -130,7 +130,7 @@ def test_cca_matches_reference(config, dtype):
                 wv_prev=exact.get("wv_prev"),
                 qk_mean=config.get("qk_mean", True),
                 value_shift=config.get("value_shift", True),
-                temperature=config.get("temperature", "clamped"),
+                temperature=config.get("temperature", "raw"),
                 causal=True, rope_theta=config.get("rope_theta"),
                 rope_fraction=config.get("rope_fraction", 1.0))
     assert rel_err(y, ref) <= TOLERANCE[dtype]
