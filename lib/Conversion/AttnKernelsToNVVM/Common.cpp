@@ -236,7 +236,7 @@ DictionaryAttr attnfuse::nvgpu::describeParam(MLIRContext *ctx, StringRef name,
 }
 
 std::string attnfuse::nvgpu::ccaKernelNameSuffix(bool qkMean, bool valueShift,
-                                                 bool clamped,
+                                                 bool clamped, bool clampEps,
                                                  int64_t rotated) {
   std::string suffix;
   if (qkMean)
@@ -245,6 +245,8 @@ std::string attnfuse::nvgpu::ccaKernelNameSuffix(bool qkMean, bool valueShift,
     suffix += "_vshift";
   if (clamped)
     suffix += "_tclamp";
+  if (clampEps)
+    suffix += "_nclamp";
   if (rotated)
     suffix += "_rope" + std::to_string(rotated);
   return suffix;
