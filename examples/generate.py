@@ -106,7 +106,9 @@ def zaya1():
         f"head_dim {head_dim}:",
         f"Lq {heads * head_dim}, Lk {kv_heads * head_dim}, "
         "conv kernels [2, 2], qk_mean, value_shift,",
-        "raw key temperature (keys times the learned temp, as transformers),",
+        "raw key temperature (keys times the learned temp) and heads divided "
+        "by",
+        "max(|x|, eps), eps 2^-7 the bf16 epsilon (both as transformers),",
         "causal, RoPE theta 5e6 on half of each head (ZayaConfig's default",
         "\"hybrid\" layers; attnfuse-import gives \"hybrid_sliding\" layers "
         "their",
@@ -122,7 +124,8 @@ def zaya1():
         GENERATED,
     ]
     layers = [cca_layer(i, width, heads, kv_heads, head_dim, (2, 2),
-                        5_000_000.0, 0.5, causal=True)
+                        5_000_000.0, 0.5, causal=True, norm="clamp_eps",
+                        eps=_builders.MACHINE_EPS["bf16"])
               for i in range(ZAYA1_LAYERS)]
     return module(header, layers, width)
 

@@ -4,7 +4,8 @@
 // ZayaConfig: 40 decoder layers, each one CCA block).
 // E 2048, 8 query heads, 2 KV heads (CCGQA, G 4), head_dim 128:
 // Lq 1024, Lk 256, conv kernels [2, 2], qk_mean, value_shift,
-// raw key temperature (keys times the learned temp, as transformers),
+// raw key temperature (keys times the learned temp) and heads divided by
+// max(|x|, eps), eps 2^-7 the bf16 epsilon (both as transformers),
 // causal, RoPE theta 5e6 on half of each head (ZayaConfig's default
 // "hybrid" layers; attnfuse-import gives "hybrid_sliding" layers their
 // sliding window and theta 1e4).
@@ -465,7 +466,9 @@ func.func @model(
       temp(%l0_temp) wo(%l0_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -479,7 +482,9 @@ func.func @model(
       temp(%l1_temp) wo(%l1_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -493,7 +498,9 @@ func.func @model(
       temp(%l2_temp) wo(%l2_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -507,7 +514,9 @@ func.func @model(
       temp(%l3_temp) wo(%l3_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -521,7 +530,9 @@ func.func @model(
       temp(%l4_temp) wo(%l4_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -535,7 +546,9 @@ func.func @model(
       temp(%l5_temp) wo(%l5_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -549,7 +562,9 @@ func.func @model(
       temp(%l6_temp) wo(%l6_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -563,7 +578,9 @@ func.func @model(
       temp(%l7_temp) wo(%l7_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -577,7 +594,9 @@ func.func @model(
       temp(%l8_temp) wo(%l8_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -591,7 +610,9 @@ func.func @model(
       temp(%l9_temp) wo(%l9_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -605,7 +626,9 @@ func.func @model(
       temp(%l10_temp) wo(%l10_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -619,7 +642,9 @@ func.func @model(
       temp(%l11_temp) wo(%l11_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -633,7 +658,9 @@ func.func @model(
       temp(%l12_temp) wo(%l12_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -647,7 +674,9 @@ func.func @model(
       temp(%l13_temp) wo(%l13_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -661,7 +690,9 @@ func.func @model(
       temp(%l14_temp) wo(%l14_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -675,7 +706,9 @@ func.func @model(
       temp(%l15_temp) wo(%l15_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -689,7 +722,9 @@ func.func @model(
       temp(%l16_temp) wo(%l16_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -703,7 +738,9 @@ func.func @model(
       temp(%l17_temp) wo(%l17_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -717,7 +754,9 @@ func.func @model(
       temp(%l18_temp) wo(%l18_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -731,7 +770,9 @@ func.func @model(
       temp(%l19_temp) wo(%l19_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -745,7 +786,9 @@ func.func @model(
       temp(%l20_temp) wo(%l20_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -759,7 +802,9 @@ func.func @model(
       temp(%l21_temp) wo(%l21_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -773,7 +818,9 @@ func.func @model(
       temp(%l22_temp) wo(%l22_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -787,7 +834,9 @@ func.func @model(
       temp(%l23_temp) wo(%l23_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -801,7 +850,9 @@ func.func @model(
       temp(%l24_temp) wo(%l24_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -815,7 +866,9 @@ func.func @model(
       temp(%l25_temp) wo(%l25_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -829,7 +882,9 @@ func.func @model(
       temp(%l26_temp) wo(%l26_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -843,7 +898,9 @@ func.func @model(
       temp(%l27_temp) wo(%l27_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -857,7 +914,9 @@ func.func @model(
       temp(%l28_temp) wo(%l28_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -871,7 +930,9 @@ func.func @model(
       temp(%l29_temp) wo(%l29_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -885,7 +946,9 @@ func.func @model(
       temp(%l30_temp) wo(%l30_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -899,7 +962,9 @@ func.func @model(
       temp(%l31_temp) wo(%l31_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -913,7 +978,9 @@ func.func @model(
       temp(%l32_temp) wo(%l32_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -927,7 +994,9 @@ func.func @model(
       temp(%l33_temp) wo(%l33_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -941,7 +1010,9 @@ func.func @model(
       temp(%l34_temp) wo(%l34_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -955,7 +1026,9 @@ func.func @model(
       temp(%l35_temp) wo(%l35_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -969,7 +1042,9 @@ func.func @model(
       temp(%l36_temp) wo(%l36_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -983,7 +1058,9 @@ func.func @model(
       temp(%l37_temp) wo(%l37_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -997,7 +1074,9 @@ func.func @model(
       temp(%l38_temp) wo(%l38_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
@@ -1011,7 +1090,9 @@ func.func @model(
       temp(%l39_temp) wo(%l39_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<raw>, causal,
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
        rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,

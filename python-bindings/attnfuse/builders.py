@@ -16,6 +16,11 @@ import textwrap
 DTYPES = ("f32", "f16", "bf16")
 SHARING_MODES = ("none", "kv", "qk", "qkv")
 TEMPERATURES = ("raw", "clamped")
+# How eps enters CCA's per-head L2 norm: sqrt(|x|^2 + eps) (the IR's
+# default) or max(|x|, eps) (Hugging Face transformers' ZAYA).
+NORMS = ("sqrt_eps", "clamp_eps")
+# transformers' ZAYA norm eps: torch.finfo(dtype).eps of the activations.
+MACHINE_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 
 
 def tensor(shape, dtype):
@@ -130,7 +135,7 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
 
 def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
                rope_fraction, causal, dtype, qk_mean, value_shift, temperature,
-               window):
+               window, norm=None, eps=None):
     """(args, operand lines, attribute groups) of one CCA layer."""
     lq, lk = heads * head_dim, kv_heads * head_dim
     channels = lq + lk
@@ -160,8 +165,10 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
              [f"conv_kernel_sizes = array<i64: {kernels[0]}, {kernels[1]}>"]
              + (["qk_mean"] if qk_mean else [])
              + (["value_shift"] if value_shift else []),
-             [f"temperature = #attn.temperature<{temperature}>"]
-             + (["causal"] if causal else [])
+             [f"temperature = #attn.temperature<{temperature}>"],
+             ([f"norm = #attn.norm<{norm}>"] if norm is not None else [])
+             + ([f"eps = {float_text(eps)} : f64"] if eps is not None else []),
+             (["causal"] if causal else [])
              + ([f"window = {window} : i64"] if window is not None else []),
              [f"rope = {rope_attr(rope_theta, rope_fraction)}"]
              if rope_theta is not None else []]
@@ -171,7 +178,7 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
 def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
               rope_fraction, causal, dtype="bf16", qk_mean=True,
               value_shift=True, temperature="raw", window=None,
-              batch=None, seq=None, residual=True):
+              batch=None, seq=None, residual=True, norm=None, eps=None):
     """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
 
     The defaults are CCGQA as in ZAYA1 (Hugging Face transformers' `zaya`):
@@ -181,7 +188,7 @@ def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
     args, operands, attrs = _cca_parts(index, width, heads, kv_heads, head_dim,
                                        kernels, rope_theta, rope_fraction,
                                        causal, dtype, qk_mean, value_shift,
-                                       temperature, window)
+                                       temperature, window, norm, eps)
     x_type = tensor((batch, seq, width), dtype)
     lines = _layer_lines(index, "attn.cca {prev}", operands,
                          _attr_block(attrs), [t for _, t in args], x_type,
@@ -309,7 +316,7 @@ def _check_query_is_key(sharing, num_heads, num_kv_heads):
             f"({num_kv_heads})")
 
 
-def _check_cca_toggles(conv_kernel_sizes, temperature):
+def _check_cca_toggles(conv_kernel_sizes, temperature, norm=None, eps=None):
     """-> the two conv kernel sizes as a tuple."""
     kernels = tuple(conv_kernel_sizes)
     if len(kernels) != 2:
@@ -320,6 +327,12 @@ def _check_cca_toggles(conv_kernel_sizes, temperature):
     if temperature not in TEMPERATURES:
         raise ValueError(f"temperature must be one of "
                          f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    if norm is not None and norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got "
+                         f"{norm!r}")
+    if eps is not None and (isinstance(eps, bool) or not isinstance(
+            eps, (int, float)) or not 0 < eps < float("inf")):
+        raise ValueError(f"eps must be a positive number, got {eps!r}")
     return kernels
 
 
@@ -362,17 +375,22 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
 
 def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
              conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-             temperature="raw", causal=True, window=None,
+             temperature="raw", norm=None, eps=None, causal=True,
+             window=None,
              rope_theta=None, rope_fraction=1.0, dtype="f32", batch=None,
              seq=None, num_layers=1, residual=None, name="model", header=()):
     """(text, argument names) of a stack of `attn.cca` layers (CCA when
     num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text.
     temperature: "raw" (default, as Hugging Face transformers' ZAYA: keys
-    times the learned temp) or "clamped" (exp(clamp(temp, 1e-7, 2)))."""
+    times the learned temp) or "clamped" (exp(clamp(temp, 1e-7, 2))).
+    norm and eps: how each head's L2 norm avoids zero, "sqrt_eps"
+    (sqrt(|x|^2 + eps), the IR's default, eps 1e-12) or "clamp_eps"
+    (max(|x|, eps), as transformers with eps = MACHINE_EPS[dtype]); None
+    leaves the IR's default."""
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature, norm, eps)
     if value_shift and (num_kv_heads * head_dim) % 2:
         raise ValueError(
             f"value_shift splits the values in halves, so num_kv_heads * "
@@ -384,7 +402,8 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     layers = [cca_layer(i, embed_dim, num_heads, num_kv_heads, head_dim,
                         kernels, thetas[i], rope_fraction, causal,
                         dtype=dtype, qk_mean=qk_mean, value_shift=value_shift,
-                        temperature=temperature, window=windows[i],
+                        temperature=temperature, norm=norm, eps=eps,
+                        window=windows[i],
                         batch=batch, seq=seq, residual=residual)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
@@ -534,7 +553,8 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
 
 def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                     conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-                    temperature="raw", window=None, rope_theta=None,
+                    temperature="raw", norm=None, eps=None, window=None,
+                    rope_theta=None,
                     rope_fraction=1.0, dtype="f32", batch=None, capacity=None,
                     page_size=None, num_pages=None, num_layers=1,
                     residual=None, header=()):
@@ -544,7 +564,7 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature, norm, eps)
     lk = num_kv_heads * head_dim
     if value_shift and lk % 2:
         raise ValueError(
@@ -564,7 +584,7 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
         args, operand_lines, attrs = _cca_parts(
             i, embed_dim, num_heads, num_kv_heads, head_dim, kernels,
             thetas[i], rope_fraction, False, dtype, qk_mean, value_shift,
-            temperature, windows[i])
+            temperature, windows[i], norm, eps)
         p = f"%l{i}_"
         states = [(p + "k_cache", cache), (p + "v_cache", cache),
                   (p + "conv_state", tensor((batch, rows, channels), dtype))]

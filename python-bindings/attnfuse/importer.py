@@ -28,8 +28,9 @@ transformers' `zaya` model reads it.
                                     defaults: 5e6 for "hybrid", 1e4 for
                                     "hybrid_sliding", fraction 0.5
   -> attn.cca per layer with its own window and RoPE theta: qk_mean,
-  value_shift, the raw learned key temperature (transformers' form),
-  causal.
+  value_shift, and transformers' numerics: the raw learned key
+  temperature, each head divided by max(|x|, eps) with eps the machine
+  epsilon of the dtype (norm = clamp_eps), causal.
   The legacy form (no layer_types; rope_theta, rope_scaling: false;
   num_hidden_layers counts the attention and the MoE blocks, which
   alternate, attention first) gives num_hidden_layers / 2 global layers,
@@ -402,10 +403,12 @@ def _zaya(data, dtype, num_layers):
                              f"config's {len(hf_layers)} attention layers")
         windows, thetas = windows[:num_layers], thetas[:num_layers]
         hf_layers = hf_layers[:num_layers]
+    dtype = _dtype(data, dtype)
     return dict(embed_dim=width, num_heads=heads, num_kv_heads=kv_heads,
                 head_dim=head_dim, conv_kernel_sizes=kernels, qk_mean=True,
-                value_shift=True, temperature="raw", causal=True,
-                dtype=_dtype(data, dtype), num_layers=len(hf_layers),
+                value_shift=True, temperature="raw", norm="clamp_eps",
+                eps=builders.MACHINE_EPS[dtype], causal=True, dtype=dtype,
+                num_layers=len(hf_layers),
                 residual=True, window=windows, rope_theta=thetas,
                 rope_fraction=fractions[0], hf_layers=hf_layers)
 
