@@ -23,9 +23,15 @@ fi
 
 # Python packages used by the test suite, the example generator and the
 # attnfuse Python package (nanobind for its extension, scikit-build-core for
-# `pip install ./python-bindings`), as pip-name:import-name.
+# `pip install ./python-bindings`), as pip-name:import-name. torch,
+# transformers (5.23: the first with the `zaya` model) and safetensors run
+# the checks against Hugging Face's own ZAYA attention
+# (python-bindings/tests/test_hf_numerics.py, examples/python/
+# zaya_from_hf.py); PyPI's torch is the CUDA build, which imports without a
+# GPU (about 5.6 GB with its nvidia-* wheels, 3.5 minutes here).
 PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
-             scikit-build-core:scikit_build_core)
+             scikit-build-core:scikit_build_core safetensors:safetensors
+             torch:torch transformers==5.23.0:transformers.models.zaya)
 for entry in "${PY_PACKAGES[@]}"; do
   python3 -c "import ${entry#*:}" 2>/dev/null || python3 -m pip install -q "${entry%%:*}"
 done
