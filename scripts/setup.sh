@@ -43,7 +43,8 @@ fi
 # the checks against Hugging Face's own ZAYA attention
 # (python-bindings/tests/test_hf_numerics.py, examples/python/
 # zaya_from_hf.py); PyPI's torch is the CUDA build, which imports without a
-# GPU (about 5.6 GB with its nvidia-* wheels, 3.5 minutes here).
+# GPU (about 5.6 GB with its nvidia-* wheels; the whole list takes about
+# 5.5 minutes into a fresh environment on the CI machine).
 PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
              scikit-build-core:scikit_build_core safetensors:safetensors
              torch:torch transformers==5.23.0:transformers.models.zaya)
