@@ -106,7 +106,13 @@ def zaya1():
         f"head_dim {head_dim}:",
         f"Lq {heads * head_dim}, Lk {kv_heads * head_dim}, "
         "conv kernels [2, 2], qk_mean, value_shift,",
-        "clamped temperature, causal, RoPE theta 1e4 on half of each head.",
+        "raw key temperature (keys times the learned temp) and heads divided "
+        "by",
+        "max(|x|, eps), eps 2^-7 the bf16 epsilon (both as transformers),",
+        "causal, RoPE theta 5e6 on half of each head (ZayaConfig's default",
+        "\"hybrid\" layers; attnfuse-import gives \"hybrid_sliding\" layers "
+        "their",
+        "sliding window and theta 1e4).",
         f"Caches 2 Lk = {2 * kv_heads * head_dim} values per token and layer "
         "(16-head MHA: 4096) plus",
         "P (Lq + Lk) + Lk/2 = 2 * 1280 + 128 = 2688 state values per sequence "
@@ -117,8 +123,9 @@ def zaya1():
         "",
         GENERATED,
     ]
-    layers = [cca_layer(i, width, heads, kv_heads, head_dim, (2, 2), 10000.0,
-                        0.5, causal=True)
+    layers = [cca_layer(i, width, heads, kv_heads, head_dim, (2, 2),
+                        5_000_000.0, 0.5, causal=True, norm="clamp_eps",
+                        eps=_builders.MACHINE_EPS["bf16"])
               for i in range(ZAYA1_LAYERS)]
     return module(header, layers, width)
 

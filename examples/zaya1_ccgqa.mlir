@@ -4,7 +4,11 @@
 // ZayaConfig: 40 decoder layers, each one CCA block).
 // E 2048, 8 query heads, 2 KV heads (CCGQA, G 4), head_dim 128:
 // Lq 1024, Lk 256, conv kernels [2, 2], qk_mean, value_shift,
-// clamped temperature, causal, RoPE theta 1e4 on half of each head.
+// raw key temperature (keys times the learned temp) and heads divided by
+// max(|x|, eps), eps 2^-7 the bf16 epsilon (both as transformers),
+// causal, RoPE theta 5e6 on half of each head (ZayaConfig's default
+// "hybrid" layers; attnfuse-import gives "hybrid_sliding" layers their
+// sliding window and theta 1e4).
 // Caches 2 Lk = 512 values per token and layer (16-head MHA: 4096) plus
 // P (Lq + Lk) + Lk/2 = 2 * 1280 + 128 = 2688 state values per sequence and
 // layer.
@@ -462,8 +466,10 @@ func.func @model(
       temp(%l0_temp) wo(%l0_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -476,8 +482,10 @@ func.func @model(
       temp(%l1_temp) wo(%l1_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -490,8 +498,10 @@ func.func @model(
       temp(%l2_temp) wo(%l2_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -504,8 +514,10 @@ func.func @model(
       temp(%l3_temp) wo(%l3_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -518,8 +530,10 @@ func.func @model(
       temp(%l4_temp) wo(%l4_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -532,8 +546,10 @@ func.func @model(
       temp(%l5_temp) wo(%l5_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -546,8 +562,10 @@ func.func @model(
       temp(%l6_temp) wo(%l6_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -560,8 +578,10 @@ func.func @model(
       temp(%l7_temp) wo(%l7_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -574,8 +594,10 @@ func.func @model(
       temp(%l8_temp) wo(%l8_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -588,8 +610,10 @@ func.func @model(
       temp(%l9_temp) wo(%l9_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -602,8 +626,10 @@ func.func @model(
       temp(%l10_temp) wo(%l10_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -616,8 +642,10 @@ func.func @model(
       temp(%l11_temp) wo(%l11_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -630,8 +658,10 @@ func.func @model(
       temp(%l12_temp) wo(%l12_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -644,8 +674,10 @@ func.func @model(
       temp(%l13_temp) wo(%l13_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -658,8 +690,10 @@ func.func @model(
       temp(%l14_temp) wo(%l14_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -672,8 +706,10 @@ func.func @model(
       temp(%l15_temp) wo(%l15_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -686,8 +722,10 @@ func.func @model(
       temp(%l16_temp) wo(%l16_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -700,8 +738,10 @@ func.func @model(
       temp(%l17_temp) wo(%l17_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -714,8 +754,10 @@ func.func @model(
       temp(%l18_temp) wo(%l18_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -728,8 +770,10 @@ func.func @model(
       temp(%l19_temp) wo(%l19_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -742,8 +786,10 @@ func.func @model(
       temp(%l20_temp) wo(%l20_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -756,8 +802,10 @@ func.func @model(
       temp(%l21_temp) wo(%l21_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -770,8 +818,10 @@ func.func @model(
       temp(%l22_temp) wo(%l22_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -784,8 +834,10 @@ func.func @model(
       temp(%l23_temp) wo(%l23_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -798,8 +850,10 @@ func.func @model(
       temp(%l24_temp) wo(%l24_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -812,8 +866,10 @@ func.func @model(
       temp(%l25_temp) wo(%l25_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -826,8 +882,10 @@ func.func @model(
       temp(%l26_temp) wo(%l26_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -840,8 +898,10 @@ func.func @model(
       temp(%l27_temp) wo(%l27_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -854,8 +914,10 @@ func.func @model(
       temp(%l28_temp) wo(%l28_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -868,8 +930,10 @@ func.func @model(
       temp(%l29_temp) wo(%l29_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -882,8 +946,10 @@ func.func @model(
       temp(%l30_temp) wo(%l30_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -896,8 +962,10 @@ func.func @model(
       temp(%l31_temp) wo(%l31_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -910,8 +978,10 @@ func.func @model(
       temp(%l32_temp) wo(%l32_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -924,8 +994,10 @@ func.func @model(
       temp(%l33_temp) wo(%l33_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -938,8 +1010,10 @@ func.func @model(
       temp(%l34_temp) wo(%l34_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -952,8 +1026,10 @@ func.func @model(
       temp(%l35_temp) wo(%l35_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -966,8 +1042,10 @@ func.func @model(
       temp(%l36_temp) wo(%l36_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -980,8 +1058,10 @@ func.func @model(
       temp(%l37_temp) wo(%l37_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -994,8 +1074,10 @@ func.func @model(
       temp(%l38_temp) wo(%l38_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
@@ -1008,8 +1090,10 @@ func.func @model(
       temp(%l39_temp) wo(%l39_wo)
       {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-       temperature = #attn.temperature<clamped>, causal,
-       rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+       temperature = #attn.temperature<raw>,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       causal,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,

@@ -182,9 +182,11 @@ def qkv_attention(x, mode, wk, wo, wq=None, wv=None, bq=None, bk=None, bv=None,
 def cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp,
             num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
             qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
-            rope_theta=None, rope_fraction=1.0):
+            rope_theta=None, rope_fraction=1.0, norm="sqrt_eps"):
     """docs/semantics.md#attncca, steps 1-6 (the prefill prologue): the latent
-    attention inputs q [B, S, Hq, d], k and v [B, S, Hk, d]."""
+    attention inputs q [B, S, Hq, d], k and v [B, S, Hk, d]. norm:
+    "sqrt_eps" divides each head by sqrt(|x|^2 + eps), "clamp_eps" by
+    max(|x|, eps) (transformers' ZAYA)."""
     x = f64(x)
     hq, hk, d = num_heads, num_kv_heads, head_dim
     g = hq // hk
@@ -222,8 +224,14 @@ def cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp,
     # 4. L2 norm to sqrt(d), key temperature.
     temp = f64(temp)
     tau = np.exp(np.clip(temp, 1e-7, 2.0)) if temperature == "clamped" else temp
-    q = np.sqrt(d) * q / np.sqrt((q * q).sum(-1, keepdims=True) + eps)
-    k = np.sqrt(d) * k / np.sqrt((k * k).sum(-1, keepdims=True) + eps)
+    if norm == "clamp_eps":
+        q = np.sqrt(d) * q / np.maximum(np.linalg.norm(q, axis=-1,
+                                                       keepdims=True), eps)
+        k = np.sqrt(d) * k / np.maximum(np.linalg.norm(k, axis=-1,
+                                                       keepdims=True), eps)
+    else:
+        q = np.sqrt(d) * q / np.sqrt((q * q).sum(-1, keepdims=True) + eps)
+        k = np.sqrt(d) * k / np.sqrt((k * k).sum(-1, keepdims=True) + eps)
     k = k * tau[None, None, :, None]
 
     # 5. Values, optionally shifted: concat(Wvc x_t, Wvp x_{t-1}), x_{-1} = 0.
@@ -243,13 +251,14 @@ def cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp,
 def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
         num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
         qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
-        causal=False, window=None, rope_theta=None, rope_fraction=1.0):
+        causal=False, window=None, rope_theta=None, rope_fraction=1.0,
+        norm="sqrt_eps"):
     """docs/semantics.md#attncca: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
     q, k, v = cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
                       temp, num_heads, num_kv_heads, head_dim, kernels,
                       wv_prev=wv_prev, qk_mean=qk_mean, value_shift=value_shift,
                       temperature=temperature, eps=eps, rope_theta=rope_theta,
-                      rope_fraction=rope_fraction)
+                      rope_fraction=rope_fraction, norm=norm)
 
     # 7. GQA softmax attention, scale 1/sqrt(d), up-projection.
     o = sdpa(q, k, v, causal=causal, window=window)

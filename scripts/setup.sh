@@ -38,9 +38,16 @@ fi
 
 # Python packages used by the test suite, the example generator and the
 # attnfuse Python package (nanobind for its extension, scikit-build-core for
-# `pip install ./python-bindings`), as pip-name:import-name.
+# `pip install ./python-bindings`), as pip-name:import-name. torch,
+# transformers (5.23: the first with the `zaya` model) and safetensors run
+# the checks against Hugging Face's own ZAYA attention
+# (python-bindings/tests/test_hf_numerics.py, examples/python/
+# zaya_from_hf.py); PyPI's torch is the CUDA build, which imports without a
+# GPU (about 5.6 GB with its nvidia-* wheels; the whole list takes about
+# 5.5 minutes into a fresh environment on the CI machine).
 PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
-             scikit-build-core:scikit_build_core)
+             scikit-build-core:scikit_build_core safetensors:safetensors
+             torch:torch transformers==5.23.0:transformers.models.zaya)
 to_install=()
 for entry in "${PY_PACKAGES[@]}"; do
   "$ATTNFUSE_PYTHON" -c "import ${entry#*:}" 2>/dev/null || to_install+=("${entry%%:*}")

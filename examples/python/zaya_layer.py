@@ -7,11 +7,14 @@ import numpy as np
 
 import attnfuse
 
-config = {  # a small ZAYA-style config.json (the real one: 2048 wide, 40 layers)
+config = {  # a small ZAYA config.json (the real one: 2048 wide, 40 layers)
     "model_type": "zaya", "hidden_size": 256, "num_attention_heads": 4,
     "num_key_value_heads": 2, "head_dim": 32, "cca_time0": 2, "cca_time1": 2,
-    "partial_rotary_factor": 0.5, "rope_theta": 10000.0,
-    "num_hidden_layers": 1, "vocab_size": 262144, "torch_dtype": "float32",
+    "num_hidden_layers": 1, "layer_types": ["hybrid_sliding"],
+    "sliding_window": 4096, "rope_parameters": {"hybrid_sliding": {
+        "rope_type": "default", "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.5}},
+    "vocab_size": 262144, "dtype": "float32",
 }
 layer = attnfuse.from_hf_config(config)        # attn.cca, function @model
 report = attnfuse.cost(layer, seq_len=32768, dtype="bf16")

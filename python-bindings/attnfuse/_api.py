@@ -62,6 +62,10 @@ class Module:
     def __init__(self, handle, argument_names=None):
         self._handle = handle
         self._argument_names = dict(argument_names or {})
+        # Set by attnfuse.from_hf_config: the checkpoint block of each layer
+        # per function, and "cca" or "qkv_attention".
+        self.hf_layers = {}
+        self.hf_kind = None
 
     def __str__(self):
         return str(self._handle)
@@ -81,7 +85,10 @@ class Module:
         return Module(copy)
 
     def clone(self):
-        return Module(self._handle.clone(), self._argument_names)
+        copy = Module(self._handle.clone(), self._argument_names)
+        copy.hf_layers = dict(self.hf_layers)
+        copy.hf_kind = self.hf_kind
+        return copy
 
     def functions(self):
         """Names of the functions with a body."""
@@ -237,7 +244,11 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
     function = _call(module._handle.compile_cpu, entry, " ".join(parts),
                      bool(fused), bool(runtime_checks), opt_level)
-    return CpuFunction(function, module.argument_names(entry))
+    compiled = CpuFunction(function, module.argument_names(entry))
+    # What attnfuse.load_hf_weights needs of an imported module.
+    compiled.hf_layers = getattr(module, "hf_layers", {}).get(entry)
+    compiled.hf_kind = getattr(module, "hf_kind", None)
+    return compiled
 
 
 class CpuFunction:
@@ -261,6 +272,8 @@ class CpuFunction:
         self.arguments = fix(handle.arguments)
         self.results = fix(handle.results)
         self.argument_names = names
+        self.hf_layers = None
+        self.hf_kind = None
 
     def _describe(self, index):
         if self.argument_names and index < len(self.argument_names):

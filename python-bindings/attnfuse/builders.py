@@ -16,6 +16,11 @@ import textwrap
 DTYPES = ("f32", "f16", "bf16")
 SHARING_MODES = ("none", "kv", "qk", "qkv")
 TEMPERATURES = ("raw", "clamped")
+# How eps enters CCA's per-head L2 norm: sqrt(|x|^2 + eps) (the IR's
+# default) or max(|x|, eps) (Hugging Face transformers' ZAYA).
+NORMS = ("sqrt_eps", "clamp_eps")
+# transformers' ZAYA norm eps: torch.finfo(dtype).eps of the activations.
+MACHINE_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 
 
 def tensor(shape, dtype):
@@ -37,8 +42,23 @@ def type_list(types):
     return lines
 
 
+def float_text(value):
+    """An MLIR float literal that parses back to exactly `float(value)`:
+    Python's shortest round-trip repr, with the '.' MLIR requires
+    (1e-05 -> 1.0e-05, 5000000.0 stays)."""
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{value!r} is not a finite number")
+    text = repr(number)
+    if "." not in text:
+        mantissa, _, exponent = text.partition("e")
+        text = f"{mantissa}.0" + (f"e{exponent}" if exponent else "")
+    return text
+
+
 def rope_attr(theta, fraction):
-    return f"#attn.rope<theta = {float(theta):.1f}, fraction = {float(fraction)}>"
+    return (f"#attn.rope<theta = {float_text(theta)}, "
+            f"fraction = {float_text(fraction)}>")
 
 
 def _attr_block(lines):
@@ -104,7 +124,7 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
     if rope is not None:
         rest.append(f"rope = {rope_attr(*rope)}")
     if scale is not None:
-        rest.append(f"scale = {float(scale)!r} : f64")
+        rest.append(f"scale = {float_text(scale)} : f64")
     x_type = tensor((batch, seq, width), dtype)
     lines = _layer_lines(index, f"attn.qkv_attention <{sharing}> {{prev}}",
                          [weights] + ([biases] if biases else []),
@@ -115,7 +135,7 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
 
 def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
                rope_fraction, causal, dtype, qk_mean, value_shift, temperature,
-               window):
+               window, norm=None, eps=None):
     """(args, operand lines, attribute groups) of one CCA layer."""
     lq, lk = heads * head_dim, kv_heads * head_dim
     channels = lq + lk
@@ -145,8 +165,10 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
              [f"conv_kernel_sizes = array<i64: {kernels[0]}, {kernels[1]}>"]
              + (["qk_mean"] if qk_mean else [])
              + (["value_shift"] if value_shift else []),
-             [f"temperature = #attn.temperature<{temperature}>"]
-             + (["causal"] if causal else [])
+             [f"temperature = #attn.temperature<{temperature}>"],
+             ([f"norm = #attn.norm<{norm}>"] if norm is not None else [])
+             + ([f"eps = {float_text(eps)} : f64"] if eps is not None else []),
+             (["causal"] if causal else [])
              + ([f"window = {window} : i64"] if window is not None else []),
              [f"rope = {rope_attr(rope_theta, rope_fraction)}"]
              if rope_theta is not None else []]
@@ -155,16 +177,18 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
 
 def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
               rope_fraction, causal, dtype="bf16", qk_mean=True,
-              value_shift=True, temperature="clamped", window=None,
-              batch=None, seq=None, residual=True):
+              value_shift=True, temperature="raw", window=None,
+              batch=None, seq=None, residual=True, norm=None, eps=None):
     """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
 
-    The defaults are CCGQA as in ZAYA1: qk-mean, value shift, clamped
-    temperature."""
+    The defaults are CCGQA as in ZAYA1 (Hugging Face transformers' `zaya`):
+    qk-mean, value shift, and the keys multiplied by the raw learned
+    `temp` ("clamped": exp(clamp(temp, 1e-7, 2)), for checkpoints trained
+    with that form)."""
     args, operands, attrs = _cca_parts(index, width, heads, kv_heads, head_dim,
                                        kernels, rope_theta, rope_fraction,
                                        causal, dtype, qk_mean, value_shift,
-                                       temperature, window)
+                                       temperature, window, norm, eps)
     x_type = tensor((batch, seq, width), dtype)
     lines = _layer_lines(index, "attn.cca {prev}", operands,
                          _attr_block(attrs), [t for _, t in args], x_type,
@@ -221,6 +245,18 @@ def _positive_int(name, value, allow_none=False):
     return value
 
 
+def _per_layer(name, value, num_layers):
+    """A per-layer setting (window, rope_theta): one value for every layer,
+    or a list or tuple with one entry per layer. -> list of num_layers
+    values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != num_layers:
+            raise ValueError(f"{name} has {len(value)} entries, one per "
+                             f"layer, but num_layers is {num_layers}")
+        return list(value)
+    return [value] * num_layers
+
+
 def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
             num_layers, window, rope_theta, rope_fraction):
     _positive_int("embed_dim", embed_dim)
@@ -244,12 +280,15 @@ def _common(embed_dim, num_heads, num_kv_heads, head_dim, dtype, batch, seq,
     _positive_int("batch", batch, allow_none=True)
     _positive_int("seq", seq, allow_none=True)
     _positive_int("num_layers", num_layers)
-    _positive_int("window", window, allow_none=True)
-    if rope_theta is not None:
-        if isinstance(rope_theta, bool) or not isinstance(
-                rope_theta, (int, float)) or rope_theta <= 0:
+    for value in _per_layer("window", window, num_layers):
+        _positive_int("window", value, allow_none=True)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
+    for theta in thetas:
+        if theta is not None and (isinstance(theta, bool) or not isinstance(
+                theta, (int, float)) or not 0 < theta < float("inf")):
             raise ValueError(f"rope_theta must be a positive number, got "
-                             f"{rope_theta!r}")
+                             f"{theta!r}")
+    if any(theta is not None for theta in thetas):
         if isinstance(rope_fraction, bool) or not isinstance(
                 rope_fraction, (int, float)) or not 0 < rope_fraction <= 1:
             raise ValueError(f"rope_fraction must be in (0, 1], got "
@@ -277,7 +316,7 @@ def _check_query_is_key(sharing, num_heads, num_kv_heads):
             f"({num_kv_heads})")
 
 
-def _check_cca_toggles(conv_kernel_sizes, temperature):
+def _check_cca_toggles(conv_kernel_sizes, temperature, norm=None, eps=None):
     """-> the two conv kernel sizes as a tuple."""
     kernels = tuple(conv_kernel_sizes)
     if len(kernels) != 2:
@@ -288,6 +327,12 @@ def _check_cca_toggles(conv_kernel_sizes, temperature):
     if temperature not in TEMPERATURES:
         raise ValueError(f"temperature must be one of "
                          f"{', '.join(TEMPERATURES)}, got {temperature!r}")
+    if norm is not None and norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got "
+                         f"{norm!r}")
+    if eps is not None and (isinstance(eps, bool) or not isinstance(
+            eps, (int, float)) or not 0 < eps < float("inf")):
+        raise ValueError(f"eps must be a positive number, got {eps!r}")
     return kernels
 
 
@@ -300,7 +345,9 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
     """(text, argument names) of a stack of `attn.qkv_attention` layers.
 
     Raises ValueError naming the parameter for an invalid configuration.
-    residual defaults to True for stacks (num_layers > 1), False for one
+    window and rope_theta are one value for every layer or a list with one
+    entry per layer (None: no window / no RoPE in that layer). residual
+    defaults to True for stacks (num_layers > 1), False for one
     layer.
     """
     _check_sharing_mode(sharing)
@@ -313,11 +360,14 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
         raise ValueError(f"scale must be a positive number, got {scale!r}")
     if residual is None:
         residual = num_layers > 1
-    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layers = [qkv_layer(i, sharing, embed_dim, num_heads, num_kv_heads,
-                        head_dim, causal, biases, dtype=dtype, window=window,
-                        rope=rope, scale=scale, batch=batch, seq=seq,
-                        residual=residual)
+                        head_dim, causal, biases, dtype=dtype,
+                        window=windows[i],
+                        rope=None if thetas[i] is None
+                        else (thetas[i], rope_fraction),
+                        scale=scale, batch=batch, seq=seq, residual=residual)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))
@@ -325,26 +375,36 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
 
 def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
              conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-             temperature="clamped", causal=True, window=None,
+             temperature="raw", norm=None, eps=None, causal=True,
+             window=None,
              rope_theta=None, rope_fraction=1.0, dtype="f32", batch=None,
              seq=None, num_layers=1, residual=None, name="model", header=()):
     """(text, argument names) of a stack of `attn.cca` layers (CCA when
-    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text."""
+    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text.
+    temperature: "raw" (default, as Hugging Face transformers' ZAYA: keys
+    times the learned temp) or "clamped" (exp(clamp(temp, 1e-7, 2))).
+    norm and eps: how each head's L2 norm avoids zero, "sqrt_eps"
+    (sqrt(|x|^2 + eps), the IR's default, eps 1e-12) or "clamp_eps"
+    (max(|x|, eps), as transformers with eps = MACHINE_EPS[dtype]); None
+    leaves the IR's default."""
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature, norm, eps)
     if value_shift and (num_kv_heads * head_dim) % 2:
         raise ValueError(
             f"value_shift splits the values in halves, so num_kv_heads * "
             f"head_dim ({num_kv_heads * head_dim}) must be even")
     if residual is None:
         residual = num_layers > 1
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layers = [cca_layer(i, embed_dim, num_heads, num_kv_heads, head_dim,
-                        kernels, rope_theta, rope_fraction, causal,
+                        kernels, thetas[i], rope_fraction, causal,
                         dtype=dtype, qk_mean=qk_mean, value_shift=value_shift,
-                        temperature=temperature, window=window, batch=batch,
-                        seq=seq, residual=residual)
+                        temperature=temperature, norm=norm, eps=eps,
+                        window=windows[i],
+                        batch=batch, seq=seq, residual=residual)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))
@@ -452,7 +512,8 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
     paged = _decode_common(capacity, page_size, num_pages)
     if residual is None:
         residual = num_layers > 1
-    rope = None if rope_theta is None else (rope_theta, rope_fraction)
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     cache = tensor(_cache_shape(num_kv_heads, head_dim, capacity, page_size,
                                 num_pages, batch), dtype)
     layer_args, layer_states, ops = [], [], []
@@ -468,12 +529,12 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
         attrs = [f"num_heads = {num_heads} : i64",
                  f"num_kv_heads = {num_kv_heads} : i64",
                  f"head_dim = {head_dim} : i64"]
-        if window is not None:
-            attrs.append(f"window = {window} : i64")
-        if rope is not None:
-            attrs.append(f"rope = {rope_attr(*rope)}")
+        if windows[i] is not None:
+            attrs.append(f"window = {windows[i]} : i64")
+        if thetas[i] is not None:
+            attrs.append(f"rope = {rope_attr(thetas[i], rope_fraction)}")
         if scale is not None:
-            attrs.append(f"scale = {float(scale)!r} : f64")
+            attrs.append(f"scale = {float_text(scale)} : f64")
         caches = ", ".join(n for n, _ in states)
         ops.append((weights, biases_text, caches, attrs))
         layer_args.append(args)
@@ -492,7 +553,8 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
 
 def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                     conv_kernel_sizes=(2, 2), qk_mean=True, value_shift=True,
-                    temperature="clamped", window=None, rope_theta=None,
+                    temperature="raw", norm=None, eps=None, window=None,
+                    rope_theta=None,
                     rope_fraction=1.0, dtype="f32", batch=None, capacity=None,
                     page_size=None, num_pages=None, num_layers=1,
                     residual=None, header=()):
@@ -502,7 +564,7 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
                                      window, rope_theta, rope_fraction)
-    kernels = _check_cca_toggles(conv_kernel_sizes, temperature)
+    kernels = _check_cca_toggles(conv_kernel_sizes, temperature, norm, eps)
     lk = num_kv_heads * head_dim
     if value_shift and lk % 2:
         raise ValueError(
@@ -515,12 +577,14 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                                 num_pages, batch), dtype)
     channels = (num_heads + num_kv_heads) * head_dim
     rows = kernels[0] - 1 + kernels[1] - 1
+    windows = _per_layer("window", window, num_layers)
+    thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layer_args, layer_states, ops = [], [], []
     for i in range(num_layers):
         args, operand_lines, attrs = _cca_parts(
             i, embed_dim, num_heads, num_kv_heads, head_dim, kernels,
-            rope_theta, rope_fraction, False, dtype, qk_mean, value_shift,
-            temperature, window)
+            thetas[i], rope_fraction, False, dtype, qk_mean, value_shift,
+            temperature, windows[i], norm, eps)
         p = f"%l{i}_"
         states = [(p + "k_cache", cache), (p + "v_cache", cache),
                   (p + "conv_state", tensor((batch, rows, channels), dtype))]

@@ -6,23 +6,48 @@ GPT-2 style (model_type "gpt2", or n_embd present): the paper's
 projection-sharing models.
   n_embd, n_head, n_layer           width, query heads, layers
   attn_sharing (or sharing_mode)    none | kv | qk | qkv (default none)
-  num_key_value_heads (or n_kv_head) KV heads (default n_head)
+  num_key_value_heads, n_kv_head or n_kv_groups
+                                    KV heads (default n_head)
+  use_bias (or bias)                biases on the projections (default true,
+                                    as GPT-2)
   rope_theta, partial_rotary_factor optional RoPE (default: none; the
                                     paper's models use learned absolute
                                     position embeddings outside attention)
-  -> attn.qkv_attention <sharing> per layer, causal, with biases.
+  -> attn.qkv_attention <sharing> per layer, causal.
 
-ZAYA style (model_type "zaya", or cca_time0 present): CCA / CCGQA.
-  hidden_size, num_attention_heads, num_key_value_heads, head_dim,
-  cca_time0, cca_time1 (convolution kernel sizes), partial_rotary_factor,
-  rope_theta, num_hidden_layers
-  -> attn.cca per layer: qk_mean, value_shift, clamped temperature,
-  causal, RoPE.
+ZAYA (model_type "zaya", or cca_time0 present): CCA / CCGQA, as
+transformers' `zaya` model reads it.
+  hidden_size, num_attention_heads, num_key_value_heads, head_dim
+  cca_time0, cca_time1              conv kernel sizes (default 2 and 2)
+  layer_types                       per layer "hybrid" (global attention)
+                                    or "hybrid_sliding" (sliding window)
+  sliding_window                    the window of the sliding layers
+  rope_parameters                   per layer type {rope_type "default",
+                                    rope_theta, partial_rotary_factor}
+                                    (or one flat dict for every layer);
+                                    defaults: 5e6 for "hybrid", 1e4 for
+                                    "hybrid_sliding", fraction 0.5
+  -> attn.cca per layer with its own window and RoPE theta: qk_mean,
+  value_shift, and transformers' numerics: the raw learned key
+  temperature, each head divided by max(|x|, eps) with eps the machine
+  epsilon of the dtype (norm = clamp_eps), causal.
+  The legacy form (no layer_types; rope_theta, rope_scaling: false;
+  num_hidden_layers counts the attention and the MoE blocks, which
+  alternate, attention first) gives num_hidden_layers / 2 global layers,
+  attention layer i being the checkpoint's block 2 i.
 
-Every layer adds its input (residual). Keys that do not change the
-attention layers (vocabulary, MLP/MoE, norms, dropout, token ids, ...) are
-in an explicit ignore list; any other key raises ValueError naming it, as do
-missing and inconsistent fields.
+Every layer adds its input (residual) unless `residual=False`.
+
+Which keys are read, ignored or refused:
+  * the keys listed above are read and checked;
+  * keys of the generic Hugging Face config and of the parts of the model
+    outside attention (embeddings, vocabulary, MLP / MoE / router, norms,
+    dropout, token ids, labels, ...) are ignored: the explicit lists below,
+    and any other key whose name mentions none of the ATTENTION_TERMS;
+  * any other key whose name mentions an attention term (attn, head, rope,
+    window, scale, ...) would change attention in a way this importer does
+    not model: ValueError naming it. So do missing and inconsistent
+    fields.
 
 CLI: attnfuse-import config.json -o out.mlir (or python3 -m
 attnfuse.importer ...).
@@ -31,38 +56,60 @@ attnfuse.importer ...).
 import argparse
 import json
 import os
+import re
 import sys
 
 from . import builders
 
+# Generic keys of transformers' PreTrainedConfig and of model cards.
 _COMMON_IGNORED = {
     "architectures", "auto_map", "model_type", "torch_dtype", "dtype",
     "transformers_version", "vocab_size", "bos_token_id", "eos_token_id",
-    "pad_token_id", "tie_word_embeddings", "use_cache", "initializer_range",
-    "_name_or_path", "task_specific_params", "is_encoder_decoder",
-    "output_attentions", "output_hidden_states", "return_dict",
+    "pad_token_id", "sep_token_id", "decoder_start_token_id",
+    "tie_word_embeddings", "use_cache", "initializer_range", "_name_or_path",
+    "task_specific_params", "is_encoder_decoder", "output_attentions",
+    "output_hidden_states", "return_dict", "chunk_size_feed_forward",
+    "id2label", "label2id", "problem_type", "tokenizer_class", "prefix",
+    "finetuning_task", "is_decoder", "add_cross_attention",
+    "cross_attention_hidden_size", "tie_encoder_decoder", "pruned_heads",
+    "torchscript", "use_return_dict", "max_position_embeddings",
+    "num_labels", "keys_to_ignore_at_inference", "base_model_tp_plan",
+    "base_model_pp_plan", "base_model_ep_plan",
 }
 GPT2_IGNORED = _COMMON_IGNORED | {
-    "n_positions", "n_ctx", "n_inner", "activation_function", "resid_pdrop",
-    "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "summary_type",
-    "summary_use_proj", "summary_activation", "summary_proj_to_labels",
-    "summary_first_dropout", "scale_attn_weights", "reorder_and_upcast_attn",
-    "scale_attn_by_inverse_layer_idx", "add_cross_attention",
+    "n_positions", "n_ctx", "n_inner", "block_size", "activation_function",
+    "resid_pdrop", "embd_pdrop", "attn_pdrop", "dropout",
+    "layer_norm_epsilon", "summary_type", "summary_use_proj",
+    "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
+    # Implementation choices that do not change the attention's value.
+    "use_flash_attention", "scale_attn_weights", "reorder_and_upcast_attn",
 }
 GPT2_USED = {"n_embd", "n_head", "n_layer", "attn_sharing", "sharing_mode",
-             "num_key_value_heads", "n_kv_head", "rope_theta",
-             "partial_rotary_factor"}
+             "num_key_value_heads", "n_kv_head", "n_kv_groups", "use_bias",
+             "bias", "rope_theta", "partial_rotary_factor"}
 ZAYA_IGNORED = _COMMON_IGNORED | {
-    "max_position_embeddings", "intermediate_size", "hidden_act",
-    "rms_norm_eps", "norm_epsilon", "attention_dropout", "hidden_dropout",
-    "num_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "router_aux_loss_coef", "output_router_logits", "residual_scale",
-    "mlp_bias", "sliding_window",
+    "intermediate_size", "hidden_act", "rms_norm_eps", "norm_epsilon",
+    "attention_dropout", "hidden_dropout", "num_experts",
+    "num_experts_per_tok", "moe_intermediate_size", "router_aux_loss_coef",
+    "output_router_logits", "residual_scale", "mlp_bias", "lm_head_bias",
+    "router_hidden_size",
 }
 ZAYA_USED = {"hidden_size", "num_attention_heads", "num_key_value_heads",
              "head_dim", "cca_time0", "cca_time1", "partial_rotary_factor",
-             "rope_theta", "num_hidden_layers", "rope_scaling",
-             "attention_bias"}
+             "rope_theta", "rope_parameters", "rope_scaling", "layer_types",
+             "sliding_window", "num_hidden_layers", "attention_bias"}
+
+# An unknown key whose name contains one of these may change attention.
+ATTENTION_TERMS = ("attn", "attention", "head", "kv", "query", "key",
+                   "value", "rope", "rotary", "theta", "position", "window",
+                   "cca", "conv", "temp", "qk", "softmax", "scale", "causal",
+                   "mask", "alibi", "logit", "sharing")
+_ATTENTION_KEY = re.compile("|".join(ATTENTION_TERMS), re.IGNORECASE)
+
+# transformers' ZAYA layer types and their default RoPE theta.
+ZAYA_LAYER_TYPES = {"hybrid": None, "hybrid_sliding": "sliding"}
+ZAYA_DEFAULT_THETA = {"hybrid": 5_000_000.0, "hybrid_sliding": 10_000.0}
+ZAYA_DEFAULT_ROPE_FRACTION = 0.5
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 
@@ -82,10 +129,16 @@ def _load(config):
 
 
 def _check_keys(data, used, ignored, kind):
+    """Refuses unknown keys that may change attention (see the module
+    docstring); every other unknown key is ignored."""
     for key in data:
-        if key not in used and key not in ignored:
-            raise ValueError(f"unknown field {key!r} in a {kind} config "
-                             f"(known: {', '.join(sorted(used))})")
+        if key in used or key in ignored:
+            continue
+        if _ATTENTION_KEY.search(key):
+            raise ValueError(
+                f"unsupported field {key!r} in a {kind} config: it may "
+                f"change the attention, which this importer does not model "
+                f"(attention fields read: {', '.join(sorted(used))})")
 
 
 def _int(data, key, default=None, minimum=1):
@@ -100,12 +153,22 @@ def _int(data, key, default=None, minimum=1):
     return value
 
 
-def _number(data, key, default=None):
+def _number(data, key, default=None, where=""):
     value = data.get(key, default)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"field {key!r} must be a number, got {value!r}")
+        raise ValueError(f"field {where}{key!r} must be a number, got "
+                         f"{value!r}")
+    return value
+
+
+def _bool(data, key, default):
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"field {key!r} must be true or false, got {value!r}")
     return value
 
 
@@ -118,13 +181,17 @@ def _dtype(data, dtype):
 
 def config_from_hf(config, dtype=None, num_layers=None):
     """-> (kind, keyword arguments of builders.qkv_attention_text or
-    builders.cca_text, source). kind is "qkv_attention" or "cca"."""
+    builders.cca_text, source). kind is "qkv_attention" or "cca". The
+    keyword arguments include `hf_layers`: the checkpoint's block index of
+    each attention layer (load_hf_weights reads
+    model.layers.{hf_layers[i]}.self_attn.* for layer i); the builders do
+    not take it."""
     data, source = _load(config)
     is_zaya = data.get("model_type") == "zaya" or "cca_time0" in data
     is_gpt2 = data.get("model_type") == "gpt2" or "n_embd" in data
     if not (is_zaya or is_gpt2):
         raise ValueError(f"{source}: not a GPT-2-style (n_embd) or ZAYA-style "
-                         f"(cca_time0) config (model_type "
+                         f"(model_type 'zaya') config (model_type "
                          f"{data.get('model_type')!r})")
     try:
         if is_zaya:
@@ -134,6 +201,14 @@ def config_from_hf(config, dtype=None, num_layers=None):
         raise ValueError(f"{source}: {error}") from None
 
 
+def _one_of(data, keys):
+    given = [key for key in keys if key in data]
+    if len(given) > 1:
+        raise ValueError(f"fields {' and '.join(repr(k) for k in given)} "
+                         f"both given")
+    return given[0] if given else keys[-1]
+
+
 def _gpt2(data, dtype, num_layers):
     _check_keys(data, GPT2_USED, GPT2_IGNORED, "GPT-2-style")
     width, heads = _int(data, "n_embd"), _int(data, "n_head")
@@ -141,17 +216,12 @@ def _gpt2(data, dtype, num_layers):
     if width % heads:
         raise ValueError(f"field 'n_embd' ({width}) is not a multiple of "
                          f"'n_head' ({heads})")
-    if "attn_sharing" in data and "sharing_mode" in data:
-        raise ValueError("fields 'attn_sharing' and 'sharing_mode' both given")
-    sharing_key = "sharing_mode" if "sharing_mode" in data else "attn_sharing"
+    sharing_key = _one_of(data, ("sharing_mode", "attn_sharing"))
     sharing = data.get(sharing_key, "none")
     if sharing not in builders.SHARING_MODES:
         raise ValueError(f"field {sharing_key!r} must be one of "
                          f"{', '.join(builders.SHARING_MODES)}, got {sharing!r}")
-    if "num_key_value_heads" in data and "n_kv_head" in data:
-        raise ValueError("fields 'num_key_value_heads' and 'n_kv_head' both "
-                         "given")
-    kv_key = "n_kv_head" if "n_kv_head" in data else "num_key_value_heads"
+    kv_key = _one_of(data, ("n_kv_head", "n_kv_groups", "num_key_value_heads"))
     kv_heads = _int(data, kv_key, default=heads)
     if heads % kv_heads:
         raise ValueError(f"field 'n_head' ({heads}) is not a multiple of "
@@ -159,36 +229,53 @@ def _gpt2(data, dtype, num_layers):
     if sharing in ("qk", "qkv") and kv_heads != heads:
         raise ValueError(f"field {sharing_key!r} is {sharing!r}, which needs "
                          f"{kv_key!r} ({kv_heads}) == 'n_head' ({heads})")
+    bias_key = _one_of(data, ("bias", "use_bias"))
+    count = num_layers or layers
     config = dict(embed_dim=width, num_heads=heads, num_kv_heads=kv_heads,
-                  sharing=sharing, biases=True, causal=True,
-                  dtype=_dtype(data, dtype),
-                  num_layers=num_layers or layers, residual=True)
-    _rope(data, config, width // heads)
+                  sharing=sharing, biases=_bool(data, bias_key, True),
+                  causal=True, dtype=_dtype(data, dtype), num_layers=count,
+                  residual=True, hf_layers=list(range(count)))
+    theta, fraction = _rope(data, width // heads, "")
+    if theta is not None:
+        config["rope_theta"], config["rope_fraction"] = theta, fraction
     return config
 
 
-def _rope(data, config, head_dim):
-    theta = _number(data, "rope_theta")
-    fraction = _number(data, "partial_rotary_factor", 1.0)
+def _rope(params, head_dim, where, default_theta=None,
+          default_fraction=1.0):
+    """(theta, fraction) of a flat RoPE dict (rope_theta,
+    partial_rotary_factor, rope_type); (None, None) without RoPE."""
+    rope_type = params.get("rope_type", "default")
+    if rope_type != "default":
+        raise ValueError(f"field {where}'rope_type' is {rope_type!r}; only "
+                         f"'default' RoPE is supported")
+    theta = _number(params, "rope_theta", default_theta, where)
+    fraction = _number(params, "partial_rotary_factor", default_fraction,
+                       where)
     if theta is None:
-        if "partial_rotary_factor" in data:
-            raise ValueError("field 'partial_rotary_factor' given without "
-                             "'rope_theta'")
-        return
+        if "partial_rotary_factor" in params:
+            raise ValueError(f"field {where}'partial_rotary_factor' given "
+                             f"without 'rope_theta'")
+        return None, None
     if theta <= 0:
-        raise ValueError(f"field 'rope_theta' must be positive, got {theta!r}")
+        raise ValueError(f"field {where}'rope_theta' must be positive, got "
+                         f"{theta!r}")
     if not 0 < fraction <= 1:
-        raise ValueError(f"field 'partial_rotary_factor' must be in (0, 1], "
-                         f"got {fraction!r}")
+        raise ValueError(f"field {where}'partial_rotary_factor' must be in "
+                         f"(0, 1], got {fraction!r}")
     rotated = fraction * head_dim
     if rotated != int(rotated) or int(rotated) % 2:
-        raise ValueError(f"field 'partial_rotary_factor' ({fraction}) times "
-                         f"head_dim ({head_dim}) must be an even integer")
-    config["rope_theta"], config["rope_fraction"] = theta, fraction
+        raise ValueError(f"field {where}'partial_rotary_factor' ({fraction}) "
+                         f"times head_dim ({head_dim}) must be an even "
+                         f"integer")
+    for key in params:
+        if key not in ("rope_type", "rope_theta", "partial_rotary_factor"):
+            raise ValueError(f"unsupported field {where}{key!r} (RoPE "
+                             f"scaling is not supported)")
+    return theta, fraction
 
 
-def _zaya(data, dtype, num_layers):
-    _check_keys(data, ZAYA_USED, ZAYA_IGNORED, "ZAYA-style")
+def _zaya_heads(data):
     width = _int(data, "hidden_size")
     heads = _int(data, "num_attention_heads")
     kv_heads = _int(data, "num_key_value_heads", default=heads)
@@ -210,51 +297,195 @@ def _zaya(data, dtype, num_layers):
     if (kv_heads * head_dim) % 2:
         raise ValueError(f"fields 'num_key_value_heads' * 'head_dim' = "
                          f"{kv_heads * head_dim} must be even (value shift)")
-    kernels = (_int(data, "cca_time0"), _int(data, "cca_time1"))
-    if data.get("rope_scaling") is not None:
+    return width, heads, kv_heads, head_dim
+
+
+def _zaya_layers(data, head_dim):
+    """-> (windows, thetas, fractions, hf_layers), one entry per attention
+    layer."""
+    scaling = data.get("rope_scaling")
+    if scaling not in (None, False):
         raise ValueError(f"field 'rope_scaling' is not supported (got "
-                         f"{data['rope_scaling']!r})")
+                         f"{scaling!r})")
+    if "layer_types" not in data:
+        # Legacy form: attention and MoE blocks alternate, one rope_theta.
+        if "rope_parameters" in data:
+            raise ValueError("field 'rope_parameters' needs 'layer_types'")
+        blocks = _int(data, "num_hidden_layers")
+        if blocks % 2:
+            raise ValueError(f"field 'num_hidden_layers' ({blocks}) must be "
+                             f"even in a config without 'layer_types' "
+                             f"(attention and MoE blocks alternate)")
+        theta, fraction = _rope(
+            {k: data[k] for k in ("rope_theta", "partial_rotary_factor")
+             if k in data}, head_dim, "",
+            default_theta=ZAYA_DEFAULT_THETA["hybrid"],
+            default_fraction=ZAYA_DEFAULT_ROPE_FRACTION)
+        count = blocks // 2
+        return ([None] * count, [theta] * count, [fraction] * count,
+                [2 * i for i in range(count)])
+
+    layer_types = data["layer_types"]
+    if not isinstance(layer_types, list) or not layer_types:
+        raise ValueError(f"field 'layer_types' must be a non-empty list, got "
+                         f"{layer_types!r}")
+    for i, kind in enumerate(layer_types):
+        if kind not in ZAYA_LAYER_TYPES:
+            raise ValueError(f"field 'layer_types'[{i}] is {kind!r}; known: "
+                             f"{', '.join(ZAYA_LAYER_TYPES)}")
+    if "num_hidden_layers" in data and _int(data, "num_hidden_layers") != \
+            len(layer_types):
+        raise ValueError(f"field 'num_hidden_layers' ({data['num_hidden_layers']}"
+                         f") differs from the length of 'layer_types' "
+                         f"({len(layer_types)})")
+    window = None
+    if "hybrid_sliding" in layer_types:
+        window = _int(data, "sliding_window")
+    if "rope_theta" in data:
+        raise ValueError("field 'rope_theta' given with 'layer_types': the "
+                         "theta of each layer type is in 'rope_parameters'")
+    params = data.get("rope_parameters")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ValueError(f"field 'rope_parameters' must be an object, got "
+                         f"{params!r}")
+    nested = any(isinstance(v, dict) for v in params.values())
+    per_type = {}
+    for kind in sorted(set(layer_types)):
+        if nested:
+            flat = params.get(kind)
+            if flat is None:
+                raise ValueError(f"field 'rope_parameters' has no entry for "
+                                 f"layer type {kind!r}")
+            if not isinstance(flat, dict):
+                raise ValueError(f"field 'rope_parameters'[{kind!r}] must be "
+                                 f"an object, got {flat!r}")
+            where = f"'rope_parameters'[{kind!r}] "
+        else:
+            flat, where = params, "'rope_parameters' "
+        theta, fraction = _rope(flat, head_dim, where,
+                                default_theta=ZAYA_DEFAULT_THETA[kind],
+                                default_fraction=ZAYA_DEFAULT_ROPE_FRACTION)
+        per_type[kind] = (theta, fraction)
+    if nested:
+        for key, value in params.items():
+            if key == "rope_type" and value == "default":
+                continue  # ZAYA1-8B's hub config also has a top-level one
+            if key not in ZAYA_LAYER_TYPES:
+                raise ValueError(f"field 'rope_parameters' has an entry "
+                                 f"{key!r}, which is not a layer type "
+                                 f"({', '.join(ZAYA_LAYER_TYPES)})")
+    windows = [window if ZAYA_LAYER_TYPES[kind] else None
+               for kind in layer_types]
+    thetas = [per_type[kind][0] for kind in layer_types]
+    fractions = [per_type[kind][1] for kind in layer_types]
+    return windows, thetas, fractions, list(range(len(layer_types)))
+
+
+def _zaya(data, dtype, num_layers):
+    _check_keys(data, ZAYA_USED, ZAYA_IGNORED, "ZAYA")
+    width, heads, kv_heads, head_dim = _zaya_heads(data)
+    kernels = (_int(data, "cca_time0", default=2),
+               _int(data, "cca_time1", default=2))
     if data.get("attention_bias"):
         raise ValueError("field 'attention_bias' is true; attn.cca "
                          "projections have no biases")
-    config = dict(embed_dim=width, num_heads=heads, num_kv_heads=kv_heads,
-                  head_dim=head_dim, conv_kernel_sizes=kernels, qk_mean=True,
-                  value_shift=True, temperature="clamped", causal=True,
-                  dtype=_dtype(data, dtype),
-                  num_layers=num_layers or _int(data, "num_hidden_layers"),
-                  residual=True)
-    if "rope_theta" not in data:
-        raise ValueError("missing field 'rope_theta'")
-    _rope(data, config, head_dim)
-    return config
+    windows, thetas, fractions, hf_layers = _zaya_layers(data, head_dim)
+    if len(set(fractions)) > 1:
+        raise ValueError(f"the layer types rotate different fractions of "
+                         f"each head ({sorted(set(fractions))}); one "
+                         f"'partial_rotary_factor' for every layer is "
+                         f"supported")
+    if num_layers is not None:
+        if num_layers > len(hf_layers):
+            raise ValueError(f"num_layers ({num_layers}) exceeds the "
+                             f"config's {len(hf_layers)} attention layers")
+        windows, thetas = windows[:num_layers], thetas[:num_layers]
+        hf_layers = hf_layers[:num_layers]
+    dtype = _dtype(data, dtype)
+    return dict(embed_dim=width, num_heads=heads, num_kv_heads=kv_heads,
+                head_dim=head_dim, conv_kernel_sizes=kernels, qk_mean=True,
+                value_shift=True, temperature="raw", norm="clamp_eps",
+                eps=builders.MACHINE_EPS[dtype], causal=True, dtype=dtype,
+                num_layers=len(hf_layers),
+                residual=True, window=windows, rope_theta=thetas,
+                rope_fraction=fractions[0], hf_layers=hf_layers)
 
 
-def hf_config_text(config, dtype=None, num_layers=None):
+def _select(kwargs, layers, residual, temperature, batch, seq):
+    """Applies from_hf_config's layer selection and overrides."""
+    kwargs = dict(kwargs)
+    if layers is not None:
+        total = kwargs["num_layers"]
+        layers = list(layers)
+        if not layers:
+            raise ValueError("layers must name at least one layer")
+        for index in layers:
+            if isinstance(index, bool) or not isinstance(index, int) or \
+                    not 0 <= index < total:
+                raise ValueError(f"layers: {index!r} is not an attention "
+                                 f"layer index in [0, {total})")
+        for key in ("window", "rope_theta"):
+            if isinstance(kwargs.get(key), list):
+                kwargs[key] = [kwargs[key][i] for i in layers]
+        kwargs["hf_layers"] = [kwargs["hf_layers"][i] for i in layers]
+        kwargs["num_layers"] = len(layers)
+    if residual is not None:
+        kwargs["residual"] = bool(residual)
+    if temperature is not None:
+        if "temperature" not in kwargs:
+            raise ValueError("temperature applies to CCA (ZAYA) configs only")
+        kwargs["temperature"] = temperature
+    if batch is not None:
+        kwargs["batch"] = batch
+    if seq is not None:
+        kwargs["seq"] = seq
+    return kwargs
+
+
+def hf_config_text(config, dtype=None, num_layers=None, layers=None,
+                   residual=None, temperature=None):
     """The attn IR text of the config's attention stack (pure Python)."""
     kind, kwargs, source = config_from_hf(config, dtype, num_layers)
+    kwargs = _select(kwargs, layers, residual, temperature, None, None)
+    hf_layers = kwargs.pop("hf_layers")
     header = [f"Attention stack imported from {os.path.basename(source)} by "
-              f"attnfuse-import ({kind}, {kwargs['num_layers']} layers)."]
+              f"attnfuse-import ({kind}, {kwargs['num_layers']} layers; "
+              f"layer i reads the checkpoint's model.layers."
+              f"{{{', '.join(map(str, hf_layers))}}}[i].self_attn)."]
     build = builders.cca_text if kind == "cca" else builders.qkv_attention_text
     text, _names = build(header=header, **kwargs)
     return text
 
 
-def from_hf_config(config, dtype=None, num_layers=None):
+def from_hf_config(config, dtype=None, num_layers=None, layers=None,
+                   residual=None, temperature=None, batch=None, seq=None):
     """The config's attention stack as an attnfuse.Module (function
     `model`). dtype defaults to the config's torch_dtype (else bf16);
-    num_layers overrides the config's layer count."""
+    num_layers keeps the first layers; layers picks attention layers by
+    index (e.g. [3] for the fourth one alone); residual (default True)
+    adds each layer's input to its output; temperature overrides the CCA
+    key temperature ("raw", as transformers, or "clamped"); batch and seq
+    make those dimensions static. The module remembers which checkpoint
+    block each layer reads (attnfuse.load_hf_weights)."""
     from . import _api
     kind, kwargs, _source = config_from_hf(config, dtype, num_layers)
+    kwargs = _select(kwargs, layers, residual, temperature, batch, seq)
+    hf_layers = kwargs.pop("hf_layers")
     build = _api.cca if kind == "cca" else _api.qkv_attention
-    return build(**kwargs)
+    module = build(**kwargs)
+    module.hf_layers = {"model": hf_layers}
+    module.hf_kind = kind
+    return module
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="attnfuse-import",
         description="Write the attention stack of a Hugging Face config.json "
-                    "(GPT-2 style with a sharing mode, or ZAYA-style CCA) as "
-                    "attn IR.")
+                    "(GPT-2 style with a sharing mode, or ZAYA CCA) as attn "
+                    "IR.")
     parser.add_argument("config", help="config.json")
     parser.add_argument("-o", "--output", default="-",
                         help="output .mlir (default: standard output)")
@@ -262,10 +493,14 @@ def main(argv=None):
                         help="element type (default: the config's "
                              "torch_dtype, else bf16)")
     parser.add_argument("--num-layers", type=int,
-                        help="override the number of layers")
+                        help="keep only the first N attention layers")
+    parser.add_argument("--temperature", choices=builders.TEMPERATURES,
+                        help="CCA key temperature (default raw, as "
+                             "transformers' ZAYA)")
     args = parser.parse_args(argv)
     try:
-        text = hf_config_text(args.config, args.dtype, args.num_layers)
+        text = hf_config_text(args.config, args.dtype, args.num_layers,
+                              temperature=args.temperature)
     except (ValueError, OSError) as error:
         print(f"attnfuse-import: error: {error}", file=sys.stderr)
         return 1

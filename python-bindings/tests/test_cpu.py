@@ -109,7 +109,7 @@ CCA_VARIANTS = [
     dict(embed_dim=32, num_heads=4, num_kv_heads=2, head_dim=4,
          rope_theta=1e4, rope_fraction=0.5),
     dict(embed_dim=32, num_heads=2, num_kv_heads=2, head_dim=8,
-         qk_mean=False, value_shift=False, temperature="raw",
+         qk_mean=False, value_shift=False, temperature="clamped",
          conv_kernel_sizes=(3, 2)),
 ]
 
@@ -130,10 +130,49 @@ def test_cca_matches_reference(config, dtype):
                 wv_prev=exact.get("wv_prev"),
                 qk_mean=config.get("qk_mean", True),
                 value_shift=config.get("value_shift", True),
-                temperature=config.get("temperature", "clamped"),
+                temperature=config.get("temperature", "raw"),
                 causal=True, rope_theta=config.get("rope_theta"),
                 rope_fraction=config.get("rope_fraction", 1.0))
     assert rel_err(y, ref) <= TOLERANCE[dtype]
+
+
+def tiny_qk_init(name, shape, rng):
+    """CCA weights whose query and key heads have norms near 1e-8, far
+    below the f32 epsilon (1.2e-7): where max(|x|, eps) and
+    sqrt(|x|^2 + eps) part."""
+    if name in ("wq", "wk", "conv_dw_b", "conv_g_b"):
+        return cca_init(name, shape, rng) * 1e-8
+    return cca_init(name, shape, rng)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
+def test_cca_clamp_eps_norm_on_small_heads(fused):
+    """norm = clamp_eps (transformers' ZAYA) divides each head by
+    max(|x|, eps): on heads of norm ~1e-8 it differs from the default
+    sqrt(|x|^2 + eps) form, and both lowerings follow the reference."""
+    eps = 2.0 ** -23
+    config = dict(embed_dim=32, num_heads=4, num_kv_heads=2, head_dim=8,
+                  rope_theta=1e4, rope_fraction=0.5, dtype="f32")
+    function = attnfuse.compile(attnfuse.cca(norm="clamp_eps", eps=eps,
+                                             **config), fused=fused)
+    rng = np.random.default_rng(7)
+    args, exact = random_inputs(function, rng, tiny_qk_init)
+    y = decode(function(*args), "f32")
+    common = dict(wv_prev=exact["wv_prev"], qk_mean=True, value_shift=True,
+                  causal=True, rope_theta=1e4, rope_fraction=0.5)
+    weights = [exact[n] for n in ("x", "wq", "wk", "wv", "conv_dw_w",
+                                  "conv_dw_b", "conv_g_w", "conv_g_b",
+                                  "temp", "wo")]
+    q, _k, _v = R.cca_qkv(*weights[:9], 4, 2, 8, (2, 2), norm="clamp_eps",
+                          eps=eps, **{k: v for k, v in common.items()
+                                      if k != "causal"})
+    norms = np.linalg.norm(q / np.sqrt(8) * eps, axis=-1)
+    assert norms.max() < eps  # every query head is below eps: clamped
+    ref = R.cca(*weights, 4, 2, 8, (2, 2), norm="clamp_eps", eps=eps,
+                **common)
+    assert rel_err(y, ref) <= TOLERANCE["f32"]
+    other = R.cca(*weights, 4, 2, 8, (2, 2), **common)  # sqrt(|x|^2 + 1e-12)
+    assert rel_err(other, ref) > 1e-2
 
 
 def test_reference_lowering_and_tiles_agree():

@@ -90,12 +90,15 @@ def test_kv_gqa_paged_decode_matches_the_whole_sequence():
         num_kv_heads=hk, head_dim=d, causal=True, rope_theta=1e4))
 
 
-def test_ccgqa_decode_matches_the_whole_sequence():
+@pytest.mark.parametrize("norm", [None, "clamp_eps"],
+                         ids=["sqrt_eps", "clamp_eps"])
+def test_ccgqa_decode_matches_the_whole_sequence(norm):
     hq, hk, d, capacity = 4, 2, 8, 16
     batch = len(PROMPTS)
+    eps = 2.0 ** -23 if norm else None  # transformers' f32 norm eps
     module = attnfuse.cca_decode(embed_dim=E, num_heads=hq, num_kv_heads=hk,
                                  head_dim=d, rope_theta=1e4, rope_fraction=0.5,
-                                 capacity=capacity)
+                                 capacity=capacity, norm=norm, eps=eps)
     c = (hq + hk) * d
     states = {"l0_k_cache": np.zeros((batch, capacity, hk, d), np.float32),
               "l0_v_cache": np.zeros((batch, capacity, hk, d), np.float32),
@@ -106,7 +109,8 @@ def test_ccgqa_decode_matches_the_whole_sequence():
         x, w["l0_wq"], w["l0_wk"], w["l0_wv"], w["l0_conv_dw_w"], w["l0_conv_dw_b"],
         w["l0_conv_g_w"], w["l0_conv_g_b"], w["l0_temp"], w["l0_wo"], hq, hk, d,
         (2, 2), wv_prev=w["l0_wv_prev"], qk_mean=True, value_shift=True,
-        temperature="clamped", causal=True, rope_theta=1e4, rope_fraction=0.5))
+        temperature="raw", causal=True, rope_theta=1e4, rope_fraction=0.5,
+        norm=norm or "sqrt_eps", eps=eps or 1e-12))
 
 
 def test_decode_cost_counts_the_state():

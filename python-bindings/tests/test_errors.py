@@ -152,13 +152,15 @@ HF_GPT2 = {"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2,
 
 
 @pytest.mark.parametrize("change,field", [
-    ({"hidden_dropout_prob": 0.1}, "hidden_dropout_prob"),
+    ({"attn_logit_softcap": 30.0}, "attn_logit_softcap"),
     ({"n_head": 3}, "n_embd"),
     ({"num_key_value_heads": 3}, "num_key_value_heads"),
     ({"attn_sharing": "qk"}, "attn_sharing"),
     ({"attn_sharing": "q=k"}, "attn_sharing"),
     ({"n_layer": 0}, "n_layer"),
     ({"n_kv_head": 2}, "n_kv_head"),
+    ({"n_kv_groups": 3}, "n_kv_groups"),
+    ({"use_bias": "yes"}, "use_bias"),
     ({"partial_rotary_factor": 0.5}, "rope_theta"),
 ])
 def test_bad_gpt2_fields_raise(change, field):
@@ -173,7 +175,8 @@ HF_ZAYA = {"model_type": "zaya", "hidden_size": 256, "num_attention_heads": 4,
 
 
 @pytest.mark.parametrize("change,field", [
-    ({"my_new_field": 1}, "my_new_field"),
+    ({"query_pre_attn_scalar": 1}, "query_pre_attn_scalar"),
+    ({"num_hidden_layers": 3}, "num_hidden_layers"),
     ({"cca_time0": 0}, "cca_time0"),
     ({"partial_rotary_factor": 0.0}, "partial_rotary_factor"),
     ({"partial_rotary_factor": 1.5}, "partial_rotary_factor"),
@@ -190,6 +193,6 @@ def test_bad_zaya_fields_raise(change, field):
 
 def test_missing_field_raises():
     config = dict(HF_ZAYA)
-    del config["cca_time1"]
-    with pytest.raises(ValueError, match="missing field 'cca_time1'"):
+    del config["hidden_size"]
+    with pytest.raises(ValueError, match="missing field 'hidden_size'"):
         attnfuse.from_hf_config(config)

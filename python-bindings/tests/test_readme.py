@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 
 def test_readme_example_runs(root):
     path = os.path.join(root, "examples", "python", "zaya_layer.py")
@@ -40,18 +42,46 @@ def test_attnfuse_import_cli(root, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "attnfuse.importer",
                            str(config)], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert "unknown field 'n_kv_heads'" in proc.stderr
+    assert "unsupported field 'n_kv_heads'" in proc.stderr
 
 
 def test_zaya1_config_reproduces_the_example_model(root):
     import attnfuse
+    # transformers 5.23's ZayaConfig() defaults: 40 "hybrid" layers.
     config = {"model_type": "zaya", "hidden_size": 2048,
               "num_attention_heads": 8, "num_key_value_heads": 2,
               "head_dim": 128, "cca_time0": 2, "cca_time1": 2,
-              "partial_rotary_factor": 0.5, "rope_theta": 10000.0,
-              "num_hidden_layers": 40, "torch_dtype": "bfloat16"}
+              "num_hidden_layers": 40, "layer_types": ["hybrid"] * 40,
+              "rope_parameters": {
+                  "hybrid": {"rope_type": "default", "rope_theta": 5e6,
+                             "partial_rotary_factor": 0.5},
+                  "hybrid_sliding": {"rope_type": "default",
+                                     "rope_theta": 1e4,
+                                     "partial_rotary_factor": 0.5}},
+              "sliding_window": None, "dtype": "bfloat16"}
     imported = attnfuse.from_hf_config(config)
     with open(os.path.join(root, "examples", "zaya1_ccgqa.mlir")) as f:
         example = attnfuse.parse(f.read())
     # Same ops, attributes and types as the shipped ZAYA1 example.
     assert str(imported) == str(example)
+
+
+def test_readme_hugging_face_example(root):
+    path = os.path.join(root, "examples", "python", "zaya_from_hf.py")
+    code = open(path).read()
+    code = code[code.index("import tempfile"):]
+    readme = open(os.path.join(root, "README.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert code in blocks, "README's Hugging Face example differs from " + path
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "ZayaConfig"):
+        pytest.skip("this transformers has no ZAYA model")
+    proc = subprocess.run([sys.executable, path], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    errors = re.findall(r"layer (\d) \((\w+)\): max error (\S+)",
+                        proc.stdout)
+    assert [(i, kind) for i, kind, _ in errors] == [
+        ("0", "hybrid"), ("1", "hybrid_sliding")], proc.stdout
+    assert all(float(e) <= 1e-5 for _, _, e in errors), proc.stdout

@@ -48,10 +48,10 @@ using arith::CmpIPredicate;
 
 std::string DecodePrologueKernelPlan::key() const {
   return llvm::formatv("cca_decode:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:"
-                       "{10}:{11}:{12}",
+                       "{10}:{11}:{12}:{13}",
                        elemName(elem), numHeads, numKvHeads, headDim, k0, k1,
-                       qkMean, valueShift, clamped, eps, rotated, theta,
-                       hostCastFromF32)
+                       qkMean, valueShift, clamped, eps, clampEps, rotated,
+                       theta, hostCastFromF32)
       .str();
 }
 
@@ -77,6 +77,7 @@ attnfuse::sm90::planCCADecodePrologue(CCADecodePrologueOp op,
   p.valueShift = op.getValueShift();
   p.clamped = op.getTemperature() == TemperatureMode::clamped;
   p.eps = op.getEps().convertToDouble();
+  p.clampEps = op.getNorm() == NormMode::clamp_eps;
   if (RopeAttr rope = op.getRopeAttr()) {
     p.rotated = *rope.getRotatedDim(p.headDim);
     p.theta = rope.getThetaValue();
@@ -117,8 +118,8 @@ attnfuse::sm90::planCCADecodePrologue(CCADecodePrologueOp op,
                                    "_k{4}x{5}",
                                    elemName(p.elem), p.numHeads, p.group,
                                    p.headDim, p.k0, p.k1);
-  p.name =
-      name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped, p.rotated);
+  p.name = name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped,
+                                      p.clampEps, p.rotated);
   return p;
 }
 
@@ -365,7 +366,10 @@ void DecodePrologueEmitter::finish() {
     Value part = d.load(d.f32, sharedF32(p.partOff, d.c32(w)), 4);
     sum = sum ? d.addf(sum, part) : part;
   }
-  Value norm = d.sqrtRn(d.addf(sum, d.cf(p.eps)));
+  // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
+  Value floored =
+      p.clampEps ? d.maxf(sum, d.cf(p.eps * p.eps)) : d.addf(sum, d.cf(p.eps));
+  Value norm = d.sqrtRn(floored);
   Value tau = toF32(loadElem(temp, kvHead));
   if (p.clamped) {
     tau = d.maxf(tau, d.cf(1e-7));
@@ -612,6 +616,7 @@ attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
       .setBool("value_shift", p.valueShift)
       .set("temperature", p.clamped ? "clamped" : "raw")
       .set("eps", p.eps)
+      .set("norm", p.clampEps ? "clamp_eps" : "sqrt_eps")
       .set("rope_dims", p.rotated)
       .set("cta", "one per (head, sequence): query heads, then key heads")
       .set("grouped_conv",

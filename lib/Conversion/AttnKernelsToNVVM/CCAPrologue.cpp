@@ -41,10 +41,10 @@ using arith::CmpIPredicate;
 
 std::string ProloguePlan::key() const {
   return llvm::formatv("cca:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
-                       "{12}:{13}",
+                       "{12}:{13}:{14}",
                        elemName(elem), width, numHeads, numKvHeads, headDim, k0,
-                       k1, qkMean, valueShift, clamped, eps, rotated, stages,
-                       hostCastFromF32)
+                       k1, qkMean, valueShift, clamped, eps, clampEps, rotated,
+                       stages, hostCastFromF32)
       .str();
 }
 
@@ -71,6 +71,7 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
   p.halo = std::max<int64_t>(p.padding, p.valueShift ? 1 : 0);
   p.clamped = op.getTemperature() == TemperatureMode::clamped;
   p.eps = op.getEps().convertToDouble();
+  p.clampEps = op.getNorm() == NormMode::clamp_eps;
   if (auto rope = op.getRopeAttr()) {
     FailureOr<int64_t> r = rope.getRotatedDim(p.headDim);
     if (failed(r) || *r % 2 != 0) {
@@ -132,8 +133,8 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                    "_k{5}x{6}",
                                    elemName(p.elem), p.width, p.numHeads,
                                    p.group, p.headDim, p.k0, p.k1);
-  p.name =
-      name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped, p.rotated);
+  p.name = name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped,
+                                      p.clampEps, p.rotated);
   return p;
 }
 
@@ -440,7 +441,10 @@ void PrologueEmitter::convChunk(Value chunk) {
           4);
       sum = sum ? d.addf(sum, part) : part;
     }
-    Value norm = d.sqrtRn(d.addf(sum, d.cf(p.eps)));
+    // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
+    Value floored = p.clampEps ? d.maxf(sum, d.cf(p.eps * p.eps))
+                               : d.addf(sum, d.cf(p.eps));
+    Value norm = d.sqrtRn(floored);
     acc[i] = d.divf(d.mulf(acc[i], scale), norm);
   }
 
@@ -678,6 +682,7 @@ DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
       .setBool("value_shift", p.valueShift)
       .set("temperature", p.clamped ? "clamped" : "raw")
       .set("eps", p.eps)
+      .set("norm", p.clampEps ? "clamp_eps" : "sqrt_eps")
       .set("rope_dims", p.rotated)
       .set("grouped_conv", "FMA loops (thread per output channel)");
   LaunchDescription launch;

@@ -237,7 +237,8 @@ DictionaryAttr attnfuse::sm90::describeParam(MLIRContext *ctx, StringRef name,
 }
 
 std::string attnfuse::sm90::ccaKernelNameSuffix(bool qkMean, bool valueShift,
-                                                bool clamped, int64_t rotated) {
+                                                bool clamped, bool clampEps,
+                                                int64_t rotated) {
   std::string suffix;
   if (qkMean)
     suffix += "_qkmean";
@@ -245,6 +246,8 @@ std::string attnfuse::sm90::ccaKernelNameSuffix(bool qkMean, bool valueShift,
     suffix += "_vshift";
   if (clamped)
     suffix += "_tclamp";
+  if (clampEps)
+    suffix += "_nclamp";
   if (rotated)
     suffix += "_rope" + std::to_string(rotated);
   return suffix;

@@ -122,6 +122,9 @@ struct ProloguePlan {
   int64_t k0, k1, padding, halo;
   bool qkMean, valueShift, clamped;
   double eps;
+  /// norm = <clamp_eps>: divide by max(|x|, eps) instead of
+  /// sqrt(|x|^2 + eps).
+  bool clampEps;
   int64_t rotated = 0;
   double theta = 10000.0;
   int64_t blockS, rows, midRows, tiles, convChannels, channels;
@@ -204,6 +207,7 @@ struct DecodePrologueKernelPlan {
   int64_t k0, k1, padding;
   bool qkMean, valueShift, clamped;
   double eps;
+  bool clampEps;
   int64_t rotated = 0;
   double theta = 10000.0;
   int64_t threads, warps;
@@ -281,9 +285,10 @@ mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx, llvm::StringRef name,
                                    llvm::StringRef kind, llvm::StringRef detail,
                                    llvm::StringRef value);
 /// The CCA toggles in a prologue kernel's name: `_qkmean`, `_vshift`,
-/// `_tclamp` and `_rope<rotated dims>` for those that are on.
+/// `_tclamp`, `_nclamp` (norm = <clamp_eps>) and `_rope<rotated dims>` for
+/// those that are on.
 std::string ccaKernelNameSuffix(bool qkMean, bool valueShift, bool clamped,
-                                int64_t rotated);
+                                bool clampEps, int64_t rotated);
 
 /// The f32 cosine and sine tables `<prefix>_cos` and `<prefix>_sin`
 /// (`[positions, rotated / 2]`, `positions` an expression of the launch

@@ -206,7 +206,8 @@ Value DecodePrologueLowering::normalize(Value residual) {
   Value tau = kb.keyTemperatures(op.getTemp(), op.getTemperature() ==
                                                    TemperatureMode::clamped);
   return kb.normalizeHeads(residual, tau, numHeads,
-                           op.getEps().convertToDouble());
+                           op.getEps().convertToDouble(),
+                           op.getNorm() == NormMode::clamp_eps);
 }
 
 Value DecodePrologueLowering::rotatedHeads(Value normalized, int64_t outHeads,

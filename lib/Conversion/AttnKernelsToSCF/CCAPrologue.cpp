@@ -214,7 +214,8 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
 
   // L2 norm to sqrt(d), then the key temperature.
   Value normalized = kb.normalizeHeads(residual, temperature, numHeads,
-                                       op.getEps().convertToDouble());
+                                       op.getEps().convertToDouble(),
+                                       op.getNorm() == NormMode::clamp_eps);
 
   // RoPE at the block's token positions, and conversion.
   Value rotated = kb.generic(

@@ -178,7 +178,8 @@ Value KernelBuilder::keyTemperatures(Value temp, bool clamped) {
 }
 
 Value KernelBuilder::normalizeHeads(Value residual, Value tau,
-                                    int64_t numQueryHeads, double eps) {
+                                    int64_t numQueryHeads, double eps,
+                                    bool clampEps) {
   using utils::IteratorType;
   constexpr IteratorType par = IteratorType::parallel;
   auto type = cast<RankedTensorType>(residual.getType());
@@ -196,14 +197,19 @@ Value KernelBuilder::normalizeHeads(Value residual, Value tau,
             nb, l, args[1], arith::MulFOp::create(nb, l, args[0], args[0]));
       });
   Value sqrtDim = constant(std::sqrt(static_cast<double>(headDim)));
-  Value epsValue = constant(eps);
+  // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
+  Value epsValue = constant(clampEps ? eps * eps : eps);
   return generic(
       {residual, squares},
       empty({rows, heads, headDim}, computeType, dynamicRows),
       {map(3, {0, 1, 2}), map(3, {0, 1}), map(3, {0, 1, 2})}, {par, par, par},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value norm = math::SqrtOp::create(
-            nb, l, arith::AddFOp::create(nb, l, args[1], epsValue));
+        Value floored =
+            clampEps
+                ? arith::MaximumFOp::create(nb, l, args[1], epsValue)
+                      .getResult()
+                : arith::AddFOp::create(nb, l, args[1], epsValue).getResult();
+        Value norm = math::SqrtOp::create(nb, l, floored);
         Value value = arith::DivFOp::create(
             nb, l, arith::MulFOp::create(nb, l, args[0], sqrtDim), norm);
         Value head = linalg::IndexOp::create(nb, l, 1);

@@ -100,11 +100,12 @@ public:
   /// `exp(clamp(temp, 1e-7, 2))` when `clamped`.
   Value keyTemperatures(Value temp, bool clamped);
   /// The CCA norm of `residual` (`[rows, heads, d]` in the compute type,
-  /// query heads first): every head scaled to norm sqrt(d) (`eps` inside the
-  /// square root), the key heads (index >= numQueryHeads) also by their
-  /// temperature `tau` (`[Hk]`).
+  /// query heads first): every head scaled to norm sqrt(d) (divided by
+  /// `sqrt(|x|^2 + eps)`, or by `max(|x|, eps)` when `clampEps`), the key
+  /// heads (index >= numQueryHeads) also by their temperature `tau`
+  /// (`[Hk]`).
   Value normalizeHeads(Value residual, Value tau, int64_t numQueryHeads,
-                       double eps);
+                       double eps, bool clampEps);
 
   /// Cosine and sine tables `[positions, r/2]` in the compute type for
   /// `rope` over heads of `headDim`, positions 0 .. positions-1.

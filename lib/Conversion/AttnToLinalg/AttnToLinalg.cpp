@@ -452,23 +452,25 @@ struct QKNormLowering : OpConversionPattern<QKNormOp> {
     Type computeType = computeTypeFor(elementType);
     int64_t headDim = cast<RankedTensorType>(query.getType()).getDimSize(3);
     double eps = op.getEps().convertToDouble();
+    bool clampEps = op.getNorm() == NormMode::clamp_eps;
     bool clamped = op.getTemperature() == TemperatureMode::clamped;
 
     Value queryOut = normalize(rewriter, loc, query, /*temp=*/{}, computeType,
-                               headDim, eps, clamped);
+                               headDim, eps, clampEps, clamped);
     Value keyOut = normalize(rewriter, loc, key, adaptor.getTemp(), computeType,
-                             headDim, eps, clamped);
+                             headDim, eps, clampEps, clamped);
     rewriter.replaceOp(op,
                        {castTo(rewriter, loc, queryOut, op.getQOut().getType()),
                         castTo(rewriter, loc, keyOut, op.getKOut().getType())});
     return success();
   }
 
-  /// `x * sqrt(d) / sqrt(|x|^2 + eps)` per head, times `tau[head]` when
-  /// `temp` is given.
+  /// `x * sqrt(d) / sqrt(|x|^2 + eps)` per head (`clampEps`:
+  /// `x * sqrt(d) / max(|x|, eps)`, as `sqrt(max(|x|^2, eps^2))`), times
+  /// `tau[head]` when `temp` is given.
   static Value normalize(OpBuilder &rewriter, Location loc, Value heads,
                          Value temp, Type computeType, int64_t headDim,
-                         double eps, bool clamped) {
+                         double eps, bool clampEps, bool clamped) {
     MLIRContext *ctx = rewriter.getContext();
     Type elementType = elementTypeOf(heads);
     Value sumSquares =
@@ -485,7 +487,8 @@ struct QKNormLowering : OpConversionPattern<QKNormOp> {
     maps.push_back(id4);
     Value sqrtD = floatConstant(rewriter, loc, computeType,
                                 std::sqrt(static_cast<double>(headDim)));
-    Value epsValue = floatConstant(rewriter, loc, computeType, eps);
+    Value epsValue =
+        floatConstant(rewriter, loc, computeType, clampEps ? eps * eps : eps);
     Value lo = floatConstant(rewriter, loc, computeType, 1e-7);
     Value hi = floatConstant(rewriter, loc, computeType, 2.0);
     Value init =
@@ -496,8 +499,13 @@ struct QKNormLowering : OpConversionPattern<QKNormOp> {
                SmallVector<IteratorType>(4, kPar),
                [&](OpBuilder &b, Location l, ValueRange args) {
                  Value x = convertFloat(b, l, args[0], computeType);
-                 Value norm = math::SqrtOp::create(
-                     b, l, arith::AddFOp::create(b, l, args[1], epsValue));
+                 Value floored =
+                     clampEps
+                         ? arith::MaximumFOp::create(b, l, args[1], epsValue)
+                               .getResult()
+                         : arith::AddFOp::create(b, l, args[1], epsValue)
+                               .getResult();
+                 Value norm = math::SqrtOp::create(b, l, floored);
                  Value y = arith::DivFOp::create(
                      b, l, arith::MulFOp::create(b, l, sqrtD, x), norm);
                  if (temp) {

@@ -40,6 +40,26 @@ func.func @zaya1(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: ten
 
 // -----
 
+// The decode step with transformers' numerics: raw temperature, |x|^2
+// clamped at eps^2 before the square root; kernel name _nclamp.
+// CHECK-LABEL: func.func @zaya1_hf_norm
+// CHECK: call @[[K:attn_cca_decode_prologue_bf16_h8_g4_d128_k2x2_qkmean_vshift_nclamp_rope64]]_launch(
+// CHECK: gpu.func @[[K]]
+// CHECK: %[[EPS2:.+]] = arith.constant 6.10351563E-5 : f32
+// CHECK: %[[FLOOR:.+]] = llvm.intr.maxnum(%{{.*}}, %[[EPS2]])
+// CHECK: sqrt.rn.f32 $0, $1;", "=f,f" %[[FLOOR]]
+// CHECK-NOT: ex2.approx
+// CHECK: func.func private @[[K]]_launch
+func.func @zaya1_hf_norm(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+  return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
+}
+
+// -----
+
 // CCA (Hq = Hk = 4), head_dim 64, conv 3/2 (P = 3), no toggles: one batch of
 // 8 rows per warp, no RoPE tables, no shift state, raw temperature.
 // CHECK-LABEL: func.func @cca_d64_plain

@@ -62,6 +62,40 @@ func.func @zaya1(%x: tensor<?x?x2048xbf16>, %wq: tensor<1024x2048xbf16>,
 
 // -----
 
+// The ZAYA1 prologue with transformers' numerics: raw temperature (no
+// exponential) and heads divided by max(|x|, eps): |x|^2 clamped at eps^2
+// (2^-14) before the square root. Its own kernel name (_nclamp).
+// CHECK-LABEL: func.func @zaya1_hf_norm
+// CHECK: call @[[K:attn_cca_prologue_bf16_e2048_h8_g4_d128_k2x2_qkmean_vshift_nclamp_rope64]]_launch(
+// CHECK: gpu.func @[[K]]
+// CHECK-NOT: ex2.approx
+// CHECK: %[[EPS2:.+]] = arith.constant 6.10351563E-5 : f32
+// CHECK: %[[FLOOR:.+]] = llvm.intr.maxnum(%{{.*}}, %[[EPS2]])
+// CHECK: sqrt.rn.f32 $0, $1;", "=f,f" %[[FLOOR]]
+// CHECK: func.func private @[[K]]_launch
+func.func @zaya1_hf_norm(%x: tensor<?x?x2048xbf16>, %wq: tensor<1024x2048xbf16>,
+                 %wk: tensor<256x2048xbf16>, %wv: tensor<128x2048xbf16>,
+                 %wvp: tensor<128x2048xbf16>, %dw: tensor<1280x1x2xbf16>,
+                 %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>,
+                 %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>)
+    -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 64 : i64}
+      : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
+         tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
+         tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
+         tensor<2xbf16>)
+      -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
+  return %q, %k, %v
+      : tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>
+}
+
+// -----
+
 // head_dim 64, conv kernels 3/3 (halo 4), no value shift, raw temperature,
 // no RoPE: m64n64k16 tiles, 4 weight tiles per group (2 Wq heads, Wk, Wv).
 // CHECK-LABEL: func.func @d64_k3

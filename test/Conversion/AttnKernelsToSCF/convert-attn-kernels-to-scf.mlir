@@ -105,3 +105,33 @@ func.func @prologue(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
 }
+
+// -----
+
+// norm = clamp_eps in the CPU kernel: the sum of squares of each head is
+// clamped at eps^2 (2^-14) before the square root.
+// CHECK-LABEL: func.func @prologue_clamp_eps
+// CHECK: %[[EPS2:.+]] = arith.constant 6.10351563E-5 : f32
+// CHECK: %[[FLOOR:.+]] = arith.maximumf %{{.+}}, %[[EPS2]] : f32
+// CHECK-NEXT: math.sqrt %[[FLOOR]] : f32
+// CHECK: return
+func.func @prologue_clamp_eps(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
+                    %wk: tensor<16x16xbf16>, %wv: tensor<8x16xbf16>,
+                    %wvp: tensor<8x16xbf16>, %dw: tensor<48x1x2xbf16>,
+                    %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
+                    %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>)
+    -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
+       rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 4 : i64}
+      : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
+         tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
+         tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
+         tensor<2xbf16>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+  return %q, %k, %v
+      : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+}

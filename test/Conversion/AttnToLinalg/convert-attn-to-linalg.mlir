@@ -133,6 +133,22 @@ func.func @qk_norm_raw(%q: tensor<1x3x2x4xf32>, %k: tensor<1x3x2x4xf32>, %t: ten
   return %qn, %kn : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>
 }
 
+// norm = clamp_eps: x * sqrt(d) / max(|x|, eps), as the square root of the
+// sum of squares clamped at eps^2 (2^-14 for eps 2^-7), for the query and
+// the key heads.
+// CHECK-LABEL: func.func @qk_norm_clamp_eps(
+// CHECK: %[[QEPS2:.+]] = arith.constant 6.10351563E-5 : f32
+// CHECK: %[[QFLOOR:.+]] = arith.maximumf %{{.+}}, %[[QEPS2]] : f32
+// CHECK-NEXT: math.sqrt %[[QFLOOR]] : f32
+// CHECK: %[[KEPS2:.+]] = arith.constant 6.10351563E-5 : f32
+// CHECK: %[[KFLOOR:.+]] = arith.maximumf %{{.+}}, %[[KEPS2]] : f32
+// CHECK-NEXT: math.sqrt %[[KFLOOR]] : f32
+// CHECK: return
+func.func @qk_norm_clamp_eps(%q: tensor<1x3x2x4xf32>, %k: tensor<1x3x2x4xf32>, %t: tensor<2xf32>) -> (tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %t {norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64} : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>, tensor<2xf32>
+  return %qn, %kn : tensor<1x3x2x4xf32>, tensor<1x3x2x4xf32>
+}
+
 // result[:, :, 0:6] = current; result[:, 1:, 6:12] = previous[:, :S-1]; zeros
 // elsewhere.
 // CHECK-LABEL: func.func @value_shift(

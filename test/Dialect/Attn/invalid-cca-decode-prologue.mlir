@@ -798,6 +798,31 @@ func.func @eps(%qr: tensor<2x1x16xf32>,
 
 // -----
 
+// norm = clamp_eps: eps^2 stays a normal f32.
+func.func @eps_clamp_underflows(%qr: tensor<2x1x16xf32>,
+    %kr: tensor<2x1x8xf32>,
+    %vc: tensor<2x1x4xf32>,
+    %vp: tensor<2x1x4xf32>,
+    %dw: tensor<24x1x2xf32>,
+    %dwb: tensor<24xf32>,
+    %gw: tensor<24x4x2xf32>,
+    %gwb: tensor<24xf32>,
+    %temp: tensor<2xf32>,
+    %cs: tensor<2x2x24xf32>,
+    %ss: tensor<2x1x4xf32>,
+    %pos: tensor<2xi32>)
+    -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  // expected-error @+1 {{norm = clamp_eps needs eps >= 1.1e-19}}
+  %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift, norm = #attn.norm<clamp_eps>, eps = 1.0e-30}
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
+  return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
+}
+
+// -----
+
 // RoPE must rotate a whole number of dims.
 func.func @rope_fraction(%qr: tensor<2x1x16xf32>,
     %kr: tensor<2x1x8xf32>,

@@ -960,6 +960,13 @@ func.func private @temperature_unknown() attributes {a = #attn.temperature<clamp
 
 // -----
 
+// An unknown #attn.norm value.
+// expected-error @+2 {{expected ::attnfuse::attn::NormMode to be one of: sqrt_eps, clamp_eps}}
+// expected-error @+1 {{failed to parse Attn_NormModeAttr parameter 'value'}}
+func.func private @norm_unknown() attributes {a = #attn.norm<clamp>}
+
+// -----
+
 // The layer input is [batch, seq, E].
 func.func @cca_input_rank(%x: tensor<1x2x8x16xf32>, %wq: tensor<16x16xf32>,
     %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
@@ -1540,6 +1547,28 @@ func.func @cca_eps_negative(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
       conv_g(%conv_g_weight, %conv_g_bias) temp(%temp) wo(%wo)
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, eps = -1.0e-12 : f64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>,
+         tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>)
+      -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// The layer's clamp_eps norm needs an eps whose square is a normal f32.
+func.func @cca_clamp_eps_underflows(%x: tensor<2x8x16xf32>,
+    %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+    %conv_dw_weight: tensor<24x1x2xf32>, %conv_dw_bias: tensor<24xf32>,
+    %conv_g_weight: tensor<24x4x2xf32>, %conv_g_bias: tensor<24xf32>,
+    %temp: tensor<2xf32>, %wo: tensor<16x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{norm = clamp_eps needs eps >= 1.1e-19}}
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv)
+      conv_dw(%conv_dw_weight, %conv_dw_bias)
+      conv_g(%conv_g_weight, %conv_g_bias) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, norm = #attn.norm<clamp_eps>,
+       eps = 1.0e-25 : f64}
       : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
          tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>,
          tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>)
@@ -2364,6 +2393,19 @@ func.func @qk_norm_eps_zero(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>,
     %t: tensor<2xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>) {
   // expected-error @+1 {{eps must be positive, got 0}}
   %r:2 = attn.qk_norm %q, %k, %t {eps = 0.0 : f64}
+      : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+  return %r#0, %r#1 : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
+}
+
+// -----
+
+// norm = clamp_eps squares eps in f32: it must not underflow.
+func.func @qk_norm_clamp_eps_underflows(%q: tensor<2x8x4x4xf32>,
+    %k: tensor<2x8x2x4xf32>, %t: tensor<2xf32>)
+    -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>) {
+  // expected-error @+1 {{norm = clamp_eps needs eps >= 1.1e-19 (eps^2 must be a normal f32), got 9.9999999999999995E-21}}
+  %r:2 = attn.qk_norm %q, %k, %t
+      {norm = #attn.norm<clamp_eps>, eps = 1.0e-20 : f64}
       : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
   return %r#0, %r#1 : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
 }

@@ -232,6 +232,32 @@ func.func @cca_full_dynamic(%x: tensor<?x?x16xbf16>, %wq: tensor<16x16xbf16>,
   return %y : tensor<?x?x16xbf16>
 }
 
+// A layer with transformers' ZAYA numerics: raw temperature (elided),
+// heads divided by max(|x|, eps) with the bf16 epsilon, a sliding window.
+// CHECK-LABEL: func.func @cca_hf_norm
+// CHECK: attn.cca
+// CHECK-SAME: {causal, conv_kernel_sizes = array<i64: 2, 2>, eps = 7.812500e-03 : f64, head_dim = 4 : i64, norm = #attn.norm<clamp_eps>, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 5000000.0, fraction = 0.5>, value_shift, window = 8 : i64}
+func.func @cca_hf_norm(%x: tensor<?x?x16xbf16>, %wq: tensor<16x16xbf16>,
+                       %wk: tensor<8x16xbf16>, %wvc: tensor<4x16xbf16>,
+                       %wvp: tensor<4x16xbf16>,
+                       %dw: tensor<24x1x2xbf16>, %dwb: tensor<24xbf16>,
+                       %gw: tensor<24x4x2xbf16>, %gwb: tensor<24xbf16>,
+                       %temp: tensor<2xbf16>, %wo: tensor<16x16xbf16>)
+    -> tensor<?x?x16xbf16> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       temperature = #attn.temperature<raw>, norm = #attn.norm<clamp_eps>,
+       eps = 0.0078125 : f64, causal, window = 8 : i64,
+       rope = #attn.rope<theta = 5000000.0, fraction = 0.5>}
+      : (tensor<?x?x16xbf16>, tensor<16x16xbf16>, tensor<8x16xbf16>,
+         tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<24x1x2xbf16>,
+         tensor<24xbf16>, tensor<24x4x2xbf16>, tensor<24xbf16>,
+         tensor<2xbf16>, tensor<16x16xbf16>) -> tensor<?x?x16xbf16>
+  return %y : tensor<?x?x16xbf16>
+}
+
 // CCA (num_heads == num_kv_heads) with qk_mean only, an explicit raw
 // temperature (the default is elided), a custom eps, a window, unequal
 // kernel sizes.
@@ -387,6 +413,23 @@ func.func @qk_norm_clamped_dynamic(%q: tensor<?x?x4x4xf32>,
       {temperature = #attn.temperature<clamped>, eps = 1.0e-6 : f64}
       : tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<2xf32>
   return %qn, %kn : tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>
+}
+
+// Hugging Face's norm: max(|x|, eps), eps the f32 machine epsilon; the
+// default norm (sqrt_eps) is elided.
+// CHECK-LABEL: func.func @qk_norm_clamp_eps
+// CHECK: attn.qk_norm %arg0, %arg1, %arg2 {eps = 1.1920928955078125E-7 : f64, norm = #attn.norm<clamp_eps>} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+// CHECK: attn.qk_norm %arg0, %arg1, %arg2 : tensor<2x8x4x4xf32>
+func.func @qk_norm_clamp_eps(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>,
+                             %temp: tensor<2xf32>)
+    -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4x4xf32>) {
+  %qn, %kn = attn.qk_norm %q, %k, %temp
+      {norm = #attn.norm<clamp_eps>, eps = 1.1920928955078125e-07 : f64}
+      : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+  %qd, %kd = attn.qk_norm %q, %k, %temp {norm = #attn.norm<sqrt_eps>}
+      : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2xf32>
+  return %qn, %kn, %qd : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>,
+      tensor<2x8x4x4xf32>
 }
 
 // CHECK-LABEL: func.func @value_shift(

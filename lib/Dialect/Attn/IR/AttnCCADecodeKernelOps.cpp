@@ -154,10 +154,8 @@ LogicalResult DecodePrologueVerifier::verify() {
                              {batch, one, halfKeyDim}))))
     return failure();
 
-  if (!(op.getEps().convertToDouble() > 0.0))
-    return op.emitOpError()
-           << "eps must be positive, got " << op.getEps().convertToDouble();
-  if (failed(verify::verifyRope(op, op.getRopeAttr(), headDim)))
+  if (failed(verify::verifyNormEps(op, op.getEps(), op.getNorm())) ||
+      failed(verify::verifyRope(op, op.getRopeAttr(), headDim)))
     return failure();
   return elementTypes();
 }

@@ -335,9 +335,8 @@ static LogicalResult verifyCCAParameters(CCALikeOp op, int64_t modelWidth) {
       failed(verifyParam("temp", op.getTemp(), {{numKvHeads, "num_kv_heads"}})))
     return failure();
 
-  if (!(op.getEps().convertToDouble() > 0.0))
-    return op.emitOpError()
-           << "eps must be positive, got " << op.getEps().convertToDouble();
+  if (failed(verifyNormEps(operation, op.getEps(), op.getNorm())))
+    return failure();
   return verifyRope(operation, op.getRopeAttr(), headDim);
 }
 
@@ -543,9 +542,8 @@ LogicalResult QKNormOp::verify() {
       failed(
           verifyShape(op, "temp", getTemp(), {{dimOf(getK(), 2), "kv_heads"}})))
     return failure();
-  if (!(getEps().convertToDouble() > 0.0))
-    return emitOpError() << "eps must be positive, got "
-                         << getEps().convertToDouble();
+  if (failed(verifyNormEps(op, getEps(), getNorm())))
+    return failure();
   return verifySameElementType(op, {"q", "k", "temp"});
 }
 

@@ -4,6 +4,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -92,6 +93,22 @@ LogicalResult verify::verifyRope(Operation *op, RopeAttr rope, int64_t headDim,
     return op->emitOpError()
            << name << " rotates " << *rotated
            << " dimensions of each head; the rotated width must be even";
+  return success();
+}
+
+LogicalResult verify::verifyNormEps(Operation *op, llvm::APFloat eps,
+                                    NormMode norm) {
+  double value = eps.convertToDouble();
+  if (!(value > 0.0))
+    return op->emitOpError() << "eps must be positive, got " << value;
+  // The lowerings clamp |x|^2 at eps^2 in f32: eps^2 must not underflow.
+  if (norm == NormMode::clamp_eps && value < 1.1e-19) {
+    llvm::SmallString<16> text;
+    eps.toString(text);
+    return op->emitOpError() << "norm = clamp_eps needs eps >= 1.1e-19 "
+                                "(eps^2 must be a normal f32), got "
+                             << text;
+  }
   return success();
 }
 

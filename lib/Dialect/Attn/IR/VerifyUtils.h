@@ -53,6 +53,12 @@ mlir::LogicalResult verifyRank(mlir::Operation *op, llvm::StringRef name,
 mlir::LogicalResult verifyRope(mlir::Operation *op, RopeAttr rope,
                                int64_t headDim, llvm::StringRef name = "rope");
 
+/// Checks the `eps` of a CCA head norm: positive, and with
+/// `norm = <clamp_eps>` (computed as `sqrt(max(|x|^2, eps^2))`) large enough
+/// that `eps^2` is a normal f32.
+mlir::LogicalResult verifyNormEps(mlir::Operation *op, llvm::APFloat eps,
+                                  NormMode norm);
+
 /// Checks that the query heads split evenly into the key/value heads.
 mlir::LogicalResult verifyHeads(mlir::Operation *op, int64_t numHeads,
                                 int64_t numKvHeads);

@@ -230,7 +230,8 @@ static CCASteps buildCCASteps(LayerBuilder &b, CCALikeOp op, Value convState,
 
   // 4. L2 norm and key temperature.
   steps.norm = QKNormOp::create(rewriter, loc, query, key, op.getTemp(),
-                                op.getTemperatureAttr(), op.getEpsAttr());
+                                op.getTemperatureAttr(), op.getEpsAttr(),
+                                op.getNormAttr());
 
   // 5. Values, optionally shifted by one token for half of the heads.
   if (op.getValueShift()) {

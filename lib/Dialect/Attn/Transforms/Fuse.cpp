@@ -259,7 +259,7 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
         rewriter.getDenseI64ArrayAttr({k0, k1}),
         mean ? rewriter.getUnitAttr() : UnitAttr(),
         previousWeight ? rewriter.getUnitAttr() : UnitAttr(),
-        norm.getTemperatureAttr(), norm.getEpsAttr(), rope,
+        norm.getTemperatureAttr(), norm.getEpsAttr(), norm.getNormAttr(), rope,
         rewriter.getI64IntegerAttr(tiles.blockS));
     rewriter.modifyOpInPlace(sdpa, [&] {
       sdpa.getQueryMutable().assign(prologue.getQuery());
@@ -441,7 +441,7 @@ struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
         rewriter.getDenseI64ArrayAttr({k0, k1}),
         mean ? rewriter.getUnitAttr() : UnitAttr(),
         shiftState ? rewriter.getUnitAttr() : UnitAttr(),
-        norm.getTemperatureAttr(), norm.getEpsAttr(), rope);
+        norm.getTemperatureAttr(), norm.getEpsAttr(), norm.getNormAttr(), rope);
     rewriter.replaceAllUsesWith(query, prologue.getQuery());
     rewriter.replaceAllUsesWith(key, prologue.getKey());
     rewriter.replaceAllUsesWith(valueHeads, prologue.getValue());

@@ -300,7 +300,7 @@ func.func @cca_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
 }
 
 // The full ZAYA1-style layer: qk_mean from the pre-conv projections,
-// clamped temperature and eps forwarded to qk_norm, value shift, partial
+// clamped temperature, eps and norm forwarded to qk_norm, value shift, partial
 // RoPE on the normalized query and key, causal window. k0 = k1 = 2: P = 2.
 // CHECK-LABEL: func.func @cca_full(
 // CHECK:       %[[QR:.+]] = attn.project %arg0, %arg1 :
@@ -315,7 +315,7 @@ func.func @cca_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
 // CHECK-DAG:   %[[QRH:.+]] = tensor.expand_shape %[[QR]] {{\[}}[0], [1], [2, 3]] output_shape [2, 8, 4, 4]
 // CHECK-DAG:   %[[KRH:.+]] = tensor.expand_shape %[[KR]] {{\[}}[0], [1], [2, 3]] output_shape [2, 8, 2, 4]
 // CHECK:       %[[QM:.+]], %[[KM:.+]] = attn.qk_mean %[[QCH]], %[[KCH]], %[[QRH]], %[[KRH]] : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>
-// CHECK:       %[[QN:.+]], %[[KN:.+]] = attn.qk_norm %[[QM]], %[[KM]], %arg9 {eps = 9.9999999999999995E-7 : f64, temperature = #attn.temperature<clamped>}
+// CHECK:       %[[QN:.+]], %[[KN:.+]] = attn.qk_norm %[[QM]], %[[KM]], %arg9 {eps = 9.9999999999999995E-7 : f64, norm = #attn.norm<clamp_eps>, temperature = #attn.temperature<clamped>}
 // CHECK-DAG:   %[[VC:.+]] = attn.project %arg0, %arg3 : (tensor<2x8x16xf32>, tensor<4x16xf32>) -> tensor<2x8x4xf32>
 // CHECK-DAG:   %[[VP:.+]] = attn.project %arg0, %arg4 : (tensor<2x8x16xf32>, tensor<4x16xf32>) -> tensor<2x8x4xf32>
 // CHECK:       %[[V:.+]] = attn.value_shift %[[VC]], %[[VP]] : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x8xf32>
@@ -338,7 +338,7 @@ func.func @cca_full(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>, eps = 1.0e-6 : f64,
-       causal, window = 4 : i64,
+       norm = #attn.norm<clamp_eps>, causal, window = 4 : i64,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
       : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
          tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,

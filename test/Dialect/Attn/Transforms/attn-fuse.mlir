@@ -114,9 +114,10 @@ func.func @qkv_rope(%x: tensor<?x?x32xbf16>, %wk: tensor<32x32xbf16>,
 // -----
 
 // ZAYA1-shaped CCGQA: the whole chain from the down-projections to RoPE is
-// one prologue kernel writing Q, K and V once.
+// one prologue kernel writing Q, K and V once; the norm form and eps carry
+// over.
 // CHECK-LABEL: func.func @ccgqa
-// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, head_dim = 16 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, eps = 1.1920928955078125E-7 : f64, head_dim = 16 : i64, norm = #attn.norm<clamp_eps>, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
 // CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
 // CHECK-NOT: attn.causal_conv1d
 // CHECK-NOT: attn.qk_norm
@@ -131,6 +132,7 @@ func.func @ccgqa(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>, causal,
+       norm = #attn.norm<clamp_eps>, eps = 1.1920928955078125e-07 : f64,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
       : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>,
          tensor<16x64xf32>, tensor<16x64xf32>, tensor<96x1x2xf32>,

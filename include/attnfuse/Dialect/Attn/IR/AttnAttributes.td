@@ -36,6 +36,22 @@ def Attn_TemperatureModeAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+// How eps keeps the per-head L2 norm of CCA's query and key heads away from
+// zero: `sqrt(|x|^2 + eps)` (the spec's default) or `max(|x|, eps)`
+// (Hugging Face transformers' ZAYA, with eps = finfo(dtype).eps).
+def Attn_NormMode : I32EnumAttr<"NormMode",
+    "how eps enters the L2 norm of a CCA head", [
+      I32EnumAttrCase<"sqrt_eps", 0>,
+      I32EnumAttrCase<"clamp_eps", 1>
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::attnfuse::attn";
+}
+
+def Attn_NormModeAttr : EnumAttr<Attn_Dialect, Attn_NormMode, "norm"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Attn_RopeAttr : AttrDef<Attn_Dialect, "Rope"> {
   let mnemonic = "rope";
   let summary = "rotary position embedding parameters";

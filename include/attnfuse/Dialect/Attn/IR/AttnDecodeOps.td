@@ -200,6 +200,7 @@ def Attn_CCADecodeOp : Attn_Op<"cca_decode",
     DefaultValuedAttr<Attn_TemperatureModeAttr,
                       "TemperatureMode::raw">:$temperature,
     DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    DefaultValuedAttr<Attn_NormModeAttr, "NormMode::sqrt_eps">:$norm,
     OptionalAttr<I64Attr>:$window,
     OptionalAttr<Attn_RopeAttr>:$rope
   );

@@ -49,8 +49,9 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
   let summary = "fused CCA prologue: projections, convolutions, norm, RoPE";
   let description = [{
     Steps 1 to 6 of `attn.cca` in one kernel: the down-projections, both
-    causal convolutions, the QK-mean residual, the L2 norm with temperature,
-    the value shift and RoPE, writing the attention inputs once:
+    causal convolutions, the QK-mean residual, the L2 norm (`norm`, `eps`
+    as in `attn.cca`) with temperature, the value shift and RoPE, writing
+    the attention inputs once:
     `query [batch, seq, num_heads, head_dim]`, `key` and `value`
     `[batch, seq, num_kv_heads, head_dim]`.
 
@@ -93,6 +94,7 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
     DefaultValuedAttr<Attn_TemperatureModeAttr,
                       "TemperatureMode::raw">:$temperature,
     DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    DefaultValuedAttr<Attn_NormModeAttr, "NormMode::sqrt_eps">:$norm,
     OptionalAttr<Attn_RopeAttr>:$rope,
     Attn_PositiveI64Attr:$block_s
   );
@@ -278,7 +280,8 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
       `s = k0 - 1 .. P`, and the grouped convolution (one `d x d` mix per
       head and tap, tap 0 on the oldest row) plus `b_g` gives `c`;
     * with `qk_mean` the residual from `qr` and `kr`, then the L2 norm to
-      `sqrt(head_dim)` with `eps`, the key temperature and RoPE at `p`;
+      `sqrt(head_dim)` with `eps` and `norm` as in `attn.cca`, the key
+      temperature and RoPE at `p`;
     * `value = concat(v_cur[b, 0], shift_state[b, 0])` with `value_shift`,
       else `v_cur[b, 0]`, viewed as `[num_kv_heads, head_dim]`;
     * `conv_state_out[b]` is the last `P` rows of `W` (the oldest row
@@ -333,6 +336,7 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
     DefaultValuedAttr<Attn_TemperatureModeAttr,
                       "TemperatureMode::raw">:$temperature,
     DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    DefaultValuedAttr<Attn_NormModeAttr, "NormMode::sqrt_eps">:$norm,
     OptionalAttr<Attn_RopeAttr>:$rope
   );
   // One optional result (the shift state), so its count follows from the

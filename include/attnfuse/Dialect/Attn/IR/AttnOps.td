@@ -128,9 +128,13 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
        back to back without further padding;
     3. with `qk_mean`, the query heads add `0.5 qr[h] + 0.5 kr[h/G]` and the
        key heads add `0.5 mean(qr over the group) + 0.5 kr[j]`;
-    4. each head is L2-normalized to norm `sqrt(head_dim)` (`eps` inside the
-       square root); keys are scaled by `temp` (`temperature = <raw>`) or
-       `exp(clamp(temp, 1e-7, 2))` (`temperature = <clamped>`);
+    4. each head is L2-normalized to norm `sqrt(head_dim)`: divided by
+       `sqrt(|x|^2 + eps)` (`norm = <sqrt_eps>`, the default) or by
+       `max(|x|, eps)` (`norm = <clamp_eps>`, as Hugging Face transformers'
+       ZAYA with `eps` the machine epsilon of the activations' dtype); keys
+       are scaled by `temp` (`temperature = <raw>`, the default, as
+       transformers) or `exp(clamp(temp, 1e-7, 2))`
+       (`temperature = <clamped>`);
     5. values: without `value_shift`, `v = x Wv^T` with `wv [Lk, E]`; with
        it, `v = concat(x_t Wv^T, x_{t-1} Wv_prev^T)` with `wv` and `wv_prev`
        both `[Lk/2, E]` and `x_{-1} = 0`;
@@ -139,14 +143,16 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
        (optionally causal and windowed), then `y = o Wo^T` with
        `wo [E, Lq]`.
 
-    Example (ZAYA1-shaped CCGQA):
+    Example (ZAYA1-shaped CCGQA, a sliding-window layer with the norm of
+    transformers' ZAYA in bf16):
 
     ```mlir
     %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
         conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
         {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
          conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
-         temperature = #attn.temperature<clamped>, causal,
+         norm = #attn.norm<clamp_eps>, eps = 7.8125e-3 : f64, causal,
+         window = 4096 : i64,
          rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
         : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>,
            tensor<256x2048xbf16>, tensor<128x2048xbf16>,
@@ -179,6 +185,7 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
     DefaultValuedAttr<Attn_TemperatureModeAttr,
                       "TemperatureMode::raw">:$temperature,
     DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+    DefaultValuedAttr<Attn_NormModeAttr, "NormMode::sqrt_eps">:$norm,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
     OptionalAttr<Attn_RopeAttr>:$rope
@@ -306,14 +313,15 @@ def Attn_QKNormOp : Attn_Op<"qk_norm", [Pure,
     AllTypesMatch<["q", "q_out"]>, AllTypesMatch<["k", "k_out"]>]> {
   let summary = "per-head L2 normalization with a learned key temperature";
   let description = [{
-    `q[h] = sqrt(d) q[h] / sqrt(|q[h]|^2 + eps)` and
-    `k[j] = sqrt(d) k[j] / sqrt(|k[j]|^2 + eps) * tau[j]`, where
-    `tau = temp` (`<raw>`) or `tau = exp(clamp(temp, 1e-7, 2))`
-    (`<clamped>`), `temp` is `[Hk]`.
+    `q[h] = sqrt(d) q[h] / n(q[h])` and `k[j] = sqrt(d) k[j] / n(k[j]) *
+    tau[j]`, where `n(x) = sqrt(|x|^2 + eps)` (`norm = <sqrt_eps>`) or
+    `max(|x|, eps)` (`norm = <clamp_eps>`), `tau = temp` (`<raw>`) or
+    `tau = exp(clamp(temp, 1e-7, 2))` (`<clamped>`), `temp` is `[Hk]`.
 
     ```mlir
     %qn, %kn = attn.qk_norm %q, %k, %temp
-        {temperature = #attn.temperature<clamped>}
+        {temperature = #attn.temperature<clamped>,
+         norm = #attn.norm<clamp_eps>, eps = 1.1920929e-07 : f64}
         : tensor<1x16x8x128xf32>, tensor<1x16x2x128xf32>, tensor<2xf32>
     ```
 
@@ -323,7 +331,9 @@ def Attn_QKNormOp : Attn_Op<"qk_norm", [Pure,
                        Attn_FloatTensor:$temp,
                        DefaultValuedAttr<Attn_TemperatureModeAttr,
                                          "TemperatureMode::raw">:$temperature,
-                       DefaultValuedAttr<F64Attr, "1e-12">:$eps);
+                       DefaultValuedAttr<F64Attr, "1e-12">:$eps,
+                       DefaultValuedAttr<Attn_NormModeAttr,
+                                         "NormMode::sqrt_eps">:$norm);
   let results = (outs Attn_FloatTensor:$q_out, Attn_FloatTensor:$k_out);
   let assemblyFormat = [{
     $q `,` $k `,` $temp attr-dict `:` type($q) `,` type($k) `,` type($temp)
