@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -280,7 +281,11 @@ class CpuFunction:
             want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
             raise ValueError(f"{what} of {self.name!r} needs shape {want}, got "
                              f"{list(array.shape)}")
-        return np.ascontiguousarray(array)
+        # The compiled code reads dense, aligned rows; the extension takes
+        # writable buffers only (the function never writes its arguments).
+        # Copy strided, misaligned or read-only arrays rather than refuse them.
+        return np.require(array, requirements=["C_CONTIGUOUS", "ALIGNED",
+                                               "WRITEABLE"])
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.arguments):
@@ -292,7 +297,11 @@ class CpuFunction:
         try:
             results = self._handle(converted)
         except ext.Error as error:
-            raise RuntimeError(error.args[0]) from None
+            # "argument #1" -> "argument #1 ('k')" when the names are known.
+            message = re.sub(r"argument #(\d+)(?! \()",
+                             lambda m: self._describe(int(m.group(1))),
+                             error.args[0])
+            raise RuntimeError(message) from None
         return results[0] if len(results) == 1 else tuple(results)
 
 
