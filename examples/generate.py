@@ -46,7 +46,7 @@ PAPER = ('"Do Transformers Need Three Projections?" (Kayyam, Madan Gopal, '
 CCA_PAPER = ('Compressed Convolutional Attention (Figliolia et al., Zyphra, '
              'arXiv 2510.04476)')
 
-# The paper's name of each sharing mode (spec section 1).
+# The paper's name of each sharing mode (docs/semantics.md#attnqkv_attention).
 PAPER_NAME = {"none": "QKV", "kv": "Q-K=V", "qk": "Q=K-V", "qkv": "Q=K=V"}
 
 

@@ -1,12 +1,12 @@
-"""Numpy reference of the attn dialect, written from the spec.
+"""Numpy reference of the attn dialect, written from docs/semantics.md.
 
-Source of truth: shared/spec/attention-variants.md ("Attention variants: the
-exact semantics AttnFuse must implement") and the op descriptions of
-include/attnfuse/Dialect/Attn/IR/AttnOps.td. Nothing here is derived from the
-linalg lowering: every function follows the spec's formulas directly and
-computes in float64 (inputs are widened first, so bf16 inputs are exact).
+Source of truth: docs/semantics.md (the exact semantics of every op) and the
+op descriptions of include/attnfuse/Dialect/Attn/IR/AttnOps.td. Nothing here
+is derived from the linalg lowering: every function follows the formulas of
+docs/semantics.md directly and computes in float64 (inputs are widened first,
+so bf16 inputs are exact).
 
-Conventions (spec notation):
+Conventions (the notation of docs/semantics.md#conventions):
   x: [B, S, E]; weights in torch.nn.Linear layout [out, in] (y = x W^T + b);
   per-head tensors [B, S, H, d]; Hq query heads, Hk key/value heads,
   G = Hq / Hk; query head h reads KV head h // G (repeat_interleave).
@@ -161,7 +161,7 @@ def qkv_attention(x, mode, wk, wo, wq=None, wv=None, bq=None, bk=None, bv=None,
                   bo=None, logit_bias=None, num_heads=1, num_kv_heads=1,
                   head_dim=1, causal=False, window=None, rope_theta=None,
                   rope_fraction=1.0, scale=None):
-    """Section 1 of the spec: projection sharing none / kv / qk / qkv.
+    """docs/semantics.md#attnqkv_attention: projection sharing none, kv, qk, qkv.
 
     none: q = x Wq, k = x Wk, v = x Wv;   kv: v = k;   qk: q = k;
     qkv: q = v = k. With RoPE the scores use rope(q), rope(k); the values
@@ -183,7 +183,7 @@ def cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp,
             num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
             qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
             rope_theta=None, rope_fraction=1.0):
-    """Section 2 of the spec, steps 1-6 (the prefill prologue): the latent
+    """docs/semantics.md#attncca, steps 1-6 (the prefill prologue): the latent
     attention inputs q [B, S, Hq, d], k and v [B, S, Hk, d]."""
     x = f64(x)
     hq, hk, d = num_heads, num_kv_heads, head_dim
@@ -244,7 +244,7 @@ def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
         num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
         qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
         causal=False, window=None, rope_theta=None, rope_fraction=1.0):
-    """Section 2 of the spec: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
+    """docs/semantics.md#attncca: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
     q, k, v = cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
                       temp, num_heads, num_kv_heads, head_dim, kernels,
                       wv_prev=wv_prev, qk_mean=qk_mean, value_shift=value_shift,
@@ -325,9 +325,9 @@ def cca_decode_prologue(qr, kr, v_cur, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
                         head_dim, kernels, v_prev=None, shift_state=None,
                         qk_mean=False, value_shift=False, temperature="raw",
                         eps=1e-12, rope_theta=None, rope_fraction=1.0):
-    """One CCA decode step (spec section 2, "decode-time state"), per sequence b
-    with one new token: qr [B, 1, Lq], kr [B, 1, Lk], v_cur [B, 1, Lv] (Lv =
-    Lk/2 with the value shift, else Lk), conv_state [B, P, C] (the last P
+    """One CCA decode step (docs/semantics.md#attncca_decode_prologue), per
+    sequence b with one new token: qr [B, 1, Lq], kr [B, 1, Lk], v_cur
+    [B, 1, Lv] (Lv = Lk/2 with the value shift, else Lk), conv_state [B, P, C] (the last P
     pre-conv vectors u, oldest first), shift_state and v_prev [B, 1, Lk/2],
     positions [B] (RoPE only).
 

@@ -3,8 +3,9 @@
 Two independent checks, each through attnfuse-run (attn-to-cpu, the fused
 lowering: the op is a kernel op, which the reference lowering does not take):
 
-* one step against `reference.cca_decode_prologue`, written from the spec's
-  decode-state definition (shared/spec/attention-variants.md section 2) on
+* one step against `reference.cca_decode_prologue`, written from the
+  definition of the op and its decode state (docs/semantics.md,
+  #attncca_decode_prologue and #cca-decode-state) on
   random inputs, random (non-zero) states and a different position per
   sequence; the state results must be exact copies;
 * a whole sequence decoded token by token (the step unrolled in the IR, its

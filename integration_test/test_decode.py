@@ -8,7 +8,7 @@ Each case is one layer in its decode form (`attn.qkv_decode` or
 kernels attn.flash_decode / attn.cca_decode_prologue serve in the fused
 lowering), each taking the cache and states the previous call returned (the
 run list chains the output files). Every output row is compared with the float64 reference of the
-WHOLE-sequence layer (reference.py, written from the spec) at the same
+WHOLE-sequence layer (reference.py, written from docs/semantics.md) at the same
 position, so decode == prefill at every position.
 
 Paged caches (a shuffled block table) are checked against the reference and

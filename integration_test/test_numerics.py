@@ -4,8 +4,8 @@ Each test is one IR variant: the MLIR text is generated here, with dynamic
 batch and sequence dimensions, compiled ONCE by attnfuse-run (--run-list) and
 executed on random inputs for every (batch, seq) in its shape list (by default
 batch 1 and 3 x seq 1, 7 and 129). The output is compared with the float64
-numpy reference, which is written from the spec (shared/spec/
-attention-variants.md), not from the lowering.
+numpy reference, which is written from docs/semantics.md, not from the
+lowering.
 
 Error norm: rel_err = max|y - ref| / max|ref| over the whole output (a
 normwise relative error in the max norm), computed against the reference on
@@ -185,7 +185,7 @@ def rope_attr(rope):
 
 
 # ---------------------------------------------------------------------------
-# attn.qkv_attention variants (section 1 of the spec)
+# attn.qkv_attention variants (docs/semantics.md#attnqkv_attention)
 # ---------------------------------------------------------------------------
 
 
@@ -302,7 +302,7 @@ QKV_VARIANTS = (
 
 
 # ---------------------------------------------------------------------------
-# attn.cca variants (section 2 of the spec)
+# attn.cca variants (docs/semantics.md#attncca)
 # ---------------------------------------------------------------------------
 
 

@@ -41,7 +41,7 @@ add_custom_target(AttnFusePythonPackage ALL
 
 if(SKBUILD)
   install(TARGETS _attnfuse attnfuse_runtime
-    LIBRARY DESTINATION attnfuse)
+    LIBRARY DESTINATION attnfuse COMPONENT python)
 endif()
 
 if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS)

@@ -20,6 +20,9 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 # Progress goes to stderr; stdout carries only the build directory, for the
 # scripts that call this one.
 "$ROOT/scripts/setup.sh" >&2
+source "$ROOT/scripts/venv.sh"
+# Every Python the build and the tests run is the virtual environment's.
+CMAKE_ARGS+=(-DPython_EXECUTABLE="$ATTNFUSE_PYTHON" -DPython3_EXECUTABLE="$ATTNFUSE_PYTHON")
 
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \

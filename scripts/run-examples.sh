@@ -24,4 +24,5 @@ for model in "$ROOT"/examples/*.mlir; do
   echo
 done
 
-"$ROOT/scripts/check_examples.py" --build "$BUILD_DIR" --batch 1 --seq 8
+source "$ROOT/scripts/venv.sh"
+"$ATTNFUSE_PYTHON" "$ROOT/scripts/check_examples.py" --build "$BUILD_DIR" --batch 1 --seq 8

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need on a fresh Debian 12 machine.
 # Idempotent: packages already present are left alone.
+#
+# System packages come from Debian (apt-get): LLVM/MLIR/clang 22, CMake, Ninja,
+# ccache, Python 3 with its venv module and development files.
+# Python packages go into a virtual environment, never into the system
+# interpreter (Debian's python3 refuses that, PEP 668): $ATTNFUSE_VENV, by
+# default .venv/ in the checkout, created on first use and reused after.
+# scripts/build.sh configures CMake with that environment's interpreter, so the
+# Python package, the numerics suite and the pytest tests all use it.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/venv.sh"
 
 LLVM_VERSION=22
 APT_PACKAGES=(
   "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev"
-  cmake ninja-build ccache python3 python3-pip python3-dev python3-venv
+  cmake ninja-build ccache python3 python3-dev python3-venv
 )
 
 missing=()
@@ -21,11 +31,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+if [ ! -x "$ATTNFUSE_PYTHON" ]; then
+  echo "setup: creating the virtual environment $ATTNFUSE_VENV" >&2
+  python3 -m venv "$ATTNFUSE_VENV"
+fi
+
 # Python packages used by the test suite, the example generator and the
 # attnfuse Python package (nanobind for its extension, scikit-build-core for
 # `pip install ./python-bindings`), as pip-name:import-name.
 PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
              scikit-build-core:scikit_build_core)
+to_install=()
 for entry in "${PY_PACKAGES[@]}"; do
-  python3 -c "import ${entry#*:}" 2>/dev/null || python3 -m pip install -q "${entry%%:*}"
+  "$ATTNFUSE_PYTHON" -c "import ${entry#*:}" 2>/dev/null || to_install+=("${entry%%:*}")
 done
+if [ ${#to_install[@]} -gt 0 ]; then
+  echo "setup: pip install ${to_install[*]} into $ATTNFUSE_VENV" >&2
+  "$ATTNFUSE_PYTHON" -m pip install -q --disable-pip-version-check "${to_install[@]}"
+fi

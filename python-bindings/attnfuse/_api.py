@@ -242,12 +242,17 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
 
 
 class CpuFunction:
-    """A JIT-compiled function, called with numpy arrays in the order of its
-    arguments. Element types: f32 -> float32, f16 -> float16, f64 ->
-    float64, i32/i64 -> int32/int64, bf16 -> uint16 arrays holding the bf16
-    bit patterns (attnfuse.to_bf16 / from_bf16 convert) or, when ml_dtypes
-    is installed, ml_dtypes.bfloat16 arrays. Results come back the same way
-    (bf16 as uint16); one result as an array, several as a tuple."""
+    """A JIT-compiled function, called with host arrays in the order of its
+    arguments: numpy arrays, or any DLPack producer in host memory (torch
+    CPU tensors, JAX, ...), which are read in place without a copy.
+    Element types: f32 -> float32, f16 -> float16, f64 -> float64, i32/i64
+    -> int32/int64, bf16 -> bfloat16 tensors (torch.bfloat16, or
+    ml_dtypes.bfloat16 arrays when ml_dtypes is installed) or uint16 arrays
+    holding the bf16 bit patterns (attnfuse.to_bf16 / from_bf16 convert).
+    Results are numpy arrays (bf16 as uint16), or torch tensors (bf16 as
+    torch.bfloat16) when an argument was a torch tensor; one result as an
+    array, several as a tuple. Device tensors (CUDA) are refused: the CPU
+    target reads host memory."""
 
     def __init__(self, handle, names=None):
         self._handle = handle
@@ -263,7 +268,16 @@ class CpuFunction:
             return f"argument #{index} ({self.argument_names[index]!r})"
         return f"argument #{index}"
 
+    def _check_shape(self, what, shape, actual):
+        if len(actual) != len(shape) or any(
+                d is not None and d != n for d, n in zip(shape, actual)):
+            want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+            raise ValueError(f"{what} of {self.name!r} needs shape {want}, got "
+                             f"{list(actual)}")
+
     def _convert(self, index, value, spec):
+        if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
+            return self._convert_dlpack(index, value, spec)
         dtype, shape = spec
         what = self._describe(index)
         array = np.asarray(value)
@@ -276,16 +290,41 @@ class CpuFunction:
                     "attnfuse.to_bf16)" if dtype == "bf16" else "")
             raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
                              f"{expected} array, got {array.dtype}{hint}")
-        if array.ndim != len(shape) or any(
-                d is not None and d != n for d, n in zip(shape, array.shape)):
-            want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-            raise ValueError(f"{what} of {self.name!r} needs shape {want}, got "
-                             f"{list(array.shape)}")
+        self._check_shape(what, shape, array.shape)
         # The compiled code reads dense, aligned rows; the extension takes
         # writable buffers only (the function never writes its arguments).
         # Copy strided, misaligned or read-only arrays rather than refuse them.
         return np.require(array, requirements=["C_CONTIGUOUS", "ALIGNED",
                                                "WRITEABLE"])
+
+    def _convert_dlpack(self, index, value, spec):
+        """A DLPack producer: checked through DLPack and passed as it is."""
+        dtype, shape = spec
+        what = self._describe(index)
+        device = value.__dlpack_device__() if hasattr(
+            value, "__dlpack_device__") else (_DLPACK_CPU, 0)
+        if int(device[0]) != _DLPACK_CPU:
+            name = _DLPACK_DEVICE_NAMES.get(int(device[0]), f"type {device[0]}")
+            raise ValueError(
+                f"{what} of {self.name!r} is in {name} device memory "
+                f"(device {device[1]}): the CPU target reads host memory; "
+                f"copy it to the host (tensor.cpu()) or compile for "
+                f"target='sm_90a'")
+        try:
+            held, held_shape, _, _, contiguous = \
+                _extension().inspect_array(value)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ValueError(f"{what} of {self.name!r} cannot be read through "
+                             f"DLPack: {error}") from None
+        if held != dtype and not (dtype == "bf16" and held == "u16"):
+            raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
+                             f"{dtype} tensor, got {held}")
+        self._check_shape(what, shape, held_shape)
+        if not contiguous:
+            if not hasattr(value, "contiguous"):
+                raise ValueError(f"{what} of {self.name!r} is not C-contiguous")
+            value = value.contiguous()  # torch: one copy, in torch
+        return value
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.arguments):
@@ -302,7 +341,25 @@ class CpuFunction:
                              lambda m: self._describe(int(m.group(1))),
                              error.args[0])
             raise RuntimeError(message) from None
+        if any(type(a).__module__.startswith("torch") for a in arrays):
+            results = [_to_torch(r, spec[0])
+                       for r, spec in zip(results, self.results)]
         return results[0] if len(results) == 1 else tuple(results)
+
+
+_DLPACK_CPU = 1
+_DLPACK_DEVICE_NAMES = {2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan",
+                        8: "Metal", 10: "ROCm", 13: "CUDA managed",
+                        14: "oneAPI"}
+
+
+def _to_torch(array, dtype):
+    """A numpy result as a torch tensor sharing its memory (bf16 results,
+    uint16 bit patterns, become torch.bfloat16)."""
+    import torch
+    if dtype == "bf16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _compile_sm90a(module, output_dir=None, elem_type="bf16", block_q=128,

@@ -45,9 +45,8 @@ nb::list specsToList(const std::vector<Spec> &specs) {
 
 using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
 
-/// The element type a buffer holds; uint16 buffers carry bf16 bit patterns.
-std::string elementTypeOf(const CpuArray &array) {
-  nb::dlpack::dtype dtype = array.dtype();
+/// The element type of a DLPack dtype ("f32", "bf16", ...); uint16 is "u16".
+std::string elementTypeName(nb::dlpack::dtype dtype) {
   auto code = static_cast<nb::dlpack::dtype_code>(dtype.code);
   if (dtype.lanes == 1) {
     if (code == nb::dlpack::dtype_code::Float && dtype.bits == 32)
@@ -59,7 +58,7 @@ std::string elementTypeOf(const CpuArray &array) {
     if (code == nb::dlpack::dtype_code::Bfloat && dtype.bits == 16)
       return "bf16";
     if (code == nb::dlpack::dtype_code::UInt && dtype.bits == 16)
-      return "bf16";
+      return "u16";
     if (code == nb::dlpack::dtype_code::Int && dtype.bits == 32)
       return "i32";
     if (code == nb::dlpack::dtype_code::Int && dtype.bits == 64)
@@ -67,6 +66,30 @@ std::string elementTypeOf(const CpuArray &array) {
   }
   return "unsupported (code " + std::to_string(dtype.code) + ", " +
          std::to_string(dtype.bits) + " bits)";
+}
+
+/// The element type a buffer holds; uint16 buffers carry bf16 bit patterns.
+std::string elementTypeOf(const CpuArray &array) {
+  std::string name = elementTypeName(array.dtype());
+  return name == "u16" ? "bf16" : name;
+}
+
+/// Names of DLPack device types (dlpack.h's DLDeviceType).
+const char *deviceName(int32_t type) {
+  switch (type) {
+  case 1:
+    return "cpu";
+  case 2:
+    return "cuda";
+  case 3:
+    return "cuda_host";
+  case 10:
+    return "rocm";
+  case 13:
+    return "cuda_managed";
+  default:
+    return "other";
+  }
 }
 
 /// A numpy array that owns the result's bytes.
@@ -101,6 +124,25 @@ NB_MODULE(_attnfuse, m) {
   errorType() =
       nb::borrow(PyErr_NewException("_attnfuse.Error", nullptr, nullptr));
   m.attr("Error") = errorType();
+
+  // What a DLPack producer (torch, JAX, CuPy, numpy, ...) holds, without
+  // copying it: (element type, shape, device type name, device id,
+  // C-contiguous). The CPU path checks arguments with it before the call.
+  m.def("inspect_array", [](nb::ndarray<> array) {
+    nb::list shape;
+    bool contiguous = true;
+    int64_t expectedStride = 1;
+    for (size_t i = array.ndim(); i-- > 0;) {
+      if (array.shape(i) != 1 && array.stride(i) != expectedStride)
+        contiguous = false;
+      expectedStride *= array.shape(i);
+    }
+    for (size_t i = 0; i < array.ndim(); ++i)
+      shape.append(array.shape(i));
+    return nb::make_tuple(elementTypeName(array.dtype()), nb::tuple(shape),
+                          deviceName(array.device_type()), array.device_id(),
+                          contiguous);
+  });
 
   nb::class_<Module>(m, "Module")
       .def("__str__", &Module::str)

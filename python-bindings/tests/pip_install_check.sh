@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # `pip install ./python-bindings` into a fresh virtual environment, then the
 # README's example with the installed package. Offline: the build uses the
-# scikit-build-core and nanobind that scripts/setup.sh installed
-# (--no-build-isolation, a venv that sees the system's site packages).
+# scikit-build-core and nanobind that scripts/setup.sh installed into the
+# project's environment (--no-build-isolation; the new venv sees that
+# environment's site packages through a .pth file, since
+# --system-site-packages would only reach the base interpreter's).
 #   python-bindings/tests/pip_install_check.sh VENV_DIR
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${1:?usage: pip_install_check.sh VENV_DIR}"
 PYTHON="${PYTHON:-python3}"
 rm -rf "$VENV"
-"$PYTHON" -m venv --system-site-packages "$VENV"
+"$PYTHON" -m venv "$VENV"
+parent_site="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+child_site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+echo "$parent_site" > "$child_site/attnfuse-parent-env.pth"
 start=$(date +%s)
 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps \
   --force-reinstall "$ROOT/python-bindings"

@@ -42,6 +42,7 @@ def test_cost_of_the_zaya1_example(attnfuse_opt, root):
         module = attnfuse.parse(f.read(), source_name=path)
     report = attnfuse.cost(module, seq_len=32768)
     assert report == cpp_report(attnfuse_opt, path, "seq-len=32768")
-    # The spec's figure: 512 cached values per token and layer, 8x below MHA.
+    # docs/semantics.md#cost-model: 512 cached values per token and layer,
+    # 8x below MHA.
     assert report["layers"][0]["cache_values_per_token"] == 512
     assert report["total"]["layers"] == 40

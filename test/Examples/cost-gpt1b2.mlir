@@ -1,5 +1,5 @@
-// The spec's hand check for the 1.2B configuration (E 2048, 32 heads x 64,
-// 22 layers) at 32768 tokens in bf16 (spec section 3):
+// The hand check for the 1.2B configuration (E 2048, 32 heads x 64,
+// 22 layers) at 32768 tokens in bf16 (docs/semantics.md#cost-model):
 //   MHA caches K and V: 2 * 32 * 64 = 4096 values = 8192 B per token and
 //   layer; 22 layers: 180224 B per token; * 32768 = 5905580032 B = 5.906 GB.
 //   K=V + MQA caches one head: 64 values = 128 B per token and layer;

@@ -1,5 +1,5 @@
-// The spec's hand checks for the paper's 300M configuration (E 1024,
-// 16 heads x 64, 20 layers; spec section 3), in every sharing mode, at the
+// The hand checks for the paper's 300M configuration (E 1024,
+// 16 heads x 64, 20 layers; docs/semantics.md#cost-model), in every sharing mode, at the
 // default 32768 tokens in bf16. Cache values per token and layer:
 //   multi-head (and none, qk)  2 Hk d = 2 * 16 * 64 = 2048 (4096 B);
 //   kv, qkv                    Hk d = 1024 (2048 B), 2x, 50% less;

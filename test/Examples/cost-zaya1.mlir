@@ -1,5 +1,5 @@
-// The spec's hand check for the ZAYA1-shaped CCGQA stack (E 2048, Hq 8,
-// Hk 2, d 128; spec sections 2 and 3), at the default 32768 tokens in bf16:
+// The hand check for the ZAYA1-shaped CCGQA stack (E 2048, Hq 8,
+// Hk 2, d 128; docs/semantics.md#attncca and #cost-model), at the default 32768 tokens in bf16:
 //   cache: post-RoPE k and value-shifted v, 2 Hk d = 2 * 2 * 128 = 512
 //   values (1024 B) per token and layer; a 16-head MHA layer of the same
 //   width caches 2 E = 4096: 8x smaller, 87.5% less.

@@ -9,9 +9,10 @@
 //   c    = grouped convolution (k1 taps, one d x d mix per head) over m;
 //   q, k = QK-mean residual, L2 norm to sqrt(d), key temperature, RoPE;
 //   v    = x_t Wv^T (| x_{t-1} Wv_prev^T with the value shift).
-// x is zero-padded by H tokens in front, which is exactly the spec's zero
-// padding of u (the projections have no bias) and x_{-1} = 0; the
-// depthwise bias is still added at padded positions, as in the spec.
+// x is zero-padded by H tokens in front, which is exactly the zero padding
+// of u (the projections have no bias) and x_{-1} = 0 of attn.cca
+// (docs/semantics.md); the depthwise bias is still added at padded
+// positions, as there.
 // Blocks are independent: the halo is recomputed, never carried.
 //
 //===----------------------------------------------------------------------===//

@@ -3,8 +3,8 @@
 // The reference lowering of the primitive attn ops on tensors: every op
 // becomes linalg.generic / linalg.fill ops plus tensor slicing, with arith
 // and math in the loop bodies. It favours clarity and exactness over speed:
-// each mathematical step of the spec (shared/spec/attention-variants.md) is
-// one linalg op, and all arithmetic runs in f32 for bf16/f16 tensors.
+// each mathematical step of docs/semantics.md is one linalg op, and all
+// arithmetic runs in f32 for bf16/f16 tensors.
 //
 //===----------------------------------------------------------------------===//
 

@@ -73,7 +73,7 @@ struct ModelTotals {
   }
 };
 
-/// Decimal units, the convention of memory capacities in the spec:
+/// Decimal units, the convention of memory capacities (docs/semantics.md):
 /// 92274688 B prints as "92.3 MB", 5905580032 B as "5.906 GB".
 std::string formatBytes(double bytes) {
   static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB"};

@@ -2,7 +2,7 @@
 //
 // Rewrites the layer ops `attn.qkv_attention` and `attn.cca`, and their
 // decode forms over a KV cache, into the primitive attn ops plus `tensor`
-// reshapes, following the attention-variants spec step by step.
+// reshapes, following docs/semantics.md step by step.
 //
 //===----------------------------------------------------------------------===//
 

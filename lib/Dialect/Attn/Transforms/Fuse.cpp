@@ -749,36 +749,67 @@ struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
   using AttnFuseBase::AttnFuseBase;
 
   void runOnOperation() override {
-    for (auto [name, size] : {std::pair<StringRef, int64_t>{"block-q", blockQ},
-                              {"block-kv", blockKV},
-                              {"block-s", blockS},
-                              {"block-n", blockN},
-                              {"block-k", blockK},
-                              {"decode-block-kv", decodeBlockKV}}) {
-      if (size <= 0) {
-        getOperation()->emitError()
-            << "attn-fuse: " << name << " must be positive, got " << size;
-        return signalPassFailure();
-      }
-    }
-    TileSizes tiles{blockQ, blockKV, blockS, blockN, blockK, decodeBlockKV};
-    MLIRContext *context = &getContext();
-
-    // Each phase runs to a fixpoint before the next sees the IR.
-    RewritePatternSet prologue(context), attention(context),
-        projections(context), gemms(context);
-    prologue.add<FuseCCAPrologue>(context, tiles);
-    prologue.add<FuseCCADecodePrologue>(context);
-    attention.add<FuseFlashDecode, FuseFlashAttention>(context, tiles);
-    projections.add<FuseHeadProjection>(context, tiles);
-    projections.add<FuseProjectionRope>(context);
-    gemms.add<FuseLinearProjection>(context, tiles);
-    for (RewritePatternSet *phase :
-         {&prologue, &attention, &projections, &gemms}) {
-      if (failed(applyPatternsGreedily(getOperation(), std::move(*phase))))
-        return signalPassFailure();
-    }
+    AttnFuseOptions options{blockQ, blockKV, blockS,
+                            blockN, blockK,  decodeBlockKV};
+    if (failed(applyAttnFusePatterns(getOperation(), options)))
+      return signalPassFailure();
   }
 };
 
 } // namespace
+
+static TileSizes getTileSizes(const AttnFuseOptions &options) {
+  return {options.blockQ, options.blockKV, options.blockS,
+          options.blockN, options.blockK,  options.decodeBlockKV};
+}
+
+void attnfuse::attn::populateAttnFusePatterns(RewritePatternSet &patterns,
+                                              AttnFusePhase phase,
+                                              const AttnFuseOptions &options) {
+  MLIRContext *context = patterns.getContext();
+  TileSizes tiles = getTileSizes(options);
+  switch (phase) {
+  case AttnFusePhase::Prologue:
+    patterns.add<FuseCCAPrologue>(context, tiles);
+    patterns.add<FuseCCADecodePrologue>(context);
+    return;
+  case AttnFusePhase::Attention:
+    patterns.add<FuseFlashDecode, FuseFlashAttention>(context, tiles);
+    return;
+  case AttnFusePhase::Projections:
+    patterns.add<FuseHeadProjection>(context, tiles);
+    patterns.add<FuseProjectionRope>(context);
+    return;
+  case AttnFusePhase::Gemms:
+    patterns.add<FuseLinearProjection>(context, tiles);
+    return;
+  }
+}
+
+LogicalResult
+attnfuse::attn::applyAttnFusePatterns(Operation *root,
+                                      const AttnFuseOptions &options) {
+  for (auto [name, size] :
+       {std::pair<StringRef, int64_t>{"block-q", options.blockQ},
+        {"block-kv", options.blockKV},
+        {"block-s", options.blockS},
+        {"block-n", options.blockN},
+        {"block-k", options.blockK},
+        {"decode-block-kv", options.decodeBlockKV}}) {
+    if (size <= 0)
+      return root->emitError()
+             << "attn-fuse: " << name << " must be positive, got " << size;
+  }
+  // Each phase runs to a fixpoint before the next sees the IR: the attention
+  // patterns match the prologue's results, the projection patterns what the
+  // attention patterns left.
+  for (AttnFusePhase phase :
+       {AttnFusePhase::Prologue, AttnFusePhase::Attention,
+        AttnFusePhase::Projections, AttnFusePhase::Gemms}) {
+    RewritePatternSet patterns(root->getContext());
+    populateAttnFusePatterns(patterns, phase, options);
+    if (failed(applyPatternsGreedily(root, std::move(patterns))))
+      return failure();
+  }
+  return success();
+}

@@ -1,5 +1,5 @@
 // Tests of the attn-cost-report pass on small hand-written layers. Every
-// figure below is computed by hand in the comments (spec section 3):
+// figure below is computed by hand (docs/semantics.md#cost-model):
 //   cache values per token: none/qk 2 Hk d, kv/qkv Hk d, cca 2 Hk d;
 //   attention FLOPs = 4 * pairs * Hq * d * batch, with pairs
 //     S^2 (non-causal), S(S+1)/2 (causal),

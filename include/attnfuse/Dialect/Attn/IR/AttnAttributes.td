@@ -50,6 +50,8 @@ def Attn_RopeAttr : AttrDef<Attn_Dialect, "Rope"> {
     #attn.rope<theta = 10000.0>
     #attn.rope<theta = 10000.0, fraction = 0.5>
     ```
+
+    Semantics: docs/semantics.md#rotary-position-embedding
   }];
   let parameters = (ins "::llvm::APFloat":$theta, "::llvm::APFloat":$fraction);
   let hasCustomAssemblyFormat = 1;

@@ -38,6 +38,8 @@ def Attn_Dialect : Dialect {
       in_features]` (`y = x W^T + b`), convolution weights the
       `torch.nn.Conv1d` layout `[out_channels, in_channels / groups, kernel]`;
     * query head `h` reads key/value head `h / (num_heads / num_kv_heads)`.
+
+    The exact semantics of every op: docs/semantics.md.
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{

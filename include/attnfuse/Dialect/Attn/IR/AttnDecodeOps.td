@@ -67,6 +67,8 @@ def Attn_QKVDecodeOp : Attn_Op<"qkv_decode",
            tensor<2048x16x4x64xbf16>, tensor<8xi32>, tensor<8x256xi32>)
         -> (tensor<8x1x1024xbf16>, tensor<2048x16x4x64xbf16>)
     ```
+
+    Semantics: docs/semantics.md#attnqkv_decode
   }];
 
   let arguments = (ins
@@ -166,6 +168,8 @@ def Attn_CCADecodeOp : Attn_Op<"cca_decode",
             tensor<4x8192x2x128xbf16>, tensor<4x2x1280xbf16>,
             tensor<4x1x128xbf16>)
     ```
+
+    Semantics: docs/semantics.md#attncca_decode
   }];
 
   let arguments = (ins
@@ -254,6 +258,8 @@ def Attn_CacheUpdateOp : Attn_Op<"cache_update",
         : (tensor<512x16x4x64xf32>, tensor<8x1x4x64xf32>, tensor<8xi32>,
            tensor<8x64xi32>) -> tensor<512x16x4x64xf32>
     ```
+
+    Semantics: docs/semantics.md#attncache_update
   }];
   let arguments = (ins Attn_FloatTensor:$cache, Attn_FloatTensor:$new_rows,
                        Attn_IntTensor:$positions,
@@ -279,6 +285,8 @@ def Attn_CacheGatherOp : Attn_Op<"cache_gather", [Pure]> {
     %view = attn.cache_gather %c block_table(%bt)
         : (tensor<512x16x4x64xf32>, tensor<8x64xi32>) -> tensor<8x1024x4x64xf32>
     ```
+
+    Semantics: docs/semantics.md#attncache_gather
   }];
   let arguments = (ins Attn_FloatTensor:$cache,
                        Attn_IntTensor:$block_table);
@@ -305,6 +313,8 @@ def Attn_StateUpdateOp : Attn_Op<"state_update",
         : (tensor<4x2x1280xf32>, tensor<4x?x1280xf32>, tensor<4xi32>)
         -> tensor<4x2x1280xf32>
     ```
+
+    Semantics: docs/semantics.md#attnstate_update
   }];
   let arguments = (ins Attn_FloatTensor:$state, Attn_FloatTensor:$new_rows,
                        Optional<Attn_IntTensor>:$lengths);

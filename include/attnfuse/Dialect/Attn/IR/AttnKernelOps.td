@@ -27,6 +27,8 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
          block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
         : (tensor<?x?x1024xf32>, tensor<1024x1024xf32>) -> tensor<?x?x16x64xf32>
     ```
+
+    Semantics: docs/semantics.md#attnfused_projection
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
                        Optional<Attn_FloatTensor>:$bias,
@@ -68,6 +70,8 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
         : (...) -> (tensor<?x?x8x128xf32>, tensor<?x?x2x128xf32>,
                     tensor<?x?x2x128xf32>)
     ```
+
+    Semantics: docs/semantics.md#attncca_prologue
   }];
   let arguments = (ins
     Attn_FloatTensor:$input,
@@ -144,6 +148,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
          key_rope = #attn.rope<theta = 10000.0>}
         : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>) -> tensor<?x?x16x64xf32>
     ```
+
+    Semantics: docs/semantics.md#attnflash_attention
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Optional<Attn_FloatTensor>:$value,
@@ -216,6 +222,8 @@ def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
           -> (tensor<?x1x16x64xbf16>, tensor<?x64x4x64xbf16>,
               tensor<?x64x4x64xbf16>)
     ```
+
+    Semantics: docs/semantics.md#attnflash_decode
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_new,
                        Optional<Attn_FloatTensor>:$value_new,
@@ -300,6 +308,8 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
             tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>,
             tensor<?x1x128xbf16>)
     ```
+
+    Semantics: docs/semantics.md#attncca_decode_prologue
   }];
   let arguments = (ins
     Attn_FloatTensor:$qr,

@@ -58,6 +58,8 @@ def Attn_QKVAttentionOp : Attn_Op<"qkv_attention",
            tensor<256x1024xbf16>, tensor<1024x1024xbf16>)
         -> tensor<?x?x1024xbf16>
     ```
+
+    Semantics: docs/semantics.md#attnqkv_attention
   }];
 
   let arguments = (ins
@@ -152,6 +154,8 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
            tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>,
            tensor<2048x1024xbf16>) -> tensor<?x?x2048xbf16>
     ```
+
+    Semantics: docs/semantics.md#attncca
   }];
 
   let arguments = (ins
@@ -225,6 +229,8 @@ def Attn_ProjectOp : Attn_Op<"project", [Pure]> {
     %k = attn.project %x, %wk, %bk : (tensor<2x16x64xf32>,
         tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
     ```
+
+    Semantics: docs/semantics.md#attnproject
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
                        Optional<Attn_FloatTensor>:$bias);
@@ -254,6 +260,8 @@ def Attn_CausalConv1DOp : Attn_Op<"causal_conv1d", [Pure]> {
         : (tensor<1x16x1280xf32>, tensor<1280x1x2xf32>, tensor<1280xf32>)
         -> tensor<1x17x1280xf32>
     ```
+
+    Semantics: docs/semantics.md#attncausal_conv1d
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
                        Optional<Attn_FloatTensor>:$bias,
@@ -281,6 +289,8 @@ def Attn_QKMeanOp : Attn_Op<"qk_mean", [Pure,
     %q, %k = attn.qk_mean %qc, %kc, %qr, %kr
         : tensor<1x16x8x128xf32>, tensor<1x16x2x128xf32>
     ```
+
+    Semantics: docs/semantics.md#attnqk_mean
   }];
   let arguments = (ins Attn_FloatTensor:$q_conv, Attn_FloatTensor:$k_conv,
                        Attn_FloatTensor:$q_raw, Attn_FloatTensor:$k_raw);
@@ -306,6 +316,8 @@ def Attn_QKNormOp : Attn_Op<"qk_norm", [Pure,
         {temperature = #attn.temperature<clamped>}
         : tensor<1x16x8x128xf32>, tensor<1x16x2x128xf32>, tensor<2xf32>
     ```
+
+    Semantics: docs/semantics.md#attnqk_norm
   }];
   let arguments = (ins Attn_FloatTensor:$q, Attn_FloatTensor:$k,
                        Attn_FloatTensor:$temp,
@@ -334,6 +346,8 @@ def Attn_ValueShiftOp : Attn_Op<"value_shift", [Pure]> {
         : (tensor<4x1x128xf32>, tensor<4x1x128xf32>, tensor<4x1x128xf32>)
         -> tensor<4x1x256xf32>
     ```
+
+    Semantics: docs/semantics.md#attnvalue_shift
   }];
   let arguments = (ins Attn_FloatTensor:$current, Attn_FloatTensor:$previous,
                        Optional<Attn_FloatTensor>:$state);
@@ -360,6 +374,8 @@ def Attn_RoPEOp : Attn_Op<"rope", [Pure,
     %qd = attn.rope %qt positions(%pos : tensor<4xi32>)
         {rope = #attn.rope<theta = 10000.0>} : tensor<4x1x8x128xbf16>
     ```
+
+    Semantics: docs/semantics.md#attnrope
   }];
   let arguments = (ins Attn_FloatTensor:$input,
                        Optional<Attn_IntTensor>:$positions,
@@ -397,6 +413,8 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
         : (tensor<8x1x16x64xf32>, tensor<8x4096x4x64xf32>,
            tensor<8x4096x4x64xf32>, tensor<8xi32>) -> tensor<8x1x16x64xf32>
     ```
+
+    Semantics: docs/semantics.md#attnsdpa
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value,

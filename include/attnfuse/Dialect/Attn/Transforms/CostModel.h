@@ -2,7 +2,7 @@
 //
 // The analytical cost model behind `attn-cost-report`: KV-cache and
 // per-sequence state, parameters and prefill FLOPs of one attention layer,
-// following the cost model of the attention-variants spec (section 3).
+// following the cost model of docs/semantics.md (section "Cost model").
 //
 //===----------------------------------------------------------------------===//
 

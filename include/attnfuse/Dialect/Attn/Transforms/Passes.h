@@ -20,6 +20,32 @@ namespace attnfuse::attn {
 /// Adds the patterns that rewrite attn layer ops into primitive ops.
 void populateAttnDecomposePatterns(mlir::RewritePatternSet &patterns);
 
+/// The phases of attn-fuse. Each one's patterns match what the earlier
+/// phases produced, so they must run to a fixpoint in this order.
+enum class AttnFusePhase {
+  /// The CCA chains -> attn.cca_prologue / attn.cca_decode_prologue.
+  Prologue,
+  /// attn.sdpa and decode attention -> attn.flash_attention /
+  /// attn.flash_decode.
+  Attention,
+  /// Projections split into heads (with their RoPE) -> attn.fused_projection.
+  Projections,
+  /// Every other projection -> a one-head attn.fused_projection (a GEMM).
+  Gemms,
+};
+
+/// Adds the attn-fuse patterns of one phase, with the tile sizes of
+/// `options` (the pass options of attn-fuse).
+void populateAttnFusePatterns(mlir::RewritePatternSet &patterns,
+                              AttnFusePhase phase,
+                              const AttnFuseOptions &options = {});
+
+/// Runs every attn-fuse phase, in order, on the ops nested in `root` (what
+/// the attn-fuse pass does). Fails with a diagnostic on a non-positive tile
+/// size.
+mlir::LogicalResult applyAttnFusePatterns(mlir::Operation *root,
+                                          const AttnFuseOptions &options = {});
+
 #define GEN_PASS_REGISTRATION
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h.inc"
 
