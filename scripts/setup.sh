@@ -39,7 +39,7 @@ fi
 # Python packages used by the test suite, the example generator and the
 # attnfuse Python package (nanobind for its extension, scikit-build-core for
 # `pip install ./python-bindings`), as pip-name:import-name.
-PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
+PY_PACKAGES=(numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind
              scikit-build-core:scikit_build_core)
 to_install=()
 for entry in "${PY_PACKAGES[@]}"; do

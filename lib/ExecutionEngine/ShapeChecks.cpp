@@ -130,7 +130,7 @@ private:
     const std::vector<unsigned> a = sizesOf(lhs), b = sizesOf(rhs);
     for (size_t i = 0; i < a.size() && i < b.size(); ++i)
       require(a[i], b[i],
-              "'" + lhsName + "' and '" + rhsName + "' to agree in dimension " +
+              lhsName + " and " + rhsName + " to agree in dimension " +
                   Twine(i));
   }
 
@@ -151,7 +151,11 @@ private:
   void visit(Operation *op) {
     std::string location;
     llvm::raw_string_ostream os(location);
-    op->getLoc().print(os);
+    if (auto fileLoc = op->getLoc()->findInstanceOf<FileLineColLoc>())
+      os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+         << fileLoc.getColumn();
+    else
+      op->getLoc().print(os);
     opText = (op->getName().getStringRef() + " at " + location).str();
 
     if (auto project = dyn_cast<attn::ProjectOp>(op)) {
@@ -184,8 +188,8 @@ private:
     if (auto mean = dyn_cast<attn::QKMeanOp>(op)) {
       requireQueryKeyHeads(mean.getQConv(), "q_conv", mean.getKConv(),
                            "k_conv", /*sameSeqAndDim=*/true);
-      requireSameShape(mean.getQRaw(), "q_raw", mean.getQConv(), "q_conv");
-      requireSameShape(mean.getKRaw(), "k_raw", mean.getKConv(), "k_conv");
+      requireSameShape(mean.getQRaw(), "'q_raw'", mean.getQConv(), "'q_conv'");
+      requireSameShape(mean.getKRaw(), "'k_raw'", mean.getKConv(), "'k_conv'");
       setResult(mean.getQ(), sizesOf(mean.getQConv()));
       setResult(mean.getK(), sizesOf(mean.getKConv()));
       return;
@@ -201,7 +205,7 @@ private:
     }
     if (auto shift = dyn_cast<attn::ValueShiftOp>(op)) {
       Value current = shift.getCurrent();
-      requireSameShape(shift.getPrevious(), "previous", current, "current");
+      requireSameShape(shift.getPrevious(), "'previous'", current, "'current'");
       if (Value state = shift.getState()) {
         require(dim(state, 0), dim(current, 0), "'state' batch == batch");
         require(dim(state, 1), constant(1), "'state' rows == 1");
@@ -358,13 +362,18 @@ private:
     if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
         isa<RankedTensorType>(op->getResult(0).getType())) {
       Value first;
-      for (Value operand : op->getOperands()) {
-        if (!isa<RankedTensorType>(operand.getType()))
+      std::string firstName;
+      for (OpOperand &operand : op->getOpOperands()) {
+        if (!isa<RankedTensorType>(operand.get().getType()))
           continue;
-        if (!first)
-          first = operand;
-        else
-          requireSameShape(operand, "operand", first, "operand #0");
+        std::string name =
+            "operand #" + std::to_string(operand.getOperandNumber());
+        if (!first) {
+          first = operand.get();
+          firstName = name;
+        } else {
+          requireSameShape(operand.get(), name, first, firstName);
+        }
       }
       if (first)
         setResult(op->getResult(0), sizesOf(first));

@@ -398,8 +398,8 @@ int main(int argc, char **argv) {
   if (listMode && benchmarkRuns > 0)
     return fail("--benchmark times one call: give --input files or "
                 "--random-seed, not --run-list");
-  if (randomInputs && (batchSize < 1 || seqLen < 1))
-    return fail("--batch and --seq must be positive");
+  if (randomInputs && (batchSize < 0 || seqLen < 0))
+    return fail("--batch and --seq must not be negative");
   if (!listMode && outputDir.empty())
     return fail("--output-dir is required (except with --run-list)");
   std::vector<RunSpec> runs;
