@@ -51,7 +51,7 @@ for name in "${NAMES[@]}"; do
     -rss_limit_mb=4096 -artifact_prefix="$corpus-" "$corpus" >"$log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  crashes=$(ls "$corpus"-crash-* "$corpus"-leak-* "$corpus"-timeout-* "$corpus"-oom-* 2>/dev/null | wc -l)
+  crashes=$( (ls "$corpus"-crash-* "$corpus"-leak-* "$corpus"-timeout-* "$corpus"-oom-* 2>/dev/null || true) | wc -l)
   files=$(ls "$corpus" | wc -l)
   echo "$name: ${execs:-0} inputs in ${elapsed}s, corpus $files, crashes $crashes, exit $status" >&2
   ROWS+=("$name ${execs:-0} $elapsed $files $crashes $status")
