@@ -46,8 +46,8 @@ public:
   /// The number of relations (for tests and diagnostics).
   size_t getNumRelations() const { return relations.size(); }
 
-  /// One line per relation, e.g. "arg1[0] == arg0[0]: attn.sdpa 'key'
-  /// batch" (the `--print-shape-checks` output of attnfuse-run).
+  /// One line per relation, e.g. "arg1[0] == arg0[0]: attn.sdpa at
+  /// f.mlir:3:8 needs 'key' batch == 'query' batch" (for debugging).
   std::string describe() const;
 
   struct Size {
