@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds AttnFuse.
 #   scripts/build.sh            -> build/        (Release)
-#   scripts/build.sh --sanitize -> build-asan/   (ASan + UBSan)
+#   scripts/build.sh --sanitize -> build-asan/   (ASan + UBSan, and the fuzzers)
 # Extra arguments after the options go to CMake. Prints the build directory.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,7 +11,8 @@ CMAKE_ARGS=()
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   BUILD_DIR="${ATTNFUSE_BUILD_DIR:-$ROOT/build-asan}"
-  CMAKE_ARGS+=(-DATTNFUSE_ENABLE_SANITIZERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  CMAKE_ARGS+=(-DATTNFUSE_ENABLE_SANITIZERS=ON -DATTNFUSE_ENABLE_FUZZERS=ON
+              -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 fi
 
 # Relative paths in ccache keys: clones in other folders share the cache.

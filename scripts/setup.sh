@@ -45,7 +45,7 @@ fi
 # zaya_from_hf.py); PyPI's torch is the CUDA build, which imports without a
 # GPU (about 5.6 GB with its nvidia-* wheels; the whole list takes about
 # 5.5 minutes into a fresh environment on the CI machine).
-PY_PACKAGES=(numpy:numpy pytest:pytest nanobind:nanobind
+PY_PACKAGES=(numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind
              scikit-build-core:scikit_build_core safetensors:safetensors
              torch:torch transformers==5.23.0:transformers.models.zaya)
 to_install=()

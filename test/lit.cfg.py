@@ -20,12 +20,14 @@ llvm_config.use_default_substitutions()
 
 if config.enable_sanitizers:
     config.available_features.add("sanitizers")
-    # MLIR keeps its context-owned storage alive until process exit on purpose.
-    config.environment["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0"
+    # Why each setting: the top-level CMakeLists.txt (ATTNFUSE_ASAN_OPTIONS).
+    config.environment["ASAN_OPTIONS"] = config.asan_options + ":abort_on_error=0"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.attnfuse_tools_dir, config.llvm_tools_dir]
 tools = ["mlir-translate", "opt", "attnfuse-opt", "attnfuse-run", "attnfuse-compile"]
+if config.enable_sanitizers:
+    tools.append("attnfuse-asan-canary")
 # Upstream mlir-opt, for the plugin tests.
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(

@@ -1,7 +1,9 @@
 //===- JitFunction.cpp - JIT-compiled attn functions on the CPU -*- C++ -*-===//
 
 #include "attnfuse/ExecutionEngine/JitFunction.h"
+#include "attnfuse/Conversion/AssertToErrorReturn/AssertToErrorReturn.h"
 #include "attnfuse/Conversion/Pipelines.h"
+#include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -19,14 +21,11 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <csetjmp>
-#include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-
-#include <signal.h>
 
 using namespace mlir;
 using namespace attnfuse;
@@ -171,6 +170,57 @@ llvm::Error JitFunction::getSignature(ModuleOp module, StringRef entry,
 
 JitFunction::~JitFunction() = default;
 
+// A call's allocations and its failed check. The compiled code allocates
+// through the _mlir_memref_to_llvm_* hooks below, so that when a run-time
+// check fails (and the function returns at once, skipping its frees) the
+// caller can free everything the call allocated; results are freed the same
+// way once copied out.
+namespace {
+struct CallState {
+  llvm::SmallPtrSet<void *, 16> live;
+  std::optional<std::string> failedCheck;
+};
+thread_local CallState *currentCall = nullptr;
+
+void *trackAllocation(void *ptr) {
+  if (ptr && currentCall)
+    currentCall->live.insert(ptr);
+  return ptr;
+}
+} // namespace
+
+extern "C" {
+static void *attnfuseJitAlloc(uint64_t size) {
+  // Never null for an empty buffer: null means out of memory.
+  return trackAllocation(std::malloc(std::max<uint64_t>(size, 1)));
+}
+
+static void *attnfuseJitAlignedAlloc(uint64_t alignment, uint64_t size) {
+  alignment = std::max<uint64_t>(alignment, sizeof(void *));
+  if (alignment & (alignment - 1))
+    return nullptr;
+  void *ptr = nullptr;
+  if (posix_memalign(&ptr, alignment, std::max<uint64_t>(size, 1)) != 0)
+    return nullptr;
+  return trackAllocation(ptr);
+}
+
+static void attnfuseJitFree(void *ptr) {
+  if (currentCall)
+    currentCall->live.erase(ptr);
+  std::free(ptr);
+}
+
+static void attnfuseCheckFailed(const char *message) {
+  if (currentCall && !currentCall->failedCheck)
+    currentCall->failedCheck = message ? message : "";
+}
+
+static int attnfuseCheckPending() {
+  return currentCall && currentCall->failedCheck ? 1 : 0;
+}
+}
+
 llvm::Expected<std::unique_ptr<JitFunction>>
 JitFunction::create(ModuleOp module, StringRef entry,
                     const JitOptions &options) {
@@ -185,12 +235,21 @@ JitFunction::create(ModuleOp module, StringRef entry,
     return makeError("invalid attn-to-cpu options '" + options.pipelineOptions +
                      "'");
   pipelineOptions.runtimeChecks = options.runtimeChecks;
+  pipelineOptions.returnOnFailedCheck = true;
   if (options.fused)
     pipelineOptions.fused = *options.fused;
 
-  // Lower to the LLVM dialect, with a C interface for the entry.
+  // The size relations of the primitives are checked before each call (the
+  // pipeline starts with attn-decompose too; running it again is a no-op).
   MLIRContext *context = module.getContext();
+  PassManager decompose(context);
+  decompose.addPass(attn::createAttnDecompose());
+  if (failed(decompose.run(module)))
+    return makeError("lowering with attn-to-cpu failed (attn-decompose)");
   auto func = module.lookupSymbol<func::FuncOp>(entry);
+  function->shapeChecks = ShapeChecks::derive(func);
+
+  // Lower to the LLVM dialect, with a C interface for the entry.
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
   // The caller's arrays are inputs only: without this, bufferization may
   // write a result into an argument's buffer (an elementwise op in place).
@@ -227,12 +286,20 @@ JitFunction::create(ModuleOp module, StringRef entry,
     return makeError("JIT compilation failed: " +
                      llvm::toString(engine.takeError()));
   function->engine = std::move(*engine);
-  // memref.copy between strided views calls the C runner utilities.
+  // memref.copy between strided views calls the C runner utilities; the
+  // allocation and check hooks are the ones of this file.
   function->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-        llvm::JITSymbolFlags::Exported};
+    auto add = [&](StringRef symbol, auto *address) {
+      symbols[interner(symbol)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                   llvm::JITSymbolFlags::Exported};
+    };
+    add("memrefCopy", &memrefCopy);
+    add("_mlir_memref_to_llvm_alloc", &attnfuseJitAlloc);
+    add("_mlir_memref_to_llvm_aligned_alloc", &attnfuseJitAlignedAlloc);
+    add("_mlir_memref_to_llvm_free", &attnfuseJitFree);
+    add(kCheckFailedFunction, &attnfuseCheckFailed);
+    add(kCheckPendingFunction, &attnfuseCheckPending);
     return symbols;
   });
   return std::move(function);
@@ -314,44 +381,21 @@ static Tensor readDescriptor(const int64_t *words, const TensorSpec &spec) {
 // Calls
 //===----------------------------------------------------------------------===//
 
-// The compiled code checks at run time that the dynamic sizes of the operands
-// agree (generate-runtime-verification); a failed check prints its message on
-// stdout and calls abort(). While a call runs, SIGABRT jumps back to the
-// caller, which reports an error instead of ending the process.
-static thread_local sigjmp_buf *runtimeCheckJump = nullptr;
-
-extern "C" void attnfuseOnRuntimeCheckFailure(int) {
-  if (runtimeCheckJump)
-    siglongjmp(*runtimeCheckJump, 1);
-  std::signal(SIGABRT, SIG_DFL);
-  std::raise(SIGABRT);
-}
-
-/// Calls `function(packed)`; false if a run-time check aborted the call. No
-/// C++ object with a destructor lives across the call, so jumping out of it
-/// skips nothing but the compiled code's own frames.
-static bool callGuarded(void (*function)(void **), void **packed) {
-  sigjmp_buf jump;
-  struct sigaction onAbort = {}, previous = {};
-  onAbort.sa_handler = attnfuseOnRuntimeCheckFailure;
-  sigemptyset(&onAbort.sa_mask);
-  sigaction(SIGABRT, &onAbort, &previous);
-  if (sigsetjmp(jump, /*savemask=*/1)) {
-    runtimeCheckJump = nullptr;
-    sigaction(SIGABRT, &previous, nullptr);
-    std::fflush(stdout);
-    return false;
-  }
-  runtimeCheckJump = &jump;
-  function(packed);
-  runtimeCheckJump = nullptr;
-  sigaction(SIGABRT, &previous, nullptr);
-  return true;
-}
-
 llvm::Expected<std::vector<Tensor>>
 JitFunction::call(ArrayRef<TensorRef> args) {
   if (llvm::Error error = checkArguments(args))
+    return std::move(error);
+  // The sizes must agree before any compiled code runs.
+  SmallVector<ArrayRef<int64_t>> shapes;
+  SmallVector<size_t> argumentBytes, resultBytes;
+  for (const TensorRef &arg : args) {
+    shapes.push_back(arg.shape);
+    argumentBytes.push_back(getElementByteSize(arg.elementType));
+  }
+  for (const TensorSpec &spec : results)
+    resultBytes.push_back(getElementByteSize(spec.elementType));
+  if (llvm::Error error =
+          shapeChecks.check(name, shapes, argumentBytes, resultBytes))
     return std::move(error);
   std::vector<std::vector<int64_t>> argDescriptors;
   for (const TensorRef &arg : args) {
@@ -376,32 +420,38 @@ JitFunction::call(ArrayRef<TensorRef> args) {
   if (!function)
     return makeError("calling '" + name +
                      "' failed: " + llvm::toString(function.takeError()));
-  if (!callGuarded(*function, packed.data()))
-    return makeError(
-        "a run-time check of the compiled function failed (its message is "
-        "printed above): inconsistent dynamic sizes of the inputs (for "
-        "example a batch or sequence length that differs between arguments, "
-        "or a logit bias that is not [S, T]), or a cache position or block "
-        "table entry out of range");
+
+  CallState state;
+  CallState *outer = currentCall;
+  currentCall = &state;
+  (*function)(packed.data());
+  currentCall = outer;
+  // Frees what the call allocated and still holds (all of it after a failed
+  // check; the result buffers otherwise, once copied).
+  auto freeAll = [&] {
+    for (void *ptr : state.live)
+      std::free(ptr);
+    state.live.clear();
+  };
+  if (state.failedCheck) {
+    freeAll();
+    StringRef message = StringRef(*state.failedCheck).trim();
+    return makeError("a run-time check of '" + name + "' failed, nothing "
+                     "after it ran: " + message +
+                     " (for example a cache position or block table entry "
+                     "out of range)");
+  }
 
   // The buffer deallocation pipeline hands the caller ownership of the
-  // result buffers (malloc'ed by the compiled code, cloned when they would
-  // alias an argument or a constant): copy them out and free each once.
+  // result buffers (allocated by the compiled code, cloned when they would
+  // alias an argument or a constant): copy them out, then free them.
   std::vector<Tensor> outputs;
   size_t wordOffset = 0;
-  llvm::SmallPtrSet<void *, 4> toFree;
   for (const TensorSpec &spec : results) {
     const int64_t *words = resultStorage.data() + wordOffset;
     outputs.push_back(readDescriptor(words, spec));
     wordOffset += getDescriptorWords(spec.shape.size());
-    void *allocated;
-    std::memcpy(&allocated, &words[0], sizeof(void *));
-    if (allocated)
-      toFree.insert(allocated);
   }
-  for (const TensorRef &arg : args)
-    toFree.erase(arg.data);
-  for (void *ptr : toFree)
-    std::free(ptr);
+  freeAll();
   return outputs;
 }

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -303,7 +304,11 @@ class CpuFunction:
             raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
                              f"{expected} array, got {array.dtype}{hint}")
         self._check_shape(what, shape, array.shape)
-        return np.ascontiguousarray(array)
+        # The compiled code reads dense, aligned rows; the extension takes
+        # writable buffers only (the function never writes its arguments).
+        # Copy strided, misaligned or read-only arrays rather than refuse them.
+        return np.require(array, requirements=["C_CONTIGUOUS", "ALIGNED",
+                                               "WRITEABLE"])
 
     def _convert_dlpack(self, index, value, spec):
         """A DLPack producer: checked through DLPack and passed as it is."""
@@ -344,7 +349,11 @@ class CpuFunction:
         try:
             results = self._handle(converted)
         except ext.Error as error:
-            raise RuntimeError(error.args[0]) from None
+            # "argument #1" -> "argument #1 ('k')" when the names are known.
+            message = re.sub(r"argument #(\d+)(?! \()",
+                             lambda m: self._describe(int(m.group(1))),
+                             error.args[0])
+            raise RuntimeError(message) from None
         if any(type(a).__module__.startswith("torch") for a in arrays):
             results = [_to_torch(r, spec[0])
                        for r, spec in zip(results, self.results)]

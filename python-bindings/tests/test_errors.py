@@ -93,8 +93,7 @@ def test_bad_arguments_to_the_compiled_function(layer):
 
 
 def test_inconsistent_dynamic_sizes_raise(layer):
-    # x of batch 2 is fine alone; the run-time checks catch nothing here, so
-    # build a function whose two inputs share the dynamic sizes.
+    # Two inputs that share their dynamic sizes.
     text = """func.func @add(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %c = arith.addf %a, %b : tensor<?x4xf32>
   return %c : tensor<?x4xf32>
@@ -103,7 +102,11 @@ def test_inconsistent_dynamic_sizes_raise(layer):
     ones = np.ones((3, 4), np.float32)
     assert np.array_equal(add(ones, ones), 2 * ones)
     assert np.array_equal(ones, np.ones((3, 4)))  # the inputs are not written
-    with pytest.raises(RuntimeError, match="run-time check"):
+    with pytest.raises(RuntimeError, match=r"run-time size check of 'add' "
+                       r"failed before the call: argument #1 dimension 0 is 2 "
+                       r"but argument #0 dimension 0 is 3; arith.addf at "
+                       r"<string>:2:\d+ needs operand #1 and operand #0 to "
+                       r"agree in dimension 0"):
         add(ones, np.ones((2, 4), np.float32))
     assert np.array_equal(add(ones, ones), 2 * ones)  # still usable
 

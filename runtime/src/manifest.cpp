@@ -47,10 +47,25 @@ public:
   }
 
 private:
+  // Deeper nesting (parentheses, unary minus, call arguments) is rejected
+  // rather than recursed into: the parser must not run out of stack on any
+  // input.
+  static constexpr int kMaxDepth = 64;
+
   const std::string &text;
   const afr_sizes &sizes;
   size_t pos = 0;
+  int depth = 0;
   std::string err;
+
+  /// Enters one level of nesting; false (with the error set) past kMaxDepth.
+  bool enter() {
+    if (++depth > kMaxDepth) {
+      err = "nested deeper than " + std::to_string(kMaxDepth) + " levels";
+      return false;
+    }
+    return true;
+  }
 
   void skip() {
     while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
@@ -98,7 +113,14 @@ private:
             err = "division by zero";
             return false;
           }
-          v = op == '/' ? v / r : v % r;
+          // INT64_MIN / -1 does not fit (and traps on x86, as does % -1).
+          if (r == -1) {
+            if (v == std::numeric_limits<int64_t>::min() && op == '/')
+              return overflow();
+            v = op == '/' ? -v : 0;
+          } else {
+            v = op == '/' ? v / r : v % r;
+          }
         }
       } else {
         return true;
@@ -110,8 +132,11 @@ private:
     skip();
     if (pos < text.size() && text[pos] == '-') {
       ++pos;
-      if (!unary(v))
+      if (!enter() || !unary(v))
         return false;
+      --depth;
+      if (v == std::numeric_limits<int64_t>::min())
+        return overflow();
       v = -v;
       return true;
     }
@@ -127,8 +152,9 @@ private:
     char c = text[pos];
     if (c == '(') {
       ++pos;
-      if (!sum(v))
+      if (!enter() || !sum(v))
         return false;
+      --depth;
       skip();
       if (pos >= text.size() || text[pos] != ')') {
         err = "expected ')'";
@@ -177,6 +203,8 @@ private:
 
   bool call(const std::string &fn, int64_t &v) {
     ++pos; // (
+    if (!enter())
+      return false;
     std::vector<int64_t> args;
     skip();
     if (pos < text.size() && text[pos] == ')') {
@@ -200,6 +228,7 @@ private:
         return false;
       }
     }
+    --depth;
     if (fn == "ceil_div" || fn == "min" || fn == "max") {
       if (args.size() != 2) {
         err = fn + " takes 2 arguments";
@@ -214,10 +243,8 @@ private:
           err = "ceil_div by a non-positive value";
           return false;
         }
-        if (args[0] >= 0)
-          v = args[0] / args[1] + (args[0] % args[1] != 0);
-        else
-          v = -((-args[0]) / args[1]);
+        // Rounds toward +infinity without negating args[0] (INT64_MIN).
+        v = args[0] / args[1] + (args[0] % args[1] > 0);
       }
       return true;
     }

@@ -183,6 +183,47 @@ TEST(expressions) {
             "expression 'sqrt(S)': unknown function 'sqrt'");
 }
 
+// Every input gives a value or an error: no trap (INT64_MIN / -1 raises SIGFPE on x86), no
+// signed overflow, no unbounded recursion.
+TEST(expressions_overflow_and_depth) {
+  afr_sizes sz{3, 1000, 4100};
+  int64_t v = 0;
+  CHECK_ERR(afr_eval_expr("(-9223372036854775807-1)/-1", &sz, &v), AFR_ERR_INVALID_ARGUMENT,
+            "expression '(-9223372036854775807-1)/-1': integer overflow");
+  CHECK(afr_eval_expr("(-9223372036854775807-1)%-1", &sz, &v) == AFR_OK);
+  CHECK_EQ(v, 0);
+  CHECK(afr_eval_expr("S/-1", &sz, &v) == AFR_OK);
+  CHECK_EQ(v, -1000);
+  CHECK_ERR(afr_eval_expr("-(-9223372036854775807-1)", &sz, &v), AFR_ERR_INVALID_ARGUMENT,
+            "expression '-(-9223372036854775807-1)': integer overflow");
+  CHECK_ERR(afr_eval_expr("-9223372036854775807-2", &sz, &v), AFR_ERR_INVALID_ARGUMENT,
+            "expression '-9223372036854775807-2': integer overflow");
+  CHECK(afr_eval_expr("ceil_div(-9223372036854775807-1, 3)", &sz, &v) == AFR_OK);
+  CHECK_EQ(v, (-9223372036854775807LL - 1) / 3);
+  CHECK(afr_eval_expr("ceil_div(-7, 2)", &sz, &v) == AFR_OK);
+  CHECK_EQ(v, -3);
+  CHECK(afr_eval_expr("ceil_div(7, 2)", &sz, &v) == AFR_OK);
+  CHECK_EQ(v, 4);
+  // 64 levels are accepted, deeper nesting is an error, however deep.
+  std::string ok64 = std::string(64, '(') + "1" + std::string(64, ')');
+  CHECK(afr_eval_expr(ok64.c_str(), &sz, &v) == AFR_OK);
+  CHECK_EQ(v, 1);
+  for (size_t depth : {65, 100000}) {
+    std::string deep = std::string(depth, '(') + "1";
+    CHECK(afr_eval_expr(deep.c_str(), &sz, &v) == AFR_ERR_INVALID_ARGUMENT);
+    CHECK(std::strstr(afr_last_error(), "nested deeper than 64 levels") != nullptr);
+    std::string minus = std::string(depth, '-') + "1";
+    CHECK(afr_eval_expr(minus.c_str(), &sz, &v) == AFR_ERR_INVALID_ARGUMENT);
+    std::string calls;
+    for (size_t i = 0; i < depth; ++i)
+      calls += "min(1,";
+    CHECK(afr_eval_expr(calls.c_str(), &sz, &v) == AFR_ERR_INVALID_ARGUMENT);
+  }
+  CHECK(afr_eval_expr(nullptr, &sz, &v) == AFR_ERR_INVALID_ARGUMENT);
+  CHECK(afr_eval_expr("1", nullptr, &v) == AFR_ERR_INVALID_ARGUMENT);
+  CHECK(afr_eval_expr("1", &sz, nullptr) == AFR_ERR_INVALID_ARGUMENT);
+}
+
 // ---------------------------------------------------------------- manifest
 
 TEST(fixture_manifest) {

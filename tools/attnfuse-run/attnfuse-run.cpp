@@ -9,7 +9,8 @@
 // library. The function takes and returns ranked tensors of f32, f64, f16,
 // bf16, i32 or i64.
 //
-// Inputs are .npy files (C order, little endian): `<f4` for f32, `<f8` for
+// Inputs are .npy files (read as numpy reads them; Fortran order and
+// big-endian data are converted): `<f4` for f32, `<f8` for
 // f64, `<f2` for f16 and, since numpy has no bfloat16, `<u2` holding the bf16
 // bit patterns (the upper 16 bits of the f32 encoding) for bf16, `<i4` for
 // i32 and `<i8` for i64. Dynamic dimensions of the signature are taken from
@@ -24,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/ExecutionEngine/JitFunction.h"
+#include "attnfuse/Support/NpyFormat.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -150,19 +152,8 @@ const char *npyDescr(ElementType type) {
   return "";
 }
 
-/// Value of `key` in the .npy header dictionary (the text after "'key':").
-std::optional<std::string> headerField(StringRef header, StringRef key) {
-  std::string quoted = ("'" + key + "'").str();
-  size_t pos = header.find(quoted);
-  if (pos == StringRef::npos)
-    return std::nullopt;
-  pos = header.find(':', pos + quoted.size());
-  if (pos == StringRef::npos)
-    return std::nullopt;
-  return header.drop_front(pos + 1).ltrim().str();
-}
-
-/// Reads a .npy file; on failure returns an error message.
+/// Reads a .npy file (numpy's header grammar, see NpyFormat.h); on failure
+/// returns an error message.
 llvm::Expected<Array> readNpy(StringRef path) {
   auto fail = [&](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -173,114 +164,48 @@ llvm::Expected<Array> readNpy(StringRef path) {
   if (!bufferOr)
     return fail("cannot read file: " + bufferOr.getError().message());
   StringRef bytes = (*bufferOr)->getBuffer();
-  if (bytes.size() < 10 || !bytes.starts_with("\x93NUMPY"))
-    return fail("not a .npy file (bad magic)");
-  uint8_t major = bytes[6];
-  size_t headerLen, headerStart;
-  if (major == 1) {
-    headerLen = uint8_t(bytes[8]) | (size_t(uint8_t(bytes[9])) << 8);
-    headerStart = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      return fail("truncated .npy header");
-    headerLen = 0;
-    for (int i = 0; i < 4; ++i)
-      headerLen |= size_t(uint8_t(bytes[8 + i])) << (8 * i);
-    headerStart = 12;
-  } else {
-    return fail("unsupported .npy format version " + Twine(int(major)));
-  }
-  if (bytes.size() < headerStart + headerLen)
-    return fail("truncated .npy header");
-  StringRef header = bytes.substr(headerStart, headerLen);
+  attnfuse::npy::NpyArray npyArray;
+  std::string error;
+  if (!attnfuse::npy::parseNpy(bytes.data(), bytes.size(), npyArray, error))
+    return fail(error);
 
   Array array;
-  std::optional<std::string> descr = headerField(header, "descr");
-  if (!descr || descr->size() < 2 ||
-      ((*descr)[0] != '\'' && (*descr)[0] != '"'))
-    return fail("malformed .npy header (no 'descr')");
-  std::string type = descr->substr(1, descr->find((*descr)[0], 1) - 1);
-  if (type == "<f4" || type == "=f4")
+  // The byte order is settled by parseNpy (little-endian data).
+  StringRef code = StringRef(npyArray.descr).ltrim("<=|>");
+  if (code == "f4")
     array.elementType = ElementType::F32;
-  else if (type == "<f8" || type == "=f8")
+  else if (code == "f8")
     array.elementType = ElementType::F64;
-  else if (type == "<f2" || type == "=f2")
+  else if (code == "f2")
     array.elementType = ElementType::F16;
-  else if (type == "<u2" || type == "=u2")
+  else if (code == "u2")
     array.elementType = ElementType::BF16;
-  else if (type == "<i4" || type == "=i4")
+  else if (code == "i4")
     array.elementType = ElementType::I32;
-  else if (type == "<i8" || type == "=i8")
+  else if (code == "i8")
     array.elementType = ElementType::I64;
   else
-    return fail("unsupported dtype '" + type +
+    return fail("unsupported dtype '" + npyArray.descr +
                 "' (expected <f4 for f32, <f8 for f64, <f2 for f16, <u2 "
                 "holding bf16 bit patterns, <i4 for i32 or <i8 for i64)");
-
-  std::optional<std::string> fortran = headerField(header, "fortran_order");
-  if (!fortran)
-    return fail("malformed .npy header (no 'fortran_order')");
-  if (StringRef(*fortran).starts_with("True"))
-    return fail("Fortran-order arrays are not supported; save a C-contiguous "
-                "array (numpy.ascontiguousarray)");
-
-  std::optional<std::string> shapeText = headerField(header, "shape");
-  if (!shapeText || shapeText->empty() || (*shapeText)[0] != '(')
-    return fail("malformed .npy header (no 'shape')");
-  StringRef dims = StringRef(*shapeText).drop_front();
-  dims = dims.take_until([](char c) { return c == ')'; });
-  SmallVector<StringRef> parts;
-  dims.split(parts, ',');
-  for (StringRef part : parts) {
-    part = part.trim();
-    if (part.empty())
-      continue;
-    int64_t size;
-    if (part.getAsInteger(10, size) || size < 0)
-      return fail("malformed shape entry '" + part + "'");
-    array.shape.push_back(size);
-  }
-
-  size_t dataStart = headerStart + headerLen;
-  int64_t expectedBytes = getElementByteSize(array.elementType);
-  for (int64_t dim : array.shape)
-    if (llvm::MulOverflow(expectedBytes, dim, expectedBytes))
-      return fail("shape " + formatShape(array.shape) + " is too large");
-  uint64_t expected = expectedBytes;
-  if (bytes.size() - dataStart < expected)
-    return fail("holds " + Twine(bytes.size() - dataStart) +
-                " data bytes, shape " + formatShape(array.shape) + " needs " +
-                Twine(expected));
-  array.data.assign(bytes.data() + dataStart,
-                    bytes.data() + dataStart + expected);
+  array.shape = std::move(npyArray.shape);
+  array.data = std::move(npyArray.data);
   return array;
 }
 
 /// Writes `array` as a version 1.0 .npy file.
 llvm::Error writeNpy(StringRef path, const Array &array) {
-  std::string shape;
-  for (size_t i = 0; i < array.shape.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(array.shape[i]);
-  if (array.shape.size() == 1)
-    shape += ","; // a 1-tuple
-  std::string header = std::string("{'descr': '") + npyDescr(array.elementType) +
-                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
-  // Pad with spaces and end with a newline so that the data starts at a
-  // multiple of 64 bytes.
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
-
+  attnfuse::npy::NpyArray npyArray;
+  npyArray.descr = npyDescr(array.elementType);
+  npyArray.shape = array.shape;
+  npyArray.data = array.data;
+  std::string bytes = attnfuse::npy::writeNpy(npyArray);
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return llvm::createStringError(ec, "cannot write '" + path +
                                            "': " + ec.message());
-  os << "\x93NUMPY";
-  os << char(1) << char(0);
-  os << char(header.size() & 0xff) << char((header.size() >> 8) & 0xff);
-  os << header;
-  os.write(array.data.data(), array.data.size());
+  os << bytes;
   os.close();
   if (os.has_error())
     return llvm::createStringError(os.error(), "cannot write '" + path + "'");
@@ -473,8 +398,8 @@ int main(int argc, char **argv) {
   if (listMode && benchmarkRuns > 0)
     return fail("--benchmark times one call: give --input files or "
                 "--random-seed, not --run-list");
-  if (randomInputs && (batchSize < 1 || seqLen < 1))
-    return fail("--batch and --seq must be positive");
+  if (randomInputs && (batchSize < 0 || seqLen < 0))
+    return fail("--batch and --seq must not be negative");
   if (!listMode && outputDir.empty())
     return fail("--output-dir is required (except with --run-list)");
   std::vector<RunSpec> runs;

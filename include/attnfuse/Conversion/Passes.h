@@ -3,6 +3,7 @@
 #ifndef ATTNFUSE_CONVERSION_PASSES_H
 #define ATTNFUSE_CONVERSION_PASSES_H
 
+#include "attnfuse/Conversion/AssertToErrorReturn/AssertToErrorReturn.h"
 #include "attnfuse/Conversion/AttnKernelsToNVVM/AttnKernelsToNVVM.h"
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"

@@ -126,4 +126,45 @@ def AttnNVVMKernelParamsPass
   ];
 }
 
+
+def ConvertAssertToErrorReturnPass
+    : Pass<"convert-assert-to-error-return", "::mlir::ModuleOp"> {
+  let summary = "Make failed run-time checks return an error from the "
+                "function instead of aborting the process";
+  let description = [{
+    For functions already lowered to `llvm.func` (run it after
+    `convert-func-to-llvm`, before `convert-cf-to-llvm`): each `cf.assert`
+    becomes a branch that, when its condition is false, calls
+    `attnfuse_check_failed(message)` and returns from the function at once
+    (with a poison result), so that no code after a failed check runs. A
+    call of a function that can fail this way is followed by a call of
+    `attnfuse_check_pending()` (non-zero after a failure on this thread)
+    and the same early return. With `check-allocations`, a null pointer from
+    an allocation function (`malloc`, `aligned_alloc`,
+    `_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_aligned_alloc`)
+    fails the same way.
+
+    The host provides both functions (the CPU JIT does), discards the
+    results of a failed call and frees what the call allocated: the early
+    return skips the deallocations that follow it.
+
+    ```mlir
+    // Before (in an llvm.func):
+    cf.assert %ok, "out-of-bounds slice"
+    // After:
+    llvm.cond_br %ok, ^continue, ^failed
+    ^failed:
+      llvm.call @attnfuse_check_failed(%message) : (!llvm.ptr) -> ()
+      llvm.br ^return_poison
+    ```
+  }];
+  let options = [
+    Option<"checkAllocations", "check-allocations", "bool",
+           /*default=*/"false",
+           "Treat a null pointer from an allocation function as a failed "
+           "check (out of memory)">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // ATTNFUSE_CONVERSION_PASSES_TD

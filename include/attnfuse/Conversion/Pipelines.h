@@ -20,6 +20,16 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "operands agree (generate-runtime-verification); a "
                      "failed check prints the op's location and aborts"),
       llvm::cl::init(true)};
+  Option<bool> returnOnFailedCheck{
+      *this, "return-on-failed-check",
+      llvm::cl::desc("A failed run-time check or allocation makes the "
+                     "function return at once after calling "
+                     "attnfuse_check_failed(message) instead of aborting "
+                     "(convert-assert-to-error-return); memory is allocated "
+                     "through the _mlir_memref_to_llvm_* functions so that "
+                     "the host can free what a failed call allocated. The "
+                     "CPU JIT sets it"),
+      llvm::cl::init(false)};
   Option<bool> fused{
       *this, "fused",
       llvm::cl::desc("Fuse the primitives into kernels (attn-fuse) and lower "

@@ -10,6 +10,7 @@
 #ifndef ATTNFUSE_EXECUTIONENGINE_JITFUNCTION_H
 #define ATTNFUSE_EXECUTIONENGINE_JITFUNCTION_H
 
+#include "attnfuse/ExecutionEngine/ShapeChecks.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/Error.h"
@@ -66,8 +67,9 @@ struct Tensor {
 struct JitOptions {
   /// attn-to-cpu options, e.g. "block-q=32 fused=false".
   std::string pipelineOptions;
-  /// Compile in run-time checks that the dynamic sizes agree (overrides the
-  /// pipeline option of the same name).
+  /// Compile in run-time checks of every linalg and tensor op's sizes
+  /// (overrides the pipeline option of the same name). The size relations
+  /// of the attn ops are checked before every call either way.
   bool runtimeChecks = true;
   /// When set, overrides the pipeline option `fused` (false: the reference
   /// lowering of every primitive).
@@ -105,8 +107,11 @@ public:
   /// start with "argument #N of 'entry'".
   llvm::Error checkArguments(llvm::ArrayRef<TensorRef> args) const;
 
-  /// Calls the function. A failed run-time check of the compiled code (sizes
-  /// that disagree between arguments) is returned as an error.
+  /// Calls the function. Sizes that break a relation the ops need (see
+  /// ShapeChecks) are an error before any compiled code runs; a failed
+  /// run-time check inside the compiled code (a cache position out of
+  /// range, say) stops it at the check and is returned as an error, with
+  /// everything the call allocated freed.
   llvm::Expected<std::vector<Tensor>> call(llvm::ArrayRef<TensorRef> args);
 
 private:
@@ -115,6 +120,7 @@ private:
   std::string name;
   std::vector<TensorSpec> arguments, results;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  ShapeChecks shapeChecks;
 };
 
 } // namespace attnfuse

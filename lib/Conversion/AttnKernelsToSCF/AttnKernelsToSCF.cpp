@@ -1,6 +1,7 @@
 //===- AttnKernelsToSCF.cpp - fused attn kernels to tiled loops -*- C++ -*-===//
 
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
+#include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -31,6 +32,8 @@ struct ConvertAttnKernelsToSCFPass
     : public attnfuse::impl::ConvertAttnKernelsToSCFPassBase<
           ConvertAttnKernelsToSCFPass> {
   void runOnOperation() override {
+    if (failed(attnfuse::checkCPULoweringLimits(getOperation())))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     attnfuse::populateAttnKernelsToSCFPatterns(patterns);
     // Each kernel op is rewritten once; the loops it becomes hold nothing to

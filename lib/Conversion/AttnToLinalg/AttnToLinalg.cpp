@@ -18,10 +18,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
+#include "llvm/Support/MathExtras.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -1181,6 +1183,51 @@ struct StateUpdateLowering : OpConversionPattern<StateUpdateOp> {
 // Pass
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
+LogicalResult attnfuse::checkCPULoweringLimits(Operation *root) {
+  auto tooLarge = [](Type type) {
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    if (!tensorType || !tensorType.hasStaticShape())
+      return false;
+    int64_t bytes = std::max<int64_t>(
+        1, (tensorType.getElementTypeBitWidth() + 7) / 8);
+    for (int64_t dim : tensorType.getShape())
+      if (dim > 0 && llvm::MulOverflow(bytes, dim, bytes))
+        return true;
+    return false;
+  };
+  WalkResult result = root->walk([&](Operation *op) {
+    if (!isa<AttnDialect>(op->getDialect()))
+      return WalkResult::advance();
+    for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (tooLarge(value.getType())) {
+        op->emitOpError() << "has a " << value.getType()
+                          << " whose size in bytes does not fit in 64 bits; "
+                             "this lowering indexes every tensor with index "
+                             "(64-bit) arithmetic";
+        return WalkResult::interrupt();
+      }
+    if (auto rope = dyn_cast<RoPEOp>(op)) {
+      int64_t headDim = cast<RankedTensorType>(rope.getType()).getDimSize(3);
+      FailureOr<int64_t> rotated = rope.getRope().getRotatedDim(headDim);
+      if (succeeded(rotated) && *rotated / 2 > kMaxCPURopePairs) {
+        op->emitOpError() << "rotates " << *rotated
+                          << " dimensions per head: its frequency table of "
+                          << *rotated / 2 << " constants exceeds the "
+                          << kMaxCPURopePairs
+                          << " this lowering builds (a head_dim that large "
+                             "is not supported)";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+namespace {
+
 struct ConvertAttnToLinalgPass
     : public attnfuse::impl::ConvertAttnToLinalgPassBase<
           ConvertAttnToLinalgPass> {
@@ -1198,6 +1245,8 @@ struct ConvertAttnToLinalgPass
           return WalkResult::advance();
         });
     if (layers.wasInterrupted())
+      return signalPassFailure();
+    if (failed(attnfuse::checkCPULoweringLimits(root)))
       return signalPassFailure();
 
     MLIRContext *ctx = &getContext();

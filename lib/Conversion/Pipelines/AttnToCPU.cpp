@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnfuse/Conversion/AssertToErrorReturn/AssertToErrorReturn.h"
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Conversion/AttnToLinalg/AttnToLinalg.h"
 #include "attnfuse/Conversion/Pipelines.h"
@@ -114,8 +115,15 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = options.returnOnFailedCheck;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertFuncToLLVMPass());
+  if (options.returnOnFailedCheck) {
+    ConvertAssertToErrorReturnPassOptions errorReturns;
+    errorReturns.checkAllocations = true;
+    pm.addPass(createConvertAssertToErrorReturnPass(errorReturns));
+  }
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

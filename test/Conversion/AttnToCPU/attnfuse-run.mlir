@@ -27,7 +27,7 @@
 // BF16: {'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 6), }
 
 // RUN: not attnfuse-run %s --entry=nope --random-seed=1 --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=MISSING
-// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, project_bf16, takes_i32, takes_i8)
+// MISSING: attnfuse-run: error: no function 'nope' in '{{.*}}attnfuse-run.mlir' (functions: sdpa, sdpa_bias, project_bf16, takes_i32, takes_i8)
 
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=COUNT
 // COUNT: attnfuse-run: error: 'sdpa' takes 3 argument(s), got 1 input file(s)
@@ -49,13 +49,64 @@
 
 // RUN: head -c 200 %t/rand/input0.npy > %t/truncated.npy
 // RUN: not attnfuse-run %s --entry=sdpa --input=%t/truncated.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=TRUNCATED
-// TRUNCATED: error: input #0: '{{.*}}truncated.npy': holds 72 data bytes, shape [2, 5, 2, 4] needs 320
+// TRUNCATED: error: input #0: '{{.*}}truncated.npy': the .npy file holds 72 data bytes, its shape needs 320
 
-// Dynamic sizes that disagree between arguments (keys of batch 2, queries
-// of batch 3) are caught by the run-time checks of the compiled code.
+// Dynamic sizes that disagree between arguments are refused before the
+// compiled code runs, naming both arguments and both sizes. Each case once
+// ran unchecked: it wrote past a buffer (keys of length 0 against values of
+// length 2 or 5) or answered wrongly (batch 3 against 2, queries of batch 0,
+// 7 keys against 5 values).
 // RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=3 --seq=5 --output-dir=%t/b3
-// RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=RUNTIME
-// RUNTIME: attnfuse-run: error: a run-time check of the compiled function failed (its message is printed above): inconsistent dynamic sizes of the inputs
+// RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=2 --seq=2 --output-dir=%t/s2
+// RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=2 --seq=0 --output-dir=%t/s0
+// RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=2 --seq=7 --output-dir=%t/s7
+// RUN: attnfuse-run %s --entry=sdpa --random-seed=7 --batch=0 --seq=5 --output-dir=%t/b0
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/b3/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=BATCH
+// BATCH: attnfuse-run: error: run-time size check of 'sdpa' failed before the call: argument #1 dimension 0 is 2 but argument #0 dimension 0 is 3; attn.sdpa at {{.*}}attnfuse-run.mlir:{{[0-9]+}}:{{[0-9]+}} needs 'key' batch == 'query' batch
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --input=%t/b3/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=KBATCH
+// KBATCH: error: run-time size check of 'sdpa' failed before the call: argument #1 dimension 0 is 3 but argument #0 dimension 0 is 2; attn.sdpa {{.*}} needs 'key' batch == 'query' batch
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/s2/input0.npy --input=%t/s0/input1.npy --input=%t/s2/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=T0
+// T0: error: run-time size check of 'sdpa' failed before the call: argument #2 dimension 1 is 2 but argument #1 dimension 1 is 0; attn.sdpa {{.*}} needs 'value' T == 'key' T
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --input=%t/s0/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=T0S5
+// T0S5: error: run-time size check of 'sdpa' failed before the call: argument #2 dimension 1 is 5 but argument #1 dimension 1 is 0
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --input=%t/s7/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=T7
+// T7: error: run-time size check of 'sdpa' failed before the call: argument #2 dimension 1 is 5 but argument #1 dimension 1 is 7; attn.sdpa {{.*}} needs 'value' T == 'key' T
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/b0/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=Q0
+// Q0: error: run-time size check of 'sdpa' failed before the call: argument #1 dimension 0 is 2 but argument #0 dimension 0 is 0
+
+// k of shape [0, 2^62, 2, 4] holds no element, but its strides overflow.
+// RUN: not attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --input=%S/Inputs/k-empty-huge.npy --input=%t/rand/input2.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: error: run-time size check of 'sdpa' failed before the call: argument #1 is too large: its byte size overflows int64
+
+// No keys at all is legal: every query row is fully masked and gives zeros.
+// RUN: attnfuse-run %s --entry=sdpa --input=%t/rand/input0.npy --input=%t/s0/input1.npy --input=%t/s0/input2.npy --output-dir=%t/nokeys
+// RUN: head -c 80 %t/nokeys/out0.npy | FileCheck %s --check-prefix=NOKEYS
+// NOKEYS: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 5, 2, 4), }
+// RUN: tail -c 320 %t/nokeys/out0.npy | od -An -v -tx1 | tr -d ' \n' | FileCheck %s --check-prefix=ZEROS
+// ZEROS: {{^0+$}}
+// RUN: attnfuse-run %s --entry=sdpa_bias --input=%t/rand/input0.npy --input=%t/s0/input1.npy --input=%t/s0/input2.npy --input=%S/Inputs/bias-5x0.npy --output-dir=%t/nokeys-bias
+// RUN: tail -c 320 %t/nokeys-bias/out0.npy | od -An -v -tx1 | tr -d ' \n' | FileCheck %s --check-prefix=ZEROS
+
+// A logit bias must be [S, T].
+// RUN: not attnfuse-run %s --entry=sdpa_bias --input=%t/rand/input0.npy --input=%t/rand/input1.npy --input=%t/rand/input2.npy --input=%S/Inputs/bias-5x0.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=BIAS
+// BIAS: error: run-time size check of 'sdpa_bias' failed before the call: argument #3 dimension 1 is 0 but argument #1 dimension 1 is 5; attn.sdpa {{.*}} needs 'bias' T == 'key' T
+
+// .npy headers are read as numpy reads them: Fortran order and big-endian
+// data are converted, a repeated key takes its last value, and what numpy
+// refuses is refused.
+// RUN: attnfuse-run %s --entry=sdpa --input=%S/Inputs/q-c-order.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/corder
+// RUN: attnfuse-run %s --entry=sdpa --input=%S/Inputs/q-fortran-order.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/forder
+// RUN: attnfuse-run %s --entry=sdpa --input=%S/Inputs/q-big-endian.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/bigendian
+// RUN: cmp %t/corder/out0.npy %t/forder/out0.npy
+// RUN: cmp %t/corder/out0.npy %t/bigendian/out0.npy
+// RUN: not attnfuse-run %s --entry=sdpa --input=%S/Inputs/fortran-order-int.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=FORTRAN1
+// FORTRAN1: error: input #0: '{{.*}}fortran-order-int.npy': malformed .npy header: 'fortran_order' is not True or False
+// RUN: not attnfuse-run %s --entry=sdpa --input=%S/Inputs/unclosed-shape.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=UNCLOSED
+// UNCLOSED: error: input #0: '{{.*}}unclosed-shape.npy': malformed .npy header: unsupported value starting with '}'
+// RUN: not attnfuse-run %s --entry=sdpa --input=%S/Inputs/extra-key.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=EXTRAKEY
+// EXTRAKEY: error: input #0: '{{.*}}extra-key.npy': malformed .npy header: unexpected key 'x' (the keys are 'descr', 'fortran_order' and 'shape')
+// RUN: not attnfuse-run %s --entry=sdpa --input=%S/Inputs/duplicate-descr.npy --input=%S/Inputs/kv.npy --input=%S/Inputs/kv.npy --output-dir=%t/x 2>&1 | FileCheck %s --check-prefix=DUPLICATE
+// DUPLICATE: error: input #0 '{{.*}}duplicate-descr.npy' has dtype <i4 (i32), argument #0 of 'sdpa' is f32 (npy dtype <f4)
 
 // i32 (positions, indices) round-trips as '<i4'.
 // RUN: attnfuse-run %s --entry=takes_i32 --random-seed=1 --output-dir=%t/i32
@@ -77,6 +128,11 @@
 
 func.func @sdpa(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32> {
   %o = attn.sdpa %q, %k, %v {causal} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32>
+  return %o : tensor<?x?x2x4xf32>
+}
+
+func.func @sdpa_bias(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>, %bias: tensor<?x?xf32>) -> tensor<?x?x2x4xf32> {
+  %o = attn.sdpa %q, %k, %v bias(%bias) {causal} : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?xf32>) -> tensor<?x?x2x4xf32>
   return %o : tensor<?x?x2x4xf32>
 }
 

@@ -5,6 +5,8 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <cstdint>
+
 namespace mlir {
 class RewritePatternSet;
 } // namespace mlir
@@ -19,6 +21,18 @@ namespace attnfuse {
 /// linalg, tensor, arith and math. Layer ops are not covered: decompose them
 /// first with `attn::populateAttnDecomposePatterns`.
 void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+/// The largest RoPE frequency table (one f64 constant per rotated pair of
+/// dimensions) the CPU lowerings materialize: 2^20 pairs, 8 MiB.
+constexpr int64_t kMaxCPURopePairs = int64_t(1) << 20;
+
+/// Static shapes the CPU lowerings (convert-attn-to-linalg,
+/// convert-attn-kernels-to-scf) cannot handle give a diagnostic on the op
+/// up front, instead of index arithmetic that wraps or a constant table
+/// that takes minutes and gigabytes to build: every static tensor of an attn
+/// op must have a size in bytes that fits in int64 (the index type), and a
+/// RoPE's rotated width at most 2 * kMaxCPURopePairs dimensions.
+mlir::LogicalResult checkCPULoweringLimits(mlir::Operation *root);
 
 } // namespace attnfuse
 

@@ -1,0 +1,140 @@
+"""The CPU JIT's boundary: sizes that disagree are refused before any
+compiled code runs (naming both arguments and sizes), a check that fails
+inside the compiled code stops it and returns an error, and neither leaves
+anything behind (10^4 failing calls keep the process size flat)."""
+
+import resource
+
+import numpy as np
+import pytest
+
+import attnfuse
+
+SDPA = """func.func @sdpa(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>,
+                 %v: tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32> {
+  %o = attn.sdpa %q, %k, %v {causal} : (tensor<?x?x2x4xf32>,
+      tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>) -> tensor<?x?x2x4xf32>
+  return %o : tensor<?x?x2x4xf32>
+}"""
+
+# Writes one row per sequence at its position: a position past the capacity
+# (8 rows) fails the compiled code's own check.
+CACHE = """func.func @update(%cache: tensor<?x8x2x4xf32>, %rows: tensor<?x1x2x4xf32>,
+                   %pos: tensor<?xi32>) -> tensor<?x8x2x4xf32> {
+  %c = attn.cache_update %cache, %rows positions(%pos)
+      : (tensor<?x8x2x4xf32>, tensor<?x1x2x4xf32>, tensor<?xi32>)
+      -> tensor<?x8x2x4xf32>
+  return %c : tensor<?x8x2x4xf32>
+}"""
+
+
+@pytest.fixture(scope="module")
+def sdpa():
+    return attnfuse.compile(attnfuse.parse(SDPA))
+
+
+@pytest.fixture(scope="module")
+def update():
+    return attnfuse.compile(attnfuse.parse(CACHE))
+
+
+def arrays(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.parametrize("shapes, message", [
+    # keys of length 0 against values of length 2 once wrote past a buffer
+    (([2, 2, 2, 4], [2, 0, 2, 4], [2, 2, 2, 4]),
+     r"argument #2 dimension 1 is 2 but argument #1 dimension 1 is 0; "
+     r"attn.sdpa at .* needs 'value' T == 'key' T"),
+    (([2, 5, 2, 4], [2, 0, 2, 4], [2, 5, 2, 4]),
+     r"argument #2 dimension 1 is 5 but argument #1 dimension 1 is 0"),
+    # these gave wrong answers
+    (([2, 5, 2, 4], [3, 5, 2, 4], [2, 5, 2, 4]),
+     r"argument #1 dimension 0 is 3 but argument #0 dimension 0 is 2; "
+     r"attn.sdpa at .* needs 'key' batch == 'query' batch"),
+    (([0, 5, 2, 4], [2, 5, 2, 4], [2, 5, 2, 4]),
+     r"argument #1 dimension 0 is 2 but argument #0 dimension 0 is 0"),
+    (([2, 5, 2, 4], [2, 7, 2, 4], [2, 5, 2, 4]),
+     r"argument #2 dimension 1 is 5 but argument #1 dimension 1 is 7"),
+    (([1, 1, 2, 4], [1, 20000, 2, 4], [1, 1, 2, 4]),
+     r"argument #2 dimension 1 is 1 but argument #1 dimension 1 is 20000"),
+])
+def test_inconsistent_sizes_are_refused_before_the_call(sdpa, shapes, message):
+    with pytest.raises(RuntimeError,
+                       match="run-time size check of 'sdpa' failed before "
+                             "the call: " + message):
+        sdpa(*arrays(*shapes))
+
+
+def test_no_keys_gives_zeros(sdpa):
+    q, k, v = arrays([2, 5, 2, 4], [2, 0, 2, 4], [2, 0, 2, 4])
+    out = sdpa(q, k, v)
+    assert out.shape == (2, 5, 2, 4) and not out.any()
+    assert sdpa(*arrays([0, 5, 2, 4], [0, 5, 2, 4], [0, 5, 2, 4])).shape == (0, 5, 2, 4)
+
+
+def test_failed_check_inside_the_compiled_code(update):
+    cache = np.zeros((2, 8, 2, 4), np.float32)
+    rows = np.ones((2, 1, 2, 4), np.float32)
+    out = update(cache, rows, np.array([3, 7], np.int32))
+    assert out[0, 3].all() and out[1, 7].all() and out.sum() == 16
+    with pytest.raises(RuntimeError,
+                       match="a run-time check of 'update' failed, nothing "
+                             "after it ran: .*position"):
+        update(cache, rows, np.array([3, 8], np.int32))
+    assert not cache.any()  # the argument is untouched
+    # The process is healthy: the next call works.
+    assert update(cache, rows, np.array([0, 1], np.int32)).sum() == 16
+
+
+def _rss_kb():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def test_ten_thousand_failing_calls_leave_nothing_behind(sdpa, update):
+    q, k, v = arrays([2, 5, 2, 4], [3, 5, 2, 4], [2, 5, 2, 4])
+    cache = np.zeros((4, 8, 2, 4), np.float32)
+    rows = np.ones((4, 1, 2, 4), np.float32)
+    bad = np.array([0, 1, 2, 9], np.int32)
+
+    def fail_many(count):
+        for _ in range(count):
+            with pytest.raises(RuntimeError):
+                sdpa(q, k, v)
+            with pytest.raises(RuntimeError):
+                update(cache, rows, bad)
+
+    fail_many(500)  # warm up (allocator pools, message caches)
+    before = _rss_kb()
+    fail_many(10000)
+    grown = _rss_kb() - before
+    # 10^4 leaked copies of the cache result alone would be 10 MB.
+    assert grown < 2048, f"RSS grew by {grown} kB over 10^4 failing calls"
+    assert np.array_equal(update(cache, rows, np.array([0, 1, 2, 3], np.int32))
+                          .sum(), np.float32(32))
+
+
+def test_layouts_are_accepted_and_named(sdpa):
+    q, k, v = arrays([2, 5, 2, 4], [2, 5, 2, 4], [2, 5, 2, 4])
+    expected = sdpa(q, k, v)
+    # Read-only, non-contiguous and misaligned arrays are copied, not refused.
+    ro = q.copy()
+    ro.flags.writeable = False
+    assert np.array_equal(sdpa(ro, k, v), expected)
+    strided = np.empty((2, 5, 2, 8), np.float32)
+    strided[..., ::2] = q
+    assert np.array_equal(sdpa(strided[..., ::2], k, v), expected)
+    raw = np.zeros(q.nbytes + 1, np.uint8)
+    misaligned = raw[1:].view(np.float32).reshape(q.shape)
+    misaligned[...] = q
+    assert not misaligned.flags.aligned
+    assert np.array_equal(sdpa(misaligned, k, v), expected)
+    with pytest.raises(ValueError, match=r"argument #1 of 'sdpa' is f32: "
+                                         r"expected a float32 array, got float64"):
+        sdpa(q, k.astype(np.float64), v)
