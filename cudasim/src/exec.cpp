@@ -2477,10 +2477,15 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
   wordPc.assign(smemSize / 4 + 1, 0);
   for (auto &b : bars)
     b = NamedBarrier();
+  // The allocation ptxas gives the kernel: .maxnreg, else what the
+  // .minnctapersm CTAs of this size leave per thread (the register file is
+  // shared by the CTAs an SM must hold at once).
+  unsigned ctasPerSM = std::max(1u, kernel.minnctapersm);
   unsigned perThread =
       kernel.maxnreg
           ? kernel.maxnreg
-          : std::min(255u, kRegsPerSM / ((nthreads + 127) / 128 * 128));
+          : std::min(255u, kRegsPerSM / ctasPerSM /
+                               ((nthreads + 127) / 128 * 128));
   initialRegs = perThread / 8 * 8;
   regPool = initialRegs * nthreads;
   wgRegs.assign((nthreads + 127) / 128, initialRegs);
