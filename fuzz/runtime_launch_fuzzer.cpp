@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ManifestTensors.h"
 #include "attnfuse/runtime.h"
 #include "internal.h"
 
@@ -79,20 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const afr::KernelSpec &spec = m->m.kernels[k];
   std::vector<afr_tensor> tensors;
   for (const afr::TensorSpec &ts : spec.tensors) {
-    afr_tensor t{};
-    t.name = ts.name.c_str();
-    t.data = 0x100000;
-    t.dtype = ts.dtype;
-    t.rank = static_cast<int32_t>(ts.shape.size());
-    for (size_t d = 0; d < ts.shape.size(); ++d) {
-      int64_t v = 0;
-      std::string error;
-      if (afr::evalExpr(ts.shape[d].text, sizes, v, error))
-        t.shape[d] = v;
-      if (d < ts.strides.size() &&
-          afr::evalExpr(ts.strides[d].text, sizes, v, error))
-        t.strides[d] = v;
-    }
+    afr_tensor t = manifestTensor(ts, sizes, 0x100000);
     // Perturb one property per tensor as the input says.
     uint8_t what = in.take<uint8_t>();
     switch (what % 8) {

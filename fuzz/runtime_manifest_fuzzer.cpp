@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ManifestTensors.h"
 #include "attnfuse/runtime.h"
 #include "internal.h"
 
@@ -50,21 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const afr::KernelSpec &spec = manifest->m.kernels[k];
     std::vector<afr_tensor> tensors;
     for (const afr::TensorSpec &ts : spec.tensors) {
-      afr_tensor t{};
-      t.name = ts.name.c_str();
-      t.data = 0x10000;
-      t.dtype = ts.dtype;
-      t.rank = static_cast<int32_t>(ts.shape.size());
-      for (size_t d = 0; d < ts.shape.size() && d < AFR_MAX_RANK; ++d) {
-        int64_t v = 0;
-        std::string error;
-        if (afr::evalExpr(ts.shape[d].text, sizes, v, error))
-          t.shape[d] = v;
-        if (d < ts.strides.size() &&
-            afr::evalExpr(ts.strides[d].text, sizes, v, error))
-          t.strides[d] = v;
-      }
-      tensors.push_back(t);
+      tensors.push_back(manifestTensor(ts, sizes, 0x10000));
     }
     (void)afr_validate(manifest, k, &sizes, tensors.data(),
                        static_cast<int>(tensors.size()));
