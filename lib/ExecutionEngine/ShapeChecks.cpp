@@ -113,7 +113,14 @@ private:
       if (std::optional<int64_t> index = dimOp.getConstantIndex())
         return dim(dimOp.getSource(), *index);
     return unknown();
+  }  /// indexSize of each of `sizes`.
+  std::vector<unsigned> indexSizes(ArrayRef<OpFoldResult> sizes) {
+    std::vector<unsigned> result;
+    for (OpFoldResult size : sizes)
+      result.push_back(indexSize(size));
+    return result;
   }
+
 
   void require(unsigned lhs, unsigned rhs, const Twine &what) {
     if (lhs == rhs)
@@ -301,9 +308,7 @@ private:
       return;
     }
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      std::vector<unsigned> result;
-      for (OpFoldResult size : expand.getMixedOutputShape())
-        result.push_back(indexSize(size));
+      std::vector<unsigned> result = indexSizes(expand.getMixedOutputShape());
       // Groups of one keep the source size.
       for (auto [sourceDim, group] :
            llvm::enumerate(expand.getReassociationIndices()))
@@ -318,17 +323,11 @@ private:
       // Rank-reducing slices drop sizes: leave those to their type.
       if (slice.getSourceType().getRank() != slice.getType().getRank())
         return;
-      std::vector<unsigned> result;
-      for (OpFoldResult size : slice.getMixedSizes())
-        result.push_back(indexSize(size));
-      setResult(slice.getResult(), std::move(result));
+      setResult(slice.getResult(), indexSizes(slice.getMixedSizes()));
       return;
     }
     if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-      std::vector<unsigned> result;
-      for (OpFoldResult size : empty.getMixedSizes())
-        result.push_back(indexSize(size));
-      setResult(empty.getResult(), std::move(result));
+      setResult(empty.getResult(), indexSizes(empty.getMixedSizes()));
       return;
     }
     if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
