@@ -113,14 +113,14 @@ private:
       if (std::optional<int64_t> index = dimOp.getConstantIndex())
         return dim(dimOp.getSource(), *index);
     return unknown();
-  }  /// indexSize of each of `sizes`.
+  }
+  /// indexSize of each of `sizes`.
   std::vector<unsigned> indexSizes(ArrayRef<OpFoldResult> sizes) {
     std::vector<unsigned> result;
     for (OpFoldResult size : sizes)
       result.push_back(indexSize(size));
     return result;
   }
-
 
   void require(unsigned lhs, unsigned rhs, const Twine &what) {
     if (lhs == rhs)
@@ -193,8 +193,8 @@ private:
       return;
     }
     if (auto mean = dyn_cast<attn::QKMeanOp>(op)) {
-      requireQueryKeyHeads(mean.getQConv(), "q_conv", mean.getKConv(),
-                           "k_conv", /*sameSeqAndDim=*/true);
+      requireQueryKeyHeads(mean.getQConv(), "q_conv", mean.getKConv(), "k_conv",
+                           /*sameSeqAndDim=*/true);
       requireSameShape(mean.getQRaw(), "'q_raw'", mean.getQConv(), "'q_conv'");
       requireSameShape(mean.getKRaw(), "'k_raw'", mean.getKConv(), "'k_conv'");
       setResult(mean.getQ(), sizesOf(mean.getQConv()));
@@ -219,10 +219,10 @@ private:
         require(dim(state, 2), dim(current, 2), "'state' channels == channels");
       }
       auto type = cast<RankedTensorType>(current.getType());
-      unsigned channels = type.isDynamicDim(2)
-                              ? unknown()
-                              : constant(2 * type.getDimSize(2));
-      setResult(shift.getResult(), {dim(current, 0), dim(current, 1), channels});
+      unsigned channels =
+          type.isDynamicDim(2) ? unknown() : constant(2 * type.getDimSize(2));
+      setResult(shift.getResult(),
+                {dim(current, 0), dim(current, 1), channels});
       return;
     }
     if (auto rope = dyn_cast<attn::RoPEOp>(op)) {
@@ -251,8 +251,8 @@ private:
       if (Value positions = sdpa.getPositions())
         require(dim(positions, 0), dim(query, 0),
                 "'positions' size == 'query' batch");
-      setResult(sdpa.getResult(), {dim(query, 0), dim(query, 1), dim(query, 2),
-                                   dim(value, 3)});
+      setResult(sdpa.getResult(),
+                {dim(query, 0), dim(query, 1), dim(query, 2), dim(value, 3)});
       return;
     }
     if (auto update = dyn_cast<attn::CacheUpdateOp>(op)) {
@@ -263,13 +263,16 @@ private:
       if (Value lengths = update.getLengths())
         require(dim(lengths, 0), batch, "'lengths' size == 'new_rows' batch");
       if (Value table = update.getBlockTable())
-        require(dim(table, 0), batch, "'block_table' batch == 'new_rows' batch");
+        require(dim(table, 0), batch,
+                "'block_table' batch == 'new_rows' batch");
       else
         require(dim(cache, 0), batch, "'cache' batch == 'new_rows' batch");
-      require(dim(cache, 2), dim(rows, 2), "'cache' kv_heads == 'new_rows' "
-                                           "kv_heads");
-      require(dim(cache, 3), dim(rows, 3), "'cache' head_dim == 'new_rows' "
-                                           "head_dim");
+      require(dim(cache, 2), dim(rows, 2),
+              "'cache' kv_heads == 'new_rows' "
+              "kv_heads");
+      require(dim(cache, 3), dim(rows, 3),
+              "'cache' head_dim == 'new_rows' "
+              "head_dim");
       setResult(update.getResult(), sizesOf(cache));
       return;
     }
@@ -342,8 +345,10 @@ private:
         for (int64_t i = 0; i < type.getRank(); ++i)
           if (i != axis && index > 0)
             require(dim(input, i), dim(first, i),
-                    "input #" + Twine(index) + " and input #0 to agree in "
-                    "dimension " + Twine(i));
+                    "input #" + Twine(index) +
+                        " and input #0 to agree in "
+                        "dimension " +
+                        Twine(i));
         const Size &size = checks.sizes[dim(input, axis)];
         if (size.kind == Size::Kind::Constant)
           staticSum += size.first;
@@ -465,7 +470,8 @@ llvm::Error ShapeChecks::check(StringRef function,
       if (operand.value &&
           !__builtin_add_overflow(*operand.value, size.second, &value)) {
         k.value = value;
-        k.origin = "(" + operand.origin + ") " + (size.second < 0 ? "- " : "+ ") +
+        k.origin = "(" + operand.origin + ") " +
+                   (size.second < 0 ? "- " : "+ ") +
                    std::to_string(std::abs(size.second));
       }
       break;
