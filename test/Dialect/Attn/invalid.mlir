@@ -3334,3 +3334,94 @@ func.func @value_shift_state_shape(%c: tensor<2x3x4xf32>, %p: tensor<2x3x4xf32>,
   %0 = attn.value_shift %c, %p state(%s) : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x2x4xf32>) -> tensor<2x3x8xf32>
   return
 }
+
+// -----
+
+// A padding mask is [batch, seq].
+func.func @cca_padding_mask_rank(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %wo: tensor<16x16xf32>, %m: tensor<16xi32>) {
+  // expected-error @+1 {{'padding_mask' must be a rank-2 tensor [batch, seq], got rank 1}}
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>, tensor<16xi32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @cca_padding_mask_seq(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %wo: tensor<16x16xf32>, %m: tensor<2x7xi32>) {
+  // expected-error @+1 {{'padding_mask' must have shape [batch, seq] = [2, 8], got [2, 7]}}
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>, tensor<2x7xi32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// The mask is an integer tensor.
+func.func @cca_padding_mask_float(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %wo: tensor<16x16xf32>, %m: tensor<2x8xf32>) {
+  // expected-error @+1 {{operand #10 must be ranked tensor of signless integer values, but got 'tensor<2x8xf32>'}}
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>, tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @mask_tokens_input_rank(%x: tensor<2x8xf32>, %m: tensor<2x8xi32>) {
+  // expected-error @+1 {{'input' must be a rank-3 tensor [batch, seq, width], got rank 2}}
+  %0 = attn.mask_tokens %x, %m : tensor<2x8xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @mask_tokens_mask_rank(%x: tensor<2x8x4xf32>, %m: tensor<2x8x1xi32>) {
+  // expected-error @+1 {{'mask' must be a rank-2 tensor [batch, seq], got rank 3}}
+  %0 = attn.mask_tokens %x, %m : tensor<2x8x4xf32>, tensor<2x8x1xi32>
+  return
+}
+
+// -----
+
+func.func @mask_tokens_mask_batch(%x: tensor<2x8x4xf32>, %m: tensor<3x8xi32>) {
+  // expected-error @+1 {{'mask' must have shape [batch, seq] = [2, 8], got [3, 8]}}
+  %0 = attn.mask_tokens %x, %m : tensor<2x8x4xf32>, tensor<3x8xi32>
+  return
+}
+
+// -----
+
+// The key mask follows the keys: [batch, T].
+func.func @sdpa_key_mask_keys(%q: tensor<2x1x4x8xf32>, %k: tensor<2x16x2x8xf32>, %m: tensor<2x1xi64>) {
+  // expected-error @+1 {{'key_mask' must have shape [batch, T] = [2, 16], got [2, 1]}}
+  %0 = attn.sdpa %q, %k, %k key_mask(%m) : (tensor<2x1x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x1xi64>) -> tensor<2x1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_key_mask_rank(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %m: tensor<16xi64>) {
+  // expected-error @+1 {{'key_mask' must be a rank-2 tensor [batch, T], got rank 1}}
+  %0 = attn.sdpa %q, %k, %k key_mask(%m) : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<16xi64>) -> tensor<2x16x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_key_mask_batch(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %m: tensor<1x16xi32>) {
+  // expected-error @+1 {{'key_mask' must have shape [batch, T] = [2, 16], got [1, 16]}}
+  %0 = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<1x16xi32>) -> tensor<2x16x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cca_prologue_padding_mask_seq(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %m: tensor<2x9xi32>) {
+  // expected-error @+1 {{'padding_mask' must have shape [batch, seq] = [2, 8], got [2, 9]}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x9xi32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}

@@ -509,6 +509,84 @@ func.func @sdpa_bias_2d_dynamic(%q: tensor<?x?x4x4xf16>,
   return %o : tensor<?x?x4x4xf16>
 }
 
+// A padded batch: keys whose key_mask is 0 are masked (any integer type).
+// CHECK-LABEL: func.func @sdpa_key_mask
+// CHECK: attn.sdpa %arg0, %arg1, %arg2 key_mask(%arg3) {causal} : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4x4xf32>
+// CHECK: attn.sdpa %arg0, %arg1, %arg2 positions(%arg5) key_mask(%arg4) : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?xi32>, tensor<?x?xi1>) -> tensor<?x?x4x4xf32>
+func.func @sdpa_key_mask(%q: tensor<?x?x4x4xf32>, %k: tensor<?x?x2x4xf32>,
+                         %v: tensor<?x?x2x4xf32>, %m: tensor<?x?xi64>,
+                         %b: tensor<?x?xi1>, %pos: tensor<?xi32>)
+    -> (tensor<?x?x4x4xf32>, tensor<?x?x4x4xf32>) {
+  %o = attn.sdpa %q, %k, %v key_mask(%m) {causal}
+      : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>,
+         tensor<?x?xi64>) -> tensor<?x?x4x4xf32>
+  %p = attn.sdpa %q, %k, %v positions(%pos) key_mask(%b)
+      : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>,
+         tensor<?xi32>, tensor<?x?xi1>) -> tensor<?x?x4x4xf32>
+  return %o, %p : tensor<?x?x4x4xf32>, tensor<?x?x4x4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Padding masks: attn.mask_tokens, attn.cca, the fused kernel ops
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @mask_tokens
+// CHECK: attn.mask_tokens %arg0, %arg1 : tensor<?x?x16xbf16>, tensor<?x?xi32>
+func.func @mask_tokens(%x: tensor<?x?x16xbf16>, %m: tensor<?x?xi32>)
+    -> tensor<?x?x16xbf16> {
+  %y = attn.mask_tokens %x, %m : tensor<?x?x16xbf16>, tensor<?x?xi32>
+  return %y : tensor<?x?x16xbf16>
+}
+
+// CHECK-LABEL: func.func @cca_padding_mask
+// CHECK: attn.cca %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) wo(%arg10) padding_mask(%arg11)
+// CHECK-SAME: : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<16x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+func.func @cca_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
+                            %wk: tensor<8x16xf32>, %wvc: tensor<4x16xf32>,
+                            %wvp: tensor<4x16xf32>,
+                            %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                            %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                            %temp: tensor<2xf32>, %wo: tensor<16x16xf32>,
+                            %m: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, causal}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
+         tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>,
+         tensor<2xf32>, tensor<16x16xf32>, tensor<?x?xi64>)
+      -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// CHECK-LABEL: func.func @kernels_padding_mask
+// CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg10)
+// CHECK: attn.flash_attention %{{.*}}, %{{.*}}, %{{.*}} key_mask(%arg10) {block_kv = 64 : i64, block_q = 64 : i64, causal}
+func.func @kernels_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
+                                %wk: tensor<8x16xf32>, %wvc: tensor<4x16xf32>,
+                                %wvp: tensor<4x16xf32>,
+                                %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                                %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                                %temp: tensor<2xf32>, %m: tensor<?x?xi32>)
+    -> tensor<?x?x4x4xf32> {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       block_s = 64 : i64}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
+         tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>,
+         tensor<2xf32>, tensor<?x?xi32>)
+      -> (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
+  %o = attn.flash_attention %q, %k, %v key_mask(%m)
+      {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>,
+         tensor<?x?xi32>) -> tensor<?x?x4x4xf32>
+  return %o : tensor<?x?x4x4xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes on their own
 //===----------------------------------------------------------------------===//

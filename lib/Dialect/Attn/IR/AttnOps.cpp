@@ -115,6 +115,19 @@ static LogicalResult verifyPerSequence(Operation *op, StringRef name,
   return verifyShape(op, name, value, {{batch, "batch"}});
 }
 
+/// Checks an optional token mask `[batch, seq]`; `seqName` names the
+/// sequence dimension it follows (`seq`, or `T` for the keys).
+static LogicalResult verifyTokenMask(Operation *op, StringRef name, Value mask,
+                                     int64_t batch, int64_t seq,
+                                     StringRef seqName) {
+  if (!mask)
+    return success();
+  std::string layout = ("[batch, " + seqName + "]").str();
+  return failure(
+      failed(verifyRank(op, name, mask, 2, layout)) ||
+      failed(verifyShape(op, name, mask, {{batch, "batch"}, {seq, seqName}})));
+}
+
 /// Checks a KV cache `[batch, capacity, kv_heads, head_dim]`, or, with a
 /// block table `[batch, pages_per_sequence]`, a paged cache `[num_pages,
 /// page_size, kv_heads, head_dim]`.
@@ -364,7 +377,10 @@ LogicalResult CCAOp::verify() {
           op, "wo", getWo(),
           {{width, "E"}, {getQueryLatentDim(), "num_heads * head_dim"}},
           /*requireStatic=*/true)) ||
-      failed(verifyWindow(op, getWindow())))
+      failed(verifyWindow(op, getWindow())) ||
+      failed(verifyTokenMask(op, "padding_mask", getPaddingMask(),
+                             dimOf(getInput(), 0), dimOf(getInput(), 1),
+                             "seq")))
     return failure();
   return verifySameElementType(op, getCCAOperandNames(*this, {"wo"}));
 }
@@ -624,7 +640,9 @@ static LogicalResult verifyAttention(AttentionOp op, Value value) {
       failed(verifyLogitBias(operation, "bias", op.getBias(), numHeads, queries,
                              keys)) ||
       failed(verifyWindow(operation, op.getWindow())) ||
-      failed(verifyScale(operation, op.getScaleAttr())))
+      failed(verifyScale(operation, op.getScaleAttr())) ||
+      failed(verifyTokenMask(operation, "key_mask", op.getKeyMask(), batch,
+                             keys, "T")))
     return failure();
   SmallVector<StringRef> names = {"query", "key"};
   if (value != key)
@@ -632,6 +650,14 @@ static LogicalResult verifyAttention(AttentionOp op, Value value) {
   if (op.getBias())
     names.push_back("bias");
   return verifySameElementType(operation, names);
+}
+
+LogicalResult MaskTokensOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, width]")))
+    return failure();
+  return verifyTokenMask(op, "mask", getMask(), dimOf(getInput(), 0),
+                         dimOf(getInput(), 1), "seq");
 }
 
 LogicalResult SDPAOp::verify() {
@@ -728,7 +754,9 @@ LogicalResult CCAPrologueOp::verify() {
           {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
       failed(verifyShape(
           op, "value", getValue(),
-          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})))
+          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
+      failed(verifyTokenMask(op, "padding_mask", getPaddingMask(),
+                             batchDim.size, seqDim.size, "seq")))
     return failure();
   return verifySameElementType(op, getCCAOperandNames(*this, {}));
 }

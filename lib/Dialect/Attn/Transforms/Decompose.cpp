@@ -26,7 +26,7 @@ namespace {
 class LayerBuilder {
 public:
   LayerBuilder(PatternRewriter &rewriter, Location loc, Value input)
-      : rewriter(rewriter), loc(loc), input(input),
+      : rewriter(rewriter), loc(loc), input(input), projected(input),
         inputType(cast<RankedTensorType>(input.getType())) {}
 
   /// `[B, S, width]` with the input's batch and sequence.
@@ -93,7 +93,8 @@ public:
   }
 
   Value sdpa(Value query, Value key, Value value, Value bias, bool causal,
-             IntegerAttr window, FloatAttr scale, Value positions = {}) {
+             IntegerAttr window, FloatAttr scale, Value positions = {},
+             Value keyMask = {}) {
     auto queryType = cast<RankedTensorType>(query.getType());
     auto valueType = cast<RankedTensorType>(value.getType());
     auto resultType = RankedTensorType::get(
@@ -101,7 +102,7 @@ public:
          queryType.getDimSize(2), valueType.getDimSize(3)},
         queryType.getElementType());
     return SDPAOp::create(
-        rewriter, loc, resultType, query, key, value, bias, positions,
+        rewriter, loc, resultType, query, key, value, bias, positions, keyMask,
         causal ? rewriter.getUnitAttr() : UnitAttr(), window, scale);
   }
 
@@ -115,7 +116,11 @@ public:
 
   PatternRewriter &rewriter;
   Location loc;
+  /// The layer input: its sizes are those of every activation.
   Value input;
+  /// What the projections read: the input, with a padding mask the input
+  /// with its padded tokens zeroed.
+  Value projected;
   RankedTensorType inputType;
 };
 
@@ -186,8 +191,8 @@ static CCASteps buildCCASteps(LayerBuilder &b, CCALikeOp op, Value convState,
   CCASteps steps;
 
   // 1. Down-projections, packed as u = concat(qr, kr).
-  steps.queryRaw = b.project(b.input, op.getWq());
-  steps.keyRaw = b.project(b.input, op.getWk());
+  steps.queryRaw = b.project(b.projected, op.getWq());
+  steps.keyRaw = b.project(b.projected, op.getWk());
   steps.packed = tensor::ConcatOp::create(
       rewriter, loc, /*dim=*/2, ValueRange{steps.queryRaw, steps.keyRaw});
 
@@ -235,13 +240,13 @@ static CCASteps buildCCASteps(LayerBuilder &b, CCALikeOp op, Value convState,
 
   // 5. Values, optionally shifted by one token for half of the heads.
   if (op.getValueShift()) {
-    Value current = b.project(b.input, op.getWv());
-    steps.previous = b.project(b.input, op.getWvPrev());
+    Value current = b.project(b.projected, op.getWv());
+    steps.previous = b.project(b.projected, op.getWvPrev());
     steps.value =
         ValueShiftOp::create(rewriter, loc, b.activationType(keyLatent),
                              current, steps.previous, shiftState);
   } else {
-    steps.value = b.project(b.input, op.getWv());
+    steps.value = b.project(b.projected, op.getWv());
   }
   return steps;
 }
@@ -252,6 +257,13 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
   LogicalResult matchAndRewrite(CCAOp op,
                                 PatternRewriter &rewriter) const override {
     LayerBuilder b(rewriter, op.getLoc(), op.getInput());
+    // Padded tokens are zero rows of x for every projection (there are no
+    // projection biases, so their u, v and delayed v are zero) and masked
+    // keys of the attention.
+    Value paddingMask = op.getPaddingMask();
+    if (paddingMask)
+      b.projected = MaskTokensOp::create(rewriter, b.loc, b.input.getType(),
+                                         b.input, paddingMask);
     CCASteps steps = buildCCASteps(b, op, /*convState=*/{}, /*shiftState=*/{});
 
     // 6. RoPE in latent space, 7. attention and up-projection.
@@ -259,7 +271,8 @@ struct DecomposeCCA : OpRewritePattern<CCAOp> {
     Value rotatedKey = b.rope(steps.norm.getKOut(), op.getRopeAttr());
     Value attention = b.sdpa(
         rotatedQuery, rotatedKey, b.splitHeads(steps.value, op.getHeadDim()),
-        /*bias=*/{}, op.getCausal(), op.getWindowAttr(), /*scale=*/{});
+        /*bias=*/{}, op.getCausal(), op.getWindowAttr(), /*scale=*/{},
+        /*positions=*/{}, paddingMask);
     Value output = b.project(b.mergeHeads(attention), op.getWo());
     rewriter.replaceOp(op, b.castTo(output, op.getType()));
     return success();

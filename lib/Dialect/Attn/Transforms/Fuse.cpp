@@ -228,6 +228,13 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
       return rewriter.notifyMatchFailure(norm, "value is not a projection");
     }
 
+    // A padded batch: the kernel zeroes the padded tokens' rows itself.
+    Value paddingMask;
+    if (auto masked = input.getDefiningOp<MaskTokensOp>()) {
+      input = masked.getInput();
+      paddingMask = masked.getMask();
+    }
+
     // Every operand must be available where the attention runs.
     SmallVector<Value> operands = {input,
                                    queryProjection.getWeight(),
@@ -240,6 +247,8 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
                                    norm.getTemp()};
     if (previousWeight)
       operands.push_back(previousWeight);
+    if (paddingMask)
+      operands.push_back(paddingMask);
     DominanceInfo dominance;
     if (!llvm::all_of(operands, [&](Value operand) {
           return dominance.properlyDominates(operand, sdpa);
@@ -253,7 +262,7 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
         input, queryProjection.getWeight(), keyProjection.getWeight(),
         currentWeight, previousWeight, depthwise.getWeight(),
         depthwise.getBias(), grouped.getWeight(), grouped.getBias(),
-        norm.getTemp(), rewriter.getI64IntegerAttr(numHeads),
+        norm.getTemp(), paddingMask, rewriter.getI64IntegerAttr(numHeads),
         rewriter.getI64IntegerAttr(numKvHeads),
         rewriter.getI64IntegerAttr(headDim),
         rewriter.getDenseI64ArrayAttr({k0, k1}),
@@ -484,8 +493,9 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
     bool keyIsValue = key == value;
     rewriter.replaceOpWithNewOp<FlashAttentionOp>(
         op, op.getType(), query, key, keyIsValue ? Value() : value,
-        op.getBias(), op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.blockQ),
+        op.getBias(), op.getKeyMask(), op.getCausalAttr(), op.getWindowAttr(),
+        op.getScaleAttr(), queryRope, keyRope,
+        rewriter.getI64IntegerAttr(tiles.blockQ),
         rewriter.getI64IntegerAttr(tiles.blockKV));
     return success();
   }

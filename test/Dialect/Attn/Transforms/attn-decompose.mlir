@@ -519,3 +519,34 @@ func.func @cca_decode(%x: tensor<2x?x16xf32>, %wq: tensor<8x16xf32>,
       : tensor<2x?x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
         tensor<2x2x12xf32>, tensor<2x1x2xf32>
 }
+
+// A padded batch: every projection reads x with the padded tokens zeroed
+// (their u, values and delayed values are zero) and the attention masks
+// them as keys with the same mask.
+// CHECK-LABEL: func.func @cca_padding_mask(
+// CHECK:       %[[XM:.+]] = attn.mask_tokens %arg0, %arg11 : tensor<?x?x16xf32>, tensor<?x?xi64>
+// CHECK:       attn.project %[[XM]], %arg1 :
+// CHECK:       attn.project %[[XM]], %arg2 :
+// CHECK-DAG:   attn.project %[[XM]], %arg3 :
+// CHECK-DAG:   attn.project %[[XM]], %arg4 :
+// CHECK:       %[[O:.+]] = attn.sdpa %{{.+}}, %{{.+}}, %{{.+}} key_mask(%arg11) {causal} :
+// CHECK:       attn.project %{{.+}}, %arg10 :
+// CHECK-NOT:   attn.project %arg0
+func.func @cca_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
+                            %wk: tensor<8x16xf32>, %wvc: tensor<4x16xf32>,
+                            %wvp: tensor<4x16xf32>,
+                            %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                            %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                            %temp: tensor<2xf32>, %wo: tensor<16x16xf32>,
+                            %m: tensor<?x?xi64>) -> tensor<?x?x16xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp) conv_dw(%dw, %dwb)
+      conv_g(%gw, %gwb) temp(%temp) wo(%wo) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, causal}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
+         tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>,
+         tensor<2xf32>, tensor<16x16xf32>, tensor<?x?xi64>)
+      -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}

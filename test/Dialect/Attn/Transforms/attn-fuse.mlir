@@ -298,3 +298,33 @@ func.func @cca_decode_step(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>,
       : tensor<2x1x16xf32>, tensor<2x64x1x4xf32>, tensor<2x64x1x4xf32>,
         tensor<2x2x12xf32>, tensor<2x1x2xf32>
 }
+
+// -----
+
+// A padded batch: the prologue reads x itself and zeroes the padded tokens
+// (the mask_tokens of the decomposition is folded into it), the flash
+// kernel masks them as keys.
+// CHECK-LABEL: func.func @ccgqa_padding_mask
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg11) {block_s = 64 : i64
+// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] key_mask(%arg11) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 8 : i64}
+// CHECK-NOT: attn.mask_tokens
+// CHECK-NOT: attn.sdpa
+func.func @ccgqa_padding_mask(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
+                              %wk: tensor<32x64xf32>, %wv: tensor<16x64xf32>,
+                              %wvp: tensor<16x64xf32>, %dw: tensor<96x1x2xf32>,
+                              %dwb: tensor<96xf32>, %gw: tensor<96x16x2xf32>,
+                              %gwb: tensor<96xf32>, %temp: tensor<2xf32>,
+                              %wo: tensor<64x64xf32>, %m: tensor<?x?xi32>)
+    -> tensor<?x?x64xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, causal,
+       window = 8 : i64, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>,
+         tensor<16x64xf32>, tensor<16x64xf32>, tensor<96x1x2xf32>,
+         tensor<96xf32>, tensor<96x16x2xf32>, tensor<96xf32>, tensor<2xf32>,
+         tensor<64x64xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}

@@ -45,7 +45,8 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
+def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "fused CCA prologue: projections, convolutions, norm, RoPE";
   let description = [{
     Steps 1 to 6 of `attn.cca` in one kernel: the down-projections, both
@@ -60,6 +61,10 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
     it (the convolution halo) and of the one token before it (the value
     shift), so blocks are independent; the first block sees zero padding
     instead.
+
+    With `padding_mask [batch, seq]` (integers), tokens whose mask is zero
+    count as zero rows of `x`: their projections, their convolution inputs
+    and their delayed values are zero, as `attn.cca` with the mask defines.
 
     ```mlir
     %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
@@ -85,6 +90,7 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
     Attn_FloatTensor:$conv_g_weight,
     Attn_FloatTensor:$conv_g_bias,
     Attn_FloatTensor:$temp,
+    Optional<Attn_MaskTensor>:$padding_mask,
     Attn_PositiveI64Attr:$num_heads,
     Attn_PositiveI64Attr:$num_kv_heads,
     Attn_PositiveI64Attr:$head_dim,
@@ -106,6 +112,7 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue", [Pure]> {
     `conv_dw` `(` $conv_dw_weight `,` $conv_dw_bias `)`
     `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
     `temp` `(` $temp `)`
+    (`padding_mask` `(` $padding_mask^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -142,6 +149,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
       key tiles entirely outside the window.
     * GQA: the `Hq / Hk` query heads of a group are served from one key and
       value tile.
+    * `key_mask [batch, T]` (integers): keys whose mask is zero are masked,
+      as in `attn.sdpa` (the padding of a batch).
 
     ```mlir
     // K=V with GQA-4 and RoPE on load.
@@ -156,6 +165,7 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Optional<Attn_FloatTensor>:$value,
                        Optional<Attn_FloatTensor>:$bias,
+                       Optional<Attn_MaskTensor>:$key_mask,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale,
@@ -165,7 +175,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
                        Attn_PositiveI64Attr:$block_kv);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key (`,` $value^)? (`bias` `(` $bias^ `)`)? attr-dict
+    $query `,` $key (`,` $value^)? (`bias` `(` $bias^ `)`)?
+    (`key_mask` `(` $key_mask^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

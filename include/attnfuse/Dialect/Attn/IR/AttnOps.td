@@ -14,6 +14,8 @@ def Attn_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Attn_PositiveI64Attr : ConfinedAttr<I64Attr, [IntPositive]>;
 /// Per-sequence token counts and positions, block tables.
 def Attn_IntTensor : RankedTensorOf<[I32, I64]>;
+/// Token masks `[batch, seq]`: nonzero marks a real token, zero a padded one.
+def Attn_MaskTensor : RankedTensorOf<[AnySignlessInteger]>;
 
 //===----------------------------------------------------------------------===//
 // Layer ops
@@ -111,7 +113,7 @@ def Attn_QKVAttentionOp : Attn_Op<"qkv_attention",
   }];
 }
 
-def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
+def Attn_CCAOp : Attn_Op<"cca", [Pure, AttrSizedOperandSegments]> {
   let summary = "compressed convolutional attention layer (CCA / CCGQA)";
   let description = [{
     A whole compressed convolutional attention layer (Zyphra, ZAYA1). With
@@ -142,6 +144,13 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
     7. softmax attention in latent space with scale `1/sqrt(head_dim)`
        (optionally causal and windowed), then `y = o Wo^T` with
        `wo [E, Lq]`.
+
+    With `padding_mask(%m)` (`[B, S]` integers, nonzero for a real token),
+    the padded tokens' `x` rows are zeroed before every projection (so they
+    feed zeros to the convolutions and the value shift) and they are masked
+    as keys: a batch padded on either side gives its real tokens the results
+    of the unpadded sequences (as Hugging Face transformers' ZAYA with a 2-D
+    `attention_mask`).
 
     Example (ZAYA1-shaped CCGQA, a sliding-window layer with the norm of
     transformers' ZAYA in bf16):
@@ -176,6 +185,7 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
     Attn_FloatTensor:$conv_g_bias,
     Attn_FloatTensor:$temp,
     Attn_FloatTensor:$wo,
+    Optional<Attn_MaskTensor>:$padding_mask,
     Attn_PositiveI64Attr:$num_heads,
     Attn_PositiveI64Attr:$num_kv_heads,
     Attn_PositiveI64Attr:$head_dim,
@@ -198,6 +208,7 @@ def Attn_CCAOp : Attn_Op<"cca", [Pure]> {
     `conv_dw` `(` $conv_dw_weight `,` $conv_dw_bias `)`
     `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
     `temp` `(` $temp `)` `wo` `(` $wo `)`
+    (`padding_mask` `(` $padding_mask^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 
@@ -399,6 +410,28 @@ def Attn_RoPEOp : Attn_Op<"rope", [Pure,
   let hasFolder = 1;
 }
 
+def Attn_MaskTokensOp : Attn_Op<"mask_tokens", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "zero the padded tokens of a batch";
+  let description = [{
+    `result[b, s, :] = input[b, s, :]` where `mask[b, s] != 0`, else zeros:
+    the padded tokens of a `[batch, seq, width]` activation, marked by zeros
+    in the `[batch, seq]` integer `mask`, become zero vectors.
+
+    ```mlir
+    %xm = attn.mask_tokens %x, %mask : tensor<?x?x1024xf32>, tensor<?x?xi64>
+    ```
+
+    Semantics: docs/semantics.md#attnmask_tokens
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_MaskTensor:$mask);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $mask attr-dict `:` type($input) `,` type($mask)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention with head sharing";
   let description = [{
@@ -410,7 +443,9 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     (the queries are the last `S` positions), or `p_i = positions[b] + i`
     with a `positions [batch]` operand (a decoder's queries over its cache,
     which may hold more rows than tokens). `causal` keeps keys `j <= p_i`;
-    `window = w` further keeps `p_i - j < w`. A fully masked row gives zeros.
+    `window = w` further keeps `p_i - j < w`; with a `key_mask [batch, T]`
+    (integers), only keys `j` with `key_mask[b, j] != 0` are visible (the
+    padding of a batch). A fully masked row gives zeros.
     `scale` defaults to `1/sqrt(d)`. The optional `bias` is `[S, T]` or
     `[Hq, S, T]`.
 
@@ -422,6 +457,10 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     %d = attn.sdpa %q1, %kc, %vc positions(%pos) {causal}
         : (tensor<8x1x16x64xf32>, tensor<8x4096x4x64xf32>,
            tensor<8x4096x4x64xf32>, tensor<8xi32>) -> tensor<8x1x16x64xf32>
+    // A padded batch: keys with mask 0 are never attended to.
+    %p = attn.sdpa %q, %k, %v key_mask(%m) {causal}
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<?x?xi64>) -> tensor<?x?x16x64xf32>
     ```
 
     Semantics: docs/semantics.md#attnsdpa
@@ -430,13 +469,15 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        Attn_FloatTensor:$value,
                        Optional<Attn_FloatTensor>:$bias,
                        Optional<Attn_IntTensor>:$positions,
+                       Optional<Attn_MaskTensor>:$key_mask,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`bias` `(` $bias^ `)`)?
-    (`positions` `(` $positions^ `)`)? attr-dict
+    (`positions` `(` $positions^ `)`)? (`key_mask` `(` $key_mask^ `)`)?
+    attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
