@@ -14,6 +14,8 @@
 // (docs/semantics.md); the depthwise bias is still added at padded
 // positions, as there.
 // Blocks are independent: the halo is recomputed, never carried.
+// With a padding mask, the padded tokens' rows of x are zeroed first: zero
+// projections, convolution inputs and delayed values, as attn.cca defines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -317,11 +319,29 @@ SmallVector<Value> CCAPrologueLowering::build() {
   Type elementType = kb.elementType;
   Value padValue = arith::ConstantOp::create(b, loc, elementType,
                                              b.getZeroAttr(elementType));
+  Value source = op.getInput();
+  if (Value mask = op.getPaddingMask()) {
+    // x[b, s] where mask[b, s] != 0, else a zero row.
+    Type maskType = cast<RankedTensorType>(mask.getType()).getElementType();
+    Value maskZero =
+        arith::ConstantOp::create(b, loc, maskType, b.getZeroAttr(maskType));
+    source = kb.generic(
+        {source, mask},
+        kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, width},
+                 elementType, {batch, tokens}),
+        {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
+        {kPar, kPar, kPar},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value real = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                             args[1], maskZero);
+          return arith::SelectOp::create(nb, l, real, args[0], padValue);
+        });
+  }
   Value input = tensor::PadOp::create(
       b, loc,
       RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, width},
                             elementType),
-      op.getInput(), low, high, padValue);
+      source, low, high, padValue);
 
   auto outputOf = [&](int64_t outHeads) {
     return kb.empty(

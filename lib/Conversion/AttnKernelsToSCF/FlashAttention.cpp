@@ -13,7 +13,8 @@
 // path. Q, K and V are zero-padded once to whole tiles so every tile has a
 // static shape; padded keys are masked and padded query rows dropped.
 // For K=V the one key tile read serves Q K^T (rotated on load when the
-// op says so) and P V (un-rotated).
+// op says so) and P V (un-rotated). A key mask (a padded batch) is read
+// per key tile and masks every tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,8 +68,8 @@ private:
                                             Value key0);
   /// Scaled, biased and (when `masked`) masked scores `[G, block_q,
   /// block_kv]` of the query tile against the key tile at `key0`.
-  Value scores(Value queryTile, Value keyTile, Value kvHead, Value row0,
-               Value key0, bool masked);
+  Value scores(Value queryTile, Value keyTile, Value batchIndex, Value kvHead,
+               Value row0, Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
   /// Writes acc / l of one query block into `output`.
@@ -86,7 +87,7 @@ private:
 
   // Values shared by every tile, set by build().
   Value queries, keys, offset;
-  Value query, key, value, bias;
+  Value query, key, value, bias, keyMask;
   RopeTables queryRope, keyRope;
 };
 
@@ -110,6 +111,10 @@ Value FlashAttentionLowering::build() {
     bias = kb.padDimTo(kb.padDimTo(biasOperand, rank - 2, paddedQueries),
                        rank - 1, paddedKeys);
   }
+
+  // Padded keys read a zero mask: masked like the keys past the end.
+  if (Value mask = op.getKeyMask())
+    keyMask = kb.padDimTo(mask, 1, paddedKeys);
 
   Value positions = kb.max(paddedQueries, paddedKeys);
   queryRope = buildRopeTables(kb, op.getQueryRopeAttr(), headDim, positions);
@@ -197,8 +202,8 @@ FlashAttentionLowering::loadKeyValueTiles(Value batchIndex, Value kvHead,
 }
 
 Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
-                                     Value kvHead, Value row0, Value key0,
-                                     bool masked) {
+                                     Value batchIndex, Value kvHead, Value row0,
+                                     Value key0, bool masked) {
   // s[g, i, c] = sum_e q[g, i, e] k[e, c]: c innermost and contiguous.
   Value init = kb.fill(kb.empty({group, blockQ, blockKV}, kb.computeType),
                        kb.constant(0.0));
@@ -228,6 +233,12 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
           kb.slice(bias, {row0, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
       maps.push_back(kb.map(3, {1, 2}));
     }
+  }
+  unsigned keyMaskArg = inputs.size();
+  if (masked && keyMask) {
+    inputs.push_back(
+        kb.slice(keyMask, {batchIndex, key0}, {1, blockKV}, {blockKV}));
+    maps.push_back(kb.map(3, {2}));
   }
   maps.push_back(kb.map(3, {0, 1, 2}));
   Value scaleValue = kb.constant(scale);
@@ -264,6 +275,15 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
               nb, l, valid,
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, distance,
                                     windowValue));
+        }
+        if (keyMask) {
+          Value element = args[keyMaskArg];
+          Value zero = arith::ConstantOp::create(
+              nb, l, element.getType(), nb.getZeroAttr(element.getType()));
+          valid = arith::AndIOp::create(
+              nb, l, valid,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, element,
+                                    zero));
         }
         return arith::SelectOp::create(nb, l, valid, score, negInf);
       });
@@ -401,29 +421,38 @@ Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
         Value keyTile, valueTile;
         std::tie(keyTile, valueTile) =
             loadKeyValueTiles(batchIndex, kvHead, key0);
-        // Only tiles crossing the end of the keys, the diagonal or the
+        // A key mask can hide any key: every tile is masked. Otherwise
+        // only tiles crossing the end of the keys, the diagonal or the
         // window edge need the mask.
-        Value lastKey = kb.add(key0, blockKV - 1);
-        Value needsMask = kb.lessThan(kb.sub(keys, kb.index(1)), lastKey);
-        if (op.getCausal())
-          needsMask = kb.orI(needsMask, kb.lessThan(firstQuery, lastKey));
-        if (std::optional<int64_t> window = op.getWindow())
-          needsMask = kb.orI(needsMask, kb.lessThan(kb.index(*window - 1),
-                                                    kb.sub(lastQuery, key0)));
-        auto branch = scf::IfOp::create(
-            b, loc, needsMask,
-            [&](OpBuilder &, Location) {
-              scf::YieldOp::create(b, loc,
-                                   scores(queryTile, keyTile, kvHead, row0,
-                                          key0, /*masked=*/true));
-            },
-            [&](OpBuilder &, Location) {
-              scf::YieldOp::create(b, loc,
-                                   scores(queryTile, keyTile, kvHead, row0,
-                                          key0, /*masked=*/false));
-            });
-        scf::YieldOp::create(b, loc,
-                             update(branch.getResult(0), valueTile, state));
+        Value scoreTile;
+        if (keyMask) {
+          scoreTile = scores(queryTile, keyTile, batchIndex, kvHead, row0, key0,
+                             /*masked=*/true);
+        } else {
+          Value lastKey = kb.add(key0, blockKV - 1);
+          Value needsMask = kb.lessThan(kb.sub(keys, kb.index(1)), lastKey);
+          if (op.getCausal())
+            needsMask = kb.orI(needsMask, kb.lessThan(firstQuery, lastKey));
+          if (std::optional<int64_t> window = op.getWindow())
+            needsMask = kb.orI(needsMask, kb.lessThan(kb.index(*window - 1),
+                                                      kb.sub(lastQuery, key0)));
+          auto branch = scf::IfOp::create(
+              b, loc, needsMask,
+              [&](OpBuilder &, Location) {
+                scf::YieldOp::create(b, loc,
+                                     scores(queryTile, keyTile, batchIndex,
+                                            kvHead, row0, key0,
+                                            /*masked=*/true));
+              },
+              [&](OpBuilder &, Location) {
+                scf::YieldOp::create(b, loc,
+                                     scores(queryTile, keyTile, batchIndex,
+                                            kvHead, row0, key0,
+                                            /*masked=*/false));
+              });
+          scoreTile = branch.getResult(0);
+        }
+        scf::YieldOp::create(b, loc, update(scoreTile, valueTile, state));
       });
   return store(output, keyLoop.getResult(2), keyLoop.getResult(1), batchIndex,
                kvHead, row0);

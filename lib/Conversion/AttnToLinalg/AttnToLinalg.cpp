@@ -18,10 +18,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
-#include "llvm/Support/MathExtras.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -78,6 +78,14 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
 /// A position, length or page index read as an `index`.
 Value toIndex(OpBuilder &b, Location loc, Value integer) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
+}
+
+/// Whether a mask element (any integer type) marks a real token.
+Value isNonZero(OpBuilder &b, Location loc, Value maskElement) {
+  Value zero = arith::ConstantOp::create(b, loc, maskElement.getType(),
+                                         b.getZeroAttr(maskElement.getType()));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, maskElement,
+                               zero);
 }
 
 /// Size `dim` of `tensor`, static when known.
@@ -694,6 +702,45 @@ struct RoPELowering : OpConversionPattern<RoPEOp> {
 // attn.sdpa: masked, max-subtracted softmax attention with GQA
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// attn.mask_tokens: x[b, s] where mask[b, s] != 0, else zeros
+//===----------------------------------------------------------------------===//
+
+struct MaskTokensLowering : OpConversionPattern<MaskTokensOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MaskTokensOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    Type elementType = elementTypeOf(input);
+    AffineExpr d0, d1, d2;
+    bindDims(ctx, d0, d1, d2);
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, input);
+    Value zero = floatConstant(rewriter, loc, elementType, 0.0);
+    Value result =
+        buildGeneric(
+            rewriter, loc, ValueRange{input, adaptor.getMask()},
+            emptyTensor(rewriter, loc, sizes, elementType),
+            {rewriter.getMultiDimIdentityMap(3), projection(ctx, 3, {d0, d1}),
+             rewriter.getMultiDimIdentityMap(3)},
+            {kPar, kPar, kPar},
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::SelectOp::create(b, l, isNonZero(b, l, args[1]),
+                                          args[0], zero)
+                      .getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
 struct SDPALowering : OpConversionPattern<SDPAOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -787,6 +834,14 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
       logitInputs.push_back(positions);
       logitMaps.push_back(projection(ctx, 4, {d0}));
     }
+    // A padded batch: key j of sequence b is visible only where
+    // key_mask[b, j] != 0.
+    unsigned keyMaskArg = logitInputs.size();
+    Value keyMask = adaptor.getKeyMask();
+    if (keyMask) {
+      logitInputs.push_back(keyMask);
+      logitMaps.push_back(projection(ctx, 4, {d0, d3}));
+    }
     logitMaps.push_back(id4);
     Value logits =
         buildGeneric(
@@ -819,6 +874,9 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
                 }
                 logit = arith::SelectOp::create(b, l, keep, logit, negInf);
               }
+              if (keyMask)
+                logit = arith::SelectOp::create(
+                    b, l, isNonZero(b, l, args[keyMaskArg]), logit, negInf);
               linalg::YieldOp::create(b, l, logit);
             })
             .getResult(0);
@@ -1190,8 +1248,8 @@ LogicalResult attnfuse::checkCPULoweringLimits(Operation *root) {
     auto tensorType = dyn_cast<RankedTensorType>(type);
     if (!tensorType || !tensorType.hasStaticShape())
       return false;
-    int64_t bytes = std::max<int64_t>(
-        1, (tensorType.getElementTypeBitWidth() + 7) / 8);
+    int64_t bytes =
+        std::max<int64_t>(1, (tensorType.getElementTypeBitWidth() + 7) / 8);
     for (int64_t dim : tensorType.getShape())
       if (dim > 0 && llvm::MulOverflow(bytes, dim, bytes))
         return true;
@@ -1254,8 +1312,8 @@ struct ConvertAttnToLinalgPass
     // fused kernel ops of convert-attn-kernels-to-scf) are left alone.
     ConversionTarget target(*ctx);
     target.addIllegalOp<ProjectOp, CausalConv1DOp, QKMeanOp, QKNormOp,
-                        ValueShiftOp, RoPEOp, SDPAOp, CacheUpdateOp,
-                        CacheGatherOp, StateUpdateOp>();
+                        ValueShiftOp, RoPEOp, MaskTokensOp, SDPAOp,
+                        CacheUpdateOp, CacheGatherOp, StateUpdateOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     attnfuse::populateAttnToLinalgPatterns(patterns);
@@ -1268,7 +1326,7 @@ struct ConvertAttnToLinalgPass
 
 void attnfuse::populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<ProjectLowering, CausalConv1DLowering, QKMeanLowering,
-               QKNormLowering, ValueShiftLowering, RoPELowering, SDPALowering,
-               CacheUpdateLowering, CacheGatherLowering, StateUpdateLowering>(
-      patterns.getContext());
+               QKNormLowering, ValueShiftLowering, RoPELowering,
+               MaskTokensLowering, SDPALowering, CacheUpdateLowering,
+               CacheGatherLowering, StateUpdateLowering>(patterns.getContext());
 }

@@ -135,3 +135,60 @@ func.func @prologue_clamp_eps(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
 }
+
+// -----
+
+// A padding mask: x's padded tokens are zeroed once, before the halo
+// padding, so the projections, the convolutions and the delayed values of
+// every block read zeros there.
+// CHECK-LABEL: func.func @prologue_padding_mask
+// CHECK: %[[MASKED:.*]] = linalg.generic {{.*}} ins(%arg0, %arg10 : tensor<?x?x16xbf16>, tensor<?x?xi64>)
+// CHECK:   %[[REAL:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i64
+// CHECK:   arith.select %[[REAL]], %{{.*}}, %{{.*}} : bf16
+// CHECK: tensor.pad %[[MASKED]] low[0, 2, 0] high[0, %{{.*}}, 0]
+// CHECK-NOT: attn.
+func.func @prologue_padding_mask(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
+                                 %wk: tensor<16x16xbf16>, %wv: tensor<8x16xbf16>,
+                                 %wvp: tensor<8x16xbf16>, %dw: tensor<48x1x2xbf16>,
+                                 %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
+                                 %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>,
+                                 %m: tensor<?x?xi64>)
+    -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       block_s = 4 : i64}
+      : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
+         tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
+         tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
+         tensor<2xbf16>, tensor<?x?xi64>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+  return %q, %k, %v
+      : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
+}
+
+// -----
+
+// A key mask: padded to whole key tiles with zeros (masked like the keys
+// past the end), one [block_kv] slice per key tile, and every tile takes
+// the masked path (no scf.if choosing the unmasked one).
+// CHECK-LABEL: func.func @flash_key_mask
+// CHECK: %[[MASK:.*]] = tensor.pad %arg2 low[0, 0] high[0, %{{.*}}]
+// CHECK-NOT: scf.if
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[MASK]][%{{.*}}, %{{.*}}] [1, 8] [1, 1] : tensor<?x?xi32> to tensor<8xi32>
+// CHECK: linalg.generic {{.*}} ins(%[[TILE]] : tensor<8xi32>)
+// CHECK:   arith.cmpi sle
+// CHECK:   %[[REAL:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i32
+// CHECK:   %[[VISIBLE:.*]] = arith.andi %{{.*}}, %[[REAL]] : i1
+// CHECK:   arith.select %[[VISIBLE]]
+// CHECK-NOT: scf.if
+// CHECK-NOT: attn.
+func.func @flash_key_mask(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
+                          %m: tensor<?x?xi32>) -> tensor<?x?x4x16xf32> {
+  %o = attn.flash_attention %q, %k key_mask(%m)
+      {block_q = 8 : i64, block_kv = 8 : i64, causal}
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?xi32>)
+      -> tensor<?x?x4x16xf32>
+  return %o : tensor<?x?x4x16xf32>
+}

@@ -13,6 +13,8 @@
 // CHECK-DAG: #[[CW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
 // CHECK-DAG: #[[CO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
 // CHECK-DAG: #[[ID4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[KEYMASK:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+// CHECK-DAG: #[[TOKEN:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // qk_mean: query head h adds k_raw of KV head h floordiv G (G = 2); the
 // group mean reduces over the G axis of q_raw viewed as [B, S, Hk, G, d].
 // CHECK-DAG: #[[KVH:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 floordiv 2, d3)>
@@ -313,6 +315,32 @@ func.func @rope_sdpa_positions(%q: tensor<2x1x4x8xf32>, %k: tensor<2x16x2x8xf32>
   %qr = attn.rope %q positions(%pos : tensor<2xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<2x1x4x8xf32>
   %o = attn.sdpa %qr, %k, %k positions(%pos) {causal} : (tensor<2x1x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2xi32>) -> tensor<2x1x4x8xf32>
   return %o : tensor<2x1x4x8xf32>
+}
+
+// A key mask [B, T] is read at (b, j) by the logits pass: keys whose mask
+// is 0 get -inf after the causal mask (a row with no visible key gives 0).
+// CHECK-LABEL: func.func @sdpa_key_mask(
+// CHECK: linalg.generic {indexing_maps = [#[[ID4]], #[[KEYMASK]], #[[ID4]]], {{.+}} ins(%{{.+}}, %arg2 : tensor<2x4x5x5xf32>, tensor<2x5xi64>)
+// CHECK:   ^bb0(%{{.+}}: f32, %[[M:.+]]: i64, %{{.+}}: f32):
+// CHECK:   %[[CAUSAL:.+]] = arith.select
+// CHECK:   %[[REAL:.+]] = arith.cmpi ne, %[[M]], %{{.+}} : i64
+// CHECK:   %[[LOGIT:.+]] = arith.select %[[REAL]], %[[CAUSAL]], %{{.+}} : f32
+// CHECK:   linalg.yield %[[LOGIT]]
+func.func @sdpa_key_mask(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf32>, %m: tensor<2x5xi64>) -> tensor<2x5x4x8xf32> {
+  %o = attn.sdpa %q, %k, %k key_mask(%m) {causal} : (tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5xi64>) -> tensor<2x5x4x8xf32>
+  return %o : tensor<2x5x4x8xf32>
+}
+
+// attn.mask_tokens: x where the mask is nonzero, else 0, per token.
+// CHECK-LABEL: func.func @mask_tokens(
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : bf16
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[TOKEN]], #{{.+}}], {{.+}} ins(%arg0, %arg1 : tensor<?x?x16xbf16>, tensor<?x?xi1>)
+// CHECK:   ^bb0(%[[X:.+]]: bf16, %[[M:.+]]: i1, %{{.+}}: bf16):
+// CHECK:   %[[REAL:.+]] = arith.cmpi ne, %[[M]], %{{.+}} : i1
+// CHECK:   arith.select %[[REAL]], %[[X]], %[[ZERO]] : bf16
+func.func @mask_tokens(%x: tensor<?x?x16xbf16>, %m: tensor<?x?xi1>) -> tensor<?x?x16xbf16> {
+  %y = attn.mask_tokens %x, %m : tensor<?x?x16xbf16>, tensor<?x?xi1>
+  return %y : tensor<?x?x16xbf16>
 }
 
 // After canonicalization nothing of the attn dialect is left and the dims
