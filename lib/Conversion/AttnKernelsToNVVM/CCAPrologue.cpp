@@ -52,6 +52,12 @@ FailureOr<ProloguePlan>
 attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                 std::string &unsupported) {
   ProloguePlan p;
+  // Not a shape the kernel lacks but a different function: an error, not a
+  // host fallback.
+  if (op.getPaddingMask())
+    return op.emitOpError()
+           << "padding_mask (a padded batch) is not supported by the sm_90a "
+              "prologue kernel yet; the CPU target supports it";
   auto inputType = cast<RankedTensorType>(op.getInput().getType());
   FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
                                             options, p.hostCastFromF32);

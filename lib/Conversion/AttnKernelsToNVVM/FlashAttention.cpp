@@ -105,6 +105,10 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
+  if (op.getKeyMask())
+    return op.emitOpError()
+           << "key_mask (a padded batch) is not supported by the sm_90a "
+              "kernel yet; the CPU target supports it";
   p.blockQ = op.getBlockQ();
   p.blockKV = op.getBlockKv();
   p.stages = options.stages;
@@ -281,8 +285,8 @@ void FlashEmitter::emit() {
   lane = d.remu(tid, 32);
   smem = d.alignedDynamicShared(kSharedSymbol);
 
-  // Barrier initialization by one thread, fenced for the async proxy (TMA), visible to all
-  // after bar.sync.
+  // Barrier initialization by one thread, fenced for the async proxy (TMA),
+  // visible to all after bar.sync.
   d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
     for (int64_t s = 0; s < p.stages; ++s) {
       Value sv = d.c32(s);
