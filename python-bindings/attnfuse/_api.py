@@ -141,7 +141,7 @@ def cca(**config):
     builders.cca_text (embed_dim, num_heads, num_kv_heads, head_dim,
     conv_kernel_sizes, qk_mean, value_shift, temperature, causal, window,
     rope_theta, rope_fraction, dtype, batch, seq, num_layers, residual,
-    name)."""
+    name, padding_mask)."""
     text, names = builders.cca_text(**config)
     return _built(text, names, config.get("name", "model"))
 

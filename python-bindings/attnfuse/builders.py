@@ -9,6 +9,8 @@ A model is one `func.func @NAME` that takes the input `%x : [B, S, E]`
 (torch.nn.Linear layout `[out, in]`) as arguments, named `l{i}_{weight}`,
 runs the layers in order and returns the last hidden state. With
 `residual`, each layer adds its input: `%h{i} = arith.addf %h{i-1}, %y{i}`.
+A CCA model built with a padding mask also takes `%mask : [B, S]` (i32 or
+i64, nonzero for a real token) right after `%x`, read by every layer.
 """
 
 import textwrap
@@ -16,6 +18,8 @@ import textwrap
 DTYPES = ("f32", "f16", "bf16")
 SHARING_MODES = ("none", "kv", "qk", "qkv")
 TEMPERATURES = ("raw", "clamped")
+# Element types of a padding mask (the CPU JIT passes i32 and i64 arrays).
+MASK_DTYPES = ("i32", "i64")
 # How eps enters CCA's per-head L2 norm: sqrt(|x|^2 + eps) (the IR's
 # default) or max(|x|, eps) (Hugging Face transformers' ZAYA).
 NORMS = ("sqrt_eps", "clamp_eps")
@@ -178,29 +182,37 @@ def _cca_parts(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
 def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
               rope_fraction, causal, dtype="bf16", qk_mean=True,
               value_shift=True, temperature="raw", window=None,
-              batch=None, seq=None, residual=True, norm=None, eps=None):
+              batch=None, seq=None, residual=True, norm=None, eps=None,
+              mask_dtype=None):
     """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
 
     The defaults are CCGQA as in ZAYA1 (Hugging Face transformers' `zaya`):
     qk-mean, value shift, and the keys multiplied by the raw learned
     `temp` ("clamped": exp(clamp(temp, 1e-7, 2)), for checkpoints trained
-    with that form)."""
+    with that form). mask_dtype ("i32" or "i64") makes the layer read the
+    function's `%mask` as its padding_mask."""
     args, operands, attrs = _cca_parts(index, width, heads, kv_heads, head_dim,
                                        kernels, rope_theta, rope_fraction,
                                        causal, dtype, qk_mean, value_shift,
                                        temperature, window, norm, eps)
     x_type = tensor((batch, seq, width), dtype)
+    types = [t for _, t in args]
+    if mask_dtype is not None:
+        operands[-1] += " padding_mask(%mask)"
+        types.append(tensor((batch, seq), mask_dtype))
     lines = _layer_lines(index, "attn.cca {prev}", operands,
-                         _attr_block(attrs), [t for _, t in args], x_type,
-                         residual)
+                         _attr_block(attrs), types, x_type, residual)
     return args, lines
 
 
 def module(header, layers, width, dtype="bf16", name="model", batch=None,
-           seq=None):
-    """The text of one model: header comment lines, then `@name`."""
+           seq=None, mask_dtype=None):
+    """The text of one model: header comment lines, then `@name` (taking
+    `%mask` after `%x` with a mask_dtype)."""
     x_type = tensor((batch, seq, width), dtype)
     args = [("%x", x_type)]
+    if mask_dtype is not None:
+        args.append(("%mask", tensor((batch, seq), mask_dtype)))
     body = []
     for index, (layer_args, layer_lines) in enumerate(layers):
         args.append((f"// layer {index}", None))
@@ -224,9 +236,9 @@ def module(header, layers, width, dtype="bf16", name="model", batch=None,
     return "\n".join(out) + "\n"
 
 
-def argument_names(layers):
+def argument_names(layers, mask=False):
     """Names of the model function's arguments, in order (without `%`)."""
-    names = ["x"]
+    names = ["x"] + (["mask"] if mask else [])
     for layer_args, _ in layers:
         names += [arg[1:] for arg, _ in layer_args]
     return names
@@ -378,7 +390,8 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
              temperature="raw", norm=None, eps=None, causal=True,
              window=None,
              rope_theta=None, rope_fraction=1.0, dtype="f32", batch=None,
-             seq=None, num_layers=1, residual=None, name="model", header=()):
+             seq=None, num_layers=1, residual=None, name="model", header=(),
+             padding_mask=False):
     """(text, argument names) of a stack of `attn.cca` layers (CCA when
     num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text.
     temperature: "raw" (default, as Hugging Face transformers' ZAYA: keys
@@ -386,7 +399,11 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
     norm and eps: how each head's L2 norm avoids zero, "sqrt_eps"
     (sqrt(|x|^2 + eps), the IR's default, eps 1e-12) or "clamp_eps"
     (max(|x|, eps), as transformers with eps = MACHINE_EPS[dtype]); None
-    leaves the IR's default."""
+    leaves the IR's default. padding_mask: False (default), True (an i64
+    mask, as a torch attention_mask) or "i32"/"i64": the function takes
+    `mask [B, S]` after `x` (nonzero for a real token) and every layer
+    zeroes the padded tokens before its projections and masks them as
+    keys, so a padded batch gives its real tokens the unpadded results."""
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, seq, num_layers,
                                      window, rope_theta, rope_fraction)
@@ -397,6 +414,7 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
             f"head_dim ({num_kv_heads * head_dim}) must be even")
     if residual is None:
         residual = num_layers > 1
+    mask_dtype = _mask_dtype(padding_mask)
     windows = _per_layer("window", window, num_layers)
     thetas = _per_layer("rope_theta", rope_theta, num_layers)
     layers = [cca_layer(i, embed_dim, num_heads, num_kv_heads, head_dim,
@@ -404,10 +422,24 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                         dtype=dtype, qk_mean=qk_mean, value_shift=value_shift,
                         temperature=temperature, norm=norm, eps=eps,
                         window=windows[i],
-                        batch=batch, seq=seq, residual=residual)
+                        batch=batch, seq=seq, residual=residual,
+                        mask_dtype=mask_dtype)
               for i in range(num_layers)]
-    return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
-            argument_names(layers))
+    return (module(list(header), layers, embed_dim, dtype, name, batch, seq,
+                   mask_dtype),
+            argument_names(layers, mask=mask_dtype is not None))
+
+
+def _mask_dtype(padding_mask):
+    """The mask element type of cca_text's padding_mask option, or None."""
+    if padding_mask is False or padding_mask is None:
+        return None
+    if padding_mask is True:
+        return "i64"
+    if padding_mask in MASK_DTYPES:
+        return padding_mask
+    raise ValueError(f"padding_mask must be False, True or one of "
+                     f"{', '.join(MASK_DTYPES)}, got {padding_mask!r}")
 
 
 # ---------------------------------------------------------------------------

@@ -413,7 +413,8 @@ def _zaya(data, dtype, num_layers):
                 rope_fraction=fractions[0], hf_layers=hf_layers)
 
 
-def _select(kwargs, layers, residual, temperature, batch, seq):
+def _select(kwargs, layers, residual, temperature, batch, seq,
+            padding_mask=False):
     """Applies from_hf_config's layer selection and overrides."""
     kwargs = dict(kwargs)
     if layers is not None:
@@ -437,6 +438,11 @@ def _select(kwargs, layers, residual, temperature, batch, seq):
         if "temperature" not in kwargs:
             raise ValueError("temperature applies to CCA (ZAYA) configs only")
         kwargs["temperature"] = temperature
+    if padding_mask:
+        if "temperature" not in kwargs:
+            raise ValueError("padding_mask applies to CCA (ZAYA) configs "
+                             "only")
+        kwargs["padding_mask"] = padding_mask
     if batch is not None:
         kwargs["batch"] = batch
     if seq is not None:
@@ -460,18 +466,23 @@ def hf_config_text(config, dtype=None, num_layers=None, layers=None,
 
 
 def from_hf_config(config, dtype=None, num_layers=None, layers=None,
-                   residual=None, temperature=None, batch=None, seq=None):
+                   residual=None, temperature=None, batch=None, seq=None,
+                   padding_mask=False):
     """The config's attention stack as an attnfuse.Module (function
     `model`). dtype defaults to the config's torch_dtype (else bf16);
     num_layers keeps the first layers; layers picks attention layers by
     index (e.g. [3] for the fourth one alone); residual (default True)
     adds each layer's input to its output; temperature overrides the CCA
     key temperature ("raw", as transformers, or "clamped"); batch and seq
-    make those dimensions static. The module remembers which checkpoint
-    block each layer reads (attnfuse.load_hf_weights)."""
+    make those dimensions static; padding_mask (CCA: True for an i64
+    mask, or "i32"/"i64") adds the argument `mask [B, S]` after `x`, the
+    2-D attention_mask of transformers (1 for a real token, 0 for
+    padding). The module remembers which checkpoint block each layer reads
+    (attnfuse.load_hf_weights)."""
     from . import _api
     kind, kwargs, _source = config_from_hf(config, dtype, num_layers)
-    kwargs = _select(kwargs, layers, residual, temperature, batch, seq)
+    kwargs = _select(kwargs, layers, residual, temperature, batch, seq,
+                     padding_mask)
     hf_layers = kwargs.pop("hf_layers")
     build = _api.cca if kind == "cca" else _api.qkv_attention
     module = build(**kwargs)

@@ -21,6 +21,8 @@ CONFIGS = [
     ("cca", dict(embed_dim=64, num_heads=2, head_dim=16, qk_mean=False,
                  value_shift=False, temperature="raw",
                  conv_kernel_sizes=(3, 2), num_layers=2, dtype="bf16")),
+    ("cca", dict(embed_dim=64, num_heads=2, head_dim=16, num_layers=2,
+                 padding_mask="i32", batch=3, seq=5)),
 ]
 
 
@@ -57,6 +59,16 @@ def test_cca_toggles_change_the_operands():
     assert "tensor<32x64xf32>" in plain  # wv is [Lk, E] without the shift
 
 
+def test_padding_mask_is_one_argument_every_layer_reads():
+    text, names = builders.cca_text(embed_dim=64, num_heads=2, head_dim=16,
+                                    num_layers=2, padding_mask=True)
+    assert names[:3] == ["x", "mask", "l0_wq"]
+    assert "%mask: tensor<?x?xi64>" in text
+    assert text.count("padding_mask(%mask)") == 2
+    plain, names = builders.cca_text(embed_dim=64, num_heads=2, head_dim=16)
+    assert "mask" not in plain and "mask" not in names
+
+
 @pytest.mark.parametrize("kwargs,field", [
     (dict(sharing="kv", embed_dim=64, num_heads=6, num_kv_heads=4), "num_kv_heads"),
     (dict(sharing="qk", embed_dim=64, num_heads=4, num_kv_heads=2), "num_heads"),
@@ -84,6 +96,7 @@ def test_invalid_qkv_configs_raise(kwargs, field):
     (dict(embed_dim=64, num_heads=2, head_dim=8, conv_kernel_sizes=(0, 2)), "conv_kernel_sizes"),
     (dict(embed_dim=64, num_heads=2, head_dim=8, temperature="hot"), "temperature"),
     (dict(embed_dim=64, num_heads=1, head_dim=3), "value_shift"),
+    (dict(embed_dim=64, num_heads=2, head_dim=8, padding_mask="f32"), "padding_mask"),
 ])
 def test_invalid_cca_configs_raise(kwargs, field):
     with pytest.raises(ValueError, match=field):

@@ -178,6 +178,15 @@ def test_paper_config_keys():
     attnfuse.parse(text).verify()
 
 
+def test_padding_mask_is_for_cca_configs():
+    module = attnfuse.from_hf_config(ZAYA_CONFIG, layers=[0, 1],
+                                     padding_mask=True)
+    assert module.argument_names("model")[:2] == ["x", "mask"]
+    assert str(module).count("padding_mask(%arg1)") == 2
+    with pytest.raises(ValueError, match="padding_mask applies to CCA"):
+        attnfuse.from_hf_config(PAPER_CONFIG, padding_mask=True)
+
+
 AWKWARD = [31.25, 7.77, 0.1, 1.0 / 3.0, 5e6, 1e-5, 2.5e-8, 123456.789,
            1e20, 10000.0, 500000.0, 3.0]
 

@@ -1,6 +1,8 @@
 """attn.cca imported from a Hugging Face ZAYA checkpoint against
 transformers' own ZayaAttention, in f32: a global layer (theta 5e6) and a
-sliding-window layer (theta 1e4), through both CPU lowerings. Runs when
+sliding-window layer (theta 1e4), through both CPU lowerings, for full
+batches and for left- and right-padded ones with a 2-D attention_mask
+(attn.cca's padding_mask). Runs when
 torch and transformers (with the `zaya` model, 5.23 and later) import;
 scripts/setup.sh installs them."""
 
@@ -18,13 +20,15 @@ if not hasattr(transformers, "ZayaConfig"):
 TOLERANCE = 1e-5  # f32, relative to the output's largest value
 WINDOW = 8
 TOKENS = 24  # three windows
+REAL = 13  # real tokens of the padded sequence
 
 
 def _zaya_checkpoint(folder, tiny_qk=False):
     """A tiny random ZAYA saved by transformers into `folder`, and what each
-    layer's attention received and returned (forward hooks), for a full and
-    a right-padded batch. tiny_qk scales the query and key paths down so
-    that every head's norm is far below the f32 epsilon."""
+    layer's attention received and returned (forward hooks), for a full
+    batch and for a right- and a left-padded one ({side: (mask, seen)}).
+    tiny_qk scales the query and key paths down so that every head's norm
+    is far below the f32 epsilon."""
     config = transformers.ZayaConfig(
         hidden_size=96, num_attention_heads=4, num_key_value_heads=2,
         head_dim=16, num_hidden_layers=2,
@@ -64,13 +68,19 @@ def _zaya_checkpoint(folder, tiny_qk=False):
     with torch.no_grad():
         model(ids)
     full = dict(seen)
-    # Right padding: sequence 1 has 13 tokens. transformers zeroes the
-    # padded tokens before the convolution and masks them as keys.
-    mask = torch.ones(2, TOKENS, dtype=torch.long)
-    mask[1, 13:] = 0
-    with torch.no_grad():
-        model(ids, attention_mask=mask)
-    padded = dict(seen)
+    # Sequence 1 has 13 real tokens, padded on the right or on the left
+    # (sequence 0 is full). transformers zeroes the padded tokens before
+    # the projections and masks them as keys.
+    padded = {}
+    for side in ("right", "left"):
+        mask = torch.ones(2, TOKENS, dtype=torch.long)
+        if side == "right":
+            mask[1, REAL:] = 0
+        else:
+            mask[1, :TOKENS - REAL] = 0
+        with torch.no_grad():
+            model(ids, attention_mask=mask)
+        padded[side] = (mask.numpy(), dict(seen))
     return folder, config, full, padded
 
 
@@ -113,18 +123,70 @@ def test_cca_matches_transformers_zaya_attention(checkpoint, layer, fused):
 @pytest.mark.parametrize("layer", [0, 1], ids=["global", "sliding"])
 def test_right_padded_batch_matches_at_the_real_tokens(checkpoint, layer):
     """Causal CCA never reads later tokens, so right padding changes
-    nothing at the real ones: their outputs match transformers' masked
-    run."""
+    nothing at the real ones even without a mask: their outputs match
+    transformers' masked run."""
     folder, _config, _full, padded = checkpoint
     run = attnfuse.compile(attnfuse.from_hf_config(
         folder / "config.json", layers=[layer], residual=False, dtype="f32"),
         target="cpu")
-    x, expected = padded[layer]
+    mask, seen = padded["right"]
+    x, expected = seen[layer]
     y = run(x, *attnfuse.load_hf_weights(run, folder).values())
-    real = np.ones(expected.shape[:2], bool)
-    real[1, 13:] = False
+    real = mask.astype(bool)
     error = np.abs(y[real] - expected[real]).max() / np.abs(expected).max()
     assert error <= TOLERANCE, f"relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
+@pytest.mark.parametrize("layer", [0, 1], ids=["global", "sliding"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_padded_batch_with_the_mask_matches_at_the_real_tokens(
+        checkpoint, side, layer, fused):
+    """With padding_mask, transformers' 2-D attention_mask itself: the
+    padded tokens are zeroed before the projections and masked as keys, so
+    the real tokens match on either side. Without the mask, left padding
+    does not (the padded tokens reach the convolution and the attention)."""
+    folder, _config, _full, padded = checkpoint
+    mask, seen = padded[side]
+    x, expected = seen[layer]
+    real = mask.astype(bool)
+    module = attnfuse.from_hf_config(folder / "config.json", layers=[layer],
+                                     residual=False, dtype="f32",
+                                     padding_mask=True)
+    assert "padding_mask(%arg1)" in str(module)
+    run = attnfuse.compile(module, target="cpu", fused=fused)
+    assert run.argument_names[:2] == ["x", "mask"]
+    weights = attnfuse.load_hf_weights(run, folder)
+    y = run(x, mask, *weights.values())
+    scale = np.abs(expected[real]).max()
+    error = np.abs(y[real] - expected[real]).max() / scale
+    assert error <= TOLERANCE, f"relative error {error:.2e}"
+    # An int32 mask is the same mask.
+    run32 = attnfuse.compile(attnfuse.from_hf_config(
+        folder / "config.json", layers=[layer], residual=False, dtype="f32",
+        padding_mask="i32"), target="cpu", fused=fused)
+    y32 = run32(x, mask.astype(np.int32), *weights.values())
+    assert np.array_equal(y32[real], y[real])
+    if side == "left":
+        unmasked = attnfuse.compile(attnfuse.from_hf_config(
+            folder / "config.json", layers=[layer], residual=False,
+            dtype="f32"), target="cpu", fused=fused)
+        off = unmasked(x, *weights.values())
+        assert np.abs(off[real] - expected[real]).max() / scale > 1e-2
+
+
+def test_a_mask_of_other_sizes_is_refused(checkpoint):
+    folder, _config, _full, padded = checkpoint
+    run = attnfuse.compile(attnfuse.from_hf_config(
+        folder / "config.json", layers=[0], residual=False, dtype="f32",
+        padding_mask=True), target="cpu")
+    mask, seen = padded["left"]
+    weights = attnfuse.load_hf_weights(run, folder).values()
+    with pytest.raises(RuntimeError, match=r"argument #1 \('mask'\) "
+                       r"dimension 1 is 23 but argument #0 \('x'\) "
+                       r"dimension 1 is 24; attn.mask_tokens at .* needs "
+                       r"'mask' seq == 'input' seq"):
+        run(seen[0][0], mask[:, 1:], *weights)
 
 
 def test_stack_of_imported_layers_runs_every_layer(checkpoint):
