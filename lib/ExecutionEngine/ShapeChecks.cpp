@@ -232,6 +232,13 @@ private:
       setResult(rope.getResult(), sizesOf(rope.getInput()));
       return;
     }
+    if (auto masked = dyn_cast<attn::MaskTokensOp>(op)) {
+      Value input = masked.getInput(), mask = masked.getMask();
+      require(dim(mask, 0), dim(input, 0), "'mask' batch == 'input' batch");
+      require(dim(mask, 1), dim(input, 1), "'mask' seq == 'input' seq");
+      setResult(masked.getResult(), sizesOf(input));
+      return;
+    }
     if (auto sdpa = dyn_cast<attn::SDPAOp>(op)) {
       Value query = sdpa.getQuery(), key = sdpa.getKey(),
             value = sdpa.getValue();
@@ -251,6 +258,11 @@ private:
       if (Value positions = sdpa.getPositions())
         require(dim(positions, 0), dim(query, 0),
                 "'positions' size == 'query' batch");
+      if (Value keyMask = sdpa.getKeyMask()) {
+        require(dim(keyMask, 0), dim(query, 0),
+                "'key_mask' batch == 'query' batch");
+        require(dim(keyMask, 1), dim(key, 1), "'key_mask' T == 'key' T");
+      }
       setResult(sdpa.getResult(),
                 {dim(query, 0), dim(query, 1), dim(query, 2), dim(value, 3)});
       return;

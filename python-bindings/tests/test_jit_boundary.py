@@ -28,6 +28,16 @@ CACHE = """func.func @update(%cache: tensor<?x8x2x4xf32>, %rows: tensor<?x1x2x4x
 }"""
 
 
+# A padded batch's key mask [B, T] follows the keys.
+MASKED_SDPA = """func.func @masked(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>,
+                   %m: tensor<?x?xi32>) -> tensor<?x?x2x4xf32> {
+  %o = attn.sdpa %q, %k, %k key_mask(%m) {causal} : (tensor<?x?x2x4xf32>,
+      tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?xi32>)
+      -> tensor<?x?x2x4xf32>
+  return %o : tensor<?x?x2x4xf32>
+}"""
+
+
 @pytest.fixture(scope="module")
 def sdpa():
     return attnfuse.compile(attnfuse.parse(SDPA))
@@ -66,6 +76,42 @@ def test_inconsistent_sizes_are_refused_before_the_call(sdpa, shapes, message):
                        match="run-time size check of 'sdpa' failed before "
                              "the call: " + message):
         sdpa(*arrays(*shapes))
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
+@pytest.mark.parametrize("mask_shape, message", [
+    ([2, 4], r"argument #2 dimension 1 is 4 but argument #1 dimension 1 is "
+             r"5; attn.sdpa at .* needs 'key_mask' T == 'key' T"),
+    ([3, 5], r"argument #2 dimension 0 is 3 but argument #0 dimension 0 is "
+             r"2; attn.sdpa at .* needs 'key_mask' batch == 'query' batch"),
+])
+def test_a_key_mask_of_other_sizes_is_refused(fused, mask_shape, message):
+    masked = attnfuse.compile(attnfuse.parse(MASKED_SDPA), fused=fused)
+    q, k = arrays([2, 5, 2, 4], [2, 5, 2, 4])
+    mask = np.ones((2, 5), np.int32)
+    assert masked(q, k, mask).shape == (2, 5, 2, 4)
+    with pytest.raises(RuntimeError, match="run-time size check of 'masked' "
+                                           "failed before the call: "
+                                           + message):
+        masked(q, k, np.ones(mask_shape, np.int32))
+
+
+def test_a_padding_mask_of_other_sizes_is_refused():
+    run = attnfuse.compile(attnfuse.cca(embed_dim=16, num_heads=2,
+                                        head_dim=8, padding_mask="i32"))
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal(shape).astype(np.float32)
+               for _, shape in run.arguments[2:]]
+    x = rng.standard_normal((2, 6, 16)).astype(np.float32)
+    assert run(x, np.ones((2, 6), np.int32), *weights).shape == (2, 6, 16)
+    with pytest.raises(RuntimeError, match=r"argument #1 \('mask'\) "
+                       r"dimension 0 is 1 but argument #0 \('x'\) "
+                       r"dimension 0 is 2; attn.mask_tokens at .* needs "
+                       r"'mask' batch == 'input' batch"):
+        run(x, np.ones((1, 6), np.int32), *weights)
+    with pytest.raises(ValueError, match="argument #1 \\('mask'\\) of "
+                       "'model' is i32: expected a int32 array, got int64"):
+        run(x, np.ones((2, 6), np.int64), *weights)
 
 
 def test_no_keys_gives_zeros(sdpa):
