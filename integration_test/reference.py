@@ -89,14 +89,16 @@ def rope(t, theta, fraction=1.0):
     return _rotate_half(t, np.arange(s)[None, :, None], theta, fraction)
 
 
-def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None):
+def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None,
+         key_mask=None):
     """Scaled dot-product attention with head sharing.
 
     q [B, S, Hq, d], k [B, T, Hk, d], v [B, T, Hk, dv] -> [B, S, Hq, dv].
     The queries are the last S of T positions: query i sits at p = i + T - S.
-    causal keeps j <= p; window w keeps p - j < w. bias is [S, T] or
-    [Hq, S, T], added to the scaled logits before the mask. A fully masked
-    row gives zeros.
+    causal keeps j <= p; window w keeps p - j < w; key_mask [B, T] keeps
+    the keys j of sequence b with key_mask[b, j] != 0 (padding). bias is
+    [S, T] or [Hq, S, T], added to the scaled logits before the mask. A
+    fully masked row gives zeros.
     """
     q, k, v = f64(q), f64(k), f64(v)
     bsz, s, hq, d = q.shape
@@ -117,7 +119,10 @@ def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None):
         keep &= j <= pos
     if window is not None:
         keep &= (pos - j) < window
-    logits = np.where(keep[None, None], logits, -np.inf)
+    keep = np.broadcast_to(keep[None, None], (bsz, 1, s, t))
+    if key_mask is not None:
+        keep = keep & (np.asarray(key_mask) != 0)[:, None, None, :]
+    logits = np.where(keep, logits, -np.inf)
     out = np.zeros((bsz, s, hq, v.shape[3]))
     row_max = logits.max(axis=-1, keepdims=True)
     live = np.isfinite(row_max)  # rows with at least one visible key
@@ -252,8 +257,13 @@ def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
         num_heads, num_kv_heads, head_dim, kernels, wv_prev=None,
         qk_mean=False, value_shift=False, temperature="raw", eps=1e-12,
         causal=False, window=None, rope_theta=None, rope_fraction=1.0,
-        norm="sqrt_eps"):
-    """docs/semantics.md#attncca: CCA / CCGQA (ZAYA1), steps 1-7, per token."""
+        norm="sqrt_eps", padding_mask=None):
+    """docs/semantics.md#attncca: CCA / CCGQA (ZAYA1), steps 1-7, per token.
+    padding_mask [B, S]: tokens with a zero are zero rows of x for every
+    projection (and so for the convolutions and the delayed values) and
+    keys nobody attends to."""
+    if padding_mask is not None:
+        x = f64(x) * (np.asarray(padding_mask) != 0)[:, :, None]
     q, k, v = cca_qkv(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b,
                       temp, num_heads, num_kv_heads, head_dim, kernels,
                       wv_prev=wv_prev, qk_mean=qk_mean, value_shift=value_shift,
@@ -261,7 +271,7 @@ def cca(x, wq, wk, wv, conv_dw_w, conv_dw_b, conv_g_w, conv_g_b, temp, wo,
                       rope_fraction=rope_fraction, norm=norm)
 
     # 7. GQA softmax attention, scale 1/sqrt(d), up-projection.
-    o = sdpa(q, k, v, causal=causal, window=window)
+    o = sdpa(q, k, v, causal=causal, window=window, key_mask=padding_mask)
     return linear(merge_heads(o), wo)
 
 

@@ -42,6 +42,7 @@ import pytest
 import reference as R
 
 TOLERANCE = {"f32": 1e-5, "bf16": 2e-2, "f16": 3e-3}
+INTEGER_TYPES = {"i32": np.int32, "i64": np.int64}
 SHAPES = [(b, s) for b in (1, 3) for s in (1, 7, 129)]  # (batch, seq)
 QUICK_SHAPES = [(1, 1), (3, 7), (1, 129)]
 
@@ -90,6 +91,7 @@ class Arg:
     name: str
     shape: Tuple  # MLIR shape, None = dynamic
     make: Callable  # (rng, B, S) -> np.ndarray
+    dtype: Optional[str] = None  # an integer operand's type (i32, i64)
 
 
 @dataclass
@@ -105,14 +107,15 @@ class Variant:
     tiles: Optional[str] = None  # attn-to-cpu tile options (fused lowering)
 
     def ir(self):
-        params = ", ".join(f"%{a.name}: {ttype(a.shape, self.dtype)}" for a in self.args)
+        params = ", ".join(f"%{a.name}: {ttype(a.shape, a.dtype or self.dtype)}"
+                           for a in self.args)
         rtype = ttype(self.result_shape, self.dtype)
         return (f"func.func @main({params}) -> {rtype} {{\n"
                 f"  {self.op}\n"
                 f"  return %y : {rtype}\n}}\n")
 
     def operand_types(self):
-        return ", ".join(ttype(a.shape, self.dtype) for a in self.args)
+        return ", ".join(ttype(a.shape, a.dtype or self.dtype) for a in self.args)
 
 
 def run_variant(tool, variant, tmp_path):
@@ -125,7 +128,12 @@ def run_variant(tool, variant, tmp_path):
         case_dir.mkdir()
         exact, paths = {}, []
         for arg in variant.args:
-            saved, values = quantize(arg.make(rng, batch, seq), variant.dtype)
+            if arg.dtype in INTEGER_TYPES:
+                saved = np.asarray(arg.make(rng, batch, seq),
+                                   INTEGER_TYPES[arg.dtype])
+                values = saved
+            else:
+                saved, values = quantize(arg.make(rng, batch, seq), variant.dtype)
             path = case_dir / f"{arg.name}.npy"
             np.save(path, saved)
             paths.append(str(path))
@@ -177,6 +185,21 @@ def uniform(lo, hi, *shape):
 
 BATCH = lambda b, s: b  # noqa: E731
 SEQ = lambda b, s: s  # noqa: E731
+
+
+def padding_mask(rng, b, s):
+    """[B, S] with 1 for real tokens: sequence 0 padded on the left, 1 on
+    the right, 2 on both sides and with holes (any pattern is a mask), the
+    rest by turns; up to a third of a sequence is padding on each side."""
+    mask = np.ones((b, s), np.int64)
+    for row in range(b):
+        left = rng.integers(0, s // 3 + 1) if row % 3 != 1 else 0
+        right = rng.integers(0, s // 3 + 1) if row % 3 != 0 else 0
+        mask[row, :left] = 0
+        mask[row, s - right:] = 0
+        if row % 3 == 2:
+            mask[row] &= rng.random(s) < 0.8
+    return mask
 
 
 def rope_attr(rope):
@@ -308,7 +331,8 @@ QKV_VARIANTS = (
 
 def cca_variant(hq, hk, d=8, kernels=(2, 2), qk_mean=True, value_shift=True,
                 temperature="clamped", causal=True, window=None,
-                rope=(10000.0, 0.5), dtype="f32", shapes=SHAPES, tag=""):
+                rope=(10000.0, 0.5), dtype="f32", shapes=SHAPES, tag="",
+                mask=None):
     e = 32
     lq, lk = hq * d, hk * d
     c = lq + lk
@@ -338,6 +362,8 @@ def cca_variant(hq, hk, d=8, kernels=(2, 2), qk_mean=True, value_shift=True,
         Arg("temp", (hk,), temp),
         Arg("wo", (e, lq), normal(e, lq, scale=lq ** -0.5)),
     ]
+    if mask is not None:
+        args.append(Arg("mask", (None, None), padding_mask, dtype=mask))
     attrs = [f"num_heads = {hq} : i64", f"num_kv_heads = {hk} : i64",
              f"head_dim = {d} : i64",
              f"conv_kernel_sizes = array<i64: {k0}, {k1}>"]
@@ -360,16 +386,20 @@ def cca_variant(hq, hk, d=8, kernels=(2, 2), qk_mean=True, value_shift=True,
                      value_shift=value_shift, temperature=temperature,
                      causal=causal, window=window,
                      rope_theta=rope[0] if rope else None,
-                     rope_fraction=rope[1] if rope else 1.0)
+                     rope_fraction=rope[1] if rope else 1.0,
+                     padding_mask=v.get("mask"))
 
     kind = "CCA" if hq == hk else f"CCGQA{hq // hk}"
     name = (f"{kind}-k{k0}{k1}-{'mean' if qk_mean else 'nomean'}-"
-            f"{'shift' if value_shift else 'noshift'}-{temperature}{tag}-{dtype}")
+            f"{'shift' if value_shift else 'noshift'}-{temperature}{tag}"
+            f"{'-mask-' + mask if mask else ''}-{dtype}")
     variant = Variant(name, dtype, args, "", (None, None, e), reference, shapes)
     wvp = " wv_prev(%wvp)" if value_shift else ""
+    masked = " padding_mask(%mask)" if mask else ""
     xtype = ttype((None, None, e), dtype)
     variant.op = (f"%y = attn.cca %x wq(%wq) wk(%wk) wv(%wv){wvp} conv_dw(%dw, %dwb)"
-                  f" conv_g(%gw, %gwb) temp(%temp) wo(%wo) {{{', '.join(attrs)}}}"
+                  f" conv_g(%gw, %gwb) temp(%temp) wo(%wo){masked}"
+                  f" {{{', '.join(attrs)}}}"
                   f" : ({variant.operand_types()}) -> {xtype}")
     return variant
 
@@ -392,6 +422,11 @@ CCA_VARIANTS += [
     cca_variant(4, 2, window=3, tag="-window3"),
     cca_variant(4, 4, dtype="bf16"),
     cca_variant(4, 2, kernels=(3, 3), temperature="raw", dtype="bf16"),
+    # Padded batches (left, right, both sides and holes; see padding_mask).
+    cca_variant(4, 2, mask="i64"),
+    cca_variant(4, 2, window=3, kernels=(3, 2), tag="-window3", mask="i32"),
+    cca_variant(4, 4, qk_mean=False, rope=None, tag="-norope", mask="i64"),
+    cca_variant(4, 2, dtype="bf16", mask="i64"),
 ]
 
 
@@ -440,6 +475,22 @@ def _sdpa_fully_masked():
         "%y = attn.sdpa %q, %k, %v {causal} : ($TYPES) -> $RESULT",
         (None, None, 2, 4),
         lambda v: R.sdpa(v["q"], v["k"], v["v"], causal=True), check=check)
+
+
+def _sdpa_key_mask():
+    # GQA-2, causal with a window, keys masked by a padding mask: the rows
+    # whose visible keys are all padding give zeros.
+    return primitive(
+        "sdpa-gqa2-causal-window4-key-mask", "f32",
+        [Arg("q", (None, None, 4, 8), normal(BATCH, SEQ, 4, 8)),
+         Arg("k", (None, None, 2, 8), normal(BATCH, SEQ, 2, 8)),
+         Arg("v", (None, None, 2, 8), normal(BATCH, SEQ, 2, 8)),
+         Arg("mask", (None, None), padding_mask, dtype="i32")],
+        "%y = attn.sdpa %q, %k, %v key_mask(%mask) {causal, window = 4 : i64}"
+        " : ($TYPES) -> $RESULT",
+        (None, None, 4, 8),
+        lambda v: R.sdpa(v["q"], v["k"], v["v"], causal=True, window=4,
+                         key_mask=v["mask"]))
 
 
 def _sdpa_bias_dv():
@@ -545,7 +596,8 @@ def _project_bf16():
 
 
 PRIMITIVE_VARIANTS = [
-    _sdpa_decode(), _sdpa_fully_masked(), _sdpa_bias_dv(), _sdpa_bf16(),
+    _sdpa_decode(), _sdpa_fully_masked(), _sdpa_key_mask(), _sdpa_bias_dv(),
+    _sdpa_bf16(),
     _conv(groups=2, padding=2, kernel=3, bias=True),
     _conv(groups=8, padding=4, kernel=2, bias=False),
     _conv(groups=1, padding=0, kernel=1, bias=True),
@@ -584,6 +636,8 @@ TILE_VARIANTS = [
     _tiled(cca_variant(4, 4, kernels=(3, 3))),
     _tiled(cca_variant(4, 2, window=6, temperature="raw", tag="-window6")),
     _tiled(cca_variant(4, 2, kernels=(2, 3), dtype="bf16")),
+    _tiled(cca_variant(4, 2, kernels=(3, 3), window=6, tag="-window6",
+                       mask="i64")),
 ]
 
 ALL_VARIANTS = QKV_VARIANTS + CCA_VARIANTS + PRIMITIVE_VARIANTS + TILE_VARIANTS
