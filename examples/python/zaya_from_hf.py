@@ -2,9 +2,11 @@
 transformers: no download, the model is a tiny random one.
 
 transformers builds a 2-layer ZAYA (one global layer, one sliding-window
-layer) and saves it (config.json + model.safetensors); AttnFuse imports the
-config and the weights, compiles each attention layer for the CPU, and runs
-it on the inputs that transformers' own attention saw (forward hooks).
+layer) and saves it (config.json + model.safetensors) and runs a
+left-padded batch with a 2-D attention_mask; AttnFuse imports the config and
+the weights, compiles each attention layer for the CPU with the padding mask
+as an argument, and runs it on the inputs and the mask that transformers'
+own attention saw (forward hooks), comparing the real tokens.
 
 The README's Hugging Face example; python-bindings/tests/test_readme.py runs
 it (when torch and transformers are installed) and checks that the README
@@ -37,16 +39,20 @@ for i, block in enumerate(model.model.layers):
         lambda mod, args, kwargs, out, i=i: seen.__setitem__(
             i, (kwargs["hidden_states"].numpy(), out[0].numpy())),
         with_kwargs=True)
+mask = torch.ones(2, 24, dtype=torch.long)  # batch 2, 24 tokens (> window);
+mask[1, :5] = 0  # sequence 1 is left-padded: 5 padding tokens, 19 real ones
 with torch.no_grad():
-    model(torch.randint(0, 128, (2, 24)))  # batch 2, 24 tokens (> window)
+    model(torch.randint(0, 128, (2, 24)), attention_mask=mask)
 
+real = mask.numpy() == 1  # transformers' padded rows carry no meaning
 for i in range(2):
     layer = attnfuse.from_hf_config(f"{folder}/config.json", layers=[i],
-                                    residual=False, dtype="f32")
+                                    residual=False, dtype="f32",
+                                    padding_mask=True)  # takes x, mask, ...
     run = attnfuse.compile(layer, target="cpu")
     weights = attnfuse.load_hf_weights(run, folder)  # {argument: array}
     x, expected = seen[i]
-    y = run(x, *weights.values())
-    error = np.abs(y - expected).max() / np.abs(expected).max()
+    y = run(x, mask.numpy(), *weights.values())
+    error = np.abs(y - expected)[real].max() / np.abs(expected[real]).max()
     print(f"layer {i} ({config.layer_types[i]}): max error {error:.1e}")
     assert error <= 1e-5
