@@ -125,6 +125,25 @@ def test_compile_errors():
         attnfuse.compile(module, target="sm_90a", elem_type="f32")
 
 
+def test_sm90a_refuses_a_padding_mask(tmp_path):
+    """The sm_90a kernels have no padding mask yet: compiling a masked layer
+    is an error on the op, not kernels that ignore the mask."""
+    module = attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2,
+                          head_dim=64, dtype="bf16", rope_theta=1e4,
+                          rope_fraction=0.5, padding_mask=True)
+    with pytest.raises(attnfuse.MLIRError,
+                       match="'attn.cca_prologue' op padding_mask \\(a padded "
+                             "batch\\) is not supported by the sm_90a"):
+        attnfuse.compile(module, target="sm_90a", output_dir=tmp_path,
+                         cubin=False)
+    # The unmasked layer compiles.
+    plain = attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2,
+                         head_dim=64, dtype="bf16", rope_theta=1e4,
+                         rope_fraction=0.5)
+    assert attnfuse.compile(plain, target="sm_90a", output_dir=tmp_path / "p",
+                            cubin=False).kernels
+
+
 def test_sm90a_artifacts_and_launch_without_driver(tmp_path):
     module = attnfuse.qkv_attention(sharing="kv", embed_dim=256, num_heads=4,
                                     num_kv_heads=2, head_dim=64, dtype="bf16")
