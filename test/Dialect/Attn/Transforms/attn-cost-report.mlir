@@ -370,6 +370,35 @@ func.func @ccgqa(%x: tensor<1x16x64xf32>, %wq: tensor<32x64xf32>,
 
 // -----
 
+// The same layer over a padded batch: the padding mask is no parameter,
+// cache or state, and the costs are those of the full batch.
+func.func @ccgqa_padding_mask(%x: tensor<1x16x64xf32>, %wq: tensor<32x64xf32>,
+                              %wk: tensor<16x64xf32>, %wv: tensor<8x64xf32>,
+                              %wvp: tensor<8x64xf32>, %dw: tensor<48x1x2xf32>,
+                              %dwb: tensor<48xf32>, %gw: tensor<48x8x3xf32>,
+                              %gwb: tensor<48xf32>, %temp: tensor<2xf32>,
+                              %wo: tensor<64x32xf32>, %m: tensor<1x16xi64>)
+    -> tensor<1x16x64xf32> {
+  %y = attn.cca %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) wo(%wo)
+      padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+       conv_kernel_sizes = array<i64: 2, 3>, qk_mean, value_shift, causal}
+      : (tensor<1x16x64xf32>, tensor<32x64xf32>, tensor<16x64xf32>,
+         tensor<8x64xf32>, tensor<8x64xf32>, tensor<48x1x2xf32>,
+         tensor<48xf32>, tensor<48x8x3xf32>, tensor<48xf32>, tensor<2xf32>,
+         tensor<64x32xf32>, tensor<1x16xi64>) -> tensor<1x16x64xf32>
+  return %y : tensor<1x16x64xf32>
+}
+
+// TEXT-LABEL: attn-cost-report: 1 attention layer, 16 tokens per sequence, batch 1
+// TEXT:       0 cca 64 4/2 8 32 (128 B) 608 B 7.49 k 17.4 k 237 k 4x, 75% less
+
+// JSON-LABEL: "seq_len": 16,
+// JSON:       "parameters": 7490,
+
+// -----
+
 // Dynamic batch and sequence: the defaults, 32768 tokens and batch 1.
 // Q=K=V, one head of 64, causal, f32.
 //   pairs 32768*32769/2 = 536887296; attention FLOPs 4 * 536887296 * 64
