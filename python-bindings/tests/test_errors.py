@@ -125,23 +125,30 @@ def test_compile_errors():
         attnfuse.compile(module, target="sm_90a", elem_type="f32")
 
 
-def test_sm90a_refuses_a_padding_mask(tmp_path):
-    """The sm_90a kernels have no padding mask yet: compiling a masked layer
-    is an error on the op, not kernels that ignore the mask."""
+def test_sm90a_kernels_of_a_padded_layer_take_the_mask(tmp_path):
+    """A layer with a padding mask compiles for sm_90a: the prologue and the
+    flash kernel each take the mask as a pointer parameter (the emulator
+    tests in cudasim/test/kernels check what they compute)."""
     module = attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2,
                           head_dim=64, dtype="bf16", rope_theta=1e4,
-                          rope_fraction=0.5, padding_mask=True)
-    with pytest.raises(attnfuse.MLIRError,
-                       match="'attn.cca_prologue' op padding_mask \\(a padded "
-                             "batch\\) is not supported by the sm_90a"):
-        attnfuse.compile(module, target="sm_90a", output_dir=tmp_path,
+                          rope_fraction=0.5, padding_mask="i32")
+    artifacts = attnfuse.compile(module, target="sm_90a",
+                                 output_dir=tmp_path, cubin=False)
+    masks = {k["name"]: [t["name"] for t in k["tensors"]
+                         if t["name"].endswith("mask")]
+             for k in artifacts.manifest["kernels"]}
+    assert any(name.startswith("attn_cca_prologue") and m == ["padding_mask"]
+               for name, m in masks.items()), masks
+    assert any(name.startswith("attn_fa") and m == ["key_mask"]
+               for name, m in masks.items()), masks
+    # A mask the kernels do not read is an error on the op.
+    text = str(attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2,
+                            head_dim=64, dtype="bf16", padding_mask="i32"))
+    with pytest.raises(attnfuse.MLIRError, match="read a padding_mask of i32 "
+                                                 "or i64, got 'i8'"):
+        attnfuse.compile(attnfuse.parse(text.replace("xi32>", "xi8>")),
+                         target="sm_90a", output_dir=tmp_path / "i8",
                          cubin=False)
-    # The unmasked layer compiles.
-    plain = attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2,
-                         head_dim=64, dtype="bf16", rope_theta=1e4,
-                         rope_fraction=0.5)
-    assert attnfuse.compile(plain, target="sm_90a", output_dir=tmp_path / "p",
-                            cubin=False).kernels
 
 
 def test_sm90a_artifacts_and_launch_without_driver(tmp_path):

@@ -18,7 +18,7 @@ import reference
 E, HQ, HK, D = 128, 4, 2, 64
 
 
-def model(kernels, extras):
+def model(kernels, extras, mask=None):
     k0, k1 = kernels
     c = (HQ + HK) * D
     opts = ", qk_mean, value_shift, temperature = #attn.temperature<clamped>, " \
@@ -27,27 +27,32 @@ def model(kernels, extras):
     wvp_arg = f", %wvp: tensor<{vrows}x{E}xbf16>" if extras else ""
     wvp_use = " wv_prev(%wvp)" if extras else ""
     wvp_ty = f", tensor<{vrows}x{E}xbf16>" if extras else ""
+    mask_arg = f", %m: tensor<?x?x{mask}>" if mask else ""
+    mask_use = " padding_mask(%m)" if mask else ""
+    mask_ty = f", tensor<?x?x{mask}>" if mask else ""
     return f"""
 func.func @cca(%x: tensor<?x?x{E}xbf16>, %wq: tensor<{HQ * D}x{E}xbf16>,
                %wk: tensor<{HK * D}x{E}xbf16>, %wv: tensor<{vrows}x{E}xbf16>{wvp_arg},
                %dw: tensor<{c}x1x{k0}xbf16>, %dwb: tensor<{c}xbf16>,
-               %gw: tensor<{c}x{D}x{k1}xbf16>, %gwb: tensor<{c}xbf16>, %temp: tensor<{HK}xbf16>)
+               %gw: tensor<{c}x{D}x{k1}xbf16>, %gwb: tensor<{c}xbf16>, %temp: tensor<{HK}xbf16>
+               {mask_arg})
     -> (tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>) {{
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv){wvp_use}
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp){mask_use}
       {{num_heads = {HQ} : i64, num_kv_heads = {HK} : i64, head_dim = {D} : i64,
        conv_kernel_sizes = array<i64: {k0}, {k1}>{opts}, block_s = 64 : i64}}
       : (tensor<?x?x{E}xbf16>, tensor<{HQ * D}x{E}xbf16>, tensor<{HK * D}x{E}xbf16>,
          tensor<{vrows}x{E}xbf16>{wvp_ty}, tensor<{c}x1x{k0}xbf16>,
-         tensor<{c}xbf16>, tensor<{c}x{D}x{k1}xbf16>, tensor<{c}xbf16>, tensor<{HK}xbf16>)
+         tensor<{c}xbf16>, tensor<{c}x{D}x{k1}xbf16>, tensor<{c}xbf16>, tensor<{HK}xbf16>
+         {mask_ty})
       -> (tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>)
   return %q, %k, %v : tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>
 }}
 """
 
 
-def run_cca(s, kernels, extras, batch=1, seed=0):
-    art = emulator.compile_model(model(kernels, extras), "cca")
+def run_cca(s, kernels, extras, batch=1, seed=0, mask=None):
+    art = emulator.compile_model(model(kernels, extras, mask), "cca")
     name = next(k for k in art.kernels if k.startswith("attn_cca_prologue"))
     spec = next(x for x in art.manifest["kernels"] if x["name"] == name)
     k0, k1 = kernels
@@ -75,6 +80,21 @@ def run_cca(s, kernels, extras, batch=1, seed=0):
     for table in spec.get("rope_tables", []):
         cos, sin = emulator.rope_tables(s, table["rotated_dims"], table["theta"])
         tensors[table["param"]] = dev.upload(cos if "cos" in table["param"] else sin, "f32")
+    x = vals["input"]
+    if mask:
+        # Sequence 0 left-padded, 1 padded on both sides with holes, 2 right-padded.
+        m = np.ones((batch, s), np.int64)
+        for b in range(batch):
+            left = rng.integers(1, s // 2 + 1) if b != 2 else 0
+            right = rng.integers(1, s // 3 + 1) if b != 0 else 0
+            m[b, :left] = 0
+            m[b, s - right:] = 0
+            if b == 1:
+                m[b] &= rng.random(s) < 0.7
+        tensors["padding_mask"] = dev.upload(
+            m.astype({"i32": np.int32, "i64": np.int64}[mask]), mask)
+        # docs/semantics.md: a padded token is a zero row of x.
+        x = x * (m != 0)[:, :, None]
     tensors["query"] = dev.empty((batch, s, HQ, D), "bf16")
     tensors["key"] = dev.empty((batch, s, HK, D), "bf16")
     tensors["value"] = dev.empty((batch, s, HK, D), "bf16")
@@ -82,7 +102,7 @@ def run_cca(s, kernels, extras, batch=1, seed=0):
     got = [reference.from_bf16_bits(dev.download(tensors[n])).astype(np.float64)
            for n in ("query", "key", "value")]
     ref = reference.cca_qkv(
-        vals["input"], vals["wq"], vals["wk"], vals["wv"], vals["conv_dw_weight"],
+        x, vals["wq"], vals["wk"], vals["wv"], vals["conv_dw_weight"],
         vals["conv_dw_bias"], vals["conv_g_weight"], vals["conv_g_bias"], vals["temp"],
         HQ, HK, D, kernels, wv_prev=vals.get("wv_prev"), qk_mean=extras, value_shift=extras,
         temperature="clamped" if extras else "raw",
@@ -107,3 +127,10 @@ def test_ccgqa_zaya1_options(s):
 
 def test_ccgqa_plain_k3():
     check(*run_cca(70, (3, 3), extras=False, batch=2, seed=5))
+
+
+@pytest.mark.parametrize("mask", ["i32", "i64"])
+def test_padding_mask_zeroes_the_padded_tokens(mask):
+    """Padded tokens are zero rows of x: in the block, in the halo of the next block (S = 100
+    crosses the 64-token block edge) and for the value shift."""
+    check(*run_cca(100, (2, 2), extras=True, batch=3, seed=7, mask=mask))

@@ -14,7 +14,7 @@ import emulator
 import reference
 
 
-def model(hq, hk, d, causal, window, keqv, key_rope):
+def model(hq, hk, d, causal, window, keqv, key_rope, mask=None):
     attrs = ["block_q = 64 : i64", "block_kv = 64 : i64"]
     if key_rope:
         attrs.append("key_rope = #attn.rope<theta = 10000.0>")
@@ -25,6 +25,10 @@ def model(hq, hk, d, causal, window, keqv, key_rope):
     kv_args = f"%k: tensor<?x?x{hk}x{d}xbf16>" + ("" if keqv else f", %v: tensor<?x?x{hk}x{d}xbf16>")
     kv_use = "%k" if keqv else "%k, %v"
     kv_ty = f"tensor<?x?x{hk}x{d}xbf16>" + ("" if keqv else f", tensor<?x?x{hk}x{d}xbf16>")
+    if mask:
+        kv_args += f", %m: tensor<?x?x{mask}>"
+        kv_use += " key_mask(%m)"
+        kv_ty += f", tensor<?x?x{mask}>"
     return f"""
 func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, {kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
   %o = attn.flash_attention %q, {kv_use} {{{", ".join(attrs)}}}
@@ -34,9 +38,23 @@ func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, {kv_args}) -> tensor<?x?x{hq}x{d}xb
 """
 
 
+def padding(rng, batch, t):
+    """A key mask [B, T]: sequence 0 left-padded, 1 right-padded, 2 padded on both sides with
+    holes (any pattern is a mask)."""
+    m = np.ones((batch, t), np.int64)
+    for b in range(batch):
+        left = rng.integers(1, t // 2 + 1) if b % 3 != 1 else 0
+        right = rng.integers(1, t // 3 + 1) if b % 3 != 0 else 0
+        m[b, :left] = 0
+        m[b, t - right:] = 0
+        if b % 3 == 2:
+            m[b] &= rng.random(t) < 0.7
+    return m
+
+
 def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=False, batch=1,
-              seed=0):
-    art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope),
+              seed=0, mask=None):
+    art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope, mask),
                                  f"fa_h{hq}_{hk}_d{d}")
     kernels = [k for k in art.kernels if k.startswith("attn_fa")]
     assert len(kernels) == 1, art.kernels
@@ -48,6 +66,11 @@ def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=F
     tensors = {"query": dev.upload(qb, "bf16"), "key": dev.upload(kb, "bf16")}
     if not keqv:
         tensors["value"] = dev.upload(vb, "bf16")
+    key_mask = None
+    if mask:
+        key_mask = padding(rng, batch, t)
+        tensors["key_mask"] = dev.upload(key_mask.astype({"i32": np.int32, "i64": np.int64}[mask]),
+                                         mask)
     spec = next(x for x in art.manifest["kernels"] if x["name"] == kernels[0])
     for table in spec.get("rope_tables", []):
         rows = {"S": s, "T": t}.get(table["shape"][0], table["shape"][0])
@@ -59,7 +82,7 @@ def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=F
     # Key RoPE on load rotates the keys for the scores only (V of K=V stays un-rotated), at
     # absolute key positions.
     kq = reference.rope(k, 10000.0) if key_rope else k
-    ref = reference.sdpa(q, kq, v, causal=causal, window=window)
+    ref = reference.sdpa(q, kq, v, causal=causal, window=window, key_mask=key_mask)
     return got, ref, np.abs(v).max()
 
 
@@ -90,6 +113,12 @@ CASES = {
     "s_ne_t_causal": dict(hq=2, hk=2, d=64, s=50, t=200, causal=True),
     "s_ne_t_noncausal_d128": dict(hq=1, hk=1, d=128, s=3, t=129),
     "batch2_d64": dict(hq=2, hk=1, d=64, s=65, t=65, causal=True, batch=2),
+    # Padded batches: every key tile masked by the key mask (fully masked rows give zeros).
+    "key_mask_i64_gqa2_causal": dict(hq=4, hk=2, d=64, s=100, t=100, causal=True, batch=3,
+                                     mask="i64"),
+    "key_mask_i32_keqv_window": dict(hq=2, hk=1, d=64, s=70, t=70, causal=True, window=20,
+                                     keqv=True, batch=2, mask="i32"),
+    "key_mask_i32_noncausal_d128": dict(hq=1, hk=1, d=128, s=40, t=130, batch=3, mask="i32"),
 }
 
 

@@ -13,7 +13,10 @@
 //    rows 64c .. 64c+63 (m64nDk16, both operands K-major, 128B swizzle); a
 //    3-stage TMA ring (one thread issues, every k step waits wgmma group 0
 //    and a CTA barrier before its stage is refilled). Rows < 64 + H of the
-//    result go to shared memory as 16-bit `u` ([rows][(G + 2) d]).
+//    result go to shared memory as 16-bit `u` ([rows][(G + 2) d]). With a
+//    padding mask the rows of padded tokens are stored as zeros: the
+//    projections have no bias, so that is x zeroed there, for the
+//    convolutions, the QK-mean and both value halves alike.
 // 2. Per chunk of 256 conv channels (thread = channel): depthwise conv
 //    (k0 taps + bias, also at padded rows) into an f32 scratch m [64 + k1 - 1]
 //    [256]; grouped conv by FMA loops (thread = output channel o of its
@@ -41,10 +44,10 @@ using arith::CmpIPredicate;
 
 std::string ProloguePlan::key() const {
   return llvm::formatv("cca:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
-                       "{12}:{13}:{14}",
+                       "{12}:{13}:{14}:{15}",
                        elemName(elem), width, numHeads, numKvHeads, headDim, k0,
                        k1, qkMean, valueShift, clamped, eps, clampEps, rotated,
-                       stages, hostCastFromF32)
+                       stages, hostCastFromF32, paddingMaskBits)
       .str();
 }
 
@@ -52,12 +55,11 @@ FailureOr<ProloguePlan>
 attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                 std::string &unsupported) {
   ProloguePlan p;
-  // Not a shape the kernel lacks but a different function: an error, not a
-  // host fallback.
-  if (op.getPaddingMask())
-    return op.emitOpError()
-           << "padding_mask (a padded batch) is not supported by the sm_90a "
-              "prologue kernel yet; the CPU target supports it";
+  FailureOr<int64_t> maskBits =
+      maskElementBits(op, "padding_mask", op.getPaddingMask());
+  if (failed(maskBits))
+    return failure();
+  p.paddingMaskBits = *maskBits;
   auto inputType = cast<RankedTensorType>(op.getInput().getType());
   FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
                                             options, p.hostCastFromF32);
@@ -141,6 +143,8 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                    p.group, p.headDim, p.k0, p.k1);
   p.name = name + ccaKernelNameSuffix(p.qkMean, p.valueShift, p.clamped,
                                       p.clampEps, p.rotated);
+  if (p.paddingMaskBits)
+    p.name += "_mask" + std::to_string(p.paddingMaskBits);
   return p;
 }
 
@@ -193,7 +197,7 @@ private:
   const ProloguePlan &p;
   gpu::GPUFuncOp func;
   Value tmaX, tmaWq, tmaWk, tmaWv, tmaWvp, seq;
-  Value dwW, dwB, gW, gB, temp, ropeCos, ropeSin, outQ, outK, outV;
+  Value dwW, dwB, gW, gB, temp, ropeCos, ropeSin, outQ, outK, outV, mask;
   Value smem, tid, wg, tInWg, warp, warpInWg, lane, s0, kvHead, batch;
   int64_t numK = 0, total = 0;
 };
@@ -220,6 +224,8 @@ void PrologueEmitter::emit() {
   outQ = entry.getArgument(arg++);
   outK = entry.getArgument(arg++);
   outV = entry.getArgument(arg++);
+  if (p.paddingMaskBits)
+    mask = entry.getArgument(arg++);
 
   tid = d.tid();
   wg = d.divu(tid, 128);
@@ -315,6 +321,22 @@ void PrologueEmitter::gemm() {
              [&]() { issue(next); });
     return acc;
   };
+  // With a padding mask: whether each of the thread's two accumulator rows
+  // (row 64 wg + 16 warp + lane / 4 + 8 h, token s0 - halo + row) is a real
+  // token. Rows outside the sequence are TMA zero fill either way.
+  Value rowReal[2];
+  if (p.paddingMaskBits)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = d.add(
+          d.add(d.add(d.mul(wg, 64), d.mul(warpInWg, 16)), d.divu(lane, 4)),
+          8 * h);
+      Value token = d.sub(d.add(s0, row), d.c32(p.halo));
+      Value outside = d.orb(d.cmp(CmpIPredicate::slt, token, 0),
+                            d.cmp(CmpIPredicate::sge, token, seq));
+      Value clamped = d.maxs(d.mins(token, d.sub(seq, d.c32(1))), d.c32(0));
+      Value index = d.add(d.mul(batch, seq), clamped);
+      rowReal[h] = d.orb(outside, d.nonZeroAt(mask, index, p.paddingMaskBits));
+    }
   d.forLoop(
       d.c32(0), d.c32(p.tiles), d.c32(1), ValueRange(),
       [&](Value tile, ValueRange) -> SmallVector<Value> {
@@ -336,7 +358,12 @@ void PrologueEmitter::gemm() {
           d.ifThen(d.cmp(CmpIPredicate::slt, row, p.rows), [&]() {
             for (int64_t g = 0; g < n / 8; ++g) {
               int64_t i = 4 * g + 2 * h;
-              Value packed = d.packHalf2(v[i], v[i + 1]);
+              Value lo = v[i], hi = v[i + 1];
+              if (p.paddingMaskBits) {
+                lo = d.select(rowReal[h], lo, d.cf(0.0));
+                hi = d.select(rowReal[h], hi, d.cf(0.0));
+              }
+              Value packed = d.packHalf2(lo, hi);
               d.store(packed, uAt(row, d.add(colBase, 8 * g)), 4);
             }
           });
@@ -555,6 +582,8 @@ void attnfuse::sm90::buildCCAPrologueKernel(OpBuilder &b, Location loc,
   if (p.rotated)
     args.append({gptr, gptr});
   args.append({gptr, gptr, gptr});
+  if (p.paddingMaskBits)
+    args.push_back(gptr);
   gpu::GPUFuncOp func =
       createKernelFunc(b, loc, module, p.name, args, tma, p.threads, 1);
   OpBuilder::InsertionGuard guard(b);
@@ -653,6 +682,21 @@ DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
   }
   for (StringRef t : {"query", "key", "value"})
     params.push_back(describeParam(ctx, t, "pointer", elem, t));
+  if (p.paddingMaskBits) {
+    StringRef maskType = p.paddingMaskBits == 64 ? "i64" : "i32";
+    tensors.push_back(
+        DictBuilder(ctx)
+            .set("name", "padding_mask")
+            .set("role", "padding mask: token s of sequence b is real where "
+                         "padding_mask[b, s] != 0, else a zero row of x")
+            .set("operand", operand++)
+            .set("dtype", maskType)
+            .set("shape", arrayAttr(ctx, {S("B"), S("S")}))
+            .set("layout", "row-major [batch, seq], contiguous")
+            .get());
+    params.push_back(describeParam(ctx, "padding_mask", "pointer", maskType,
+                                   "padding_mask"));
+  }
 
   SmallVector<Attribute> grid = {
       DictBuilder(ctx)
@@ -690,6 +734,7 @@ DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
       .set("eps", p.eps)
       .set("norm", p.clampEps ? "clamp_eps" : "sqrt_eps")
       .set("rope_dims", p.rotated)
+      .set("padding_mask_bits", p.paddingMaskBits)
       .set("grouped_conv", "FMA loops (thread per output channel)");
   LaunchDescription launch;
   launch.kernel = p.name;

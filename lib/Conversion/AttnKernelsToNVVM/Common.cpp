@@ -80,6 +80,17 @@ DictionaryAttr attnfuse::sm90::describeTma(MLIRContext *ctx, const TmaInfo &tma,
       .get();
 }
 
+FailureOr<int64_t> attnfuse::sm90::maskElementBits(Operation *op,
+                                                   StringRef name, Value mask) {
+  if (!mask)
+    return int64_t(0);
+  Type type = cast<RankedTensorType>(mask.getType()).getElementType();
+  if (type.isInteger(32) || type.isInteger(64))
+    return int64_t(type.getIntOrFloatBitWidth());
+  return op->emitOpError() << "the sm_90a kernels read a " << name
+                           << " of i32 or i64, got " << type;
+}
+
 FailureOr<ElemKind> attnfuse::sm90::kernelElemKind(Operation *op,
                                                    Type elementType,
                                                    const TargetOptions &options,

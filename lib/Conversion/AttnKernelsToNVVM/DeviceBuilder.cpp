@@ -408,6 +408,12 @@ Value DeviceBuilder::gAt(Value base, Value elementOffset, Type elementType) {
 Value DeviceBuilder::load(Type t, Value p, int align) {
   return LLVM::LoadOp::create(b, loc, t, p, align);
 }
+Value DeviceBuilder::nonZeroAt(Value base, Value index, int64_t bits) {
+  Type type = bits == 64 ? i64 : i32;
+  Value element = load(type, gAt(base, index, type), bits / 8);
+  Value zero = arith::ConstantIntOp::create(b, loc, type, 0);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, element, zero);
+}
 void DeviceBuilder::store(Value v, Value p, int align) {
   LLVM::StoreOp::create(b, loc, v, p, align);
 }

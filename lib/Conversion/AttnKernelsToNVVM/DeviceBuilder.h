@@ -168,6 +168,9 @@ public:
   // Global memory.
   Value gAt(Value base, Value elementOffset, Type elementType);
   Value load(Type t, Value p, int align);
+  /// Whether element `index` of the integer array at `base` (a padding
+  /// mask of `bits`-bit integers) is nonzero.
+  Value nonZeroAt(Value base, Value index, int64_t bits);
   void store(Value v, Value p, int align);
 
   // Structured control flow.

@@ -25,7 +25,9 @@
 // * setmaxnreg moves registers from the producer to the consumers.
 // * Causal / window: key tiles outside the CTA's visible range are never
 //   loaded; only tiles crossing the diagonal, the window edge or the end of
-//   the keys are masked (the same bounds as the CPU lowering).
+//   the keys are masked (the same bounds as the CPU lowering). With a key
+//   mask (a padded batch) every tile is masked, each consumer thread reading
+//   the mask entries of its score columns from global memory.
 //
 // Shared memory (offsets from a 1024-byte aligned base): Q slabs, K stages,
 // V stages (not for K=V), rotated-K stages (K=V with key RoPE), mbarriers.
@@ -58,12 +60,12 @@ using arith::CmpIPredicate;
 
 std::string FlashPlan::key() const {
   return llvm::formatv("fa:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
-                       "{12}:{13}:{14}:{15}:{16}",
+                       "{12}:{13}:{14}:{15}:{16}:{17}",
                        elemName(elem), headDim, valueDim, numHeads, numKvHeads,
                        pack, blockQ, blockKV, stages, causal,
                        window ? *window : -1, llvm::formatv("{0:e}", scale),
                        keyIsValue, queryRotated, keyRotated, sharedRopeTable,
-                       hostCastFromF32)
+                       hostCastFromF32, keyMaskBits)
       .str();
 }
 
@@ -105,10 +107,11 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
-  if (op.getKeyMask())
-    return op.emitOpError()
-           << "key_mask (a padded batch) is not supported by the sm_90a "
-              "kernel yet; the CPU target supports it";
+  FailureOr<int64_t> maskBits =
+      maskElementBits(op, "key_mask", op.getKeyMask());
+  if (failed(maskBits))
+    return failure();
+  p.keyMaskBits = *maskBits;
   p.blockQ = op.getBlockQ();
   p.blockKV = op.getBlockKv();
   p.stages = options.stages;
@@ -192,6 +195,8 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
     name += "_krope" + std::to_string(p.keyRotated);
   if (p.queryRotated)
     name += "_qrope" + std::to_string(p.queryRotated);
+  if (p.keyMaskBits)
+    name += "_kmask" + std::to_string(p.keyMaskBits);
   p.name = name;
   return p;
 }
@@ -248,7 +253,7 @@ private:
 
   // Kernel parameters.
   Value tmaQ, tmaK, tmaV, tmaO, seqQ, seqKV;
-  Value qCos, qSin, kCos, kSin;
+  Value qCos, qSin, kCos, kSin, keyMask;
   // Per-CTA values.
   Value smem, tid, wg, tInWg, warpInWg, lane;
   Value batch, h0, kvHead, s0, offset, jlo, numTiles;
@@ -277,6 +282,8 @@ void FlashEmitter::emit() {
       kSin = entry.getArgument(arg++);
     }
   }
+  if (p.keyMaskBits)
+    keyMask = entry.getArgument(arg++);
 
   tid = d.tid();
   wg = d.divu(tid, 128);
@@ -476,16 +483,34 @@ void FlashEmitter::consumer() {
           needsMask =
               d.orb(needsMask, d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
                                      d.sub(lastQuery, key0)));
+        if (p.keyMaskBits) // any key may be padding
+          needsMask = d.cmp(CmpIPredicate::eq, d.c32(0), d.c32(0));
         SmallVector<Type> f32s(sv.size(), d.f32);
         sv = d.ifThenElseValues(
             needsMask, f32s,
             [&]() {
               SmallVector<Value> masked;
+              // The key mask entry of each of the thread's columns, read
+              // once for both of its rows (clamped into the keys: a column
+              // past them is masked anyway).
+              llvm::DenseMap<int64_t, Value> real;
+              if (p.keyMaskBits)
+                for (size_t i = 0; i < sv.size(); ++i) {
+                  int64_t col = (i % 2) + 8 * (i / 4);
+                  if (real.count(col))
+                    continue;
+                  Value key = d.mins(d.add(d.add(key0, colBase), col),
+                                     d.sub(seqKV, d.c32(1)));
+                  real[col] = d.nonZeroAt(
+                      keyMask, d.add(d.mul(batch, seqKV), key), p.keyMaskBits);
+                }
               for (auto [i, v] : llvm::enumerate(sv)) {
                 int64_t col = (i % 2) + 8 * (i / 4);
                 Value key = d.add(d.add(key0, colBase), col);
                 Value q = qPos[(i / 2) % 2];
                 Value valid = d.cmp(CmpIPredicate::slt, key, seqKV);
+                if (p.keyMaskBits)
+                  valid = d.andb(valid, real[col]);
                 if (p.causal)
                   valid = d.andb(valid, d.cmp(CmpIPredicate::sle, key, q));
                 if (p.window)
@@ -619,6 +644,8 @@ void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
     args.append({gptr, gptr});
   if (p.keyRotated && !p.sharedRopeTable)
     args.append({gptr, gptr});
+  if (p.keyMaskBits)
+    args.push_back(gptr);
 
   gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, tmaArgs,
                                          p.threads, p.minBlocksPerSM);
@@ -719,6 +746,27 @@ DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
               p.queryRotated, p.sharedRopeTable ? "max(S,T)" : "S");
   if (p.keyRotated && !p.sharedRopeTable)
     ropeTable("rope_k", op.getKeyRopeAttr(), p.keyRotated, "T");
+  if (p.keyMaskBits) {
+    StringRef maskType = p.keyMaskBits == 64 ? "i64" : "i32";
+    // key_mask is ODS operand 4 (after query, key, value, bias).
+    auto operand =
+        static_cast<int64_t>(op.getODSOperandIndexAndLength(4).first);
+    tensors.push_back(
+        DictBuilder(ctx)
+            .set("name", "key_mask")
+            .set("role", "key mask: key j of sequence b is attended to only "
+                         "where key_mask[b, j] != 0 (padding)")
+            .set("operand", operand)
+            .set("dtype", maskType)
+            .set("shape",
+                 arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, "T")}))
+            .set("strides_elements",
+                 arrayAttr(ctx, {strAttr(ctx, "T"), intAttr(ctx, 1)}))
+            .set("layout", "row-major [batch, seq], contiguous")
+            .get());
+    params.push_back(
+        describeParam(ctx, "key_mask", "pointer", maskType, "key_mask"));
+  }
 
   int64_t positions = p.positions();
   SmallVector<Attribute> grid = {
@@ -759,6 +807,7 @@ DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
       .set("scale", p.scale)
       .set("query_rope_dims", p.queryRotated)
       .set("key_rope_dims", p.keyRotated)
+      .set("key_mask_bits", p.keyMaskBits)
       .set("pv_operand_a", "registers (RS wgmma, inline PTX)");
   if (p.window)
     config.set("window", *p.window);

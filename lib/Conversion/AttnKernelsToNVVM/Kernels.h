@@ -63,6 +63,7 @@ struct FlashPlan {
   bool keyIsValue;
   int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
   bool sharedRopeTable = false;             // query and key use one table pair
+  int64_t keyMaskBits = 0; // key_mask element width (32, 64; 0: none)
   // Launch and resources.
   int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
   int64_t qSlabBytes, kStageBytes, vStageBytes, rotStageBytes;
@@ -121,6 +122,7 @@ struct ProloguePlan {
   int64_t width, numHeads, numKvHeads, headDim, group;
   int64_t k0, k1, padding, halo;
   bool qkMean, valueShift, clamped;
+  int64_t paddingMaskBits = 0; // padding_mask element width (32, 64; 0: none)
   double eps;
   /// norm = <clamp_eps>: divide by max(|x|, eps) instead of
   /// sqrt(|x|^2 + eps).
@@ -304,6 +306,10 @@ mlir::FailureOr<ElemKind> kernelElemKind(mlir::Operation *op,
                                          mlir::Type elementType,
                                          const TargetOptions &options,
                                          bool &hostCast);
+/// The element width (32 or 64) of the padding or key mask `mask` (named
+/// `name`), 0 without one, or failure with a diagnostic on `op`.
+mlir::FailureOr<int64_t>
+maskElementBits(mlir::Operation *op, llvm::StringRef name, mlir::Value mask);
 
 /// Creates `gpu.func @name` with `argTypes` inside `module`, with the
 /// launch-bound attributes, and positions `b` at the start of its body.

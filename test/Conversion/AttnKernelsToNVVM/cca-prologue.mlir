@@ -152,3 +152,28 @@ func.func @tiny(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
 }
+
+// -----
+
+// A padded batch: the i64 padding mask is the last pointer parameter; each
+// thread reads the entries of its two accumulator rows (token s0 - halo +
+// row, clamped into the sequence) once, and the GEMM stores zeros for the
+// rows of padded tokens into u.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK: call @[[K:attn_cca_prologue_bf16_e128_h4_g2_d64_k2x2_qkmean_vshift_mask64]]_launch(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9, %arg10)
+// CHECK: gpu.func @[[K]]({{.*}}, %[[MASK:.*]]: !llvm.ptr<1>) kernel
+// CHECK: %[[PTR:.*]] = llvm.getelementptr %[[MASK]][%{{.*}}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i64
+// CHECK: %[[ENTRY:.*]] = llvm.load %[[PTR]] {alignment = 8 : i64} : !llvm.ptr<1> -> i64
+// CHECK: %[[SET:.*]] = arith.cmpi ne, %[[ENTRY]], %{{.*}} : i64
+// CHECK: %[[REAL:.*]] = arith.ori %{{.*}}, %[[SET]] : i1
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: arith.select %[[REAL]], %{{.*}}, %{{.*}} : f32
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: {dtype = "i64", kind = "pointer", name = "padding_mask", value = "padding_mask"}
+// CHECK-SAME: {dtype = "i64", layout = "row-major [batch, seq], contiguous", name = "padding_mask", operand = 10 : i64
+func.func @padding_mask(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
+      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+  return %q, %k, %v : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
+}

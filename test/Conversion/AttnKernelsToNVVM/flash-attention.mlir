@@ -180,3 +180,27 @@ func.func @window_qrope(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>,
       -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
+
+// -----
+
+// A padded batch: the i32 key mask is one more pointer parameter (after the
+// lengths) and operand 2 of the launch; every key tile takes the masked
+// path, reading the mask entry of each of the thread's columns
+// (key_mask[b * T + min(key, T - 1)]) and masking where it is 0.
+// CHECK-LABEL: func.func @flash_key_mask
+// CHECK: call @[[K:attn_fa_bf16_d64_h4_g1_q64_kv64_s2_causal_keqv_kmask32]]_launch(%arg0, %arg1, %arg2) : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+// CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: i32, %[[T:.*]]: i32, %[[MASK:.*]]: !llvm.ptr<1>)
+// CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %[[T]] : i32
+// CHECK: %[[IDX:.*]] = arith.addi %[[ROW]], %{{.*}} : i32
+// CHECK: %[[PTR:.*]] = llvm.getelementptr %[[MASK]][%[[IDX]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+// CHECK: %[[ENTRY:.*]] = llvm.load %[[PTR]] {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK: arith.cmpi ne, %[[ENTRY]], %{{.*}} : i32
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: key_mask_bits = 32
+// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_mask", value = "key_mask"}
+// CHECK-SAME: {dtype = "i32", layout = "row-major [batch, seq], contiguous", name = "key_mask", operand = 2 : i64
+func.func @flash_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
+  %o = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+  return %o : tensor<?x?x4x64xbf16>
+}

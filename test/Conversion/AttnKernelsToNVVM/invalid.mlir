@@ -74,21 +74,20 @@ func.func @block_q_192_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf1
 
 // -----
 
-// A padded batch has no sm_90a kernel yet: an error on the op, never a
-// kernel that ignores the mask.
-func.func @flash_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
-  // expected-error @+1 {{key_mask (a padded batch) is not supported by the sm_90a kernel yet; the CPU target supports it}}
+// The kernels read i32 or i64 masks.
+func.func @flash_key_mask_i8(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi8>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{the sm_90a kernels read a key_mask of i32 or i64, got 'i8'}}
   %o = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64, causal}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi8>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
 
 // -----
 
-func.func @cca_prologue_padding_mask(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi64>) {
-  // expected-error @+1 {{padding_mask (a padded batch) is not supported by the sm_90a prologue kernel yet; the CPU target supports it}}
+func.func @cca_prologue_padding_mask_i1(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi1>) {
+  // expected-error @+1 {{the sm_90a kernels read a padding_mask of i32 or i64, got 'i1'}}
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
-      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi1>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return
 }
