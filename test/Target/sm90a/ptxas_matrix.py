@@ -2,7 +2,8 @@
 """Static sm_90a check of every kernel AttnFuse emits (ctest: sm90a/ptxas-matrix).
 
 Builds a matrix of attention layers (head dim 64 and 128; GQA group 1, 4, 8;
-causal or not; K=V on or off; plus key-RoPE K=V layers), compiles them and the
+causal or not; K=V on or off; plus key-RoPE K=V layers and flash kernels with
+a key mask), compiles them and the
 example models with `attnfuse-compile --target=sm_90a --no-cubin`, assembles
 every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
 
@@ -24,7 +25,7 @@ assemble without spills or warnings.
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
-conv kernels 3/3, and the toggles off. A third covers attn.cca_decode_prologue
+conv kernels 3/3, the toggles off, and two with a padding mask. A third covers attn.cca_decode_prologue
 (one decode step): the ZAYA1 shape and CCA with Hq = Hk = 4, d 64, with and
 without the value shift, QK-mean and RoPE, conv kernels 2/2 and 3/2, bf16 and
 (two of them) f16.
@@ -89,21 +90,42 @@ def matrix_model():
             name = f"d{d}_g{g}_causal_keqv_rope"
             funcs.append(layer_function(name, E, hq, hq // g, d, "kv", True, True))
             configs.append(dict(name=name, d=d, g=g, causal=True, kv=True, rope=True))
+        # A padded batch: the key mask read per score column (i64 as torch's
+        # attention_mask), G = 4, causal, separate K and V.
+        name = f"d{d}_g4_causal_kv2_keymask"
+        funcs.append(key_mask_function(name, hq, hq // 4, d))
+        configs.append(dict(name=name, d=d, g=4, causal=True, kv=False, rope=False,
+                            mask=True))
     return "\n".join(funcs), configs
 
 
-# attn.cca_prologue configurations: (name, E, Hq, Hk, d, k0, k1, toggles).
+def key_mask_function(name, hq, hk, d):
+    """attn.flash_attention with an i64 key mask, the tiles attn-fuse chooses for
+    attnfuse-compile (128 x 128)."""
+    q, kv = f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>"
+    return (
+        f"func.func @{name}(%q: {q}, %k: {kv}, %v: {kv}, %m: tensor<?x?xi64>) -> {q} {{\n"
+        f"  %o = attn.flash_attention %q, %k, %v key_mask(%m)\n"
+        f"      {{block_q = 128 : i64, block_kv = 128 : i64, causal}}\n"
+        f"      : ({q}, {kv}, {kv}, tensor<?x?xi64>) -> {q}\n"
+        f"  return %o : {q}\n}}\n")
+
+
+# attn.cca_prologue configurations: (name, E, Hq, Hk, d, k0, k1, toggles,
+# padding mask type or None).
 CCA_CONFIGS = (
-    ("zaya1", 2048, 8, 2, 128, 2, 2, True),
-    ("d128_k3", 2048, 8, 2, 128, 3, 3, True),
-    ("d64_k2", 1024, 16, 2, 64, 2, 2, True),
-    ("d64_k3", 1024, 16, 4, 64, 3, 3, True),
-    ("d128_plain", 2048, 8, 2, 128, 2, 2, False),
-    ("d64_mha_plain", 1024, 8, 8, 64, 3, 3, False),
+    ("zaya1", 2048, 8, 2, 128, 2, 2, True, None),
+    ("d128_k3", 2048, 8, 2, 128, 3, 3, True, None),
+    ("d64_k2", 1024, 16, 2, 64, 2, 2, True, None),
+    ("d64_k3", 1024, 16, 4, 64, 3, 3, True, None),
+    ("d128_plain", 2048, 8, 2, 128, 2, 2, False, None),
+    ("d64_mha_plain", 1024, 8, 8, 64, 3, 3, False, None),
+    ("zaya1_mask", 2048, 8, 2, 128, 2, 2, True, "i64"),
+    ("d64_k3_mask", 1024, 16, 4, 64, 3, 3, True, "i32"),
 )
 
 
-def cca_function(name, E, hq, hk, d, k0, k1, toggles):
+def cca_function(name, E, hq, hk, d, k0, k1, toggles, mask=None):
     lq, lk = hq * d, hk * d
     c = lq + lk
     vrows = lk // 2 if toggles else lk
@@ -119,23 +141,28 @@ def cca_function(name, E, hq, hk, d, k0, k1, toggles):
             ("temp", f"{hk}")]
     args = ", ".join(f"%{n}: tensor<{t}xbf16>" for n, t in ops)
     types = ", ".join(f"tensor<{t}xbf16>" for _, t in ops)
+    masked = ""
+    if mask:
+        args += f", %m: tensor<?x?x{mask}>"
+        types += f", tensor<?x?x{mask}>"
+        masked = " padding_mask(%m)"
     results = (f"tensor<?x?x{hq}x{d}xbf16>, tensor<?x?x{hk}x{d}xbf16>, "
                f"tensor<?x?x{hk}x{d}xbf16>")
     vprev = " wv_prev(%wvp)" if toggles else ""
     return (
         f"func.func @cca_{name}({args}) -> ({results}) {{\n"
         f"  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv){vprev} "
-        f"conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) {{{attrs}}}\n"
+        f"conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp){masked} {{{attrs}}}\n"
         f"      : ({types}) -> ({results})\n"
         f"  return %q, %k, %v : {results}\n}}\n")
 
 
 def cca_model():
     funcs, configs = [], []
-    for name, E, hq, hk, d, k0, k1, toggles in CCA_CONFIGS:
-        funcs.append(cca_function(name, E, hq, hk, d, k0, k1, toggles))
+    for name, E, hq, hk, d, k0, k1, toggles, mask in CCA_CONFIGS:
+        funcs.append(cca_function(name, E, hq, hk, d, k0, k1, toggles, mask))
         configs.append(dict(name=f"cca_{name}", E=E, hq=hq, hk=hk, d=d, k=(k0, k1),
-                            toggles=toggles))
+                            toggles=toggles, mask=mask))
     return "\n".join(funcs), configs
 
 
@@ -505,14 +532,15 @@ def main():
                  "slack), from the manifest.\n")
 
     lines.append("## Flash attention matrix\n")
-    lines.append("| d | G | causal | K=V | key RoPE | kernel | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| d | G | causal | K=V | key RoPE | key mask | kernel | block | regs (ptxas) | setmaxnreg p/c | SASS regs | HGMMA | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in configs:
         k = kernels.get(c["kernel"] or "", {})
         cfg = k.get("config", {})
         lines.append(
             f"| {c['d']} | {c['g']} | {'yes' if c['causal'] else 'no'} | {'yes' if c['kv'] else 'no'} "
-            f"| {'yes' if c['rope'] else 'no'} | `{c['kernel']}` | {k.get('block', ['?'])[0]} "
+            f"| {'yes' if c['rope'] else 'no'} | {'i64' if c.get('mask') else 'no'} "
+            f"| `{c['kernel']}` | {k.get('block', ['?'])[0]} "
             f"| {k.get('registers', '-')} | {cfg.get('producer_registers', '?')}/{cfg.get('consumer_registers', '?')} "
             f"| {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} | {k.get('spills', '-')} "
             f"| {k.get('stack', '-')} | {k.get('smem', '-')} |")
@@ -521,13 +549,14 @@ def main():
     lines.append("Toggles: qk_mean, value_shift, clamped temperature, RoPE on half of each "
                  "head; 'off': none of them. One CTA of 256 threads per (64 tokens, KV group, "
                  "batch), not warp-specialized (no setmaxnreg).\n")
-    lines.append("| E | Hq | Hk | d | conv | toggles | kernel | block | regs (ptxas) | SASS regs | HGMMA | spill | stack | smem |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| E | Hq | Hk | d | conv | toggles | padding mask | kernel | block | regs (ptxas) | SASS regs | HGMMA | spill | stack | smem |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in cca_configs:
         k = kernels.get(c["kernel"] or "", {})
         lines.append(
             f"| {c['E']} | {c['hq']} | {c['hk']} | {c['d']} | {c['k'][0]}/{c['k'][1]} "
-            f"| {'all' if c['toggles'] else 'off'} | `{c['kernel']}` | {k.get('block', ['?'])[0]} "
+            f"| {'all' if c['toggles'] else 'off'} | {c['mask'] or 'no'} | `{c['kernel']}` "
+            f"| {k.get('block', ['?'])[0]} "
             f"| {k.get('registers', '-')} | {k.get('sass_regs', '-')} | {k.get('hgmma', '-')} "
             f"| {k.get('spills', '-')} | {k.get('stack', '-')} | {k.get('smem', '-')} |")
 
