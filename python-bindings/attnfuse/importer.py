@@ -451,10 +451,11 @@ def _select(kwargs, layers, residual, temperature, batch, seq,
 
 
 def hf_config_text(config, dtype=None, num_layers=None, layers=None,
-                   residual=None, temperature=None):
+                   residual=None, temperature=None, padding_mask=False):
     """The attn IR text of the config's attention stack (pure Python)."""
     kind, kwargs, source = config_from_hf(config, dtype, num_layers)
-    kwargs = _select(kwargs, layers, residual, temperature, None, None)
+    kwargs = _select(kwargs, layers, residual, temperature, None, None,
+                     padding_mask)
     hf_layers = kwargs.pop("hf_layers")
     header = [f"Attention stack imported from {os.path.basename(source)} by "
               f"attnfuse-import ({kind}, {kwargs['num_layers']} layers; "
@@ -508,10 +509,14 @@ def main(argv=None):
     parser.add_argument("--temperature", choices=builders.TEMPERATURES,
                         help="CCA key temperature (default raw, as "
                              "transformers' ZAYA)")
+    parser.add_argument("--padding-mask", choices=builders.MASK_DTYPES,
+                        help="CCA: take a padding mask [B, S] of this type "
+                             "after x (transformers' 2-D attention_mask)")
     args = parser.parse_args(argv)
     try:
         text = hf_config_text(args.config, args.dtype, args.num_layers,
-                              temperature=args.temperature)
+                              temperature=args.temperature,
+                              padding_mask=args.padding_mask or False)
     except (ValueError, OSError) as error:
         print(f"attnfuse-import: error: {error}", file=sys.stderr)
         return 1

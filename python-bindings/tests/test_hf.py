@@ -185,6 +185,20 @@ def test_padding_mask_is_for_cca_configs():
     assert str(module).count("padding_mask(%arg1)") == 2
     with pytest.raises(ValueError, match="padding_mask applies to CCA"):
         attnfuse.from_hf_config(PAPER_CONFIG, padding_mask=True)
+    text = attnfuse.hf_config_text(ZAYA_CONFIG, layers=[0],
+                                   padding_mask="i32")
+    assert "%mask: tensor<?x?xi32>" in text and "padding_mask(%mask)" in text
+
+
+def test_attnfuse_import_cli_padding_mask(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(ZAYA_CONFIG))
+    out = tmp_path / "model.mlir"
+    assert importer.main([str(config), "-o", str(out), "--num-layers", "2",
+                          "--padding-mask", "i64"]) == 0
+    text = out.read_text()
+    assert text.count("padding_mask(%mask)") == 2
+    attnfuse.parse(text).verify()
 
 
 AWKWARD = [31.25, 7.77, 0.1, 1.0 / 3.0, 5e6, 1e-5, 2.5e-8, 123456.789,
