@@ -13,7 +13,9 @@ def AttnDecompose : Pass<"attn-decompose"> {
     `attn.value_shift`, `attn.rope` and `attn.sdpa`, with `tensor` ops to
     split heads, concatenate and slice channels. Projections shared by the
     sharing mode are computed once: for `kv` the single key projection feeds
-    both the (rotated) key and the (un-rotated) value of `attn.sdpa`.
+    both the (rotated) key and the (un-rotated) value of `attn.sdpa`. An
+    `attn.cca` with a padding mask projects `attn.mask_tokens` of its input
+    and passes the mask to `attn.sdpa` as its key mask.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -32,7 +34,9 @@ def AttnFuse : Pass<"attn-fuse"> {
       and rotates the key role on load (`key_rope`, and `query_rope` for
       `qkv` where the query is that tensor too);
     * the CCA chain (projections, both convolutions, QK-mean, norm with
-      temperature, value shift, RoPE) -> `attn.cca_prologue`;
+      temperature, value shift, RoPE) -> `attn.cca_prologue`, which takes
+      the mask of an `attn.mask_tokens` in front of the projections as its
+      `padding_mask`;
     * a projection split into heads, with its RoPE -> `attn.fused_projection`.
     * decode forms (one new token per sequence, no `lengths`): the CCA chain
       over the conv and shift states -> `attn.cca_decode_prologue`; the cache
