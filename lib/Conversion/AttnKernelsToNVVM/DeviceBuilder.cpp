@@ -189,7 +189,9 @@ void DeviceBuilder::fenceProxyAsync() {
       NVVM::SharedSpaceAttr::get(b.getContext(),
                                  NVVM::SharedSpace::shared_cta));
 }
-void DeviceBuilder::fenceMbarrierInit() { NVVM::FenceMbarrierInitOp::create(b, loc); }
+void DeviceBuilder::fenceMbarrierInit() {
+  NVVM::FenceMbarrierInitOp::create(b, loc);
+}
 Value DeviceBuilder::electSync() {
   return NVVM::ElectSyncOp::create(b, loc, i1, Value());
 }

@@ -108,8 +108,9 @@ public:
   void barrierAll();
   void namedBarrier(int id, int threads);
   void fenceProxyAsync();
-  /// fence.mbarrier_init.release.cluster: makes the thread's mbarrier.init visible to the
-  /// async proxy (TMA complete_tx) before a barrier publishes the mbarriers.
+  /// fence.mbarrier_init.release.cluster: makes the thread's mbarrier.init
+  /// visible to the async proxy (TMA complete_tx) before a barrier publishes
+  /// the mbarriers.
   void fenceMbarrierInit();
   Value electSync();
   void setMaxRegisters(bool increase, int count);
