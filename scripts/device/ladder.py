@@ -526,10 +526,11 @@ def describe(st, res, expected):
     where = f" [{st['kernel']} B={st.get('B')} S={st.get('S')}" + \
         (f" T={st['T']}" if "T" in st else "") + "]" if "kernel" in st else ""
     exp = ""
-    if expected and st["name"] in expected:
-        e = expected[st["name"]]
-        exp = f"  (emulator: {e.get('status')}" + \
-            (f", max err {e['max_err']:.3g}" if isinstance(e.get("max_err"), float) else "") + ")"
+    if expected is not None:
+        e = expected.get(st["name"], {})
+        errs = [v for k, v in e.items() if k.endswith("max_err") and isinstance(v, float)]
+        exp = f"  (emulator: {e.get('status', 'no result')}" + \
+            (f", max err {max(errs):.3g}" if errs else "") + ")"
     return f"{status:7} {st['name']}{where}  {text}  {res.get('seconds', 0):.1f} s{exp}"
 
 
@@ -540,7 +541,8 @@ def parent(args):
     os.makedirs(args.out, exist_ok=True)
     expected = None
     if args.expected and os.path.exists(args.expected):
-        expected = {s["name"]: s["result"] for s in json.load(open(args.expected))["steps"]}
+        expected = {s["step"]["name"]: s["result"]
+                    for s in json.load(open(args.expected))["steps"]}
     progress = os.path.join(args.out, "ladder-progress.jsonl")
     open(progress, "w").close()
     results = {}

@@ -61,6 +61,11 @@ def test_plan_covers_the_layer(prepared, tmp_path):
     assert all(x["status"] == "PASS" for x in res.values()), res
     assert res["gemm_permutation"]["max_err"] == 0.0
     assert "PASS    gemm_permutation" in r.stdout and "max err 0 (exact)" in r.stdout
+    # A GPU run prints each step next to the emulator's result (prepare records it).
+    r2, _ = ladder(prepared, str(tmp_path / "again"), "--only", "^gemm_permutation$",
+                   "--expected", os.path.join(out, "ladder.json"))
+    assert re.search(r"PASS\s+gemm_permutation .*\(emulator: PASS, max err 0\)", r2.stdout), \
+        r2.stdout
 
 
 def test_p_fragment_rows_shifted_fail(prepared, tmp_path):
