@@ -14,6 +14,8 @@ every step's result on the emulator is known before a GPU runs it. The steps, in
   flash_pv_d64/_d128   FlashAttention with Q = 0: uniform weights, so O[m] is the mean of V over
                        the keys m sees (the P.V half and the row sum alone)
   flash_qk_*           random Q/K/V over three KV tiles, partial tiles, S != T
+  flash_qkv_shared_*, flash_qk_shared_*
+                       the sharing modes qkv (K=V kernel) and qk: the query buffer is the key
   example_s1/..., example_s200/...
                        every distinct projection GEMM and FlashAttention kernel of the prepared
                        layers at S = 1 and S = 200 (kernels with identical PTX run once)
@@ -116,6 +118,13 @@ def plan(d, step_timeout, env_timeout):
         step("flash_qk_partial_d128", "flash_random", by_dim[128], B=1, S=300, T=300)
     if 64 in by_dim:
         step("flash_qk_s_ne_t_d64", "flash_random", by_dim[64], B=1, S=100, T=300)
+    # Sharing modes qkv and qk (gpt300m_qkv, gpt300m_qk): the query buffer is the key buffer.
+    for mode, keqv in (("qkv", True), ("qk", False)):
+        same = [e for e in flashes if bool(e[2]["config"].get("key_is_value")) == keqv
+                and e[2]["config"]["num_heads"] == e[2]["config"]["num_kv_heads"]]
+        if same:
+            d = same[0][2]["config"]["head_dim"]
+            step(f"flash_{mode}_shared_d{d}", "flash_shared", same[0], B=1, S=200, T=200)
 
     seen = {}
     unique = []
@@ -348,7 +357,7 @@ def worker(args):
         return verdict(compare(got, ref, tol))
 
     # ---- FlashAttention
-    def run_flash(st, zero_q):
+    def run_flash(st, zero_q, shared=False):
         man, kdoc = kernel_of(st)
         cfg = kdoc["config"]
         B, S, T = st["B"], st["S"], st["T"]
@@ -357,6 +366,8 @@ def worker(args):
         rng = np.random.default_rng(11 + S + T)
         qb, q = bf16(np.zeros((B, S, hq, d)) if zero_q else rng.standard_normal((B, S, hq, d)))
         kb, k = bf16(rng.standard_normal((B, T, hk, d)))
+        if shared:  # one buffer bound as query and key: one device copy (HostMirror)
+            qb, q = kb, k
         bufs = {"query": (qb, "bf16"), "key": (kb, "bf16")}
         if cfg.get("key_is_value"):
             v = k
@@ -482,6 +493,7 @@ def worker(args):
         "flash_pv": lambda st: run_flash(st, True),
         "flash_random": lambda st: run_flash(st, False),
         "example_flash": lambda st: run_flash(st, False),
+        "flash_shared": lambda st: run_flash(st, False, shared=True),
         "decode": run_decode,
         "cca_prologue": run_cca,
     }
