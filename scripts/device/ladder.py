@@ -113,7 +113,7 @@ def plan(d, step_timeout, env_timeout):
             step(f"flash_pv_d{dim}", "flash_pv", by_dim[dim], B=2, S=200, T=200)
     if 64 in by_dim:
         kv = by_dim[64][2]["config"]["block_kv"]
-        step(f"flash_qk_3tiles_d64", "flash_random", by_dim[64], B=1, S=3 * kv, T=3 * kv)
+        step("flash_qk_3tiles_d64", "flash_random", by_dim[64], B=1, S=3 * kv, T=3 * kv)
     if 128 in by_dim:
         step("flash_qk_partial_d128", "flash_random", by_dim[128], B=1, S=300, T=300)
     if 64 in by_dim:
