@@ -17,11 +17,21 @@ function(attnfuse_install_target name)
   set_property(GLOBAL APPEND PROPERTY ATTNFUSE_EXPORTS ${name})
 endfunction()
 
+# Objects built with the sanitizers call into their runtimes: whatever links
+# them, here or in a project that uses the installed package, must link the
+# runtimes too.
+function(attnfuse_link_sanitizers name)
+  if(ATTNFUSE_ENABLE_SANITIZERS)
+    target_link_options(${name} INTERFACE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
 # add_mlir_library / add_mlir_dialect_library / add_mlir_conversion_library,
 # installed and exported as part of AttnFuse.
 function(add_attnfuse_library name)
   add_mlir_library(${name} ${ARGN} DISABLE_INSTALL)
   attnfuse_install_target(${name})
+  attnfuse_link_sanitizers(${name})
 endfunction()
 
 function(add_attnfuse_dialect_library name)

@@ -239,15 +239,21 @@ JitFunction::create(ModuleOp module, StringRef entry,
   if (options.fused)
     pipelineOptions.fused = *options.fused;
 
-  // The size relations of the primitives are checked before each call (the
-  // pipeline starts with attn-decompose too; running it again is a no-op).
+  // The size relations of the primitives are checked before each call. They
+  // are read from the decomposed entry, on a copy: the pipeline outlines
+  // repeated layers before it decomposes them, which would hide the
+  // primitives behind calls.
   MLIRContext *context = module.getContext();
-  PassManager decompose(context);
-  decompose.addPass(attn::createAttnDecompose());
-  if (failed(decompose.run(module)))
-    return makeError("lowering with attn-to-cpu failed (attn-decompose)");
+  {
+    OwningOpRef<ModuleOp> decomposed(module.clone());
+    PassManager decompose(context);
+    decompose.addPass(attn::createAttnDecompose());
+    if (failed(decompose.run(*decomposed)))
+      return makeError("lowering with attn-to-cpu failed (attn-decompose)");
+    function->shapeChecks =
+        ShapeChecks::derive(decomposed->lookupSymbol<func::FuncOp>(entry));
+  }
   auto func = module.lookupSymbol<func::FuncOp>(entry);
-  function->shapeChecks = ShapeChecks::derive(func);
 
   // Lower to the LLVM dialect, with a C interface for the entry.
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
@@ -436,8 +442,10 @@ JitFunction::call(ArrayRef<TensorRef> args) {
   if (state.failedCheck) {
     freeAll();
     StringRef message = StringRef(*state.failedCheck).trim();
-    return makeError("a run-time check of '" + name + "' failed, nothing "
-                     "after it ran: " + message +
+    return makeError("a run-time check of '" + name +
+                     "' failed, nothing "
+                     "after it ran: " +
+                     message +
                      " (for example a cache position or block table entry "
                      "out of range)");
   }

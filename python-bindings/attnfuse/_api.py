@@ -324,7 +324,7 @@ class CpuFunction:
                 f"copy it to the host (tensor.cpu()) or compile for "
                 f"target='sm_90a'")
         try:
-            held, held_shape, _, _, contiguous = \
+            held, held_shape, _, _, contiguous, aligned = \
                 _extension().inspect_array(value)
         except (TypeError, ValueError, RuntimeError) as error:
             raise ValueError(f"{what} of {self.name!r} cannot be read through "
@@ -336,7 +336,12 @@ class CpuFunction:
         if not contiguous:
             if not hasattr(value, "contiguous"):
                 raise ValueError(f"{what} of {self.name!r} is not C-contiguous")
-            value = value.contiguous()  # torch: one copy, in torch
+            value = value.contiguous()  # torch: one copy, in fresh storage
+        elif not aligned:
+            if not hasattr(value, "clone"):
+                raise ValueError(f"{what} of {self.name!r} is not aligned to "
+                                 f"its element size")
+            value = value.clone()  # torch: one copy, in aligned storage
         return value
 
     def __call__(self, *arrays):

@@ -139,9 +139,14 @@ NB_MODULE(_attnfuse, m) {
     }
     for (size_t i = 0; i < array.ndim(); ++i)
       shape.append(array.shape(i));
+    // Compiled code may use aligned vector loads: a buffer that starts off
+    // its element size (torch.frombuffer with an odd offset) must be copied.
+    size_t elementBytes = std::max<size_t>(1, (array.dtype().bits + 7) / 8);
+    bool aligned =
+        reinterpret_cast<uintptr_t>(array.data()) % elementBytes == 0;
     return nb::make_tuple(elementTypeName(array.dtype()), nb::tuple(shape),
                           deviceName(array.device_type()), array.device_id(),
-                          contiguous);
+                          contiguous, aligned);
   });
 
   nb::class_<Module>(m, "Module")

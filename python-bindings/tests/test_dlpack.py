@@ -98,3 +98,24 @@ def test_torch_tensors_in_and_out():
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="argument #0 .*CUDA"):
             run(tensors[0].cuda(), *tensors[1:])
+
+
+def test_misaligned_producers_are_copied_or_refused(layer):
+    """A buffer that does not start on its element size (compiled code may
+    use aligned vector loads) is copied when the producer can clone itself,
+    refused with the argument's name otherwise."""
+    arrays = inputs()
+    raw = np.zeros(arrays[0].nbytes + 1, np.uint8)
+    misaligned = raw[1:].view(np.float32).reshape(arrays[0].shape)
+    misaligned[...] = arrays[0]
+    with pytest.raises(ValueError, match=r"argument #0 of 'f' is not aligned "
+                       r"to its element size"):
+        layer(Producer(misaligned, device=(1, 0)), *arrays[1:])
+    torch = pytest.importorskip("torch")
+    storage = bytearray(arrays[0].nbytes + 1)
+    tensor = torch.frombuffer(storage, dtype=torch.float32, offset=1,
+                              count=arrays[0].size).view(arrays[0].shape)
+    tensor.copy_(torch.from_numpy(arrays[0]))
+    assert tensor.data_ptr() % 4 != 0
+    y = layer(tensor, *arrays[1:])
+    np.testing.assert_array_equal(np.asarray(y), layer(*arrays))

@@ -1,6 +1,7 @@
 """Property test of the CPU JIT boundary (Hypothesis): random shapes, some
 inconsistent and some empty, random element types and layouts (strided,
-read-only, misaligned). Every call either matches the float64 reference of
+read-only, misaligned), and now and then an argument of the wrong element
+type. Every call either matches the float64 reference of
 integration_test/reference.py or raises a clear error; none crashes."""
 
 import numpy as np
@@ -24,8 +25,10 @@ IR = """func.func @attend(%q: tensor<?x?x{hq}x{d}x{t}>, %k: tensor<?x?x{hk}x{d}x
   return %o : tensor<?x?x{hq}x{d}x{t}>
 }}"""
 
+# bf16 travels as uint16 bit patterns; its tolerance is a few units in the
+# last place of bf16 (2^-8 relative) at the outputs' magnitude (<= 1).
 DTYPES = {"f32": (np.float32, 2e-5), "f64": (np.float64, 1e-10),
-          "f16": (np.float16, 1e-2)}
+          "f16": (np.float16, 1e-2), "bf16": (np.uint16, 3e-2)}
 _compiled = {}
 
 
@@ -76,20 +79,38 @@ def call(draw):
         shapes[name][axis] = new
         broken = (name, axis)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    np_dtype = DTYPES[dtype][0]
-    values = {n: rng.uniform(-1, 1, shp).astype(np_dtype)
-              for n, shp in shapes.items()}
+    if dtype == "bf16":
+        values = {n: attnfuse.to_bf16(rng.uniform(-1, 1, shp))
+                  for n, shp in shapes.items()}
+    else:
+        values = {n: rng.uniform(-1, 1, shp).astype(DTYPES[dtype][0])
+                  for n, shp in shapes.items()}
     laid_out = {n: draw(layout(a)) for n, a in values.items()}
-    return dtype, values, laid_out, broken
+    # Now and then one argument arrives with another element type.
+    retyped = None
+    if broken is None and draw(st.integers(0, 7)) == 0:
+        name = draw(st.sampled_from(sorted(shapes)))
+        other = draw(st.sampled_from([np.int32, np.int64, np.float64,
+                                      np.float32, np.float16]).filter(
+            lambda t: np.dtype(t) != np.dtype(DTYPES[dtype][0])))
+        laid_out[name] = values[name].astype(other)
+        retyped = name
+    return dtype, values, laid_out, broken, retyped
 
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(call())
 def test_every_call_matches_the_reference_or_raises(case):
-    dtype, values, laid_out, broken = case
+    dtype, values, laid_out, broken, retyped = case
     f = function(dtype)
-    args = [laid_out[n] for n in ("q", "k", "v", "bias")]
+    names = ("q", "k", "v", "bias")
+    args = [laid_out[n] for n in names]
+    if retyped is not None:
+        with pytest.raises(ValueError, match=rf"argument #{names.index(retyped)}"
+                           rf" of 'attend' is {dtype}: expected a"):
+            f(*args)
+        return
     if broken is not None:
         with pytest.raises(RuntimeError, match=r"run-time size check of "
                            r"'attend' failed before the call: argument #\d "
@@ -98,12 +119,17 @@ def test_every_call_matches_the_reference_or_raises(case):
             f(*args)
         return
     out = f(*args)
+    if dtype == "bf16":
+        out = attnfuse.from_bf16(out)
+        exact = {n: attnfuse.from_bf16(a) for n, a in values.items()}
+    else:
+        exact = values
     b, s, t = values["q"].shape[0], values["q"].shape[1], values["k"].shape[1]
     if t == 0:  # no key at all: every row is fully masked and gives zeros
         expected = np.zeros((b, s, HQ, D))
     else:
-        expected = reference.sdpa(values["q"], values["k"], values["v"],
-                                  bias=values["bias"], causal=True)
+        expected = reference.sdpa(exact["q"], exact["k"], exact["v"],
+                                  bias=exact["bias"], causal=True)
     assert out.shape == expected.shape
     tolerance = DTYPES[dtype][1]
     np.testing.assert_allclose(out.astype(np.float64), expected,

@@ -23,6 +23,11 @@ Writes OUT/decode-<date>-<gpu>.json and .md. `--dry-run` (no GPU, no torch: nump
 plumbing: manifests, launch dimensions, workspace size and buffer validation through the real
 runtime library, the byte accounting and the report; the kernels are not run and its times
 are numpy's.
+
+Without a CUDA device in torch (or without torch) but with a driver the runtime can load (the
+emulator: ATTNFUSE_CUDA_DRIVER=libattnfuse_cudasim.so), the kernels do run: numpy buffers are
+copied to and from device memory through the runtime's memory API (afr_ctypes.HostMirror), at
+HOST_CONTEXTS x HOST_BATCHES, numerics against the numpy reference, no timings.
 """
 import argparse
 import ctypes
@@ -39,6 +44,7 @@ import afr_ctypes as afr  # noqa: E402
 
 CONTEXTS = (4096, 32768, 131072)
 BATCHES = (1, 16, 64)
+HOST_CONTEXTS, HOST_BATCHES = (200, 520), (1, 3)  # 1 to 3 splits
 HBM_GBPS = 4800.0  # H200
 NUMERICS_MAX_CONTEXT = 32768
 WARMUP, ITERS = 3, 20
@@ -83,14 +89,22 @@ def tensor_array(named):
 
 
 class Backend:
-    """Buffers and timing: torch on the GPU, or numpy for --dry-run."""
+    """Buffers and timing: torch on the GPU ("cuda"); numpy buffers with the kernels run
+    through the runtime's memory API ("host": the emulator), or not run at all ("dry")."""
 
-    def __init__(self, dry):
-        self.dry = dry
-        if dry:
+    def __init__(self, mode, rt=None):
+        self.mode = mode
+        self.dry = mode == "dry"
+        self.host = mode == "host"
+        self.numpy = mode in ("dry", "host")
+        if self.numpy:
             import numpy as np
             self.np = np
+            self.rng = np.random.default_rng(0)
             self.name = "cpu-dry-run"
+            if self.host:
+                self.mirror = afr.HostMirror(rt)
+                self.name = afr.Driver().device_name(0) or "host-arrays"
         else:
             import torch
             self.torch = torch
@@ -99,19 +113,22 @@ class Backend:
             self.name = torch.cuda.get_device_name(0)
 
     def free_bytes(self):
-        if self.dry:
+        if self.numpy:
             return 1 << 34
         free, _ = self.torch.cuda.mem_get_info()
         return free
 
     def randn(self, shape, dtype="bf16"):
-        if self.dry:
-            a = self.np.random.default_rng(0).standard_normal(shape).astype(self.np.float32)
+        if self.numpy:
+            a = self.rng.standard_normal(shape).astype(self.np.float32)
             return a if dtype == "f32" else (a.view(self.np.uint32) >> 16).astype(self.np.uint16)
         t = self.torch
         return t.randn(shape, device=self.dev, dtype=t.bfloat16 if dtype == "bf16" else t.float32)
 
     def empty(self, shape, dtype):
+        if self.host:  # all-ones bytes (NaN): unwritten outputs cannot pass
+            return self.np.full(shape, 0xFFFF, self.np.uint16) if dtype == "bf16" else \
+                self.np.full(shape, self.np.nan, self.np.float32)
         if self.dry:
             return self.np.zeros(shape, dtype={"bf16": self.np.uint16, "f32": self.np.float32,
                                                "i32": self.np.int32}[dtype])
@@ -120,22 +137,22 @@ class Backend:
                       dtype={"bf16": t.bfloat16, "f32": t.float32}[dtype])
 
     def full_i32(self, shape, value):
-        if self.dry:
+        if self.numpy:
             return self.np.full(shape, value, dtype=self.np.int32)
         return self.torch.full(shape, value, dtype=self.torch.int32, device=self.dev)
 
     def ptr(self, buf):
-        return buf.ctypes.data if self.dry else buf.data_ptr()
+        return buf.ctypes.data if self.numpy else buf.data_ptr()
 
     def sync(self):
-        if not self.dry:
+        if not self.numpy:
             self.torch.cuda.synchronize()
 
     def stream(self):
-        return 0 if self.dry else self.torch.cuda.current_stream().cuda_stream
+        return 0 if self.numpy else self.torch.cuda.current_stream().cuda_stream
 
     def median_ms(self, fn):
-        if self.dry:
+        if self.numpy:
             times = []
             for _ in range(3):
                 t0 = time.perf_counter()
@@ -160,7 +177,7 @@ class Backend:
 
 def reference(backend, q, k_new, v_new, kc, vc, ctx, scale):
     """float32 attention of the query over the ctx live tokens (the last is the new token)."""
-    if backend.dry:
+    if backend.numpy:
         np = backend.np
 
         def f32(a):
@@ -197,7 +214,7 @@ def reference(backend, q, k_new, v_new, kc, vc, ctx, scale):
 
 
 def to_f32(backend, a):
-    if backend.dry:
+    if backend.numpy:
         np = backend.np
         return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a
     return a.float()
@@ -215,7 +232,7 @@ def run_shape(rt, man, split_idx, combine_idx, kdoc, backend, ctx, B, flash_attn
     cache_bytes = B * ctx * hk * (d + (0 if kv else dv)) * 2
     live_bytes = cache_bytes  # every sequence holds `ctx` live tokens
     # Ours: the cache(s) + workspace; SDPA needs its own K/V copy in [B, Hk, S, d].
-    need = cache_bytes + ws_bytes.value + (cache_bytes if not backend.dry else 0)
+    need = cache_bytes + ws_bytes.value + (cache_bytes if not backend.numpy else 0)
     entry.update(cache_bytes=cache_bytes, live_bytes=live_bytes,
                  workspace_bytes=ws_bytes.value)
     free = backend.free_bytes()
@@ -241,18 +258,19 @@ def run_shape(rt, man, split_idx, combine_idx, kdoc, backend, ctx, B, flash_attn
     pos = backend.full_i32((B,), ctx - 1)
     ws = backend.empty(ws_shape, "f32")
     out = backend.empty((B, 1, hq, dv), "bf16")
-    split_tensors = [("query", backend.ptr(q), "bf16", (B, 1, hq, d)),
-                     ("key_new", backend.ptr(k_new), "bf16", (B, 1, hk, d)),
-                     ("key_cache", backend.ptr(kc), "bf16", (B, ctx, hk, d)),
-                     ("positions", backend.ptr(pos), "i32", (B,)),
-                     ("workspace", backend.ptr(ws), "f32", tuple(ws_shape))]
+    split_buffers = [("query", q, "bf16", (B, 1, hq, d)),
+                     ("key_new", k_new, "bf16", (B, 1, hk, d)),
+                     ("key_cache", kc, "bf16", (B, ctx, hk, d)),
+                     ("positions", pos, "i32", (B,)),
+                     ("workspace", ws, "f32", tuple(ws_shape))]
     if not kv:
-        split_tensors += [("value_new", backend.ptr(v_new), "bf16", (B, 1, hk, dv)),
-                          ("value_cache", backend.ptr(vc), "bf16", (B, ctx, hk, dv))]
-    combine_tensors = [("workspace", backend.ptr(ws), "f32", tuple(ws_shape)),
-                       ("output", backend.ptr(out), "bf16", (B, 1, hq, dv))]
-    split_args = tensor_array(split_tensors)
-    combine_args = tensor_array(combine_tensors)
+        split_buffers += [("value_new", v_new, "bf16", (B, 1, hk, dv)),
+                          ("value_cache", vc, "bf16", (B, ctx, hk, dv))]
+    combine_buffers = [("workspace", ws, "f32", tuple(ws_shape)),
+                       ("output", out, "bf16", (B, 1, hq, dv))]
+    split_args = tensor_array([(n, backend.ptr(b), dt, shp) for n, b, dt, shp in split_buffers])
+    combine_args = tensor_array([(n, backend.ptr(b), dt, shp)
+                                 for n, b, dt, shp in combine_buffers])
     man.validate(split_idx, B, ctx, 1, split_args)
     man.validate(combine_idx, B, ctx, 1, combine_args)
     scale = float(cfg["scale"])
@@ -265,6 +283,21 @@ def run_shape(rt, man, split_idx, combine_idx, kdoc, backend, ctx, B, flash_attn
             kc[:, ctx - 1] = k_new[:, 0]
             if not kv:
                 vc[:, ctx - 1] = v_new[:, 0]
+    elif backend.host:
+        split_kernel = man.load(split_idx)
+        combine_kernel = man.load(combine_idx)
+
+        def step():
+            # Device copies made per launch: the combine reads the workspace the split wrote
+            # (copied back into ws by the first launch).
+            for kernel, buffers in ((split_kernel, split_buffers),
+                                    (combine_kernel, combine_buffers)):
+                args = backend.mirror.make_tensors([(n, afr.HostArray(b, dt))
+                                                    for n, b, dt, _ in buffers])
+                try:
+                    kernel.launch(B, ctx, 1, args, 0)
+                finally:
+                    args.free()
     else:
         split_kernel = man.load(split_idx)
         combine_kernel = man.load(combine_idx)
@@ -279,12 +312,14 @@ def run_shape(rt, man, split_idx, combine_idx, kdoc, backend, ctx, B, flash_attn
         backend.sync()
         ref = reference(backend, q, k_new, v_new, kc, vc, ctx, scale)
         got = to_f32(backend, out)
-        if backend.dry:
+        if backend.numpy:
             np = backend.np
-            diff = float(np.abs(got - ref).max())
             finite = bool(np.isfinite(got).all())
+            diff = float(np.abs(got - ref).max()) if finite else float("inf")
             scale_ref = float(np.abs(ref).max())
             written = bool((kc[:, ctx - 1] == k_new[:, 0]).all())
+            if not kv:
+                written = written and bool((vc[:, ctx - 1] == v_new[:, 0]).all())
         else:
             diff = float((got - ref).abs().max())
             finite = bool(backend.torch.isfinite(got).all())
@@ -296,12 +331,19 @@ def run_shape(rt, man, split_idx, combine_idx, kdoc, backend, ctx, B, flash_attn
         entry["numerics"] = dict(max_abs=diff, ref_max_abs=scale_ref, finite=finite,
                                  cache_row_written=written,
                                  passed=finite and written and diff <= 2e-2 * max(scale_ref, 1.0))
+    if backend.host:
+        entry["timing"] = "skipped: host arrays on a driver without timings (the emulator)"
+        log(f"  context={ctx:6d} B={B:2d}: " + (
+            f"numerics {'ok' if entry['numerics']['passed'] else 'FAIL'} "
+            f"(max abs {entry['numerics']['max_abs']:.3g}, {entry['num_splits']} splits)"
+            if "numerics" in entry else "no numerics"))
+        return entry
     ms = backend.median_ms(step)
     entry["attnfuse_ms"] = ms
     entry["attnfuse_gbps"] = live_bytes / ms / 1e6
     entry["attnfuse_hbm_fraction"] = entry["attnfuse_gbps"] / HBM_GBPS
 
-    if not backend.dry:
+    if not backend.numpy:
         t = backend.torch
         F = t.nn.functional
         try:
@@ -345,6 +387,10 @@ def markdown(doc):
              ("**Dry run**: no GPU; the kernels did not run (a numpy reference stood in for "
               "them), so the times and the numerics column only show that the plumbing works.\n"
               if doc["dry_run"] else ""),
+             ("**Host arrays** (no CUDA device in torch; the driver is "
+              f"{doc.get('driver')}): the kernels ran on copies of numpy buffers made through "
+              "the runtime's memory API; numerics only, no timings.\n"
+              if doc.get("mode") == "host" else ""),
              "| variant | context | B | splits | ours ms | ours GB/s | % HBM | SDPA GB/s | "
              "flash_attn GB/s | numerics |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -358,6 +404,11 @@ def markdown(doc):
             def num(key, spec=".1f"):
                 return format(e[key], spec) if isinstance(e.get(key), (int, float)) else "-"
             n = e.get("numerics")
+            if "timing" in e:  # host arrays: numerics only
+                lines.append(f"| {v['name']} | {e['context']} | {e['B']} | {e['num_splits']} "
+                             f"| - | - | - | - | - | "
+                             f"{('ok' if n['passed'] else 'FAIL') + ' ' + format(n['max_abs'], '.2g') if n else '-'} |")
+                continue
             lines.append(
                 f"| {v['name']} | {e['context']} | {e['B']} | {e['num_splits']} "
                 f"| {num('attnfuse_ms', '.4f')} | {num('attnfuse_gbps')} "
@@ -375,18 +426,30 @@ def main():
     p.add_argument("--deadline", type=float, default=120.0, help="seconds for all shapes")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: numpy buffers, the kernels are not run")
+    p.add_argument("--require-pass", action="store_true",
+                   help="exit 1 unless every numerics check passes")
     args = p.parse_args()
     start = time.time()
     global CONTEXTS, BATCHES
+    mode = "dry" if args.dry_run else "cuda"
+    if not args.dry_run:
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                mode = "host"
+        except ImportError:
+            mode = "host"
     if args.dry_run:
         CONTEXTS, BATCHES = (256, 1024), (1, 4)
-    backend = Backend(args.dry_run)
+    elif mode == "host":
+        CONTEXTS, BATCHES = HOST_CONTEXTS, HOST_BATCHES
     rt = afr.Runtime(args.lib)
     bind_extra(rt.lib)
     if not args.dry_run:
         rt.create_context(0)
+    backend = Backend(mode, rt)
     flash_attn = None
-    if not args.dry_run:
+    if mode == "cuda":
         try:
             from flash_attn import flash_attn_with_kvcache as flash_attn
         except Exception as e:
@@ -397,6 +460,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     doc = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(), gpu=backend.name,
                hbm_gbps=HBM_GBPS, contexts=CONTEXTS, batches=BATCHES, dry_run=args.dry_run,
+               mode=mode, driver=os.environ.get("ATTNFUSE_CUDA_DRIVER") or "libcuda.so.1",
                variants=[])
     for v in variants:
         entry = dict(name=v["name"], description=v["description"], shapes=[])
@@ -428,6 +492,15 @@ def main():
         f.write(text)
     print(text)
     print(f"wrote {args.out}/decode-{tag}.json and .md in {time.time() - start:.1f} s")
+    if args.require_pass:
+        shapes = [e for v in doc["variants"] for e in v["shapes"]]
+        bad = [f"{v['name']} context={e['context']} B={e['B']}: "
+               + (e.get("error") or e.get("skipped") or "numerics FAIL")
+               for v in doc["variants"] for e in v["shapes"]
+               if not e.get("numerics", {}).get("passed")]
+        print(f"numerics: {len(shapes) - len(bad)} of {len(shapes)} shapes pass"
+              + ("" if not bad else "; " + "; ".join(bad)))
+        return 0 if shapes and not bad else 1
     return 0
 
 

@@ -17,6 +17,12 @@ Run by `scripts/device-check.sh run DIR OUT` (it builds the runtime first). Two 
       torch.nn.functional.scaled_dot_product_attention with the cuDNN and the flash backends on
       the same shapes; the projection GEMM is timed against torch.nn.functional.linear).
   It appends one JSON line per event to a progress file that the parent reads.
+
+Without a CUDA device in torch but with a driver the runtime can load (the emulator:
+ATTNFUSE_CUDA_DRIVER=libattnfuse_cudasim.so), the worker runs the same kernels on CPU tensors
+that afr_ctypes.HostMirror copies to and from device memory through the runtime's memory API,
+at the small shapes HOST_NUMERICS_SHAPES, numerics only (an emulator has no timings).
+`scripts/device-check.sh emulate DIR OUT bench` does that in CI.
 """
 import argparse
 import datetime
@@ -35,6 +41,8 @@ GEMM_SEQ = 4096
 WARMUP, ITERS, REPEAT = 3, 20, 5  # median of 20 samples, each the mean of 5 launches
 # (B, S, T) of the numerics checks: tails that are not tile multiples, S < T (causal offset).
 NUMERICS_SHAPES = ((2, 1000, 1000), (1, 4096, 4096), (1, 384, 1000))
+# With host arrays (the emulator: seconds per launch): partial tiles, three KV tiles, S < T.
+HOST_NUMERICS_SHAPES = ((2, 70, 70), (1, 384, 384), (1, 100, 300))
 
 
 # ------------------------------------------------------------------------------- worker
@@ -54,8 +62,22 @@ def worker(args):
 
     global SEQS, NUMERICS_SHAPES, TOKENS_PER_LAUNCH, GEMM_SEQ
     dry = args.dry_run_cpu
+    host = not dry and not torch.cuda.is_available()
     rt = afr.Runtime(args.lib)
-    if dry:
+    make_tensors = afr.make_tensors
+    if host:
+        # No CUDA device in torch: CPU tensors, copied through the runtime's memory API to
+        # whatever driver it loads (the emulator), numerics only.
+        cc = rt.create_context(0)
+        make_tensors = afr.HostMirror(rt).make_tensors
+        NUMERICS_SHAPES = HOST_NUMERICS_SHAPES
+        dev = torch.device("cpu")
+        emit(event="env", gpu=afr.Driver().device_name(0) or "unknown", compute_capability=cc,
+             torch=torch.__version__, host_arrays=True,
+             driver=os.environ.get("ATTNFUSE_CUDA_DRIVER") or "libcuda.so.1",
+             note="torch has no CUDA device: host arrays through afr_mem_alloc/afr_memcpy_*; "
+                  "no timings")
+    elif dry:
         # Plumbing check without a GPU: the real runtime library parses the manifests and
         # validates the (CPU) buffers; the "kernel" writes the reference result.
         SEQS, NUMERICS_SHAPES, TOKENS_PER_LAUNCH, GEMM_SEQ = (
@@ -72,11 +94,11 @@ def worker(args):
              cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
 
     def sync():
-        if not dry:
+        if not dry and not host:
             torch.cuda.synchronize()
 
     def stream():
-        return 0 if dry else torch.cuda.current_stream().cuda_stream
+        return 0 if dry or host else torch.cuda.current_stream().cuda_stream
 
     def median_ms(fn):
         if dry:
@@ -202,12 +224,12 @@ def worker(args):
             ts, q, k, v = fa_inputs(kdoc, B, S, T)
             entry = dict(B=B, S=S, T=T)
             try:
-                kernel.launch(B, S, T, afr.make_tensors(list(ts.items())), stream())
+                kernel.launch(B, S, T, make_tensors(list(ts.items())), stream())
                 sync()
                 ref = fa_reference(q, k, v, cfg)
                 entry.update(errors(ts["output"], ref))
                 try:
-                    fn, note = sdpa(q, k, v, cfg, "flash")
+                    fn, note = sdpa(q, k, v, cfg, "flash") if not host else (None, "")
                     if fn is not None:
                         entry["sdpa_bf16"] = errors(fn().transpose(1, 2), ref)
                 except Exception as e:
@@ -224,6 +246,9 @@ def worker(args):
             emit(event="progress", step=f"numerics done: {json.dumps(entry)}")
             del ts, q, k, v
         res["timing"] = []
+        if host:
+            res["timing_skipped"] = "host arrays (no CUDA device in torch): no timings"
+            return
         for S in SEQS:
             B = max(1, TOKENS_PER_LAUNCH // S)
             T = S
@@ -232,7 +257,7 @@ def worker(args):
             ts, q, k, v = fa_inputs(kdoc, B, S, T)
             flops = fa_flops(B, S, T, H, d, dv, bool(cfg.get("causal")))
             entry = dict(B=B, S=S, T=T, flops=flops)
-            tensors = afr.make_tensors(list(ts.items()))
+            tensors = make_tensors(list(ts.items()))
             try:
                 ms = median_ms(lambda: kernel.launch(B, S, T, tensors, stream()))
                 entry["attnfuse_ms"] = ms
@@ -285,7 +310,7 @@ def worker(args):
             ts = inputs(B, S)
             entry = dict(B=B, S=S)
             try:
-                kernel.launch(B, S, S, afr.make_tensors(list(ts.items())), stream())
+                kernel.launch(B, S, S, make_tensors(list(ts.items())), stream())
                 sync()
                 ref = ts["input"].float() @ ts["weight"].float().T
                 if "bias" in ts:
@@ -302,13 +327,16 @@ def worker(args):
             res["numerics"].append(entry)
             emit(event="progress", step=f"numerics done: {json.dumps(entry)}")
         res["timing"] = []
+        if host:
+            res["timing_skipped"] = "host arrays (no CUDA device in torch): no timings"
+            return
         S = GEMM_SEQ
         B = max(1, TOKENS_PER_LAUNCH // S)
         emit(event="progress", step=f"{kdoc['name']} timing B={B} S={S}")
         ts = inputs(B, S)
         flops = 2.0 * B * S * K * N
         entry = dict(B=B, S=S, flops=flops)
-        tensors = afr.make_tensors(list(ts.items()))
+        tensors = make_tensors(list(ts.items()))
         try:
             ms = median_ms(lambda: kernel.launch(B, S, S, tensors, stream()))
             entry["attnfuse_ms"], entry["attnfuse_tflops"] = ms, flops / ms / 1e9
@@ -384,11 +412,13 @@ def worker(args):
 def parent(args):
     with open(os.path.join(args.dir, "variants.json")) as f:
         variants = json.load(f)
-    todo = [v["name"] for v in variants if v.get("compiled")]
+    todo = [v["name"] for v in variants if v.get("compiled")
+            and (not args.only or re.search(args.only, v["name"]))]
     results = {v["name"]: dict(variant=v, kernels=[], status="not run") for v in variants}
     for v in variants:
         if not v.get("compiled"):
             results[v["name"]]["status"] = "not compiled: " + v.get("compile_error", "?")
+    ran = list(todo)
     env = {}
     os.makedirs(args.out, exist_ok=True)
     progress_path = os.path.join(args.out, "progress.jsonl")
@@ -477,7 +507,8 @@ def parent(args):
                                     vs_cudnn=t.get("vs_cudnn")))
             if not k.get("timing"):
                 summary.append(dict(variant=name, kernel=k["name"], kind=k["kind"],
-                                    numerics_pass=ok, error=k.get("error") or k.get("skipped")))
+                                    numerics_pass=ok, error=k.get("error") or k.get("skipped")
+                                    or k.get("timing_skipped")))
     doc = dict(date=datetime.datetime.now(datetime.timezone.utc).isoformat(), env=env,
                ctest=args.ctest_summary, elapsed_s=round(time.time() - start, 1),
                settings=dict(seqs=SEQS, tokens_per_launch=TOKENS_PER_LAUNCH, warmup=WARMUP,
@@ -489,6 +520,20 @@ def parent(args):
     print(f"wrote {path}")
     print_table(summary)
     chart(summary, os.path.join(args.out, f"results-{tag}.png"), gpu)
+    if args.require_pass:
+        failed = [f"{name}: {r['status']}" for name, r in results.items()
+                  if name in ran and r["status"] != "done"]
+        for name, r in results.items():
+            for k in r["kernels"]:
+                if k.get("error") or any(not e.get("pass") for e in k.get("numerics", [])):
+                    failed.append(f"{name}/{k['name']}: " +
+                                  (k.get("error") or "numerics " + ", ".join(
+                                      f"S={e['S']} {'ok' if e.get('pass') else 'FAIL'}"
+                                      for e in k["numerics"])))
+        checked = sum(len(k.get("numerics", [])) for r in results.values() for k in r["kernels"])
+        print(f"numerics: {checked} checks in {len(ran)} variants; " +
+              ("all pass" if not failed and checked else "FAILED: " + "; ".join(failed)))
+        return 0 if not failed and checked else 1
     return 0
 
 
@@ -561,6 +606,9 @@ def main():
     p.add_argument("--dry-run-cpu", action="store_true",
                    help="no GPU: check the plumbing on the CPU (the kernels are not run)")
     p.add_argument("--variants", default="")
+    p.add_argument("--only", help="run only the variants whose name matches this regex")
+    p.add_argument("--require-pass", action="store_true",
+                   help="exit 1 unless every numerics check of the variants run passes")
     p.add_argument("--progress", default="")
     args = p.parse_args()
     if args.worker:

@@ -2,6 +2,8 @@
 then the two causal convolutions, QK-mean, L2 norm, temperature and RoPE from shared memory) on
 the emulator through the runtime, against reference.cca_qkv. S in {1, 63, 64, 65, 200}: the halo
 of a block's convolution crosses into the previous block with TMA rows at negative coordinates.
+A small shape (E 128, 4/2 heads x 64) for the S sweep, ZAYA1's full shape (E 2048, 8/2 x 128) at
+S = 1 and 129.
 
 Tolerance: the kernel rounds the projections u to bf16 before the convolutions and QK-mean
 (docs/hopper-design.md; the reference keeps f64), a relative 2^-9 per element that the two
@@ -15,10 +17,12 @@ import pytest
 import emulator
 import reference
 
-E, HQ, HK, D = 128, 4, 2, 64
+SMALL = (128, 4, 2, 64)  # E, Hq, Hk, d
+ZAYA1 = (2048, 8, 2, 128)  # ZAYA1's attention: width 2048, 8 query heads, 2 KV heads, d128
 
 
-def model(kernels, extras, mask=None):
+def model(kernels, extras, mask=None, shape=SMALL):
+    E, HQ, HK, D = shape
     k0, k1 = kernels
     c = (HQ + HK) * D
     opts = ", qk_mean, value_shift, temperature = #attn.temperature<clamped>, " \
@@ -51,8 +55,9 @@ func.func @cca(%x: tensor<?x?x{E}xbf16>, %wq: tensor<{HQ * D}x{E}xbf16>,
 """
 
 
-def run_cca(s, kernels, extras, batch=1, seed=0, mask=None):
-    art = emulator.compile_model(model(kernels, extras, mask), "cca")
+def run_cca(s, kernels, extras, batch=1, seed=0, mask=None, shape=SMALL):
+    E, HQ, HK, D = shape
+    art = emulator.compile_model(model(kernels, extras, mask, shape), "cca")
     name = next(k for k in art.kernels if k.startswith("attn_cca_prologue"))
     spec = next(x for x in art.manifest["kernels"] if x["name"] == name)
     k0, k1 = kernels
@@ -134,3 +139,10 @@ def test_padding_mask_zeroes_the_padded_tokens(mask):
     """Padded tokens are zero rows of x: in the block, in the halo of the next block (S = 100
     crosses the 64-token block edge) and for the value shift."""
     check(*run_cca(100, (2, 2), extras=True, batch=3, seed=7, mask=mask))
+
+
+@pytest.mark.parametrize("s", [1, 129])
+def test_ccgqa_zaya1_full_shape(s):
+    """ZAYA1's own layer shape (E 2048, 8/2 heads x 128) with its options; S = 129: three token
+    blocks, the last one row."""
+    check(*run_cca(s, (2, 2), extras=True, seed=s + 7, shape=ZAYA1))

@@ -14,7 +14,7 @@ import emulator
 import reference
 
 
-def model(hq, hk, d, causal, window, keqv, key_rope, mask=None):
+def model(hq, hk, d, causal, window, keqv, key_rope, mask=None, shared_query=False):
     attrs = ["block_q = 64 : i64", "block_kv = 64 : i64"]
     if key_rope:
         attrs.append("key_rope = #attn.rope<theta = 10000.0>")
@@ -29,6 +29,17 @@ def model(hq, hk, d, causal, window, keqv, key_rope, mask=None):
         kv_args += f", %m: tensor<?x?x{mask}>"
         kv_use += " key_mask(%m)"
         kv_ty += f", tensor<?x?x{mask}>"
+    if shared_query:
+        # Sharing modes qk / qkv (what attn.qkv_attention <qk> / <qkv> lowers to): the query
+        # operand is the key tensor itself.
+        assert hq == hk
+        return f"""
+func.func @fa({kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
+  %o = attn.flash_attention %k, {kv_use} {{{", ".join(attrs)}}}
+      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}) -> tensor<?x?x{hq}x{d}xbf16>
+  return %o : tensor<?x?x{hq}x{d}xbf16>
+}}
+"""
     return f"""
 func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, {kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
   %o = attn.flash_attention %q, {kv_use} {{{", ".join(attrs)}}}
@@ -53,8 +64,9 @@ def padding(rng, batch, t):
 
 
 def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=False, batch=1,
-              seed=0, mask=None):
-    art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope, mask),
+              seed=0, mask=None, shared_query=False):
+    art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope, mask,
+                                       shared_query),
                                  f"fa_h{hq}_{hk}_d{d}")
     kernels = [k for k in art.kernels if k.startswith("attn_fa")]
     assert len(kernels) == 1, art.kernels
@@ -63,7 +75,13 @@ def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=F
     kb, k = emulator.bf16(rng.standard_normal((batch, t, hk, d)))
     vb, v = (kb, k) if keqv else emulator.bf16(rng.standard_normal((batch, t, hk, d)))
     dev = emulator.Device()
-    tensors = {"query": dev.upload(qb, "bf16"), "key": dev.upload(kb, "bf16")}
+    tensors = {"key": dev.upload(kb, "bf16")}
+    if shared_query:
+        # One buffer behind both operands, as a model launches it (s == t).
+        qb, q = kb, k
+        tensors["query"] = tensors["key"]
+    else:
+        tensors["query"] = dev.upload(qb, "bf16")
     if not keqv:
         tensors["value"] = dev.upload(vb, "bf16")
     key_mask = None
@@ -95,9 +113,28 @@ def check(got, ref, vmax):
                            f"at {np.unravel_index(err.argmax(), err.shape)}")
 
 
-@pytest.mark.parametrize("s", [1, 127, 128, 129])
+@pytest.mark.parametrize("s", [1, 127, 128, 129, 300])
 def test_mha_d64(s):
     check(*run_flash(hq=2, hk=2, d=64, s=s, t=s))
+
+
+@pytest.mark.parametrize("s", [1, 127, 128, 129, 300])
+def test_gqa2_d128_causal(s):
+    check(*run_flash(hq=2, hk=1, d=128, s=s, t=s, causal=True, seed=s))
+
+
+@pytest.mark.parametrize("s,t", [(1, 300), (127, 300), (129, 200)])
+@pytest.mark.parametrize("d", [64, 128])
+def test_s_ne_t_causal(d, s, t):
+    check(*run_flash(hq=1, hk=1, d=d, s=s, t=t, causal=True, seed=s + d))
+
+
+@pytest.mark.parametrize("keqv", [True, False], ids=["qkv", "qk"])
+@pytest.mark.parametrize("d,s,causal", [(64, 129, True), (128, 70, False)])
+def test_shared_query(keqv, d, s, causal):
+    """Sharing modes qkv (q = k = v: one tensor) and qk (q = k, separate v)."""
+    check(*run_flash(hq=2, hk=2, d=d, s=s, t=s, causal=causal, keqv=keqv, shared_query=True,
+                     seed=d + s))
 
 
 CASES = {

@@ -30,6 +30,12 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "the host can free what a failed call allocated. The "
                      "CPU JIT sets it"),
       llvm::cl::init(false)};
+  Option<bool> outlineLayers{
+      *this, "outline-layers",
+      llvm::cl::desc("Compile each distinct layer once: layer ops that occur "
+                     "more than once become calls of one function "
+                     "(attn-outline-layers)"),
+      llvm::cl::init(true)};
   Option<bool> fused{
       *this, "fused",
       llvm::cl::desc("Fuse the primitives into kernels (attn-fuse) and lower "

@@ -63,6 +63,8 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm) {
 void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
                                       const AttnToCPUOptions &options) {
   // attn -> (fused kernels ->) linalg and scf on tensors.
+  if (options.outlineLayers)
+    pm.addPass(attn::createAttnOutlineLayers());
   pm.addPass(attn::createAttnDecompose());
   if (options.fused) {
     attn::AttnFuseOptions tiles;
@@ -131,7 +133,8 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
 void attnfuse::registerAttnToCPUPipeline() {
   PassPipelineRegistration<AttnToCPUOptions>(
       "attn-to-cpu",
-      "Lower attn ops to the LLVM dialect for CPU execution (attn-decompose, "
+      "Lower attn ops to the LLVM dialect for CPU execution "
+      "(attn-outline-layers unless outline-layers=false, attn-decompose, "
       "attn-fuse and convert-attn-kernels-to-scf unless fused=false, "
       "convert-attn-to-linalg, bufferization, loops, LLVM)",
       [](OpPassManager &pm, const AttnToCPUOptions &options) {

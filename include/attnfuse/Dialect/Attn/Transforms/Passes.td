@@ -69,6 +69,40 @@ def AttnFuse : Pass<"attn-fuse"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def AttnOutlineLayers : Pass<"attn-outline-layers", "::mlir::ModuleOp"> {
+  let summary = "Outline identical attn layers into one function each";
+  let description = [{
+    A model repeats the same layer: 40 `attn.cca` ops with the same
+    attributes and types differ only in their weights. Every layer op
+    (`attn.qkv_attention`, `attn.cca`, `attn.qkv_decode`, `attn.cca_decode`)
+    that has `min-uses` or more equivalent ops in the module (same name,
+    attributes and operand and result types; locations and operands aside)
+    moves into a private function `@<op>_layer_<n>` that takes its operands
+    as arguments, and every occurrence becomes a `func.call` of it. The
+    lowering then compiles each distinct layer once instead of once per
+    occurrence, and the layers of a decode module's `@prefill` and `@step`
+    share their functions when they are the same layer.
+
+    ```mlir
+    // Before: two identical layers.
+    %1 = attn.cca %0 wq(%w0) ... : (...) -> tensor<?x?x2048xbf16>
+    %3 = attn.cca %2 wq(%w1) ... : (...) -> tensor<?x?x2048xbf16>
+    // After.
+    %1 = call @cca_layer_0(%0, %w0, ...) : (...) -> tensor<?x?x2048xbf16>
+    %3 = call @cca_layer_0(%2, %w1, ...) : (...) -> tensor<?x?x2048xbf16>
+    func.func private @cca_layer_0(%x: tensor<?x?x2048xbf16>, ...) -> ... {
+      %y = attn.cca %x wq(%wq) ... : (...) -> tensor<?x?x2048xbf16>
+      return %y : tensor<?x?x2048xbf16>
+    }
+    ```
+  }];
+  let options = [
+    Option<"minUses", "min-uses", "int64_t", /*default=*/"2",
+           "Outline a layer only when it occurs at least this often">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def AttnCostReport : Pass<"attn-cost-report", "::mlir::ModuleOp"> {
   let summary = "Report KV-cache, state, parameter and FLOP costs of attn layers";
   let description = [{
