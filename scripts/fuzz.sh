@@ -46,7 +46,11 @@ for name in "${NAMES[@]}"; do
   log="$BUILD_DIR/fuzz/$name-long.log"
   start=$(date +%s)
   status=0
-  ASAN_OPTIONS=detect_leaks=1 "$BUILD_DIR/fuzz/$name" -runs="$RUNS" \
+  # The IR fuzzer runs libMLIR.so: see fuzz/CMakeLists.txt for why it needs
+  # allow_user_poisoning=0.
+  options=detect_leaks=1
+  [ "$name" = attnfuse-ir-fuzzer ] && options="allow_user_poisoning=0:$options"
+  ASAN_OPTIONS="$options" "$BUILD_DIR/fuzz/$name" -runs="$RUNS" \
     -max_total_time="$SECONDS_LIMIT" -print_final_stats=1 -timeout=25 \
     -rss_limit_mb=4096 -artifact_prefix="$corpus-" "$corpus" >"$log" 2>&1 || status=$?
   elapsed=$(( $(date +%s) - start ))
