@@ -53,6 +53,7 @@ class Case:
     value_shift: bool = True
     temperature: str = "clamped"
     paged: bool = False
+    index_type: str = "i32"  # of positions, lengths and block tables
     params: Dict[str, Tuple] = field(default_factory=dict)
 
     # -- shapes ------------------------------------------------------------
@@ -114,9 +115,10 @@ class Case:
         params += [f"%{n}: {ttype(s, t)}" for n, s, _ in self.weights()]
         params += [f"%{n}: {cache_type}" for n in self.cache_names()]
         params += [f"%{n}: {ttype(s, t)}" for n, s in self.state_shapes()]
-        params += ["%pos: tensor<?xi32>"] + (["%len: tensor<?xi32>"] if prefill else [])
+        it = self.index_type
+        params += [f"%pos: tensor<?x{it}>"] + ([f"%len: tensor<?x{it}>"] if prefill else [])
         if self.paged:
-            params.append("%bt: tensor<?x?xi32>")
+            params.append(f"%bt: tensor<?x?x{it}>")
         results = ([ttype(x_shape, t)] + [cache_type] * len(self.cache_names())
                    + [ttype(s, t) for _, s in self.state_shapes()])
         names = ["%y"] + [f"%{n}2" for n in self.cache_names()] + [
@@ -207,7 +209,7 @@ def run_case(tool, case, tmp_path):
 
     def save(path, array, integer=False):
         if integer:
-            np.save(path, np.asarray(array, dtype=np.int32))
+            np.save(path, np.asarray(array, dtype={"i32": np.int32, "i64": np.int64}[case.index_type]))
             return np.asarray(array)
         q, exact = quantize(array, case.dtype)
         np.save(path, q)
@@ -329,12 +331,17 @@ CASES = [
     cca(8, 2, d=4, kernels=(3, 2), rope=(10000.0, 0.5), tag="-k32"),
     cca(4, 2, qk_mean=False, value_shift=False, temperature="raw", tag="-plain"),
     cca(4, 2, kernels=(3, 3), window=4, tag="-k33-window4"),
+    # 64-bit positions, lengths and page tables (the fused decode kernels read
+    # 32-bit ones; these layers keep the attention on the primitives).
+    qkv("kv", 8, 2, rope=(10000.0, 1.0), index_type="i64", tag="-rope-i64"),
+    cca(4, 2, rope=(10000.0, 0.5), index_type="i64", tag="-i64"),
     # bf16 caches and activations.
     qkv("kv", 8, 2, rope=(10000.0, 1.0), dtype="bf16", tag="-rope"),
     cca(4, 2, rope=(10000.0, 0.5), dtype="bf16"),
 ]
 PAGED = ["qkv-none-GQA4-rope-f32", "qkv-kv-GQA4-rope-f32", "qkv-kv-MQA-rope-partial-f32",
-         "CCGQA2-f32", "CCGQA4-k32-f32", "qkv-kv-GQA4-rope-bf16"]
+         "CCGQA2-f32", "CCGQA4-k32-f32", "qkv-kv-GQA4-rope-bf16", "qkv-kv-GQA4-rope-i64-f32",
+         "CCGQA2-i64-f32"]
 
 
 def test_case_names_are_unique():

@@ -564,6 +564,18 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
     std::optional<CacheWrite> keys = getCacheWrite(keyView, positions);
     if (!keys)
       return rewriter.notifyMatchFailure(op, "the keys are not a cache write");
+    // The kernel reads 32-bit positions and page numbers. Wider ones stay on
+    // the primitives (correct on the CPU; the sm_90a lowering then reports
+    // the unfused op) rather than be narrowed here without a range check.
+    auto hasI32Elements = [](Value value) {
+      return !value || cast<RankedTensorType>(value.getType())
+                           .getElementType()
+                           .isSignlessInteger(32);
+    };
+    if (!hasI32Elements(positions) ||
+        !hasI32Elements(keys->update.getBlockTable()))
+      return rewriter.notifyMatchFailure(
+          op, "positions or block table wider than i32");
     bool keyIsValue = op.getValue() == keyView;
     std::optional<CacheWrite> values;
     if (!keyIsValue) {

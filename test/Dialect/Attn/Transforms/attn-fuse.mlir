@@ -220,6 +220,31 @@ func.func @kv_decode_step(%x: tensor<?x1x16xf32>, %wq: tensor<16x16xf32>,
 
 // -----
 
+// The same step with i64 positions and page numbers: the decode kernels read
+// 32-bit ones, so the cache writes and the attention stay on the primitives
+// (lowered by the reference path on the CPU) instead of being narrowed.
+// CHECK-LABEL: func.func @kv_decode_step_i64
+// CHECK-NOT: attn.flash_decode
+// CHECK: attn.cache_update
+// CHECK: attn.sdpa {{.+}} positions(%arg5)
+// CHECK-NOT: attn.flash_decode
+// CHECK: return
+func.func @kv_decode_step_i64(%x: tensor<?x1x16xf32>, %wq: tensor<16x16xf32>,
+    %wk: tensor<8x16xf32>, %wo: tensor<16x16xf32>, %kv: tensor<9x4x2x4xf32>,
+    %pos: tensor<?xi64>, %bt: tensor<?x4xi64>)
+    -> (tensor<?x1x16xf32>, tensor<9x4x2x4xf32>) {
+  %y, %kv2 = attn.qkv_decode <kv> %x wq(%wq) wk(%wk) wo(%wo) cache(%kv)
+      positions(%pos) block_table(%bt)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       rope = #attn.rope<theta = 10000.0>}
+      : (tensor<?x1x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>, tensor<9x4x2x4xf32>, tensor<?xi64>,
+         tensor<?x4xi64>) -> (tensor<?x1x16xf32>, tensor<9x4x2x4xf32>)
+  return %y, %kv2 : tensor<?x1x16xf32>, tensor<9x4x2x4xf32>
+}
+
+// -----
+
 // Separate K and V caches (mode none), a window: both caches are written by
 // the kernel. With lengths (a prefill chunk) nothing fuses: the decode
 // kernels serve one token per sequence.
