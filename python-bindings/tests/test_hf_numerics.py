@@ -18,6 +18,14 @@ if not hasattr(transformers, "ZayaConfig"):
                 allow_module_level=True)
 
 TOLERANCE = 1e-5  # f32, relative to the output's largest value
+
+
+def relative_error(got, expected, rows=None):
+    """max |got - expected| / max |expected|, over `rows` (the real tokens of
+    a padded batch) when given."""
+    if rows is not None:
+        got, expected = got[rows], expected[rows]
+    return np.abs(got - expected).max() / np.abs(expected).max()
 WINDOW = 8
 TOKENS = 24  # three windows
 REAL = 13  # real tokens of the padded sequence
@@ -110,14 +118,14 @@ def test_cca_matches_transformers_zaya_attention(checkpoint, layer, fused):
     weights = attnfuse.load_hf_weights(run, folder)
     x, expected = full[layer]
     y = run(x, *weights.values())
-    error = np.abs(y - expected).max() / np.abs(expected).max()
+    error = relative_error(y, expected)
     assert error <= TOLERANCE, f"relative error {error:.2e}"
     # The clamped temperature is a different function of the same weights.
     clamped = attnfuse.compile(attnfuse.from_hf_config(
         folder / "config.json", layers=[layer], residual=False, dtype="f32",
         temperature="clamped"), target="cpu", fused=fused)
     off = clamped(x, *weights.values())
-    assert np.abs(off - expected).max() / np.abs(expected).max() > 1e-2
+    assert relative_error(off, expected) > 1e-2
 
 
 @pytest.mark.parametrize("layer", [0, 1], ids=["global", "sliding"])
@@ -133,7 +141,7 @@ def test_right_padded_batch_matches_at_the_real_tokens(checkpoint, layer):
     x, expected = seen[layer]
     y = run(x, *attnfuse.load_hf_weights(run, folder).values())
     real = mask.astype(bool)
-    error = np.abs(y[real] - expected[real]).max() / np.abs(expected).max()
+    error = relative_error(y, expected, real)
     assert error <= TOLERANCE, f"relative error {error:.2e}"
 
 
@@ -158,8 +166,7 @@ def test_padded_batch_with_the_mask_matches_at_the_real_tokens(
     assert run.argument_names[:2] == ["x", "mask"]
     weights = attnfuse.load_hf_weights(run, folder)
     y = run(x, mask, *weights.values())
-    scale = np.abs(expected[real]).max()
-    error = np.abs(y[real] - expected[real]).max() / scale
+    error = relative_error(y, expected, real)
     assert error <= TOLERANCE, f"relative error {error:.2e}"
     # An int32 mask is the same mask.
     run32 = attnfuse.compile(attnfuse.from_hf_config(
@@ -172,7 +179,7 @@ def test_padded_batch_with_the_mask_matches_at_the_real_tokens(
             folder / "config.json", layers=[layer], residual=False,
             dtype="f32"), target="cpu", fused=fused)
         off = unmasked(x, *weights.values())
-        assert np.abs(off[real] - expected[real]).max() / scale > 1e-2
+        assert relative_error(off, expected, real) > 1e-2
 
 
 def test_a_mask_of_other_sizes_is_refused(checkpoint):
@@ -221,7 +228,7 @@ def test_small_head_norms_follow_transformers(tiny_checkpoint, layer, fused):
     weights = attnfuse.load_hf_weights(run, folder)
     x, expected = full[layer]
     y = run(x, *weights.values())
-    error = np.abs(y - expected).max() / np.abs(expected).max()
+    error = relative_error(y, expected)
     assert error <= TOLERANCE, f"relative error {error:.2e}"
     default_norm = attnfuse.compile(attnfuse.cca(
         embed_dim=96, num_heads=4, num_kv_heads=2, head_dim=16,
@@ -231,4 +238,4 @@ def test_small_head_norms_follow_transformers(tiny_checkpoint, layer, fused):
     off = default_norm(x, *weights.values())
     # Far outside the tolerance (the softmax is nearly flat on such small
     # logits, so the forms differ by ~1e-3 to 1e-2, not more).
-    assert np.abs(off - expected).max() / np.abs(expected).max() > 100 * TOLERANCE
+    assert relative_error(off, expected) > 100 * TOLERANCE
