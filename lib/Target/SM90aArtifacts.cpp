@@ -7,7 +7,9 @@
 #include "attnfuse/Dialect/Attn/IR/AttnDialect.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -146,6 +148,202 @@ llvm::Error attnfuse::checkSM90aTarget(StringRef target) {
                    hint);
 }
 
+/// The element type name the runtime uses, or empty.
+static std::string dtypeOf(Type type) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  if (type.isF32())
+    return "f32";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(8))
+    return "u8";
+  return "";
+}
+
+/// The static shape of a tensor type, -1 for dynamic dimensions.
+static json::Array staticShape(RankedTensorType type) {
+  json::Array shape;
+  for (int64_t size : type.getShape())
+    shape.push_back(ShapedType::isDynamic(size) ? int64_t(-1) : size);
+  return shape;
+}
+
+static json::Array reassociation(ArrayRef<ReassociationIndices> groups) {
+  json::Array result;
+  for (const ReassociationIndices &group : groups) {
+    json::Array g;
+    for (int64_t i : group)
+      g.push_back(i);
+    result.push_back(std::move(g));
+  }
+  return result;
+}
+
+/// The device program of `func`: its inputs, the launches and views between
+/// them over numbered values, its outputs. Every op must be a kernel launch,
+/// a reshape of a contiguous tensor (a view) or the index arithmetic that
+/// feeds a reshape; anything else is an error on the op, since nothing would
+/// execute it.
+static FailureOr<json::Object>
+buildProgram(func::FuncOp func,
+             const std::map<std::string, std::string> &kernelOfDecl,
+             const std::map<std::string, DictionaryAttr> &launchByKernel) {
+  llvm::DenseMap<Value, int64_t> ids;
+  int64_t next = 0;
+  json::Array inputs, steps, outputs;
+  auto describeValue = [](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return json::Object{{"dtype", dtypeOf(type.getElementType())},
+                        {"shape", staticShape(type)}};
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || dtypeOf(type.getElementType()).empty())
+      return func.emitError() << "argument " << arg.getArgNumber()
+                              << " of type " << arg.getType()
+                              << " cannot be a device buffer";
+    ids[arg] = next++;
+    json::Object input = describeValue(arg);
+    input["value"] = ids[arg];
+    inputs.push_back(std::move(input));
+  }
+  auto idOf = [&](Operation *user, Value v) -> FailureOr<int64_t> {
+    auto it = ids.find(v);
+    if (it == ids.end())
+      return user->emitError("uses a value that is not a device tensor");
+    return it->second;
+  };
+  auto define = [&](Value v) {
+    ids[v] = next++;
+    return ids[v];
+  };
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        FailureOr<int64_t> id = idOf(ret, v);
+        if (failed(id))
+          return failure();
+        outputs.push_back(*id);
+      }
+      continue;
+    }
+    // Index arithmetic that only feeds reshapes: the runtime derives the
+    // reshaped sizes from the source's own.
+    if (isa<arith::ConstantIndexOp, tensor::DimOp>(op) &&
+        llvm::all_of(op.getUsers(),
+                     [](Operation *u) { return isa<tensor::ExpandShapeOp>(u); }))
+      continue;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      FailureOr<int64_t> src = idOf(&op, collapse.getSrc());
+      if (failed(src))
+        return failure();
+      json::Object step = describeValue(collapse.getResult());
+      step["op"] = "view";
+      step["source"] = *src;
+      step["collapse"] = reassociation(collapse.getReassociationIndices());
+      step["result"] = define(collapse.getResult());
+      steps.push_back(std::move(step));
+      continue;
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      FailureOr<int64_t> src = idOf(&op, expand.getSrc());
+      if (failed(src))
+        return failure();
+      auto type = expand.getResultType();
+      for (const ReassociationIndices &group :
+           expand.getReassociationIndices())
+        if (llvm::count_if(group, [&](int64_t d) {
+              return type.isDynamicDim(d);
+            }) > 1)
+          return expand.emitError()
+                 << "expands into two dynamic sizes of one group; the device "
+                    "program derives at most one per group";
+      json::Object step = describeValue(expand.getResult());
+      step["op"] = "view";
+      step["source"] = *src;
+      step["expand"] = reassociation(expand.getReassociationIndices());
+      step["result"] = define(expand.getResult());
+      steps.push_back(std::move(step));
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(op);
+    auto kernel = call ? kernelOfDecl.find(call.getCallee().str())
+                       : kernelOfDecl.end();
+    if (kernel == kernelOfDecl.end())
+      return op.emitError()
+             << "has no sm_90a kernel: the device program of @"
+             << func.getName() << " cannot execute '" << op.getName() << "'";
+    DictionaryAttr launch = launchByKernel.at(kernel->second);
+    if (launch.get("host_cast"))
+      return op.emitError()
+             << "runs its kernel on f32 tensors converted by the host; the "
+                "device program runs bf16 or f16 models (build the model "
+                "with dtype bf16 or f16)";
+    // Operands bind the tensors that name their operand index; results the
+    // tensors without one, in order, then the tensors updated in place.
+    json::Object tensors;
+    SmallVector<std::string> resultTensors;
+    for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
+      auto tensor = cast<DictionaryAttr>(t);
+      std::string name =
+          cast<StringAttr>(tensor.get("name")).getValue().str();
+      int64_t operand = cast<IntegerAttr>(tensor.get("operand")).getInt();
+      if (operand < 0) {
+        resultTensors.push_back(name);
+        continue;
+      }
+      if (operand >= static_cast<int64_t>(call.getNumOperands()))
+        return call.emitError() << "kernel tensor '" << name
+                                << "' names operand " << operand
+                                << " of a call with "
+                                << call.getNumOperands();
+      FailureOr<int64_t> id = idOf(call, call.getOperand(operand));
+      if (failed(id))
+        return failure();
+      tensors[name] = *id;
+    }
+    json::Object aliases;
+    if (auto list = launch.getAs<ArrayAttr>("aliases"))
+      for (Attribute a : list) {
+        auto alias = cast<DictionaryAttr>(a);
+        std::string result =
+            cast<StringAttr>(alias.get("result")).getValue().str();
+        resultTensors.push_back(result);
+        aliases[result] = cast<StringAttr>(alias.get("tensor")).getValue();
+      }
+    if (resultTensors.size() != call.getNumResults())
+      return call.emitError()
+             << "kernel '" << kernel->second << "' describes "
+             << resultTensors.size() << " results for a call with "
+             << call.getNumResults();
+    // A result's type may view the kernel's tensor (a projection's
+    // [B, S, N] output as [B, S, heads, head_dim]): the runtime takes the
+    // rank and static sizes from the type.
+    json::Array results;
+    for (auto [name, value] : llvm::zip(resultTensors, call.getResults())) {
+      json::Object result = describeValue(value);
+      result["tensor"] = name;
+      result["value"] = define(value);
+      results.push_back(std::move(result));
+    }
+    steps.push_back(json::Object{{"op", "launch"},
+                                 {"kernel", kernel->second},
+                                 {"tensors", std::move(tensors)},
+                                 {"results", std::move(results)},
+                                 {"aliases", std::move(aliases)}});
+  }
+  return json::Object{{"function", func.getName().str()},
+                      {"inputs", std::move(inputs)},
+                      {"values", next},
+                      {"steps", std::move(steps)},
+                      {"outputs", std::move(outputs)}};
+}
+
 llvm::Expected<SM90aArtifacts>
 attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
                               StringRef outputDir,
@@ -239,6 +437,19 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
     });
   }
 
+  // The device program of every public function.
+  json::Array programs;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isDeclaration() || func.isPrivate())
+      continue;
+    FailureOr<json::Object> program =
+        buildProgram(func, kernelOfDecl, launchByKernel);
+    if (failed(program))
+      return makeError("'" + sourceName +
+                       "' cannot run on the device as sm_90a kernels");
+    programs.push_back(std::move(*program));
+  }
+
   // PTX, cubin and the ptxas figures.
   std::optional<std::string> ptxas;
   if (options.cubin) {
@@ -308,12 +519,6 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
   json::Array hostOpList;
   for (auto &[name, count] : hostOps) {
     hostOpList.push_back(json::Object{{"op", name}, {"count", count}});
-    if (StringRef(name).starts_with("attn."))
-      artifacts.warnings.push_back(
-          (Twine(count) + " x " + name +
-           " have no sm_90a kernel and stay on the host side (listed under "
-           "host_ops in the manifest)")
-              .str());
   }
 
   json::Object manifest{
@@ -331,6 +536,7 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
                                {"stages", options.stages}}},
       {"kernels", std::move(kernels)},
       {"launches", std::move(launches)},
+      {"programs", std::move(programs)},
       {"host_ops", std::move(hostOpList)},
       {"verification",
        json::Object{{"assembled_with_ptxas", ptxas.has_value()},

@@ -18,12 +18,13 @@ from ._api import (CpuFunction, MLIRError, Module, cca, cca_decode, compile,
                    cost, parse, qkv_attention, qkv_decode)
 from .bf16 import from_bf16, to_bf16
 from .importer import from_hf_config, hf_config_text
-from .runtime import AttnFuseRuntimeError, NoDriverError, SM90aArtifacts
+from .runtime import (AttnFuseRuntimeError, NoDriverError, SM90aArtifacts,
+                      SM90aFunction)
 from .weights import hf_weight_names, load_hf_weights
 
 __all__ = [
     "AttnFuseRuntimeError", "CpuFunction", "MLIRError", "Module",
-    "NoDriverError", "SM90aArtifacts", "builders", "cca", "cca_decode",
+    "NoDriverError", "SM90aArtifacts", "SM90aFunction", "builders", "cca", "cca_decode",
     "compile", "cost", "from_bf16", "from_hf_config", "hf_config_text",
     "hf_weight_names", "load_hf_weights", "parse", "qkv_attention",
     "qkv_decode", "to_bf16",

@@ -214,15 +214,18 @@ def compile(module, target="cpu", entry=None, **options):
     reference lowering), block_q, block_kv, block_s, block_n, block_k (tile
     sizes), runtime_checks (True), opt_level (2).
 
-    target="sm_90a": lowers to PTX and cubins (ptxas) and returns
-    SM90aArtifacts. Options: output_dir (default: a new temporary
-    directory), elem_type (bf16 or f16), block_q, block_kv, stages, ptxas
-    (path), cubin (True).
+    target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
+    per function, and returns SM90aArtifacts: called like the CPU function
+    (torch CUDA tensors in and out on the current stream, or host arrays
+    copied through device memory), `.function(name)` for the other
+    functions. Options: output_dir (default: a new temporary directory),
+    elem_type (bf16 or f16), block_q, block_kv, stages, ptxas (path), cubin
+    (True).
     """
     if target == "cpu":
         return _compile_cpu(module, entry, **options)
     if target == "sm_90a":
-        return _compile_sm90a(module, **options)
+        return _compile_sm90a(module, entry=entry, **options)
     raise ValueError(f"target must be 'cpu' or 'sm_90a', got {target!r}")
 
 
@@ -380,9 +383,12 @@ def _to_torch(array, dtype):
     return torch.from_numpy(array)
 
 
-def _compile_sm90a(module, output_dir=None, elem_type="bf16", block_q=128,
-                   block_kv=128, stages=2, ptxas=None, cubin=True,
+def _compile_sm90a(module, entry=None, output_dir=None, elem_type="bf16",
+                   block_q=128, block_kv=128, stages=2, ptxas=None, cubin=True,
                    source_name="module.mlir"):
+    if entry is not None:
+        entry = _pick_entry(module, entry)
+    names = {f: module.argument_names(f) for f in module.functions()}
     if elem_type not in ("bf16", "f16"):
         raise ValueError(f"elem_type must be bf16 or f16, got {elem_type!r}")
     for name, value in (("block_q", block_q), ("block_kv", block_kv),
@@ -396,4 +402,5 @@ def _compile_sm90a(module, output_dir=None, elem_type="bf16", block_q=128,
                    ptxas or "", bool(cubin))
     from .runtime import SM90aArtifacts
     return SM90aArtifacts(result["output_dir"], list(result["files"]),
-                          list(result["warnings"]))
+                          list(result["warnings"]), entry=entry,
+                          argument_names=names)

@@ -57,7 +57,17 @@ struct ParamSpec {
   std::string tma;   // descriptor name (tma params)
 };
 
+// A RoPE table the host computes: `sine ? sin : cos`(p * theta^(-2 i / rotated)) in f64,
+// rounded to f32, [positions, rotated / 2].
+struct RopeTableSpec {
+  std::string param;
+  bool sine = false;
+  double theta = 10000.0;
+  int64_t rotated = 0;
+};
+
 struct KernelSpec {
+  std::vector<RopeTableSpec> ropeTables;
   std::string name;   // manifest "name"
   std::string symbol; // manifest "kernel" (the PTX entry)
   std::string kind;
@@ -78,7 +88,37 @@ struct KernelSpec {
   std::string then;
 };
 
+// One step of a device program (see afr_program in runtime.h).
+struct ProgramStep {
+  enum class Kind { Launch, View } kind = Kind::Launch;
+  // Launch: the kernel, the value bound to each of its tensors, the values its results define
+  // (by tensor name) and the results that are operand tensors updated in place.
+  int kernel = -1;
+  std::vector<std::pair<std::string, int64_t>> tensors, results;
+  std::vector<std::pair<std::string, std::string>> aliases;
+  std::vector<std::vector<int64_t>> resultShapes; // static sizes of the result types, -1 dynamic
+  // View: a contiguous reshape of `source` into `result` (collapse or expand groups).
+  int64_t source = -1, result = -1;
+  bool collapse = true;
+  std::vector<std::vector<int64_t>> groups;
+  afr_dtype dtype = AFR_DTYPE_INVALID;
+  std::vector<int64_t> shape; // static sizes of the result, -1 dynamic
+};
+
+struct ProgramSpec {
+  std::string function;
+  std::vector<afr_dtype> inputDtypes;
+  std::vector<std::vector<int64_t>> inputShapes; // -1 dynamic
+  int64_t numValues = 0;
+  std::vector<ProgramStep> steps;
+  std::vector<int64_t> outputs;
+};
+
+struct Manifest;
+bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out, std::string &error);
+
 struct Manifest {
+  std::vector<ProgramSpec> programs;
   std::string baseDir;
   std::string format;
   std::vector<KernelSpec> kernels;

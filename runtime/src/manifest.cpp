@@ -564,6 +564,16 @@ bool parseKernel(const Json &k, KernelSpec &ks, std::string &error) {
         return r.fail("rope table '" + ts.name + "' has a bad dtype or shape");
       ts.strides = contiguousStrides(ts.shape);
       ts.role = "rope table";
+      RopeTableSpec table;
+      table.param = ts.name;
+      table.sine = ts.name.size() >= 4 && ts.name.compare(ts.name.size() - 4, 4, "_sin") == 0;
+      if (const Json *f = t.get("formula"); f && f->isString())
+        table.sine = f->string.rfind("sin", 0) == 0;
+      if (const Json *theta = t.get("theta"); theta && theta->isNumber())
+        table.theta = theta->number;
+      if (const Json *rot = t.get("rotated_dims"); rot && rot->isNumber() && rot->isInteger)
+        table.rotated = rot->integer;
+      ks.ropeTables.push_back(table);
       ks.tensors.push_back(std::move(ts));
     }
   }
@@ -744,6 +754,18 @@ bool parseManifest(const std::string &text, Manifest &out, std::string &error) {
         return false;
       }
       out.launches.push_back(k->string);
+    }
+  }
+  if (const Json *programs = root.get("programs")) {
+    if (!programs->isArray()) {
+      error = "\"programs\" must be an array";
+      return false;
+    }
+    for (const Json &p : programs->array) {
+      ProgramSpec spec;
+      if (!parseProgram(p, out, spec, error))
+        return false;
+      out.programs.push_back(std::move(spec));
     }
   }
   return true;

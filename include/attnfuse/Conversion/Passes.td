@@ -80,6 +80,9 @@ def ConvertAttnKernelsToNVVMPass
     with the bias / RoPE epilogue. `attn.cca_prologue` becomes one kernel per
     block of tokens and KV group; `attn.cca_decode_prologue` one kernel per
     head and sequence whose grouped convolution is a vectorized GEMV.
+    `arith.addf` on whole tensors in a function that launches kernels (the
+    residual stream of a model) becomes an element-wise kernel, so that the
+    host program of a model only launches kernels.
 
     The op is replaced by a `func.call` to a private declaration
     `@<kernel>_launch` whose `attnfuse.launch` attribute describes the launch

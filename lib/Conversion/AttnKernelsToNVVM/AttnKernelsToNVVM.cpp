@@ -12,12 +12,14 @@
 #include "Kernels.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -212,6 +214,16 @@ struct ConvertAttnKernelsToNVVMPass
     });
     if (ops.empty())
       return;
+    // The residual adds of the functions that launch kernels run on the
+    // device too (a function without kernels is not a device program).
+    llvm::SmallPtrSet<Operation *, 8> programs;
+    for (Operation *op : ops)
+      programs.insert(op->getParentOfType<func::FuncOp>());
+    module.walk([&](arith::AddFOp add) {
+      if (isa<RankedTensorType>(add.getType()) &&
+          programs.contains(add->getParentOfType<func::FuncOp>()))
+        ops.push_back(add);
+    });
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(ctx));
 
@@ -264,6 +276,14 @@ struct ConvertAttnKernelsToNVVMPass
         lowerToKernel(emitter, op, *plan, buildCCADecodePrologueKernel, [&] {
           return describeCCADecodePrologue(ctx, decode, *plan);
         });
+        continue;
+      }
+      if (isa<arith::AddFOp>(op)) {
+        FailureOr<ElementwisePlan> plan = planElementwise(op);
+        if (failed(plan))
+          return signalPassFailure();
+        lowerToKernel(emitter, op, *plan, buildElementwiseKernel,
+                      [&] { return describeElementwise(ctx, op, *plan); });
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);

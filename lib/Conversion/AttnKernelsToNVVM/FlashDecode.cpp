@@ -1056,7 +1056,7 @@ DictionaryAttr attnfuse::sm90::describeFlashDecodeCombine(MLIRContext *ctx,
   int64_t hq = p.numHeads, dv = p.valueDim;
   SmallVector<Attribute> tensors = {
       decodeTensor(ctx, "workspace", "workspace written by the split kernel",
-                   -1, "f32",
+                   /*operand=*/0, "f32",
                    {sym.batch, intAttr(ctx, hq), strAttr(ctx, splits),
                     intAttr(ctx, p.workspaceRow())}),
       decodeTensor(

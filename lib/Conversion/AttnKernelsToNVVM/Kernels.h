@@ -233,6 +233,27 @@ mlir::DictionaryAttr
 describeCCADecodePrologue(mlir::MLIRContext *ctx, attn::CCADecodePrologueOp op,
                           const DecodePrologueKernelPlan &plan);
 
+/// The plan of an element-wise op on whole tensors of the host program
+/// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
+struct ElementwisePlan {
+  std::string opName; // "add"
+  std::string dtype;  // "bf16", "f16", "f32"
+  int64_t vector = 8; // elements per thread (16 bytes)
+  int64_t threads = 256;
+  std::string name;
+  std::string key() const;
+};
+
+/// Plans `op` (an `arith.addf` on ranked tensors), reporting unsupported
+/// types on `op`.
+mlir::FailureOr<ElementwisePlan> planElementwise(mlir::Operation *op);
+void buildElementwiseKernel(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::gpu::GPUModuleOp module,
+                            const ElementwisePlan &plan);
+mlir::DictionaryAttr describeElementwise(mlir::MLIRContext *ctx,
+                                         mlir::Operation *op,
+                                         const ElementwisePlan &plan);
+
 //===----------------------------------------------------------------------===//
 // Shared helpers
 //===----------------------------------------------------------------------===//

@@ -110,6 +110,13 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // bf16 arithmetic left in the model (a residual add between layers) runs
+  // in f32 and rounds once, as the GPU kernels do; LLVM would otherwise
+  // promote it through the __truncsfbf2 libcall, which the JIT lacks.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 as integer ops, no libcalls
   pm.addPass(arith::createArithExpandOpsPass(expand));

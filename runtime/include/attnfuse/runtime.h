@@ -196,6 +196,61 @@ AFR_API afr_status afr_memcpy_htod(afr_context *context, uint64_t dst, const voi
 AFR_API afr_status afr_memcpy_dtoh(afr_context *context, void *dst, uint64_t src, size_t bytes);
 AFR_API afr_status afr_stream_synchronize(afr_context *context, void *stream);
 
+/* ---- device programs ----
+ * A manifest holds one device program per public function of the compiled module: the kernel
+ * launches of the function in order, over device buffers. Intermediates live in one arena per
+ * program, laid out by liveness and grown only when a call needs more (no allocation per launch
+ * or per call in steady state); the RoPE tables are computed on the host once per length and
+ * kept. Outputs that are inputs updated in place (decode caches) alias those inputs; the others
+ * are written to buffers the caller allocates with the shapes afr_program_infer gives. */
+typedef struct afr_program afr_program;
+
+typedef struct afr_program_output {
+  afr_dtype dtype;
+  int32_t rank;
+  int64_t shape[AFR_MAX_RANK];
+  /* -1: a fresh buffer the caller allocates and passes to afr_program_run; otherwise the
+   * index of the input that this output is (updated in place). */
+  int32_t aliases_input;
+} afr_program_output;
+
+typedef struct afr_program_stats {
+  int64_t launches_per_call;   /* kernel launches of one call (last sizes) */
+  uint64_t arena_bytes;        /* intermediates of one call (last sizes) */
+  uint64_t arena_capacity;     /* bytes the arena holds now */
+  uint64_t table_bytes;        /* RoPE tables kept on the device */
+  int64_t device_allocations;  /* cuMemAlloc calls made by this program so far */
+  int64_t calls;               /* afr_program_run calls so far */
+} afr_program_stats;
+
+AFR_API int afr_manifest_num_programs(const afr_manifest *manifest);
+AFR_API const char *afr_manifest_program_function(const afr_manifest *manifest, int program);
+AFR_API afr_status afr_manifest_find_program(const afr_manifest *manifest, const char *function,
+                                             int *program);
+AFR_API int afr_program_num_inputs(const afr_manifest *manifest, int program);
+AFR_API int afr_program_num_outputs(const afr_manifest *manifest, int program);
+
+/* Host only: checks the inputs (dtype, rank, static sizes, contiguity, sizes every kernel
+ * agrees on) and gives the outputs' shapes and aliasing and the arena bytes of a call. The
+ * inputs' data pointers are not read. `outputs` holds `capacity` entries (may be NULL). */
+AFR_API afr_status afr_program_infer(const afr_manifest *manifest, int program,
+                                     const afr_tensor *inputs, int num_inputs,
+                                     afr_program_output *outputs, int capacity,
+                                     uint64_t *arena_bytes);
+
+/* Loads the program's kernels on the context. The manifest must outlive the program. */
+AFR_API afr_status afr_program_create(afr_context *context, const afr_manifest *manifest,
+                                      int program, afr_program **out);
+AFR_API void afr_program_destroy(afr_program *program);
+/* Runs the program asynchronously on `stream` (NULL: the legacy default stream). `inputs` in
+ * argument order; `outputs` one entry per output (those aliasing an input are ignored and may
+ * have data 0). A call on another stream than the previous one first waits for the previous
+ * stream, since both use the program's arena. */
+AFR_API afr_status afr_program_run(afr_program *program, const afr_tensor *inputs,
+                                   int num_inputs, const afr_tensor *outputs, int num_outputs,
+                                   void *stream);
+AFR_API afr_status afr_program_get_stats(const afr_program *program, afr_program_stats *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,182 @@
+//===- Elementwise.cpp - element-wise tensor ops on sm_90a ------*- C++ -*-===//
+//
+// The host side of a lowered model adds residual streams (`arith.addf` on
+// whole activations). A whole-model program runs them on the device too: one
+// small grid-stride-free kernel per (op, element type), each thread one
+// 16-byte chunk (8 bf16/f16 or 4 f32 values), the tail element by element.
+// bf16/f16 adds are computed in f32 and rounded once, as on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::sm90;
+
+namespace {
+constexpr const char *kSymbols[] = {"B", "S", "T"};
+} // namespace
+
+std::string ElementwisePlan::key() const {
+  return "ewise:" + opName + ":" + dtype;
+}
+
+FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type)
+    return op->emitOpError("has no sm_90a kernel for a non-tensor result");
+  for (Value operand : op->getOperands())
+    if (operand.getType() != type)
+      return op->emitOpError()
+             << "has no sm_90a kernel for operands of different types ("
+             << operand.getType() << " vs " << type << ")";
+  ElementwisePlan plan;
+  Type elem = type.getElementType();
+  if (elem.isBF16())
+    plan.dtype = "bf16";
+  else if (elem.isF16())
+    plan.dtype = "f16";
+  else if (elem.isF32())
+    plan.dtype = "f32";
+  else
+    return op->emitOpError() << "has no sm_90a kernel for element type "
+                             << elem << " (bf16, f16 or f32)";
+  if (type.getNumDynamicDims() > 3)
+    return op->emitOpError() << "has no sm_90a kernel for " << type
+                             << ": at most 3 dynamic dimensions (B, S, T)";
+  if (isa<arith::AddFOp>(op))
+    plan.opName = "add";
+  else
+    return op->emitOpError("has no sm_90a element-wise kernel");
+  plan.vector = plan.dtype == "f32" ? 4 : 8;
+  plan.name = "attn_ewise_" + plan.opName + "_" + plan.dtype;
+  return plan;
+}
+
+void attnfuse::sm90::buildElementwiseKernel(OpBuilder &b, Location loc,
+                                            gpu::GPUModuleOp module,
+                                            const ElementwisePlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  Type i32 = b.getI32Type();
+  gpu::GPUFuncOp func = createKernelFunc(
+      b, loc, module, p.name, {gptr, gptr, gptr, i32}, {}, p.threads, 1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, ElemKind::bf16);
+  Type scalar = p.dtype == "f32"   ? d.f32
+                : p.dtype == "f16" ? Type(b.getF16Type())
+                                   : Type(b.getBF16Type());
+  Value lhs = func.getArgument(0), rhs = func.getArgument(1),
+        out = func.getArgument(2), count = func.getArgument(3);
+  auto combine = [&](Value x, Value y) -> Value {
+    if (p.dtype == "f32")
+      return arith::AddFOp::create(b, loc, x, y);
+    // f32 arithmetic, one rounding to the element type.
+    Type narrow = x.getType();
+    Type wide = isa<VectorType>(narrow)
+                    ? Type(VectorType::get({p.vector}, d.f32))
+                    : d.f32;
+    Value sum = arith::AddFOp::create(b, loc,
+                                      arith::ExtFOp::create(b, loc, wide, x),
+                                      arith::ExtFOp::create(b, loc, wide, y));
+    return arith::TruncFOp::create(b, loc, narrow, sum);
+  };
+  Value chunk = d.add(d.mul(d.ctaid(0), p.threads), d.tid());
+  Value start = d.mul(chunk, p.vector);
+  Value end = d.add(start, p.vector);
+  Value full = d.cmp(arith::CmpIPredicate::sle, end, count);
+  d.ifThenElse(
+      full,
+      [&] {
+        auto vec = VectorType::get({p.vector}, scalar);
+        Value x = d.load(vec, d.gAt(lhs, start, scalar), 16);
+        Value y = d.load(vec, d.gAt(rhs, start, scalar), 16);
+        d.store(combine(x, y), d.gAt(out, start, scalar), 16);
+      },
+      [&] {
+        // The tail: fewer than one chunk left.
+        d.forLoop(start, d.mins(end, count), d.c32(1), ValueRange(),
+                  [&](Value i, ValueRange) -> SmallVector<Value> {
+                    int align = p.dtype == "f32" ? 4 : 2;
+                    Value x = d.load(scalar, d.gAt(lhs, i, scalar), align);
+                    Value y = d.load(scalar, d.gAt(rhs, i, scalar), align);
+                    d.store(combine(x, y), d.gAt(out, i, scalar), align);
+                    return {};
+                  });
+      });
+  gpu::ReturnOp::create(b, loc);
+}
+
+DictionaryAttr attnfuse::sm90::describeElementwise(MLIRContext *ctx,
+                                                   Operation *op,
+                                                   const ElementwisePlan &p) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  SmallVector<Attribute> shape;
+  std::string count;
+  int64_t staticCount = 1;
+  unsigned symbol = 0;
+  for (int64_t size : type.getShape()) {
+    if (ShapedType::isDynamic(size)) {
+      const char *name = kSymbols[symbol++];
+      shape.push_back(strAttr(ctx, name));
+      count += std::string(count.empty() ? "" : "*") + name;
+    } else {
+      shape.push_back(intAttr(ctx, size));
+      staticCount *= size;
+    }
+  }
+  std::string countExpr = count.empty() ? std::to_string(staticCount)
+                          : staticCount == 1
+                              ? count
+                              : std::to_string(staticCount) + "*" + count;
+  StringRef layout = "row-major, contiguous";
+  auto tensor = [&](StringRef name, StringRef role, int64_t operand) {
+    return DictBuilder(ctx)
+        .set("name", name)
+        .set("role", role)
+        .set("operand", operand)
+        .set("dtype", StringRef(p.dtype))
+        .set("layout", layout)
+        .set("shape", arrayAttr(ctx, shape))
+        .get();
+  };
+  SmallVector<Attribute> tensors = {tensor("lhs", "input", 0),
+                                    tensor("rhs", "input", 1),
+                                    tensor("output", "result", -1)};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "lhs", "pointer", p.dtype, "lhs"),
+      describeParam(ctx, "rhs", "pointer", p.dtype, "rhs"),
+      describeParam(ctx, "output", "pointer", p.dtype, "output"),
+      describeParam(ctx, "count", "scalar", "i32", countExpr)};
+  int64_t perCta = p.threads * p.vector;
+  SmallVector<Attribute> grid = {
+      DictBuilder(ctx)
+          .set("expr", "ceil_div(" + countExpr + ", " +
+                           std::to_string(perCta) + ")")
+          .get()};
+  std::string symbols;
+  for (unsigned i = 0; i < symbol; ++i)
+    symbols += std::string(i ? ", " : "") + kSymbols[i] + " = dimension " +
+               std::to_string(i) + " of the dynamic dimensions";
+  DictionaryAttr config = DictBuilder(ctx)
+                              .set("op", StringRef(p.opName))
+                              .set("elements_per_thread", p.vector)
+                              .set("count", StringRef(countExpr))
+                              .get();
+  LaunchDescription launch;
+  launch.kernel = p.name;
+  launch.kind = "elementwise";
+  launch.symbols = symbols.empty() ? StringRef("none") : StringRef(symbols);
+  launch.threads = p.threads;
+  launch.sharedBytes = 0;
+  launch.grid = grid;
+  launch.params = params;
+  launch.tensors = tensors;
+  launch.config = config;
+  return describeLaunch(ctx, launch);
+}
