@@ -184,6 +184,19 @@ static json::Array reassociation(ArrayRef<ReassociationIndices> groups) {
   return result;
 }
 
+/// Whether `op` computes sizes (index values) used only by reshapes, directly
+/// or through other such ops.
+static bool feedsOnlyReshapes(Operation *op) {
+  if (op->getNumResults() == 0 ||
+      !llvm::all_of(op->getResultTypes(),
+                    [](Type t) { return t.isIndex(); }) ||
+      !isa<arith::ArithDialect, tensor::TensorDialect>(op->getDialect()))
+    return false;
+  return llvm::all_of(op->getUsers(), [](Operation *user) {
+    return isa<tensor::ExpandShapeOp>(user) || feedsOnlyReshapes(user);
+  });
+}
+
 /// The device program of `func`: its inputs, the launches and views between
 /// them over numbered values, its outputs. Every op must be a kernel launch,
 /// a reshape of a contiguous tensor (a view) or the index arithmetic that
@@ -234,9 +247,7 @@ buildProgram(func::FuncOp func,
     }
     // Index arithmetic that only feeds reshapes: the runtime derives the
     // reshaped sizes from the source's own.
-    if (isa<arith::ConstantIndexOp, tensor::DimOp>(op) &&
-        llvm::all_of(op.getUsers(),
-                     [](Operation *u) { return isa<tensor::ExpandShapeOp>(u); }))
+    if (feedsOnlyReshapes(&op))
       continue;
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
       FailureOr<int64_t> src = idOf(&op, collapse.getSrc());

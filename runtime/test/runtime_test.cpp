@@ -63,6 +63,15 @@ struct Register {
     CHECK_EQ(std::string(afr_last_error()), std::string(message));                           \
   } while (0)
 
+// The same with the start of the message.
+#define CHECK_ERR_PREFIX(call, status, prefix)                                               \
+  do {                                                                                       \
+    afr_status s_ = (call);                                                                  \
+    CHECK_EQ(std::string(afr_status_name(s_)), std::string(afr_status_name(status)));        \
+    CHECK_EQ(std::string(afr_last_error()).substr(0, std::string(prefix).size()),            \
+             std::string(prefix));                                                           \
+  } while (0)
+
 static std::string readAll(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -1073,7 +1082,11 @@ TEST(compiled_manifests) {
         std::fprintf(stderr, "%s: %s\n", ex, tp.error().message.c_str());
       auto dims = m->launchDims(i, sz);
       CHECK(dims.ok());
-      CHECK(dims.ok() && dims->grid[2] == 2u); // grid z = B for every kernel kind so far
+      // Grid z = B for every kernel but the element-wise ones (a 1-D grid over the elements).
+      if (k.kind == "elementwise")
+        CHECK(dims.ok() && dims->grid[1] == 1u && dims->grid[2] == 1u);
+      else
+        CHECK(dims.ok() && dims->grid[2] == 2u);
       auto layout = m->paramLayout(i);
       for (const afr_param_slot &sl : layout.first)
         if (sl.kind == AFR_PARAM_TMA_DESCRIPTOR)
@@ -1239,6 +1252,142 @@ TEST(compiled_decode_prologue_manifest) {
   }
   CHECK_EQ(scalars, 1);
   CHECK_EQ(layout.first.size(), size_t(20));
+}
+
+// ---------------------------------------------------------------- device programs
+
+static void programsBody(Fake &fake, const std::string &tool);
+
+// Every shipped example's device program plans and runs on the fake driver: one launch per
+// launch step, an output of the input's shape, the arena allocated once (a second call
+// allocates nothing), and bad inputs refused with a message naming them.
+TEST(example_programs) {
+  std::string tool = AFR_COMPILE_TOOL;
+  if (tool.empty()) {
+    std::printf("  (attnfuse-compile not part of this build: skipped)\n");
+    return;
+  }
+  Fake fake = openFake();
+  CHECK(fake.ok());
+  if (!fake.ok())
+    return;
+  fake.reset();
+  afr::setDriverLibraryForTesting(AFR_FAKE_CUDA);
+  programsBody(fake, tool);
+  afr::setDriverLibraryForTesting("libcuda.so.1");
+}
+
+static void programsBody(Fake &fake, const std::string &tool) {
+  const char *examples[] = {"gpt300m_none", "gpt300m_kv",      "gpt300m_kv_gqa4",
+                            "gpt300m_kv_mqa", "gpt300m_qk",    "gpt300m_qkv",
+                            "gpt1b2_mha",     "gpt1b2_kv_mqa", "zaya1_ccgqa"};
+  afr_context *ctx = nullptr;
+  CHECK_EQ(afr_context_create(0, &ctx), AFR_OK);
+  if (!ctx)
+    return;
+  for (const char *ex : examples) {
+    std::string dir = makeTmpDir(std::string("program_") + ex);
+    std::string cmd = "'" + tool + "' '" + AFR_EXAMPLES_DIR + "/" + ex +
+                      ".mlir' --target=sm_90a --no-cubin -o '" + dir + "' > '" + dir +
+                      "/log.txt' 2>&1";
+    int rc = std::system(cmd.c_str());
+    CHECK_EQ(rc, 0);
+    if (rc != 0) {
+      std::fprintf(stderr, "%s\n", readAll(dir + "/log.txt").c_str());
+      continue;
+    }
+    afr_manifest *m = nullptr;
+    CHECK_EQ(afr_manifest_load((dir + "/manifest.json").c_str(), &m), AFR_OK);
+    if (!m)
+      continue;
+    int index = -1;
+    CHECK_EQ(afr_manifest_find_program(m, "model", &index), AFR_OK);
+    CHECK_ERR(afr_manifest_find_program(m, "nope", &index), AFR_ERR_NOT_FOUND,
+              "no program for function 'nope' (the manifest has: model)");
+    const afr::ProgramSpec &spec = m->m.programs.at(index);
+    // Inputs: [B = 2, S = 8, E] activations, the weights at their static sizes.
+    std::vector<afr_tensor> inputs;
+    uint64_t address = 0x100000;
+    for (size_t i = 0; i < spec.inputShapes.size(); ++i) {
+      std::vector<int64_t> shape = spec.inputShapes[i];
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] < 0)
+          shape[d] = d == 0 ? 2 : 8;
+      inputs.push_back(tensor(nullptr, address, shape, spec.inputDtypes[i]));
+      address += 0x1000000;
+    }
+    int numOutputs = afr_program_num_outputs(m, index);
+    CHECK_EQ(numOutputs, 1);
+    afr_program_output out{};
+    uint64_t arena = 0;
+    CHECK_EQ(afr_program_infer(m, index, inputs.data(), static_cast<int>(inputs.size()), &out,
+                               1, &arena),
+             AFR_OK);
+    CHECK_EQ(out.aliases_input, -1);
+    CHECK_EQ(out.rank, 3);
+    CHECK_EQ(out.shape[0], 2);
+    CHECK_EQ(out.shape[1], 8);
+    CHECK_EQ(out.shape[2], inputs[0].shape[2]);
+    CHECK(arena > 0);
+    int launches = 0;
+    for (const afr::ProgramStep &step : spec.steps)
+      launches += step.kind == afr::ProgramStep::Kind::Launch;
+    std::printf("  %-16s %3d launches, %zu steps, arena %llu bytes at B=2 S=8\n", ex, launches,
+                spec.steps.size(), static_cast<unsigned long long>(arena));
+
+    afr_program *program = nullptr;
+    CHECK_EQ(afr_program_create(ctx, m, index, &program), AFR_OK);
+    if (!program) {
+      std::fprintf(stderr, "%s: %s\n", ex, afr_last_error());
+      afr_manifest_destroy(m);
+      continue;
+    }
+    afr_tensor output = tensor("out", 0x9000000000ull, {2, 8, out.shape[2]}, out.dtype);
+    FakeState *st = fake.state();
+    int before = st->launchCount;
+    afr_status s = afr_program_run(program, inputs.data(), static_cast<int>(inputs.size()),
+                                   &output, 1, nullptr);
+    CHECK_EQ(s, AFR_OK);
+    if (s != AFR_OK)
+      std::fprintf(stderr, "%s: %s\n", ex, afr_last_error());
+    CHECK_EQ(st->launchCount - before, launches);
+    afr_program_stats first{}, second{};
+    CHECK_EQ(afr_program_get_stats(program, &first), AFR_OK);
+    CHECK_EQ(afr_program_run(program, inputs.data(), static_cast<int>(inputs.size()), &output,
+                             1, nullptr),
+             AFR_OK);
+    CHECK_EQ(afr_program_get_stats(program, &second), AFR_OK);
+    CHECK_EQ(second.launches_per_call, launches);
+    CHECK_EQ(second.arena_bytes, arena);
+    CHECK_EQ(second.device_allocations, first.device_allocations); // steady state
+    CHECK_EQ(second.calls, 2);
+
+    // A weight of the wrong size, a wrong dtype, a missing output: errors, nothing launched.
+    before = st->launchCount;
+    std::vector<afr_tensor> bad = inputs;
+    bad[1].shape[0] += 1;
+    bad[1].strides[0] = 1;
+    CHECK_ERR_PREFIX(afr_program_run(program, bad.data(), static_cast<int>(bad.size()), &output, 1,
+                              nullptr),
+              AFR_ERR_VALIDATION, "program 'model' input 1: shape [");
+    bad = inputs;
+    bad[0].dtype = AFR_DTYPE_F32;
+    CHECK_ERR(afr_program_run(program, bad.data(), static_cast<int>(bad.size()), &output, 1,
+                              nullptr),
+              AFR_ERR_VALIDATION, "program 'model' input 0: dtype f32, expected bf16");
+    CHECK_ERR(afr_program_run(program, inputs.data(), static_cast<int>(inputs.size()), nullptr,
+                              0, nullptr),
+              AFR_ERR_INVALID_ARGUMENT, "program 'model' has 1 outputs, got 0");
+    afr_tensor wrongOut = output;
+    wrongOut.shape[1] = 9;
+    CHECK_ERR_PREFIX(afr_program_run(program, inputs.data(), static_cast<int>(inputs.size()),
+                              &wrongOut, 1, nullptr),
+              AFR_ERR_VALIDATION, "program 'model' output 0: expected bf16 [2, 8, ");
+    CHECK_EQ(st->launchCount, before);
+    afr_program_destroy(program);
+    afr_manifest_destroy(m);
+  }
+  afr_context_destroy(ctx);
 }
 
 int main() {

@@ -29,11 +29,6 @@ FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type)
     return op->emitOpError("has no sm_90a kernel for a non-tensor result");
-  for (Value operand : op->getOperands())
-    if (operand.getType() != type)
-      return op->emitOpError()
-             << "has no sm_90a kernel for operands of different types ("
-             << operand.getType() << " vs " << type << ")";
   ElementwisePlan plan;
   Type elem = type.getElementType();
   if (elem.isBF16())

@@ -91,3 +91,24 @@ func.func @cca_prologue_padding_mask_i1(%x: tensor<?x?x128xbf16>, %wq: tensor<25
       : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi1>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return
 }
+
+// -----
+
+// The element-wise kernel names at most three dynamic sizes (B, S, T).
+func.func @add_four_dynamic(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>,
+                            %a: tensor<?x?x?x?xbf16>) -> (tensor<?x?x256xbf16>, tensor<?x?x?x?xbf16>) {
+  %y = attn.project %x, %w : (tensor<?x?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x?x256xbf16>
+  // expected-error @+1 {{has no sm_90a kernel for 'tensor<?x?x?x?xbf16>': at most 3 dynamic dimensions (B, S, T)}}
+  %s = arith.addf %a, %a : tensor<?x?x?x?xbf16>
+  return %y, %s : tensor<?x?x256xbf16>, tensor<?x?x?x?xbf16>
+}
+
+// -----
+
+func.func @add_f64(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>,
+                   %a: tensor<4xf64>) -> (tensor<?x?x256xbf16>, tensor<4xf64>) {
+  %y = attn.project %x, %w : (tensor<?x?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x?x256xbf16>
+  // expected-error @+1 {{has no sm_90a kernel for element type 'f64' (bf16, f16 or f32)}}
+  %s = arith.addf %a, %a : tensor<4xf64>
+  return %y, %s : tensor<?x?x256xbf16>, tensor<4xf64>
+}

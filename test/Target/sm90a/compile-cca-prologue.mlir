@@ -6,7 +6,7 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
 
 // OUT-NOT: have no sm_90a kernel
-// OUT: attnfuse-compile: 3 kernel(s) for sm_90a written to
+// OUT: attnfuse-compile: 4 kernel(s) for sm_90a written to
 
 // PTX: .target sm_90a
 // PTX: .visible .entry attn_cca_prologue_bf16_e2048_h8_g4_d128_k2x2_qkmean_vshift_nclamp_rope64(
