@@ -55,6 +55,20 @@ if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS)
     LABELS "python")
 endif()
 
+# Whole models through their sm_90a device programs on the emulator (the
+# instrumented sanitizer build of the emulator cannot be loaded into Python).
+if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS AND TARGET attnfuse_cudasim
+   AND NOT ATTNFUSE_ENABLE_SANITIZERS)
+  add_test(NAME cudasim/programs
+    COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider
+            ${ATTNFUSE_SOURCE_DIR}/cudasim/test/programs
+    WORKING_DIRECTORY ${ATTNFUSE_SOURCE_DIR})
+  set_tests_properties(cudasim/programs PROPERTIES
+    ENVIRONMENT "PYTHONPATH=${ATTNFUSE_PYTHON_PACKAGE_DIR};ATTNFUSE_CUDA_DRIVER=$<TARGET_FILE:attnfuse_cudasim>;ATTNFUSE_RUNTIME_LIB=$<TARGET_FILE:attnfuse_runtime>"
+    TIMEOUT 1800
+    LABELS "emulator")
+endif()
+
 # The pip build of the package (25 s to 1.5 minutes with a warm ccache; a
 # second full compile without one).
 if(ATTNFUSE_BUILD_TESTS)

@@ -1,0 +1,111 @@
+"""Whole models through their sm_90a device programs on the emulator.
+
+`attnfuse.compile(module, target="sm_90a")` returns a callable that runs every kernel of the
+function in order (the residual adds included) over device memory. Here the driver is the
+emulator (ATTNFUSE_CUDA_DRIVER), so the callable takes host arrays and copies them through
+device memory; its results must match the CPU path (`target="cpu"`, checked against
+independent references by the integration tests) to bf16 accuracy.
+
+Tolerance: both paths keep activations in bf16 between kernels but round at different points
+(the CPU kernels keep some intermediates in f32), so they differ by a few bf16 ulps per layer:
+we accept max|gpu - cpu| <= 2^-5 max|cpu| (about 8 bf16 ulps at the largest output).
+"""
+import os
+
+import numpy as np
+import pytest
+
+import attnfuse
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def random_arguments(function, batch, seq, seed=0):
+    rng = np.random.default_rng(seed)
+    args = []
+    for i, (dtype, shape) in enumerate(function.arguments):
+        dims = [batch if d is None and j == 0 else (seq if d is None else d)
+                for j, d in enumerate(shape)]
+        # Activations N(0, 1); weights scaled so that every layer keeps them O(1).
+        scale = 1.0 if i == 0 else (0.05 if len(dims) == 1 else 1.0 / np.sqrt(dims[-1]))
+        args.append(attnfuse.to_bf16(rng.standard_normal(dims).astype(np.float32) * scale))
+    return args
+
+
+def check_close(got, ref):
+    got = attnfuse.from_bf16(got).astype(np.float64)
+    ref = attnfuse.from_bf16(ref).astype(np.float64)
+    assert got.shape == ref.shape
+    assert np.all(np.isfinite(got)), "the device program left outputs unwritten or non-finite"
+    err = np.abs(got - ref).max() / np.abs(ref).max()
+    assert err <= 2.0 ** -5, f"max |gpu - cpu| / max |cpu| = {err:.3g}"
+    return err
+
+
+def test_zaya_style_stack_at_several_lengths(tmp_path):
+    """Two CCGQA layers (the ZAYA1 toggles: QK-mean, value shift, clamp-eps norm, partial
+    RoPE) with their residual adds, batch 2, at lengths that end inside, exactly at and past
+    a 64-token block; the arena is allocated once per new high-water size only."""
+    module = attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2, head_dim=64,
+                          dtype="bf16", rope_theta=1e4, rope_fraction=0.5, num_layers=2)
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False)
+    cpu = attnfuse.compile(module)
+    function = gpu.function("model")
+    assert function.launches == 8  # per layer: prologue, attention, output GEMM, add
+    for seq in (1, 64, 70):
+        args = random_arguments(function, 2, seq, seed=seq)
+        check_close(gpu(*args), cpu(*args))
+    stats = function.stats()
+    assert stats["calls"] == 3 and stats["launches_per_call"] == 8
+    allocations = stats["device_allocations"]
+    args = random_arguments(function, 2, 64, seed=1)
+    check_close(gpu(*args), cpu(*args))
+    assert function.stats()["device_allocations"] == allocations  # steady state
+
+
+def test_kv_gqa_stack_with_torch_cpu_tensors(tmp_path):
+    """K=V sharing with GQA (4 query heads over 2 shared key/value heads), RoPE, biases, two
+    layers; torch CPU tensors in (bf16), torch tensors out."""
+    torch = pytest.importorskip("torch")
+    module = attnfuse.qkv_attention(sharing="kv", embed_dim=256, num_heads=4,
+                                    num_kv_heads=2, head_dim=64, dtype="bf16",
+                                    num_layers=2, rope_theta=1e4, biases=True)
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False)
+    cpu = attnfuse.compile(module)
+    args = random_arguments(gpu.function("model"), 2, 33)
+    tensors = [torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) for a in args]
+    out = gpu(*tensors)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.bfloat16
+    assert tuple(out.shape) == (2, 33, 256)
+    check_close(out.view(torch.int16).numpy().view(np.uint16), cpu(*args))
+
+
+@pytest.mark.parametrize("example", ["gpt300m_kv_gqa4"])
+def test_shipped_example_end_to_end(example, tmp_path):
+    """A shipped example model, all its layers, batch 2: one call of its device program."""
+    with open(os.path.join(REPO, "examples", example + ".mlir")) as f:
+        module = attnfuse.parse(f.read())
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False)
+    assert not gpu.warnings
+    cpu = attnfuse.compile(module)
+    args = random_arguments(gpu.function("model"), 2, 8)
+    check_close(gpu(*args), cpu(*args))
+
+
+def test_argument_errors_match_the_cpu_path(tmp_path):
+    module = attnfuse.qkv_attention(sharing="kv", embed_dim=256, num_heads=4,
+                                    num_kv_heads=2, head_dim=64, dtype="bf16")
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False)
+    cpu = attnfuse.compile(module)
+    args = random_arguments(gpu.function("model"), 1, 4)
+    cases = [
+        args[:-1],                                                   # one argument short
+        [args[0].astype(np.float32)] + args[1:],                     # wrong dtype
+        [args[0]] + [np.zeros((255, 256), np.uint16)] + args[2:],    # wrong static size
+    ]
+    for bad in cases:
+        with pytest.raises(ValueError) as on_cpu:
+            cpu(*bad)
+        with pytest.raises(ValueError) as on_gpu:
+            gpu(*bad)
+        assert str(on_gpu.value) == str(on_cpu.value)
