@@ -3,9 +3,11 @@
 #include "attnfuse/ExecutionEngine/JitFunction.h"
 #include "attnfuse/Conversion/AssertToErrorReturn/AssertToErrorReturn.h"
 #include "attnfuse/Conversion/Pipelines.h"
+#include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -14,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -170,6 +173,48 @@ llvm::Error JitFunction::getSignature(ModuleOp module, StringRef entry,
 
 JitFunction::~JitFunction() = default;
 
+/// The (cache operand, updated cache) pairs of the ops that update a KV
+/// cache. The decode states (conv_state, shift_state) are a few rows per
+/// sequence and are rebuilt, not updated in place.
+static SmallVector<std::pair<Value, Value>> getUpdatedCaches(Operation *op) {
+  SmallVector<std::pair<Value, Value>> pairs;
+  auto add = [&](Value state, Value updated) {
+    if (state && updated)
+      pairs.push_back({state, updated});
+  };
+  if (auto decode = dyn_cast<attn::QKVDecodeOp>(op)) {
+    add(decode.getKeyCache(), decode.getKeyCacheOut());
+    add(decode.getValueCache(), decode.getValueCacheOut());
+  } else if (auto decode = dyn_cast<attn::CCADecodeOp>(op)) {
+    add(decode.getKeyCache(), decode.getKeyCacheOut());
+    add(decode.getValueCache(), decode.getValueCacheOut());
+  } else if (auto update = dyn_cast<attn::CacheUpdateOp>(op)) {
+    add(update.getCache(), update.getResult());
+  }
+  return pairs;
+}
+
+/// The arguments of `func` that it updates and returns: the cache operand of
+/// a cache update whose updated value the function returns. Should
+/// an op still read the old value after the update, one-shot bufferization
+/// copies the buffer as before and the result is not tied to the argument.
+static llvm::BitVector getCacheArguments(func::FuncOp func) {
+  llvm::BitVector caches(func.getNumArguments());
+  func.walk([&](Operation *op) {
+    for (auto [cache, updated] : getUpdatedCaches(op)) {
+      auto argument = dyn_cast<BlockArgument>(cache);
+      if (!argument || argument.getOwner() != &func.getBody().front())
+        continue;
+      bool returned = llvm::any_of(updated.getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user);
+      });
+      if (returned)
+        caches.set(argument.getArgNumber());
+    }
+  });
+  return caches;
+}
+
 // A call's allocations and its failed check. The compiled code allocates
 // through the _mlir_memref_to_llvm_* hooks below, so that when a run-time
 // check fails (and the function returns at once, skipping its frees) the
@@ -259,11 +304,52 @@ JitFunction::create(ModuleOp module, StringRef entry,
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(context));
   // The caller's arrays are inputs only: without this, bufferization may
   // write a result into an argument's buffer (an elementwise op in place).
-  for (unsigned index = 0; index < func.getNumArguments(); ++index)
+  // The caches the function updates and returns are the exception (unless
+  // turned off): a decode step writes its new rows into the caller's cache
+  // instead of copying the whole cache.
+  llvm::BitVector caches(func.getNumArguments());
+  if (options.inPlaceCaches)
+    caches = getCacheArguments(func);
+  pipelineOptions.inPlaceResults = options.inPlaceCaches;
+  for (unsigned index = 0; index < func.getNumArguments(); ++index) {
     func.setArgAttr(index, "bufferization.writable",
-                    BoolAttr::get(context, false));
+                    BoolAttr::get(context, caches.test(index)));
+    function->writtenArguments.push_back(caches.test(index));
+  }
+  PassManager bufferize(context);
+  buildAttnToCPUBufferizePipeline(bufferize, pipelineOptions);
+  if (failed(bufferize.run(module)))
+    return makeError("lowering with attn-to-cpu failed");
+  // Which results are argument buffers: the rule by which
+  // drop-equivalent-buffer-results removes them from the signature.
+  function->resultArguments.assign(function->results.size(), std::nullopt);
+  if (options.inPlaceCaches) {
+    func = module.lookupSymbol<func::FuncOp>(entry);
+    auto returnOp = dyn_cast_if_present<func::ReturnOp>(
+        func && func.getBody().hasOneBlock()
+            ? func.getBody().front().getTerminator()
+            : nullptr);
+    if (returnOp) {
+      llvm::BitVector tied(returnOp.getNumOperands());
+      for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+        while (auto cast = value.getDefiningOp<memref::CastOp>())
+          value = cast.getSource();
+        auto argument = dyn_cast<BlockArgument>(value);
+        if (argument && argument.getOwner() == &func.getBody().front()) {
+          function->resultArguments[index] = argument.getArgNumber();
+          tied.set(index);
+        }
+      }
+      // The entry (public, so drop-equivalent-buffer-results leaves it
+      // alone) stops returning them too; the caller's buffers hold them.
+      returnOp->eraseOperands(tied);
+      if (failed(func.eraseResults(tied)))
+        return makeError("cannot drop the in-place results of '" + entry +
+                         "'");
+    }
+  }
   PassManager pm(context);
-  buildAttnToCPUPipeline(pm, pipelineOptions);
+  buildAttnToCPUBuffersToLLVMPipeline(pm, pipelineOptions);
   if (failed(pm.run(module)))
     return makeError("lowering with attn-to-cpu failed");
 
@@ -403,21 +489,51 @@ JitFunction::call(ArrayRef<TensorRef> args) {
   if (llvm::Error error =
           shapeChecks.check(name, shapes, argumentBytes, resultBytes))
     return std::move(error);
+  // An argument written in place must not share memory with another one:
+  // the other would change under the compiled code.
+  auto byteRange = [&](unsigned index) {
+    auto begin = reinterpret_cast<uintptr_t>(args[index].data);
+    Tensor sizes;
+    sizes.shape = args[index].shape;
+    return std::make_pair(
+        begin, begin + uintptr_t(sizes.getNumElements()) * argumentBytes[index]);
+  };
+  for (unsigned written = 0; written < args.size(); ++written) {
+    if (!writtenArguments[written] || !args[written].data)
+      continue;
+    auto [begin, end] = byteRange(written);
+    for (unsigned other = 0; other < args.size(); ++other) {
+      if (other == written || !args[other].data)
+        continue;
+      auto [otherBegin, otherEnd] = byteRange(other);
+      if (begin < otherEnd && otherBegin < end)
+        return makeError("argument #" + Twine(written) + " of '" + name +
+                         "' is updated in place and shares memory with "
+                         "argument #" +
+                         Twine(other) + "; pass separate arrays");
+    }
+  }
   std::vector<std::vector<int64_t>> argDescriptors;
   for (const TensorRef &arg : args) {
     argDescriptors.emplace_back(getDescriptorWords(arg.shape.size()));
     fillDescriptor(argDescriptors.back().data(), arg);
   }
-  size_t resultWords = 0;
-  for (const TensorSpec &spec : results)
+  // Results that are arguments updated in place are not returned by the
+  // compiled function.
+  size_t resultWords = 0, returnedResults = 0;
+  for (auto [index, spec] : llvm::enumerate(results)) {
+    if (resultArguments[index])
+      continue;
     resultWords += getDescriptorWords(spec.shape.size());
+    ++returnedResults;
+  }
   std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1), 0);
   void *resultPtr = resultStorage.data();
   std::vector<void *> argPtrs;
   for (auto &descriptor : argDescriptors)
     argPtrs.push_back(descriptor.data());
   SmallVector<void *> packed;
-  if (!results.empty())
+  if (returnedResults)
     packed.push_back(&resultPtr);
   for (void *&ptr : argPtrs)
     packed.push_back(&ptr);
@@ -455,7 +571,15 @@ JitFunction::call(ArrayRef<TensorRef> args) {
   // alias an argument or a constant): copy them out, then free them.
   std::vector<Tensor> outputs;
   size_t wordOffset = 0;
-  for (const TensorSpec &spec : results) {
+  for (auto [index, spec] : llvm::enumerate(results)) {
+    if (std::optional<unsigned> argument = resultArguments[index]) {
+      Tensor tensor;
+      tensor.elementType = spec.elementType;
+      tensor.shape = args[*argument].shape;
+      tensor.argument = argument;
+      outputs.push_back(std::move(tensor));
+      continue;
+    }
     const int64_t *words = resultStorage.data() + wordOffset;
     outputs.push_back(readDescriptor(words, spec));
     wordOffset += getDescriptorWords(spec.shape.size());

@@ -212,7 +212,9 @@ def compile(module, target="cpu", entry=None, **options):
     the only function, else `model`); returns a CpuFunction, called with
     numpy arrays. Options: fused (True: the fused kernels; False: the
     reference lowering), block_q, block_kv, block_s, block_n, block_k (tile
-    sizes), runtime_checks (True), opt_level (2).
+    sizes), runtime_checks (True), opt_level (2), in_place_caches (True:
+    the KV caches the function updates and returns are written through the
+    caller's arrays, see CpuFunction).
 
     target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
     per function, and returns SM90aArtifacts: called like the CPU function
@@ -233,13 +235,14 @@ _CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k")
 
 
 def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
-                 **tiles):
+                 in_place_caches=True, **tiles):
     entry = _pick_entry(module, entry)
     parts = []
     for name, value in tiles.items():
         if name not in _CPU_TILES:
             raise ValueError(f"{name}: not an option of target 'cpu' (options: "
                              f"fused, runtime_checks, opt_level, "
+                             f"in_place_caches, "
                              f"{', '.join(_CPU_TILES)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -247,7 +250,8 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
     if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
     function = _call(module._handle.compile_cpu, entry, " ".join(parts),
-                     bool(fused), bool(runtime_checks), opt_level)
+                     bool(fused), bool(runtime_checks), opt_level,
+                     bool(in_place_caches))
     compiled = CpuFunction(function, module.argument_names(entry))
     # What attnfuse.load_hf_weights needs of an imported module.
     compiled.hf_layers = getattr(module, "hf_layers", {}).get(entry)
@@ -266,7 +270,19 @@ class CpuFunction:
     Results are numpy arrays (bf16 as uint16), or torch tensors (bf16 as
     torch.bfloat16) when an argument was a torch tensor; one result as an
     array, several as a tuple. Device tensors (CUDA) are refused: the CPU
-    target reads host memory."""
+    target reads host memory.
+
+    KV caches are updated in place (unless compiled with
+    in_place_caches=False): a cache that the function updates and returns
+    (the `*_cache` arguments of the qkv_decode / cca_decode functions) is
+    written through the caller's array, only at the new tokens' rows, and
+    the corresponding result IS that argument object (`result is argument`);
+    `result_arguments` maps each result to its argument (-1: a new array,
+    as are the small `*_state` results of cca_decode).
+    Such an argument must be a writable, C-contiguous, aligned array of the
+    exact dtype (it is never copied) that shares no memory with another
+    argument; `written_arguments` lists their indices. A failed run-time
+    check (a position out of range) may leave a cache partly updated."""
 
     def __init__(self, handle, names=None):
         self._handle = handle
@@ -276,6 +292,9 @@ class CpuFunction:
         self.arguments = fix(handle.arguments)
         self.results = fix(handle.results)
         self.argument_names = names
+        # Per result: the index of the argument it is (updated in place) or -1.
+        self.result_arguments = list(handle.result_arguments)
+        self.written_arguments = list(handle.written_arguments)
         self.hf_layers = None
         self.hf_kind = None
 
@@ -307,8 +326,24 @@ class CpuFunction:
             raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
                              f"{expected} array, got {array.dtype}{hint}")
         self._check_shape(what, shape, array.shape)
+        if index in self.written_arguments:
+            # Updated in place: a copy would leave the caller's cache stale.
+            if array is not value and not (
+                    isinstance(value, np.ndarray)
+                    and np.shares_memory(array, value)):
+                raise ValueError(
+                    f"{what} of {self.name!r} is a cache updated in place: "
+                    f"pass a numpy array (got {type(value).__name__})")
+            flags = array.flags
+            if not (flags.c_contiguous and flags.aligned and flags.writeable):
+                raise ValueError(
+                    f"{what} of {self.name!r} is a cache updated in place: "
+                    f"it must be a writable, C-contiguous, aligned array "
+                    f"(copy it with np.ascontiguousarray, or compile with "
+                    f"in_place_caches=False)")
+            return array
         # The compiled code reads dense, aligned rows; the extension takes
-        # writable buffers only (the function never writes its arguments).
+        # writable buffers only (the function never writes these arguments).
         # Copy strided, misaligned or read-only arrays rather than refuse them.
         return np.require(array, requirements=["C_CONTIGUOUS", "ALIGNED",
                                                "WRITEABLE"])
@@ -336,6 +371,11 @@ class CpuFunction:
             raise ValueError(f"{what} of {self.name!r} is {dtype}: expected a "
                              f"{dtype} tensor, got {held}")
         self._check_shape(what, shape, held_shape)
+        if index in self.written_arguments and not (contiguous and aligned):
+            raise ValueError(
+                f"{what} of {self.name!r} is a cache updated in place: it "
+                f"must be C-contiguous and aligned (or compile with "
+                f"in_place_caches=False)")
         if not contiguous:
             if not hasattr(value, "contiguous"):
                 raise ValueError(f"{what} of {self.name!r} is not C-contiguous")
@@ -362,9 +402,12 @@ class CpuFunction:
                              lambda m: self._describe(int(m.group(1))),
                              error.args[0])
             raise RuntimeError(message) from None
-        if any(type(a).__module__.startswith("torch") for a in arrays):
-            results = [_to_torch(r, spec[0])
-                       for r, spec in zip(results, self.results)]
+        torch_arguments = any(type(a).__module__.startswith("torch")
+                              for a in arrays)
+        # A result that is an argument updated in place is that very object.
+        results = [arrays[r] if isinstance(r, int)
+                   else _to_torch(r, spec[0]) if torch_arguments else r
+                   for r, spec in zip(results, self.results)]
         return results[0] if len(results) == 1 else tuple(results)
 
 

@@ -192,13 +192,14 @@ NB_MODULE(_attnfuse, m) {
           "compile_cpu",
           [](const Module &self, const std::string &entry,
              const std::string &pipelineOptions, std::optional<bool> fused,
-             bool runtimeChecks, unsigned optLevel) {
+             bool runtimeChecks, unsigned optLevel, bool inPlaceCaches) {
             Failure failure;
             std::unique_ptr<CpuFunction> function;
             {
               nb::gil_scoped_release release;
-              function = self.compileCpu(entry, pipelineOptions, fused,
-                                         runtimeChecks, optLevel, failure);
+              function =
+                  self.compileCpu(entry, pipelineOptions, fused, runtimeChecks,
+                                  optLevel, inPlaceCaches, failure);
             }
             if (!function)
               raise(failure);
@@ -206,7 +207,7 @@ NB_MODULE(_attnfuse, m) {
           },
           nb::arg("entry"), nb::arg("pipeline_options"),
           nb::arg("fused").none(), nb::arg("runtime_checks"),
-          nb::arg("opt_level"))
+          nb::arg("opt_level"), nb::arg("in_place_caches"))
       .def("compile_sm90a",
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,
@@ -258,6 +259,8 @@ NB_MODULE(_attnfuse, m) {
       .def_prop_ro(
           "results",
           [](const CpuFunction &f) { return specsToList(f.results()); })
+      .def_prop_ro("result_arguments", &CpuFunction::resultArguments)
+      .def_prop_ro("written_arguments", &CpuFunction::writtenArguments)
       .def("__call__", [](CpuFunction &self, std::vector<CpuArray> arrays) {
         std::vector<ArgumentBuffer> arguments;
         for (CpuArray &array : arrays) {
@@ -276,8 +279,11 @@ NB_MODULE(_attnfuse, m) {
         if (!ok)
           raise(failure);
         nb::list out;
+        // A result that is an argument updated in place comes back as the
+        // argument's index; the Python side returns the caller's object.
         for (ResultBuffer &result : results)
-          out.append(toNumpy(std::move(result)));
+          out.append(result.argument >= 0 ? nb::int_(result.argument)
+                                          : toNumpy(std::move(result)));
         return out;
       });
 }

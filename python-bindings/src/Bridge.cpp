@@ -250,7 +250,8 @@ CpuFunction::~CpuFunction() = default;
 std::unique_ptr<CpuFunction>
 Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
                    std::optional<bool> fused, bool runtimeChecks,
-                   unsigned optLevel, Failure &failure) const {
+                   unsigned optLevel, bool inPlaceCaches,
+                   Failure &failure) const {
   DiagnosticCapture capture(failure);
   OwningOpRef<ModuleOp> copy(
       cast<ModuleOp>(impl->module->getOperation()->clone()));
@@ -259,6 +260,7 @@ Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
   options.fused = fused;
   options.runtimeChecks = runtimeChecks;
   options.optLevel = optLevel;
+  options.inPlaceCaches = inPlaceCaches;
   auto function = attnfuse::JitFunction::create(*copy, entry, options);
   if (!function) {
     failure.message = llvm::toString(function.takeError());
@@ -306,6 +308,23 @@ std::vector<Spec> CpuFunction::results() const {
   return toSpecs(impl->function->getResults());
 }
 
+std::vector<int64_t> CpuFunction::resultArguments() const {
+  std::vector<int64_t> indices;
+  for (size_t i = 0; i < impl->function->getResults().size(); ++i) {
+    std::optional<unsigned> argument = impl->function->getResultArgument(i);
+    indices.push_back(argument ? int64_t(*argument) : -1);
+  }
+  return indices;
+}
+
+std::vector<int64_t> CpuFunction::writtenArguments() const {
+  std::vector<int64_t> indices;
+  for (size_t i = 0; i < impl->function->getArguments().size(); ++i)
+    if (impl->function->isArgumentWritten(i))
+      indices.push_back(i);
+  return indices;
+}
+
 bool CpuFunction::call(const std::vector<ArgumentBuffer> &arguments,
                        std::vector<ResultBuffer> &results, Failure &failure) {
   std::vector<attnfuse::TensorRef> refs;
@@ -325,6 +344,7 @@ bool CpuFunction::call(const std::vector<ArgumentBuffer> &arguments,
   }
   for (attnfuse::Tensor &output : *outputs)
     results.push_back({attnfuse::getElementTypeName(output.elementType).str(),
-                       std::move(output.shape), std::move(output.data)});
+                       std::move(output.shape), std::move(output.data),
+                       output.argument ? int64_t(*output.argument) : -1});
   return true;
 }

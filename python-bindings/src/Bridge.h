@@ -42,11 +42,13 @@ struct ArgumentBuffer {
   void *data;
 };
 
-/// A result: dense C-order bytes.
+/// A result: dense C-order bytes, or (argument >= 0) that argument's buffer,
+/// updated in place, with no bytes here.
 struct ResultBuffer {
   std::string elementType;
   std::vector<int64_t> shape;
   std::vector<char> data;
+  int64_t argument = -1;
 };
 
 class CpuFunction;
@@ -93,6 +95,7 @@ public:
                                           const std::string &pipelineOptions,
                                           std::optional<bool> fused,
                                           bool runtimeChecks, unsigned optLevel,
+                                          bool inPlaceCaches,
                                           Failure &failure) const;
   /// Lowers a copy to sm_90a and writes the artifacts.
   bool compileSM90a(const SM90aRequest &request, SM90aResult &result,
@@ -111,6 +114,10 @@ public:
   std::string name() const;
   std::vector<Spec> arguments() const;
   std::vector<Spec> results() const;
+  /// Per result: the argument whose buffer it is (updated in place), or -1.
+  std::vector<int64_t> resultArguments() const;
+  /// The arguments whose buffers the function writes (caches in place).
+  std::vector<int64_t> writtenArguments() const;
   bool call(const std::vector<ArgumentBuffer> &arguments,
             std::vector<ResultBuffer> &results, Failure &failure);
 

@@ -162,9 +162,79 @@ def test_lengths_are_clamped_to_the_new_tokens():
                   l0_v_cache=np.zeros((2, 16, 2, 8), np.float32),
                   l0_conv_state=np.zeros((2, 2, 48), np.float32),
                   l0_shift_state=np.zeros((2, 1, 8), np.float32))
-    exact = prefill(*[dict(values, lengths=np.array([3, 3], np.int32))[n]
-                      for n in prefill.argument_names])
-    clamped = prefill(*[dict(values, lengths=np.array([7, 3], np.int32))[n]
-                        for n in prefill.argument_names])
+    # Fresh caches per call: each call writes its caches in place.
+    def fresh(lengths):
+        return [np.copy(dict(values, lengths=lengths)[n])
+                for n in prefill.argument_names]
+    exact = prefill(*fresh(np.array([3, 3], np.int32)))
+    clamped = prefill(*fresh(np.array([7, 3], np.int32)))
     for a, b in zip(exact, clamped):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+def test_step_updates_the_caches_in_place(num_layers, paged):
+    """A step writes its new rows into the caller's caches: each cache result
+    IS the argument (same object, same memory), the rows of other positions
+    are untouched, and the written rows equal those of a step compiled with
+    in_place_caches=False (which returns new arrays and writes nothing)."""
+    hq, hk, d = 4, 2, 8
+    layout = dict(page_size=4, num_pages=5) if paged else dict(capacity=16)
+    module = attnfuse.qkv_decode(sharing="kv", embed_dim=E, num_heads=hq,
+                                 num_kv_heads=hk, head_dim=d, rope_theta=1e4,
+                                 num_layers=num_layers, **layout)
+    step = attnfuse.compile(module, entry="step")
+    copying = attnfuse.compile(module, entry="step", in_place_caches=False)
+    rng = np.random.default_rng(11)
+    values = weights_for(step, rng)
+    for name, (_, shape) in zip(step.argument_names, step.arguments):
+        if name.startswith("l1_") and not name.endswith("_cache"):
+            values[name] = values["l0_" + name[3:]]
+        if name.endswith("_cache"):
+            values[name] = rng.standard_normal(
+                [2 if dim is None else dim for dim in shape]).astype(np.float32)
+    values["x"] = rng.standard_normal((2, 1, E)).astype(np.float32)
+    values["positions"] = np.array([5, 2], np.int32)
+    if paged:
+        values["block_table"] = np.array([[4, 0], [1, 3]], np.int32)
+    cache_names = [n for n in step.argument_names if n.endswith("_cache")]
+    before = {n: values[n].copy() for n in cache_names}
+
+    want = copying(*[values[n] for n in step.argument_names])
+    for n in cache_names:  # the copying step leaves its arguments alone
+        np.testing.assert_array_equal(values[n], before[n])
+    got = step(*[values[n] for n in step.argument_names])
+
+    for n in cache_names:
+        index = step.argument_names.index(n)
+        result = step.result_arguments.index(index)
+        assert got[result] is values[n]
+        assert np.shares_memory(got[result], values[n])
+        assert not np.shares_memory(want[result], values[n])
+        np.testing.assert_array_equal(got[result], want[result])
+        # Only the new tokens' rows changed.
+        changed = np.argwhere(np.any(values[n] != before[n], axis=(2, 3)))
+        assert 0 < len(changed) <= 2, changed
+    np.testing.assert_array_equal(got[0], want[0])
+    assert copying.written_arguments == [] and set(copying.result_arguments) == {-1}
+
+
+def test_cache_updated_in_place_must_be_a_writable_contiguous_array():
+    module = attnfuse.qkv_decode(sharing="kv", embed_dim=E, num_heads=4,
+                                 num_kv_heads=2, head_dim=8, capacity=8)
+    step = attnfuse.compile(module, entry="step")
+    args = {name: np.zeros([1 if d is None else d for d in s], np.float32)
+            for name, (_, s) in zip(step.argument_names, step.arguments)}
+    args["positions"] = np.zeros(1, np.int32)
+    strided = np.zeros((1, 16, 2, 8), np.float32)[:, ::2]
+    read_only = np.zeros((1, 8, 2, 8), np.float32)
+    read_only.setflags(write=False)
+    for bad, message in ((strided, "C-contiguous"), (read_only, "writable")):
+        with pytest.raises(ValueError, match=message):
+            step(*[dict(args, l0_kv_cache=bad)[n] for n in step.argument_names])
+    # A cache sharing memory with another argument would change under it.
+    shared = dict(args, l0_kv_cache=np.zeros((1, 8, 2, 8), np.float32))
+    shared["x"] = shared["l0_kv_cache"].reshape(-1)[:E].reshape(1, 1, E)
+    with pytest.raises(RuntimeError, match="updated in place and shares memory"):
+        step(*[shared[n] for n in step.argument_names])

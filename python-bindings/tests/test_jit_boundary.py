@@ -125,14 +125,28 @@ def test_failed_check_inside_the_compiled_code(update):
     cache = np.zeros((2, 8, 2, 4), np.float32)
     rows = np.ones((2, 1, 2, 4), np.float32)
     out = update(cache, rows, np.array([3, 7], np.int32))
+    assert out is cache  # updated in place
     assert out[0, 3].all() and out[1, 7].all() and out.sum() == 16
+    cache = np.zeros((2, 8, 2, 4), np.float32)
     with pytest.raises(RuntimeError,
                        match="a run-time check of 'update' failed, nothing "
                              "after it ran: .*position"):
         update(cache, rows, np.array([3, 8], np.int32))
-    assert not cache.any()  # the argument is untouched
+    # The rows written before the failed check stay; nothing past it ran.
+    assert cache[0, 3].all() and cache.sum() == 8
     # The process is healthy: the next call works.
-    assert update(cache, rows, np.array([0, 1], np.int32)).sum() == 16
+    assert update(np.zeros_like(cache), rows, np.array([0, 1], np.int32)).sum() == 16
+
+
+def test_failed_check_leaves_a_copied_cache_untouched():
+    update = attnfuse.compile(attnfuse.parse(CACHE), in_place_caches=False)
+    cache = np.zeros((2, 8, 2, 4), np.float32)
+    rows = np.ones((2, 1, 2, 4), np.float32)
+    with pytest.raises(RuntimeError, match="position"):
+        update(cache, rows, np.array([3, 8], np.int32))
+    assert not cache.any()
+    out = update(cache, rows, np.array([3, 7], np.int32))
+    assert out is not cache and out.sum() == 16 and not cache.any()
 
 
 def _rss_kb():

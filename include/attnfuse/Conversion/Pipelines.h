@@ -43,6 +43,17 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "false lowers every primitive through the reference "
                      "path (convert-attn-to-linalg)"),
       llvm::cl::init(true)};
+  Option<bool> inPlaceResults{
+      *this, "in-place-results",
+      llvm::cl::desc("Private functions (the outlined layers) stop "
+                     "returning the results that bufferize to one of their "
+                     "argument buffers (canonicalize, then "
+                     "drop-equivalent-buffer-results): an argument marked "
+                     "`bufferization.writable = true` that is updated and "
+                     "returned (a KV cache) is written in place and never "
+                     "cloned. The CPU JIT sets it and drops the entry's "
+                     "tied results itself"),
+      llvm::cl::init(false)};
   Option<int64_t> blockQ{*this, "block-q",
                          llvm::cl::desc("Flash-attention query tile"),
                          llvm::cl::init(64)};
@@ -74,6 +85,15 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
 void buildAttnToCPUPipeline(mlir::OpPassManager &pm,
                             const AttnToCPUOptions &options);
 void buildAttnToCPUPipeline(mlir::OpPassManager &pm);
+
+/// The two halves of `attn-to-cpu`: everything up to and including one-shot
+/// bufferization (and the in-place results), the functions then taking and
+/// returning memrefs, and the rest (deallocation, loops, LLVM). The CPU JIT runs them
+/// separately to read which results are argument buffers.
+void buildAttnToCPUBufferizePipeline(mlir::OpPassManager &pm,
+                                     const AttnToCPUOptions &options);
+void buildAttnToCPUBuffersToLLVMPipeline(mlir::OpPassManager &pm,
+                                         const AttnToCPUOptions &options);
 
 /// Registers `attn-to-cpu` as a named pass pipeline.
 void registerAttnToCPUPipeline();

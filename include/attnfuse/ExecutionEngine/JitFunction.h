@@ -60,6 +60,11 @@ struct Tensor {
   std::vector<int64_t> shape;
   std::vector<char> data;
 
+  /// Set on a result of JitFunction::call that is this argument's buffer,
+  /// updated in place (a KV cache); `data` is then empty and
+  /// the caller's argument array holds the values.
+  std::optional<unsigned> argument;
+
   int64_t getNumElements() const;
   TensorRef ref() { return {elementType, shape, data.data()}; }
 };
@@ -75,6 +80,15 @@ struct JitOptions {
   /// lowering of every primitive).
   std::optional<bool> fused;
   unsigned optLevel = 2;
+  /// Update the KV caches in place: an argument that the function updates
+  /// and returns (the cache operands of attn.qkv_decode, attn.cca_decode and
+  /// attn.cache_update whose updated value is returned) is written through
+  /// the caller's buffer, and the result is that buffer (Tensor::argument),
+  /// so that a decode step writes only its new tokens. The small decode
+  /// states of attn.cca_decode are returned as new arrays. False: every
+  /// argument is read only and every result a new array (a copy of the
+  /// whole cache per call).
+  bool inPlaceCaches = true;
 };
 
 /// Inserts the dialects and translations the JIT path needs.
@@ -86,7 +100,8 @@ public:
   ~JitFunction();
 
   /// Lowers `module` in place with attn-to-cpu and JIT-compiles it for the
-  /// host CPU. The function never writes its arguments' buffers. Errors name
+  /// host CPU. The function writes no argument's buffer except the caches
+  /// it updates in place (JitOptions::inPlaceCaches). Errors name
   /// the function or the option; diagnostics of the lowering go to the
   /// context's handlers.
   static llvm::Expected<std::unique_ptr<JitFunction>>
@@ -102,6 +117,14 @@ public:
   llvm::StringRef getName() const { return name; }
   llvm::ArrayRef<TensorSpec> getArguments() const { return arguments; }
   llvm::ArrayRef<TensorSpec> getResults() const { return results; }
+  /// The argument whose buffer result `index` is (updated in place), if any.
+  std::optional<unsigned> getResultArgument(unsigned index) const {
+    return resultArguments[index];
+  }
+  /// Whether the compiled code may write argument `index`'s buffer.
+  bool isArgumentWritten(unsigned index) const {
+    return writtenArguments[index];
+  }
 
   /// Checks count, element types and static dimensions of `args`; messages
   /// start with "argument #N of 'entry'".
@@ -111,7 +134,11 @@ public:
   /// ShapeChecks) are an error before any compiled code runs; a failed
   /// run-time check inside the compiled code (a cache position out of
   /// range, say) stops it at the check and is returned as an error, with
-  /// everything the call allocated freed.
+  /// everything the call allocated freed (caches updated in place keep the
+  /// writes made before the failed check). A result that is an argument
+  /// updated in place comes back with Tensor::argument set and no data; an
+  /// argument written in place that shares memory with another argument is
+  /// an error before any compiled code runs.
   llvm::Expected<std::vector<Tensor>> call(llvm::ArrayRef<TensorRef> args);
 
 private:
@@ -119,6 +146,8 @@ private:
 
   std::string name;
   std::vector<TensorSpec> arguments, results;
+  std::vector<std::optional<unsigned>> resultArguments;
+  std::vector<bool> writtenArguments;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   ShapeChecks shapeChecks;
 };

@@ -62,6 +62,12 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm) {
 
 void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
                                       const AttnToCPUOptions &options) {
+  buildAttnToCPUBufferizePipeline(pm, options);
+  buildAttnToCPUBuffersToLLVMPipeline(pm, options);
+}
+
+void attnfuse::buildAttnToCPUBufferizePipeline(
+    OpPassManager &pm, const AttnToCPUOptions &options) {
   // attn -> (fused kernels ->) linalg and scf on tensors.
   if (options.outlineLayers)
     pm.addPass(attn::createAttnOutlineLayers());
@@ -103,6 +109,20 @@ void attnfuse::buildAttnToCPUPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  if (options.inPlaceResults) {
+    // A buffer updated in place in a loop is the loop's result: folding the
+    // loop-carried values shows that the returned buffer is the argument.
+    // A result that is one of the function's argument buffers (a cache
+    // argument marked `bufferization.writable`, updated in place) is then
+    // no longer returned (private functions: the outlined layers): returning
+    // it would make the deallocation pipeline clone the whole buffer.
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  }
+}
+
+void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
+    OpPassManager &pm, const AttnToCPUOptions &options) {
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass()); // bufferization.clone
 
