@@ -158,6 +158,8 @@ class CompiledLayer:
         self._op = torch.library.custom_op(
             self.qualname, self._run, mutates_args=(), schema=self.schema)
         self._op.register_fake(self._fake)
+        self._op.register_autograd(self._backward,
+                                   setup_context=self._setup_context)
         self.op = getattr(torch.ops.attnfuse, name)
 
     def __repr__(self):
@@ -257,6 +259,16 @@ class CompiledLayer:
                                f"results, its function has "
                                f"{len(self.results)}")
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _setup_context(self, ctx, inputs, output):
+        pass
+
+    def _backward(self, ctx, *grads):
+        raise NotImplementedError(
+            f"{self.qualname} has no backward: attnfuse layers are for "
+            f"inference; run them under torch.no_grad() or "
+            f"torch.inference_mode(), or with parameters that do not "
+            f"require grad")
 
     def cpu_function(self):
         """The function JIT-compiled for the CPU (attnfuse.CpuFunction)."""
