@@ -67,7 +67,10 @@ def _element_type(dtype):
 
 
 def _default_gpu_compiler(module, entry):
-    compiled = _api.compile(module, target="sm_90a", entry=entry)
+    # The kernels' element type is the input's (bf16 unless f16).
+    dtype = module.signature(entry)[0][0][0]
+    options = {"elem_type": dtype} if dtype in ("bf16", "f16") else {}
+    compiled = _api.compile(module, target="sm_90a", entry=entry, **options)
     if not callable(compiled):
         raise NotImplementedError(
             f"attnfuse.compile(module, target='sm_90a') returned "
@@ -85,7 +88,8 @@ def set_gpu_compiler(compiler):
     """Sets how compiled layers run on CUDA tensors: compiler(module, entry)
     returns a callable that takes the function's arguments as torch CUDA
     tensors and returns its results (one tensor, or a tuple). None restores
-    the default, attnfuse.compile(module, target="sm_90a", entry=entry).
+    the default, attnfuse.compile(module, target="sm_90a", entry=entry)
+    with the elem_type of the function's first argument (bf16 or f16).
     Layers ask for their GPU callable on their first CUDA call and keep it;
     returns the compiler that was set before."""
     global _gpu_compiler
