@@ -10,7 +10,8 @@ launch with torch tensors through the runtime).
 
 The builders' text (attnfuse.builders), the importer's text and the GPU
 launcher (attnfuse.runtime) are pure Python; everything else needs the
-compiled extension attnfuse._attnfuse.
+compiled extension attnfuse._attnfuse. attnfuse.torch (torch custom ops and
+nn.Modules) is imported on first use, so `import attnfuse` needs no torch.
 """
 
 from . import builders
@@ -29,3 +30,11 @@ __all__ = [
     "hf_weight_names", "load_hf_weights", "parse", "qkv_attention",
     "qkv_decode", "to_bf16",
 ]
+
+
+def __getattr__(name):
+    # attnfuse.torch imports torch: only when asked for.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'attnfuse' has no attribute {name!r}")

@@ -259,6 +259,16 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
     return compiled
 
 
+def check_shape(function, what, shape, actual):
+    """ValueError unless `actual` (a shape) fits `shape` (None: any size):
+    the message of every argument check, numpy, DLPack or torch op."""
+    if len(actual) != len(shape) or any(
+            d is not None and d != n for d, n in zip(shape, actual)):
+        want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        raise ValueError(f"{what} of {function!r} needs shape {want}, got "
+                         f"{list(actual)}")
+
+
 class CpuFunction:
     """A JIT-compiled function, called with host arrays in the order of its
     arguments: numpy arrays, or any DLPack producer in host memory (torch
@@ -304,11 +314,7 @@ class CpuFunction:
         return f"argument #{index}"
 
     def _check_shape(self, what, shape, actual):
-        if len(actual) != len(shape) or any(
-                d is not None and d != n for d, n in zip(shape, actual)):
-            want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-            raise ValueError(f"{what} of {self.name!r} needs shape {want}, got "
-                             f"{list(actual)}")
+        check_shape(self.name, what, shape, actual)
 
     def _convert(self, index, value, spec):
         if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):

@@ -1,0 +1,694 @@
+"""attnfuse in PyTorch: compiled layers as torch custom ops, and drop-in
+attention modules.
+
+    import torch, attnfuse, attnfuse.torch
+    layer = attnfuse.torch.compile_layer(attnfuse.cca(
+        embed_dim=64, num_heads=4, num_kv_heads=2, head_dim=8))
+    y = layer(x, *weights)          # torch.ops.attnfuse.<name>(x, *weights)
+
+    attention = attnfuse.torch.CCAAttention.from_hf_config(zaya_config, 0)
+    attention.load_state_dict(zaya_attention.state_dict())
+    y, _ = attention(hidden_states)
+
+compile_layer registers one function of an attnfuse.Module as the custom op
+`attnfuse::<name>` (torch.library.custom_op): its arguments are the
+function's, in order, its results the function's. On CPU tensors the op runs
+the function JIT-compiled for the CPU (attnfuse.compile(module)); on CUDA
+tensors it runs the callable that the GPU compiler returns for the module
+(set_gpu_compiler; by default attnfuse.compile(module, target="sm_90a")).
+A fake implementation computes the results' shapes and dtypes from the
+function's signature, so torch.compile(fullgraph=True) and torch.export
+capture the op as one node. The ops are for inference: they have no
+backward.
+
+QKVAttention (projection sharing none/kv/qk/qkv, GQA/MQA, RoPE, causal,
+window) and CCAAttention (CCA/CCGQA with the parameters of transformers'
+ZayaAttention) build their layer with attnfuse's builders, compile it once
+per configuration and dtype (shared by every module of that configuration),
+and call it through its custom op.
+
+Importing this module needs torch; `import attnfuse` does not.
+"""
+
+import atexit
+import hashlib
+import re
+import threading
+
+try:
+    import torch
+except ImportError as error:  # noqa: F841 - re-raised with a hint
+    raise ImportError("attnfuse.torch needs PyTorch: pip install torch") \
+        from error
+from torch import nn
+
+from . import _api, builders
+
+__all__ = ["CCAAttention", "CompiledLayer", "QKVAttention", "compile_layer",
+           "gpu_compiler", "set_gpu_compiler"]
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16,
+                "bf16": torch.bfloat16, "f64": torch.float64,
+                "i32": torch.int32, "i64": torch.int64}
+_ELEMENT_TYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+_ELEMENT_TYPES[torch.uint16] = "u16"
+# The dtypes the layer modules compile for.
+_MODULE_DTYPES = {torch.float32: "f32", torch.float16: "f16",
+                  torch.bfloat16: "bf16"}
+
+
+def _element_type(dtype):
+    return _ELEMENT_TYPES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+# ---------------------------------------------------------------------------
+# The GPU hook
+# ---------------------------------------------------------------------------
+
+
+def _default_gpu_compiler(module, entry):
+    # The kernels' element type is the input's (bf16 unless f16).
+    dtype = module.signature(entry)[0][0][0]
+    options = {"elem_type": dtype} if dtype in ("bf16", "f16") else {}
+    compiled = _api.compile(module, target="sm_90a", entry=entry, **options)
+    if not callable(compiled):
+        raise NotImplementedError(
+            f"attnfuse.compile(module, target='sm_90a') returned "
+            f"{type(compiled).__name__}, which cannot be called with torch "
+            f"tensors, so this layer cannot run on CUDA tensors yet: move "
+            f"the tensors to the CPU, or register a GPU compiler with "
+            f"attnfuse.torch.set_gpu_compiler")
+    return compiled
+
+
+_gpu_compiler = _default_gpu_compiler
+
+
+def set_gpu_compiler(compiler):
+    """Sets how compiled layers run on CUDA tensors: compiler(module, entry)
+    returns a callable that takes the function's arguments as torch CUDA
+    tensors and returns its results (one tensor, or a tuple). None restores
+    the default, attnfuse.compile(module, target="sm_90a", entry=entry)
+    with the elem_type of the function's first argument (bf16 or f16).
+    Layers ask for their GPU callable on their first CUDA call and keep it;
+    returns the compiler that was set before."""
+    global _gpu_compiler
+    if compiler is not None and not callable(compiler):
+        raise TypeError(f"compiler must be callable or None, got "
+                        f"{type(compiler).__name__}")
+    previous = _gpu_compiler
+    _gpu_compiler = compiler or _default_gpu_compiler
+    return previous
+
+
+def gpu_compiler():
+    """The GPU compiler set_gpu_compiler installed (or the default)."""
+    return _gpu_compiler
+
+
+# ---------------------------------------------------------------------------
+# Compiled layers as custom ops
+# ---------------------------------------------------------------------------
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_layers = {}
+_layers_lock = threading.RLock()
+
+
+class CompiledLayer:
+    """One function of an attnfuse.Module as the torch custom op
+    `attnfuse::<name>` (see compile_layer).
+
+    Calling the layer calls the op: torch tensors in the order of the
+    function's arguments (argument_names), one tensor out, or a tuple for
+    several results. `op` is the op (torch.ops.attnfuse.<name>),
+    `qualname` its "attnfuse::<name>", `arguments` and `results` the
+    function's [(element type, shape)] with None for a dynamic size.
+    cpu_function() and gpu_function() compile on first use and keep what
+    they compiled.
+    """
+
+    def __init__(self, module, entry, name, options, result_shapes):
+        self.module = module
+        self.entry = entry
+        self.arguments, self.results = module.signature(entry)
+        names = module.argument_names(entry)
+        if not names or len(names) != len(self.arguments) or not all(
+                _IDENTIFIER.match(n) for n in names):
+            names = [f"arg{i}" for i in range(len(self.arguments))]
+        self.argument_names = list(names)
+        self.options = dict(options)
+        self._result_shapes = result_shapes
+        self._result_sources = [self._result_source(i) for i in
+                                range(len(self.results))]
+        self._cpu = None
+        self._gpu = None
+        self._lock = threading.Lock()
+        for index, (dtype, _shape) in enumerate(self.arguments):
+            if dtype not in TORCH_DTYPES:
+                raise ValueError(f"argument #{index} of {entry!r} is "
+                                 f"{dtype}, which has no torch dtype")
+        for index, (dtype, _shape) in enumerate(self.results):
+            if dtype not in TORCH_DTYPES:
+                raise ValueError(f"result #{index} of {entry!r} is {dtype}, "
+                                 f"which has no torch dtype")
+        self.name = name
+        self.qualname = f"attnfuse::{name}"
+        arguments = ", ".join(f"Tensor {n}" for n in self.argument_names)
+        returns = ("Tensor" if len(self.results) == 1 else
+                   "(" + ", ".join(["Tensor"] * len(self.results)) + ")")
+        self.schema = f"({arguments}) -> {returns}"
+        self._op = torch.library.custom_op(
+            self.qualname, self._run, mutates_args=(), schema=self.schema)
+        self._op.register_fake(self._fake)
+        self._op.register_autograd(self._backward,
+                                   setup_context=self._setup_context)
+        self.op = getattr(torch.ops.attnfuse, name)
+
+    def __repr__(self):
+        return (f"<attnfuse.torch.CompiledLayer {self.qualname} "
+                f"{self.schema}>")
+
+    def __call__(self, *tensors):
+        return self.op(*tensors)
+
+    def _result_source(self, index):
+        """[(argument index, dim)] giving each dynamic size of result
+        `index` (from the first argument of the same type), or None when
+        result_shapes computes the shape."""
+        dtype, shape = self.results[index]
+        if None not in shape:
+            return []
+        for arg, spec in enumerate(self.arguments):
+            if spec == (dtype, shape):
+                return [(arg, dim) for dim, size in enumerate(shape)
+                        if size is None]
+        if self._result_shapes is None:
+            raise ValueError(
+                f"result #{index} of {self.entry!r} has dynamic sizes "
+                f"({_shape_text(shape)}) that no argument of the same type "
+                f"determines: pass result_shapes, a function of the "
+                f"arguments' shapes returning every result's shape")
+        return None
+
+    def _describe(self, index):
+        return f"argument #{index} ({self.argument_names[index]!r})"
+
+    def _check(self, tensors):
+        """The argument checks of the CPU path, on torch tensors (shapes
+        may be symbolic); -> the device of the arguments."""
+        if len(tensors) != len(self.arguments):
+            raise ValueError(f"{self.entry!r} takes {len(self.arguments)} "
+                             f"arguments, got {len(tensors)}")
+        device = None
+        for index, (tensor, (dtype, shape)) in enumerate(
+                zip(tensors, self.arguments)):
+            what = self._describe(index)
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"{what} of {self.entry!r} must be a torch "
+                                f"tensor, got {type(tensor).__name__}")
+            if tensor.dtype != TORCH_DTYPES[dtype]:
+                raise ValueError(
+                    f"{what} of {self.entry!r} is {dtype}: expected a "
+                    f"{dtype} tensor, got {_element_type(tensor.dtype)}")
+            _api.check_shape(self.entry, what, shape, tuple(tensor.shape))
+            if device is None:
+                device = tensor.device
+            elif tensor.device != device:
+                raise ValueError(f"{what} of {self.entry!r} is on "
+                                 f"{tensor.device}, argument #0 on {device}: "
+                                 f"every argument must be on one device")
+        return device
+
+    def _shapes(self, tensors):
+        if self._result_shapes is not None and None in self._result_sources:
+            shapes = [tuple(s) for s in self._result_shapes(
+                [tuple(t.shape) for t in tensors])]
+            if len(shapes) != len(self.results):
+                raise ValueError(f"result_shapes returned {len(shapes)} "
+                                 f"shapes for {len(self.results)} results")
+            return shapes
+        shapes = []
+        for (_dtype, shape), source in zip(self.results, self._result_sources):
+            dims = list(shape)
+            for arg, dim in source:
+                dims[dim] = tensors[arg].shape[dim]
+            shapes.append(tuple(dims))
+        return shapes
+
+    def _fake(self, *tensors):
+        device = self._check(tensors)
+        outputs = [tensors[0].new_empty(shape, dtype=TORCH_DTYPES[dtype],
+                                        device=device)
+                   for shape, (dtype, _) in zip(self._shapes(tensors),
+                                                self.results)]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _run(self, *tensors):
+        device = self._check(tensors)
+        if device.type == "cpu":
+            outputs = self.cpu_function()(*tensors)
+        elif device.type == "cuda":
+            outputs = self.gpu_function()(*tensors)
+        else:
+            raise ValueError(f"argument #0 of {self.entry!r} is on "
+                             f"{device}: attnfuse layers run on CPU and CUDA "
+                             f"tensors")
+        if isinstance(outputs, torch.Tensor):
+            outputs = (outputs,)
+        outputs = tuple(outputs)
+        if len(outputs) != len(self.results):
+            raise RuntimeError(f"{self.qualname} computed {len(outputs)} "
+                               f"results, its function has "
+                               f"{len(self.results)}")
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _setup_context(self, ctx, inputs, output):
+        pass
+
+    def _backward(self, ctx, *grads):
+        raise NotImplementedError(
+            f"{self.qualname} has no backward: attnfuse layers are for "
+            f"inference; run them under torch.no_grad() or "
+            f"torch.inference_mode(), or with parameters that do not "
+            f"require grad")
+
+    def cpu_function(self):
+        """The function JIT-compiled for the CPU (attnfuse.CpuFunction)."""
+        with self._lock:
+            if self._cpu is None:
+                self._cpu = _api.compile(self.module, target="cpu",
+                                         entry=self.entry, **self.options)
+            return self._cpu
+
+    def gpu_function(self):
+        """The GPU callable of the layer, from the GPU compiler
+        (set_gpu_compiler)."""
+        with self._lock:
+            if self._gpu is None:
+                gpu = _gpu_compiler(self.module, self.entry)
+                if not callable(gpu):
+                    raise TypeError(f"the GPU compiler returned "
+                                    f"{type(gpu).__name__}, not a callable")
+                self._gpu = gpu
+            return self._gpu
+
+
+def _shape_text(shape):
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+_BUILDERS = {"cca": _api.cca, "qkv_attention": _api.qkv_attention}
+
+
+def compile_layer(module, *, entry=None, name=None, result_shapes=None,
+                  **options):
+    """A function of `module` as a torch custom op; returns the
+    CompiledLayer (call it, or its `.op`, with torch tensors).
+
+    module: an attnfuse.Module, or a builder configuration: a dict with
+    "kind" ("cca" or "qkv_attention") and the keyword arguments of
+    attnfuse.cca / attnfuse.qkv_attention. entry: the function (default:
+    the only one, else `model`). name: the op's name in the attnfuse
+    namespace (default: the function's name and a hash of the module text
+    and options, the same in every process, so an exported program finds
+    its op again once the same layer is compiled). options: those of
+    attnfuse.compile(module, target="cpu") (fused, block_q, ...).
+    result_shapes: for results whose dynamic sizes no argument of the same
+    type gives, a function from the arguments' shapes to every result's
+    shape.
+
+    Compiling the same module text with the same entry, options and name
+    again returns the same CompiledLayer (one op); a name already taken by
+    another layer is refused. The CPU code is JIT-compiled on the first CPU
+    call.
+    """
+    if isinstance(module, dict):
+        config = dict(module)
+        kind = config.pop("kind", None)
+        if kind not in _BUILDERS:
+            raise ValueError(f"module: a builder configuration needs 'kind' "
+                             f"set to {' or '.join(map(repr, _BUILDERS))}, "
+                             f"got {kind!r}")
+        module = _BUILDERS[kind](**config)
+    if not isinstance(module, _api.Module):
+        raise TypeError(f"module must be an attnfuse.Module or a builder "
+                        f"configuration dict, got {type(module).__name__}")
+    entry = _api._pick_entry(module, entry)
+    if name is not None and (not isinstance(name, str)
+                             or not _IDENTIFIER.match(name)):
+        raise ValueError(f"name must be an identifier, got {name!r}")
+    if result_shapes is not None and not callable(result_shapes):
+        raise TypeError(f"result_shapes must be callable, got "
+                        f"{type(result_shapes).__name__}")
+    text = str(module)
+    key = (text, entry, tuple(sorted(options.items())))
+    if name is None:
+        digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+        name = f"{re.sub(r'[^A-Za-z0-9_]', '_', entry)}_{digest}"
+    key += (name,)
+    with _layers_lock:
+        layer = _layers.get(key)
+        if layer is not None:
+            return layer
+        if any(other.name == name for other in _layers.values()):
+            raise ValueError(f"name: an op attnfuse::{name} exists already "
+                             f"(for another layer)")
+        layer = CompiledLayer(module, entry, name, options, result_shapes)
+        _layers[key] = layer
+        return layer
+
+
+@atexit.register
+def _release_compiled_code():
+    """torch's op registry keeps every layer until the interpreter is torn
+    down, after the extension: drop the extension's objects first."""
+    with _layers_lock:
+        for layer in _layers.values():
+            layer.module = layer._cpu = layer._gpu = None
+
+
+# The layer modules look their op up by configuration. Under torch.compile
+# the lookup runs once while tracing (its result is a constant: the op's
+# name), so building and registering a new layer does not break the graph.
+_module_ops = {}
+
+
+@torch.compiler.assume_constant_result
+def _module_op_name(kind, config):
+    with _layers_lock:
+        name = _module_ops.get((kind, config))
+        if name is None:
+            name = compile_layer({"kind": kind, **dict(config)}).name
+            _module_ops[(kind, config)] = name
+        return name
+
+
+def _module_op(kind, config):
+    return getattr(torch.ops.attnfuse, _module_op_name(kind, config))
+
+
+def _compute_dtype(x, what):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch tensor, got "
+                        f"{type(x).__name__}")
+    if x.dtype not in _MODULE_DTYPES:
+        raise ValueError(f"{what} must be float32, float16 or bfloat16, got "
+                         f"{x.dtype}")
+    if x.dim() != 3:
+        raise ValueError(f"{what} must have shape [batch, seq, embed_dim], "
+                         f"got {list(x.shape)}")
+    return _MODULE_DTYPES[x.dtype]
+
+
+def _as(tensor, dtype):
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
+
+
+# ---------------------------------------------------------------------------
+# Projection sharing
+# ---------------------------------------------------------------------------
+
+
+class QKVAttention(nn.Module):
+    """Self-attention with projection sharing (attn.qkv_attention).
+
+    sharing: "none" (q, k, v), "kv" (the value is the key: K=V), "qk" (the
+    query is the key), "qkv" (one projection). Parameters are those of a
+    plain attention, as the sharing keeps them: q_proj (none, kv), k_proj,
+    v_proj (none, qk) and o_proj, torch.nn.Linear each (bias=True adds
+    their biases). num_kv_heads < num_heads is GQA (1: MQA); qk and qkv
+    need num_kv_heads == num_heads. causal (default True), window (sliding
+    window), rope_theta and rope_fraction (NeoX RoPE on the first
+    rope_fraction * head_dim dims of each head, positions 0..S-1), scale
+    (default 1/sqrt(head_dim)).
+
+    forward(x [B, S, embed_dim]) -> [B, S, embed_dim] in x's dtype
+    (float32, float16 or bfloat16; parameters of another dtype are cast).
+    The layer is compiled once per configuration and dtype; CPU tensors
+    run the CPU JIT, CUDA tensors the GPU compiler's callable (see
+    set_gpu_compiler). Inference only: the op has no backward.
+    """
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads=None,
+                 head_dim=None, sharing="none", bias=False, causal=True,
+                 window=None, rope_theta=None, rope_fraction=1.0, scale=None,
+                 device=None, dtype=None):
+        super().__init__()
+        # The builder checks the configuration and names what is wrong.
+        config = dict(embed_dim=embed_dim, num_heads=num_heads,
+                      num_kv_heads=num_kv_heads, head_dim=head_dim,
+                      sharing=sharing, biases=bool(bias), causal=bool(causal),
+                      window=window, rope_theta=rope_theta,
+                      rope_fraction=rope_fraction, scale=scale)
+        builders.qkv_attention_text(**config)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        head_dim = embed_dim // num_heads if head_dim is None else head_dim
+        config.update(num_kv_heads=num_kv_heads, head_dim=head_dim)
+        self._config = tuple(sorted(config.items()))
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.num_kv_heads, self.head_dim = num_kv_heads, head_dim
+        self.sharing = sharing
+        q_width, k_width = num_heads * head_dim, num_kv_heads * head_dim
+        factory = dict(device=device, dtype=dtype, bias=bool(bias))
+        if sharing in ("none", "kv"):
+            self.q_proj = nn.Linear(embed_dim, q_width, **factory)
+        self.k_proj = nn.Linear(embed_dim, k_width, **factory)
+        if sharing in ("none", "qk"):
+            self.v_proj = nn.Linear(embed_dim, k_width, **factory)
+        self.o_proj = nn.Linear(q_width, embed_dim, **factory)
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={v!r}" for k, v in self._config
+                         if k not in ("embed_dim",))
+
+    def _weights(self, dtype):
+        """The layer's weight arguments in the builder's order."""
+        projections = {"q": "q_proj", "k": "k_proj", "v": "v_proj",
+                       "o": "o_proj"}
+        kept = [p for p in "qkvo" if hasattr(self, projections[p])]
+        weights = [getattr(self, projections[p]).weight for p in kept]
+        if dict(self._config)["biases"]:
+            weights += [getattr(self, projections[p]).bias for p in kept]
+        return [_as(w, dtype) for w in weights]
+
+    def forward(self, x):
+        element = _compute_dtype(x, "x")
+        op = _module_op("qkv_attention",
+                        tuple(sorted(dict(self._config, dtype=element).items())))
+        return op(x, *self._weights(x.dtype))
+
+
+# ---------------------------------------------------------------------------
+# CCA / CCGQA with transformers' ZayaAttention parameters
+# ---------------------------------------------------------------------------
+
+
+class _CCAProjection(nn.Module):
+    """The parameters of transformers' ZayaCCAProjection (no forward: the
+    compiled layer computes with them)."""
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads, head_dim, kernels,
+                 value_shift, device, dtype):
+        super().__init__()
+        q_width, k_width = num_heads * head_dim, num_kv_heads * head_dim
+        factory = dict(device=device, dtype=dtype)
+        self.q_proj = nn.Linear(embed_dim, q_width, bias=False, **factory)
+        self.k_proj = nn.Linear(embed_dim, k_width, bias=False, **factory)
+        v_width = k_width // 2 if value_shift else k_width
+        self.v_proj_current = nn.Linear(embed_dim, v_width, bias=False,
+                                        **factory)
+        if value_shift:
+            self.v_proj_delayed = nn.Linear(embed_dim, v_width, bias=False,
+                                            **factory)
+        channels = q_width + k_width
+        self.conv_qk_depthwise = nn.Conv1d(channels, channels, kernels[0],
+                                           groups=channels, **factory)
+        self.conv_qk_grouped = nn.Conv1d(channels, channels, kernels[1],
+                                         groups=num_heads + num_kv_heads,
+                                         **factory)
+
+
+class _QKNorm(nn.Module):
+    def __init__(self, num_kv_heads, device, dtype):
+        super().__init__()
+        self.temp = nn.Parameter(torch.zeros(num_kv_heads, device=device,
+                                             dtype=dtype))
+
+
+class CCAAttention(nn.Module):
+    """Compressed Convolutional Attention (attn.cca): CCA when num_heads ==
+    num_kv_heads, CCGQA otherwise, with the parameters and the call of
+    transformers' ZayaAttention, so a ZayaAttention's state_dict loads as it
+    is (qkv_proj.{q_proj, k_proj, v_proj_current, v_proj_delayed,
+    conv_qk_depthwise, conv_qk_grouped}, qk_norm.temp, o_proj).
+
+    The defaults are transformers' ZAYA numerics: qk_mean, value_shift, the
+    raw learned key temperature, each head divided by max(|x|, eps) with
+    eps the machine epsilon of the input dtype (norm="clamp_eps",
+    eps=None), causal. temperature="clamped", norm="sqrt_eps" and an
+    explicit eps select the IR's other forms. window: sliding window;
+    rope_theta / rope_fraction: RoPE on the first rope_fraction * head_dim
+    dims of each head at positions 0..S-1. from_hf_config(config,
+    layer_idx) reads them from a ZAYA config as ZayaAttention(config,
+    layer_idx) does.
+
+    forward(hidden_states, attention_mask=None, past_key_values=None,
+    position_embeddings=None) -> (output, None), as ZayaAttention.
+    attention_mask: None, a 2-D [B, S] padding mask (nonzero for a real
+    token), or transformers' mask dict, whose "conv" entry (the 2-D
+    padding mask, or None) is read: padded tokens are zeroed before the
+    projections and masked as keys. The causal and sliding-window masking
+    is the layer's own (the dict's 4-D "causal" mask is not read).
+    position_embeddings: ZAYA's (cos, sin); the layer rotates at positions
+    0..S-1 itself, and checks (outside torch.compile) that the given ones
+    are those. A KV cache (past_key_values) is not supported: run the HF
+    model with use_cache=False. Inference only: the op has no backward.
+    """
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads=None,
+                 head_dim=None, conv_kernel_sizes=(2, 2), window=None,
+                 rope_theta=None, rope_fraction=1.0, qk_mean=True,
+                 value_shift=True, temperature="raw", norm="clamp_eps",
+                 eps=None, causal=True, device=None, dtype=None):
+        super().__init__()
+        config = dict(embed_dim=embed_dim, num_heads=num_heads,
+                      num_kv_heads=num_kv_heads, head_dim=head_dim,
+                      conv_kernel_sizes=tuple(conv_kernel_sizes),
+                      window=window, rope_theta=rope_theta,
+                      rope_fraction=rope_fraction, qk_mean=bool(qk_mean),
+                      value_shift=bool(value_shift), temperature=temperature,
+                      norm=norm, eps=eps, causal=bool(causal))
+        builders.cca_text(**config)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        head_dim = embed_dim // num_heads if head_dim is None else head_dim
+        config.update(num_kv_heads=num_kv_heads, head_dim=head_dim)
+        self._config = tuple(sorted(config.items()))
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.num_kv_heads, self.head_dim = num_kv_heads, head_dim
+        self.window, self.rope_theta = window, rope_theta
+        self.rope_fraction = rope_fraction
+        # ZayaAttention's order: o_proj, qkv_proj, qk_norm.
+        self.o_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=False,
+                                device=device, dtype=dtype)
+        self.qkv_proj = _CCAProjection(embed_dim, num_heads, num_kv_heads,
+                                       head_dim, config["conv_kernel_sizes"],
+                                       value_shift, device, dtype)
+        self.qk_norm = _QKNorm(num_kv_heads, device, dtype)
+
+    @classmethod
+    def from_hf_config(cls, config, layer_idx=0, device=None, dtype=None):
+        """The attention of layer `layer_idx` of a ZAYA config (a
+        transformers ZayaConfig, a dict or the path of a config.json),
+        read by attnfuse's importer: its window and RoPE theta follow the
+        layer's type."""
+        from .importer import config_from_hf
+        if hasattr(config, "to_dict") and not isinstance(config, dict):
+            config = config.to_dict()
+        kind, kwargs, source = config_from_hf(config, "f32")
+        if kind != "cca":
+            raise ValueError(f"config: {source} is not a ZAYA config")
+        count = kwargs["num_layers"]
+        if isinstance(layer_idx, bool) or not isinstance(layer_idx, int) \
+                or not 0 <= layer_idx < count:
+            raise ValueError(f"layer_idx must be an attention layer index in "
+                             f"[0, {count}), got {layer_idx!r}")
+
+        def pick(value):
+            return value[layer_idx] if isinstance(value, list) else value
+
+        return cls(kwargs["embed_dim"], kwargs["num_heads"],
+                   kwargs["num_kv_heads"], kwargs["head_dim"],
+                   conv_kernel_sizes=kwargs["conv_kernel_sizes"],
+                   window=pick(kwargs["window"]),
+                   rope_theta=pick(kwargs["rope_theta"]),
+                   rope_fraction=kwargs["rope_fraction"],
+                   qk_mean=kwargs["qk_mean"],
+                   value_shift=kwargs["value_shift"],
+                   temperature=kwargs["temperature"], norm=kwargs["norm"],
+                   causal=kwargs["causal"], device=device, dtype=dtype)
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={v!r}" for k, v in self._config
+                         if k != "embed_dim")
+
+    def _weights(self, dtype):
+        p = self.qkv_proj
+        weights = [p.q_proj.weight, p.k_proj.weight, p.v_proj_current.weight]
+        if hasattr(p, "v_proj_delayed"):
+            weights.append(p.v_proj_delayed.weight)
+        weights += [p.conv_qk_depthwise.weight, p.conv_qk_depthwise.bias,
+                    p.conv_qk_grouped.weight, p.conv_qk_grouped.bias,
+                    self.qk_norm.temp, self.o_proj.weight]
+        return [_as(w, dtype) for w in weights]
+
+    def _padding_mask(self, attention_mask, x):
+        if attention_mask is None:
+            return None
+        if isinstance(attention_mask, dict):
+            attention_mask = attention_mask.get("conv")
+            if attention_mask is None:
+                return None
+        if not isinstance(attention_mask, torch.Tensor) \
+                or attention_mask.dim() != 2:
+            shape = (list(attention_mask.shape)
+                     if isinstance(attention_mask, torch.Tensor)
+                     else type(attention_mask).__name__)
+            raise ValueError(
+                f"attention_mask must be None, a [batch, seq] padding mask "
+                f"or transformers' mask dict, got {shape} (the causal and "
+                f"window masks are the layer's own)")
+        if attention_mask.dtype != torch.int64:
+            attention_mask = attention_mask.to(torch.int64)
+        return attention_mask
+
+    def _check_position_embeddings(self, position_embeddings, x):
+        if position_embeddings is None or torch.compiler.is_compiling():
+            return
+        cos, sin = position_embeddings
+        seq = x.shape[1]
+        rotated = int(self.rope_fraction * self.head_dim) \
+            if self.rope_theta is not None else 0
+        if rotated == 0:
+            raise ValueError("position_embeddings: this layer has no RoPE "
+                             "(rope_theta=None), but they were given")
+        positions = torch.arange(seq, dtype=torch.float64)
+        inv_freq = 1.0 / (self.rope_theta ** (
+            torch.arange(0, rotated, 2, dtype=torch.float64) / rotated))
+        freqs = positions[:, None] * inv_freq[None, :]
+        angles = torch.cat([freqs, freqs], dim=-1)
+        tolerance = 1e-4 if cos.dtype in (torch.float32, torch.float64) \
+            else 2e-2
+        for name, given, expected in (("cos", cos, angles.cos()),
+                                      ("sin", sin, angles.sin())):
+            given = given.detach().to("cpu", torch.float64)
+            if given.shape[-2:] != expected.shape or not torch.allclose(
+                    given, expected.expand_as(given), atol=tolerance,
+                    rtol=0):
+                raise ValueError(
+                    f"position_embeddings: {name} is not RoPE at positions "
+                    f"0..{seq - 1} with theta {self.rope_theta} on "
+                    f"{rotated} of {self.head_dim} dims (shape "
+                    f"{list(given.shape)}); this layer rotates at those "
+                    f"positions only (no position_ids, no cache)")
+
+    def forward(self, hidden_states, attention_mask=None,
+                past_key_values=None, position_embeddings=None, **kwargs):
+        element = _compute_dtype(hidden_states, "hidden_states")
+        if past_key_values is not None:
+            raise ValueError(
+                "past_key_values: attnfuse.torch.CCAAttention does not "
+                "update a KV cache; run the model with use_cache=False")
+        self._check_position_embeddings(position_embeddings, hidden_states)
+        mask = self._padding_mask(attention_mask, hidden_states)
+        config = dict(self._config, dtype=element,
+                      padding_mask=mask is not None)
+        if config["norm"] == "clamp_eps" and config["eps"] is None:
+            # transformers: torch.finfo(dtype).eps of the activations.
+            config["eps"] = builders.MACHINE_EPS[element]
+        op = _module_op("cca", tuple(sorted(config.items())))
+        weights = self._weights(hidden_states.dtype)
+        if mask is None:
+            return op(hidden_states, *weights), None
+        return op(hidden_states, mask, *weights), None
