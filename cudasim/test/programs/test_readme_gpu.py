@@ -1,0 +1,26 @@
+"""The README's whole-model GPU example is examples/python/gpu_zaya_stack.py, and it runs
+(here on the emulator, with CPU tensors)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def test_gpu_example_is_in_the_readme_and_runs():
+    pytest.importorskip("torch")
+    path = os.path.join(REPO, "examples", "python", "gpu_zaya_stack.py")
+    code = open(path).read()
+    code = code[code.index("import torch"):]
+    readme = open(os.path.join(REPO, "README.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert code in blocks, "README's GPU example differs from " + path
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert "(2, 64, 256) torch.bfloat16" in proc.stdout
+    assert "'launches_per_call': 8" in proc.stdout
+    assert "max difference to the CPU path" in proc.stdout
