@@ -27,16 +27,21 @@
 #       Then DIR/device/decode_bench.py: the attn.flash_decode kernels (GQA 32/8 x 128, K=V and
 #       separate K/V, bf16) at context 4k/32k/128k x batch 1/16/64: achieved GB/s over the bytes
 #       the cache holds, against 4.8 TB/s and torch SDPA / flash_attn_with_kvcache, numerics
-#       against a torch reference; writes OUT/decode-<date>-<gpu>.json and .md.
+#       against a torch reference; writes OUT/decode-<date>-<gpu>.json and .md. Before it,
+#       DIR/device/whole_model.py: the example model gpt300m_kv_gqa4 (20 layers) in one call
+#       of its device program against the same model in eager PyTorch (F.linear, SDPA),
+#       numerics and CUDA-event times; writes OUT/whole-model-<date>-<gpu>.json and .md.
 #
 #   scripts/device-check.sh prepare-emulator DIR      (no GPU; CI: ctest -L emulator)
 #       compiles the same layer models and decode steps with the build's attnfuse-compile
 #       (--no-cubin) into DIR and copies the device scripts and the reference next to them.
-#   scripts/device-check.sh emulate DIR OUT ladder|bench
+#   scripts/device-check.sh emulate DIR OUT ladder|bench|whole
 #       runs the device scripts of DIR on the emulator through the build's runtime library
 #       (ATTNFUSE_CUDA_DRIVER=libattnfuse_cudasim.so): the ladder, exactly as on a GPU; or
 #       (bench) the numerics of device_bench.py and decode_bench.py at small shapes, with host
-#       arrays copied through the runtime's memory API (no timings: the emulator has none).
+#       arrays copied through the runtime's memory API (no timings: the emulator has none);
+#       or (whole) the whole example model through its device program against its eager
+#       torch replay.
 #
 # Environment (prepare, prepare-emulator): ATTNFUSE_BUILD_DIR (default: build),
 # ATTNFUSE_COMPILE (a prebuilt attnfuse-compile; skips the build), DEVICE_CHECK_VARIANTS (a
@@ -123,10 +128,28 @@ EOF
   COMPILED_OK=$ok COMPILED_FAILED=$failed
 }
 
-# copy_scripts DIR: the device scripts and the numpy reference they compare with.
+# compile_whole TOOL DIR [attnfuse-compile options]: the whole example model of the device
+# check (WHOLE_MODELS) into DIR/whole/<name>, its kernels and the device program of @model.
+WHOLE_MODELS="${DEVICE_CHECK_WHOLE_MODELS:-gpt300m_kv_gqa4}"
+compile_whole() {
+  local tool="$1" dir="$2"
+  shift 2
+  echo "== whole models: $WHOLE_MODELS"
+  rm -rf "$dir/whole"
+  local name
+  for name in ${WHOLE_MODELS//,/ }; do
+    "$tool" "$ROOT/examples/$name.mlir" --target=sm_90a -o "$dir/whole/$name" "$@" \
+      >"$dir/whole-$name.log" 2>&1 || { cat "$dir/whole-$name.log"; exit 1; }
+    echo "   $name ok"
+  done
+}
+
+# copy_scripts DIR: the device scripts, the numpy reference they compare with, and the
+# pure-Python program launcher (attnfuse.runtime).
 copy_scripts() {
   mkdir -p "$1/device"
   cp "$ROOT"/scripts/device/*.py "$1/device/"
+  cp "$ROOT/python-bindings/attnfuse/runtime.py" "$1/device/runtime.py"
   cp "$ROOT/integration_test/reference.py" "$1/device/reference.py"
   cp "$ROOT/scripts/device-check.sh" "$1/device-check.sh"
 }
@@ -163,6 +186,7 @@ prepare() {
   rm -rf "$rtb"
 
   compile_layers "$tool" "$dir"
+  compile_whole "$tool" "$dir"
 
   echo "== copying the runtime and the device scripts"
   mkdir -p "$dir/runtime"
@@ -199,6 +223,7 @@ prepare_emulator() {
   tool="$(compile_tool)"
   echo "== attnfuse-compile: $tool (PTX only: the emulator runs no cubin)"
   compile_layers "$tool" "$dir" --no-cubin
+  compile_whole "$tool" "$dir" --no-cubin
   copy_scripts "$dir"
   echo "prepared for the emulator: $(date -u +%Y-%m-%dT%H:%M:%SZ); variants: $COMPILED_OK compiled, $COMPILED_FAILED failed" \
     >"$dir/PREPARED.txt"
@@ -231,6 +256,11 @@ emulate() {
       "$py" "$dir/device/decode_bench.py" --dir "$dir" --lib "$lib" --out "$out" \
         --deadline 1200 --require-pass || rc=1
       return $rc
+      ;;
+    whole)
+      # The example model end to end through its device program (host arrays), against
+      # its eager torch replay.
+      "$py" "$dir/device/whole_model.py" --dir "$dir" --lib "$lib" --out "$out" --require-pass
       ;;
     *) usage ;;
   esac
@@ -290,6 +320,15 @@ run() {
   timeout --kill-after=5 "$prefill_left" python3 "$dir/device/device_bench.py" --dir "$dir" \
     --lib "$lib" --out "$out" --deadline "$deadline" --ctest-summary "$ctest_summary" \
     || echo "device_bench.py: exit $?"
+  left=$(( budget - ($(date +%s) - start) ))
+  local whole_s="${DEVICE_CHECK_WHOLE_S:-60}"
+  echo "== whole model vs eager PyTorch ($left s left; $whole_s s for it)"
+  if [ "$left" -gt $(( decode_s / 2 + 20 )) ]; then
+    timeout --kill-after=5 "$whole_s" python3 "$dir/device/whole_model.py" --dir "$dir" \
+      --lib "$lib" --out "$out" || echo "whole_model.py: exit $?"
+  else
+    echo "no time left for the whole-model check"
+  fi
   left=$(( budget - ($(date +%s) - start) ))
   echo "== decode kernels ($left s left)"
   if [ "$left" -gt 20 ]; then

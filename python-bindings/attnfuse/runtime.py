@@ -531,10 +531,8 @@ class SM90aFunction:
                 array = array.view(np.uint16)
         else:
             array = np.asarray(value)
-            from .bf16 import bf16_dtype
-            if dtype == "bf16" and bf16_dtype() is not None \
-                    and array.dtype == bf16_dtype():
-                array = array.view(np.uint16)
+            if dtype == "bf16" and array.dtype.name == "bfloat16":
+                array = array.view(np.uint16)  # ml_dtypes.bfloat16
         expected = np.dtype(_NUMPY_DTYPES[dtype])
         if array.dtype != expected:
             hint = (" (bf16 arguments are uint16 bit patterns: use "
