@@ -91,3 +91,37 @@ func.func @cca_prologue_padding_mask_i1(%x: tensor<?x?x128xbf16>, %wq: tensor<25
       : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi1>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return
 }
+
+// -----
+
+func.func @sdpa_i8_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>, %m: tensor<?x?xi8>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{the sm_90a kernels read a key_mask of i32 or i64, got 'i8'}}
+  %o = attn.sdpa %q, %k, %k positions(%pos) key_mask(%m) {causal}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>, tensor<?x?xi8>) -> tensor<?x?x4x64xbf16>
+  return %o : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
+func.func @cache_update_f64(%c: tensor<?x?x2x64xf64>, %k: tensor<?x?x2x64xf64>, %pos: tensor<?xi32>) -> tensor<?x?x2x64xf64> {
+  // expected-error @+1 {{element type 'f64' is not supported on sm_90a (bf16, f16, or f32 converted by the host)}}
+  %r = attn.cache_update %c, %k positions(%pos)
+      : (tensor<?x?x2x64xf64>, tensor<?x?x2x64xf64>, tensor<?xi32>) -> tensor<?x?x2x64xf64>
+  return %r : tensor<?x?x2x64xf64>
+}
+
+// -----
+
+func.func @cache_gather_f16_asked_bf16(%c: tensor<8x16x2x64xf16>, %bt: tensor<?x?xi64>) -> tensor<?x?x2x64xf16> {
+  // expected-error @+1 {{has 'f16' tensors but the sm_90a kernels were asked for elem-type=bf16}}
+  %v = attn.cache_gather %c block_table(%bt) : (tensor<8x16x2x64xf16>, tensor<?x?xi64>) -> tensor<?x?x2x64xf16>
+  return %v : tensor<?x?x2x64xf16>
+}
+
+// -----
+
+func.func @rope_f64(%x: tensor<?x?x2x64xf64>, %pos: tensor<?xi64>) -> tensor<?x?x2x64xf64> {
+  // expected-error @+1 {{element type 'f64' is not supported on sm_90a (bf16, f16, or f32 converted by the host)}}
+  %r = attn.rope %x positions(%pos : tensor<?xi64>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x2x64xf64>
+  return %r : tensor<?x?x2x64xf64>
+}
