@@ -275,9 +275,9 @@ struct ConvertAttnKernelsToNVVMPass
         if (failed(plan)) {
           if (unsupported.empty())
             return failure();
-          op->emitWarning() << unsupported << "; "
-                            << op->getName().getStringRef()
-                            << " stays on the host";
+          op->emitWarning()
+              << unsupported << "; " << op->getName().getStringRef()
+              << " stays on the host";
           return success();
         }
         lowerToKernel(emitter, op, *plan, build,

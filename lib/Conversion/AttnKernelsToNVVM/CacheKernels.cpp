@@ -42,21 +42,19 @@ void copyVectors(DeviceBuilder &d, Value src, Value dst, int64_t chunks,
                  int64_t vector, int64_t threads, Value valid) {
   Type vecType = d.vec(d.elemType, vector);
   int align = static_cast<int>(2 * vector);
-  d.forLoop(d.tid(), d.c32(chunks), d.c32(threads), ValueRange(),
-            [&](Value chunk, ValueRange) -> SmallVector<Value> {
-              Value offset = d.mul(chunk, vector);
-              Value value = d.ifThenElseValues(
-                  valid, vecType,
-                  [&]() -> SmallVector<Value> {
-                    return {d.load(vecType, d.gAt(src, offset, d.elemType),
-                                   align)};
-                  },
-                  [&]() -> SmallVector<Value> {
-                    return {d.zerosOf(vecType)};
-                  })[0];
-              d.store(value, d.gAt(dst, offset, d.elemType), align);
-              return {};
-            });
+  d.forLoop(
+      d.tid(), d.c32(chunks), d.c32(threads), ValueRange(),
+      [&](Value chunk, ValueRange) -> SmallVector<Value> {
+        Value offset = d.mul(chunk, vector);
+        Value value = d.ifThenElseValues(
+            valid, vecType,
+            [&]() -> SmallVector<Value> {
+              return {d.load(vecType, d.gAt(src, offset, d.elemType), align)};
+            },
+            [&]() -> SmallVector<Value> { return {d.zerosOf(vecType)}; })[0];
+        d.store(value, d.gAt(dst, offset, d.elemType), align);
+        return {};
+      });
 }
 
 /// A 64-bit element offset `row * rowElems` of the i64 row `row`.
@@ -133,8 +131,8 @@ attnfuse::sm90::planCacheUpdate(CacheUpdateOp op, const TargetOptions &options,
     p.lengthBits = *bits;
   }
   if (p.paged) {
-    if (failed(bits = indexElementBits(op, "a block_table",
-                                       op.getBlockTable())))
+    if (failed(bits =
+                   indexElementBits(op, "a block_table", op.getBlockTable())))
       return failure();
     p.tableBits = *bits;
   }
@@ -216,17 +214,17 @@ void attnfuse::sm90::buildCacheUpdateKernel(OpBuilder &b, Location loc,
           block);
       entry = arith::SelectOp::create(b, loc, inRange, entry, d.c64(0));
       Value page = d.loadIndex(table, entry, p.tableBits);
-      inRange = d.andb(inRange,
-                       d.andb(cmp64(d, Pred::sge, page, d.c64(0)),
-                              cmp64(d, Pred::slt, page, d.ext64(numPages))));
+      inRange =
+          d.andb(inRange, d.andb(cmp64(d, Pred::sge, page, d.c64(0)),
+                                 cmp64(d, Pred::slt, page, d.ext64(numPages))));
       Value slot = arith::RemSIOp::create(b, loc, position, d.c64(p.pageSize));
       row = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, page, d.c64(p.pageSize)),
-          slot);
+          b, loc, arith::MulIOp::create(b, loc, page, d.c64(p.pageSize)), slot);
     }
     d.ifThen(inRange, [&]() {
       Value srcRow = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
+          b, loc,
+          arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
           d.ext64(token));
       Value src = d.gAt(newRows, rowOffset(d, srcRow, rowElems), d.elemType);
       Value dst = d.gAt(cache, rowOffset(d, row, rowElems), d.elemType);
@@ -249,15 +247,14 @@ DictionaryAttr attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx,
   int64_t operand = 0;
   auto add = [&](StringRef name, StringRef role, StringRef dtype,
                  ArrayRef<Attribute> shape) {
-    tensors.push_back(
-        describeTensor(ctx, name, role, operand++, dtype, shape));
+    tensors.push_back(describeTensor(ctx, name, role, operand++, dtype, shape));
     params.push_back(describeParam(ctx, name, "pointer", dtype, name));
   };
   Attribute pages, maxPages, capacity;
   if (p.paged) {
     pages = sym.dim(op.getCache(), 0, "pages in the cache");
-    maxPages =
-        sym.dim(op.getBlockTable(), 1, "pages per sequence (block_table width)");
+    maxPages = sym.dim(op.getBlockTable(), 1,
+                       "pages per sequence (block_table width)");
     add("cache", "paged cache, updated in place", elem,
         {pages, intAttr(ctx, p.pageSize), hk, dim});
   } else {
@@ -307,11 +304,10 @@ DictionaryAttr attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx,
   launch.config = config.get();
   launch.hostCast = p.hostCastFromF32;
   NamedAttrList attrs(describeLaunch(ctx, launch));
-  attrs.set("aliases",
-            arrayAttr(ctx, {DictBuilder(ctx)
-                                .set("result", "cache_out")
-                                .set("tensor", "cache")
-                                .get()}));
+  attrs.set("aliases", arrayAttr(ctx, {DictBuilder(ctx)
+                                           .set("result", "cache_out")
+                                           .set("tensor", "cache")
+                                           .get()}));
   return attrs.getDictionary(ctx);
 }
 
@@ -346,8 +342,8 @@ attnfuse::sm90::planCacheGather(CacheGatherOp op, const TargetOptions &options,
   p.pageSize = cacheType.getDimSize(1);
   p.numKvHeads = cacheType.getDimSize(2);
   p.headDim = cacheType.getDimSize(3);
-  if (ShapedType::isDynamic(p.pageSize) || ShapedType::isDynamic(p.numKvHeads) ||
-      ShapedType::isDynamic(p.headDim)) {
+  if (ShapedType::isDynamic(p.pageSize) ||
+      ShapedType::isDynamic(p.numKvHeads) || ShapedType::isDynamic(p.headDim)) {
     unsupported = "the sm_90a cache_gather kernel needs a static page size, "
                   "kv head count and head dim";
     return failure();

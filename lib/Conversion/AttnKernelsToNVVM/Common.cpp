@@ -381,9 +381,8 @@ StringRef attnfuse::sm90::indexDtype(int64_t bits) {
   return bits == 64 ? "i64" : "i32";
 }
 
-FailureOr<int64_t> attnfuse::sm90::indexElementBits(Operation *op,
-                                                    StringRef name,
-                                                    Value value) {
+FailureOr<int64_t>
+attnfuse::sm90::indexElementBits(Operation *op, StringRef name, Value value) {
   Type type = cast<ShapedType>(value.getType()).getElementType();
   if (type.isInteger(32) || type.isInteger(64))
     return int64_t(type.getIntOrFloatBitWidth());

@@ -243,7 +243,7 @@ struct CacheUpdatePlan {
   int64_t pageSize = 0; // paged caches only
   int64_t numKvHeads, headDim;
   int64_t positionBits, lengthBits = 0, tableBits = 0; // 0: no operand
-  int64_t vector;  // elements per load / store
+  int64_t vector; // elements per load / store
   int64_t threads;
   std::string name;
   std::string key() const;
@@ -251,9 +251,9 @@ struct CacheUpdatePlan {
 
 /// Plans `op`; on failure either reports an error on `op` or, with
 /// `unsupported` set, leaves the op to the host.
-mlir::FailureOr<CacheUpdatePlan>
-planCacheUpdate(attn::CacheUpdateOp op, const TargetOptions &options,
-                std::string &unsupported);
+mlir::FailureOr<CacheUpdatePlan> planCacheUpdate(attn::CacheUpdateOp op,
+                                                 const TargetOptions &options,
+                                                 std::string &unsupported);
 void buildCacheUpdateKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const CacheUpdatePlan &plan);
@@ -273,9 +273,9 @@ struct CacheGatherPlan {
   std::string key() const;
 };
 
-mlir::FailureOr<CacheGatherPlan>
-planCacheGather(attn::CacheGatherOp op, const TargetOptions &options,
-                std::string &unsupported);
+mlir::FailureOr<CacheGatherPlan> planCacheGather(attn::CacheGatherOp op,
+                                                 const TargetOptions &options,
+                                                 std::string &unsupported);
 void buildCacheGatherKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const CacheGatherPlan &plan);
@@ -300,8 +300,7 @@ mlir::FailureOr<RopeKernelPlan> planRope(attn::RoPEOp op,
                                          const TargetOptions &options,
                                          std::string &unsupported);
 void buildRopeKernel(mlir::OpBuilder &b, mlir::Location loc,
-                     mlir::gpu::GPUModuleOp module,
-                     const RopeKernelPlan &plan);
+                     mlir::gpu::GPUModuleOp module, const RopeKernelPlan &plan);
 mlir::DictionaryAttr describeRope(mlir::MLIRContext *ctx, attn::RoPEOp op,
                                   const RopeKernelPlan &plan);
 
@@ -450,9 +449,8 @@ mlir::DictionaryAttr describeTensor(mlir::MLIRContext *ctx,
 llvm::StringRef indexDtype(int64_t bits);
 /// The element width (32 or 64) of an index operand (positions, lengths,
 /// block table), or failure with a diagnostic on `op` naming `name`.
-mlir::FailureOr<int64_t> indexElementBits(mlir::Operation *op,
-                                          llvm::StringRef name,
-                                          mlir::Value value);
+mlir::FailureOr<int64_t>
+indexElementBits(mlir::Operation *op, llvm::StringRef name, mlir::Value value);
 /// Elements per 16-byte (or narrower) vector access dividing all `sizes`.
 int64_t vectorWidth(llvm::ArrayRef<int64_t> sizes);
 

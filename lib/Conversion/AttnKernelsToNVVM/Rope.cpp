@@ -76,7 +76,8 @@ FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(RoPEOp op,
   }
   p.vector = vectorWidth({p.headDim, std::max<int64_t>(p.rotated / 2, 1)});
   int64_t items = p.numHeads * (p.headDim - p.rotated / 2) / p.vector;
-  p.threads = std::min<int64_t>(128, std::max<int64_t>(32, (items + 31) / 32 * 32));
+  p.threads =
+      std::min<int64_t>(128, std::max<int64_t>(32, (items + 31) / 32 * 32));
   p.name = llvm::formatv("attn_rope_{0}_h{1}_d{2}_r{3}{4}", elemName(p.elem),
                          p.numHeads, p.headDim, p.rotated,
                          p.positionBits ? "_pos" : "")
@@ -142,51 +143,52 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
   int64_t perHead = pairItems + copyItems;
   Type vecElem = d.vec(d.elemType, v), vecF32 = d.vec(d.f32, v);
   int align = static_cast<int>(2 * v), alignF32 = static_cast<int>(4 * v);
-  d.forLoop(
-      d.tid(), d.c32(p.numHeads * perHead), d.c32(p.threads), ValueRange(),
-      [&](Value item, ValueRange) -> SmallVector<Value> {
-        Value head = d.divu(item, perHead);
-        Value c = d.remu(item, perHead);
-        Value headBase = d.mul(head, p.headDim);
-        auto rotatePair = [&]() {
-          Value i = d.mul(c, v);
-          Value off0 = d.add(headBase, i);
-          Value off1 = d.add(off0, half);
-          Value x = arith::ExtFOp::create(
-              b, loc, vecF32, d.load(vecElem, d.gAt(in, off0, d.elemType), align));
-          Value y = arith::ExtFOp::create(
-              b, loc, vecF32, d.load(vecElem, d.gAt(in, off1, d.elemType), align));
-          Value cs = d.load(vecF32, d.gAt(cosRow, i, d.f32), alignF32);
-          Value sn = d.load(vecF32, d.gAt(sinRow, i, d.f32), alignF32);
-          // x' = x cos - y sin, y' = y cos + x sin.
-          Value o0 = arith::SubFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, x, cs),
-              arith::MulFOp::create(b, loc, y, sn));
-          Value o1 = arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, y, cs),
-              arith::MulFOp::create(b, loc, x, sn));
-          Value zero = d.zerosOf(vecF32);
-          o0 = arith::SelectOp::create(b, loc, valid, o0, zero);
-          o1 = arith::SelectOp::create(b, loc, valid, o1, zero);
-          d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
-                  d.gAt(out, off0, d.elemType), align);
-          d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
-                  d.gAt(out, off1, d.elemType), align);
-        };
-        auto copy = [&]() {
-          Value off = d.add(headBase,
-                            d.add(d.mul(d.sub(c, pairItems), v), p.rotated));
-          d.store(d.load(vecElem, d.gAt(in, off, d.elemType), align),
-                  d.gAt(out, off, d.elemType), align);
-        };
-        if (copyItems == 0)
-          rotatePair();
-        else if (pairItems == 0)
-          copy();
-        else
-          d.ifThenElse(d.cmp(Pred::ult, c, pairItems), rotatePair, copy);
-        return {};
-      });
+  d.forLoop(d.tid(), d.c32(p.numHeads * perHead), d.c32(p.threads),
+            ValueRange(), [&](Value item, ValueRange) -> SmallVector<Value> {
+              Value head = d.divu(item, perHead);
+              Value c = d.remu(item, perHead);
+              Value headBase = d.mul(head, p.headDim);
+              auto rotatePair = [&]() {
+                Value i = d.mul(c, v);
+                Value off0 = d.add(headBase, i);
+                Value off1 = d.add(off0, half);
+                Value x = arith::ExtFOp::create(
+                    b, loc, vecF32,
+                    d.load(vecElem, d.gAt(in, off0, d.elemType), align));
+                Value y = arith::ExtFOp::create(
+                    b, loc, vecF32,
+                    d.load(vecElem, d.gAt(in, off1, d.elemType), align));
+                Value cs = d.load(vecF32, d.gAt(cosRow, i, d.f32), alignF32);
+                Value sn = d.load(vecF32, d.gAt(sinRow, i, d.f32), alignF32);
+                // x' = x cos - y sin, y' = y cos + x sin.
+                Value o0 = arith::SubFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, x, cs),
+                    arith::MulFOp::create(b, loc, y, sn));
+                Value o1 = arith::AddFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, y, cs),
+                    arith::MulFOp::create(b, loc, x, sn));
+                Value zero = d.zerosOf(vecF32);
+                o0 = arith::SelectOp::create(b, loc, valid, o0, zero);
+                o1 = arith::SelectOp::create(b, loc, valid, o1, zero);
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
+                        d.gAt(out, off0, d.elemType), align);
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
+                        d.gAt(out, off1, d.elemType), align);
+              };
+              auto copy = [&]() {
+                Value off = d.add(
+                    headBase, d.add(d.mul(d.sub(c, pairItems), v), p.rotated));
+                d.store(d.load(vecElem, d.gAt(in, off, d.elemType), align),
+                        d.gAt(out, off, d.elemType), align);
+              };
+              if (copyItems == 0)
+                rotatePair();
+              else if (pairItems == 0)
+                copy();
+              else
+                d.ifThenElse(d.cmp(Pred::ult, c, pairItems), rotatePair, copy);
+              return {};
+            });
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -196,9 +198,9 @@ DictionaryAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
   LaunchSymbols sym = ropeSymbols(ctx, op);
   Attribute batch = sym.dim(op.getInput(), 0, "batch");
   Attribute tokens = sym.dim(op.getInput(), 1, "tokens per sequence");
-  Attribute rows = p.positionBits ? sym.get(ShapedType::kDynamic,
-                                            kTableRowsMeaning)
-                                  : tokens;
+  Attribute rows = p.positionBits
+                       ? sym.get(ShapedType::kDynamic, kTableRowsMeaning)
+                       : tokens;
   SmallVector<Attribute> shape = {batch, tokens, intAttr(ctx, p.numHeads),
                                   intAttr(ctx, p.headDim)};
   SmallVector<Attribute> tensors = {
@@ -207,8 +209,8 @@ DictionaryAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
       describeParam(ctx, "input", "pointer", elem, "input")};
   if (p.positionBits) {
     tensors.push_back(describeTensor(ctx, "positions",
-                                     "position of each sequence's token 0",
-                                     1, indexDtype(p.positionBits), {batch}));
+                                     "position of each sequence's token 0", 1,
+                                     indexDtype(p.positionBits), {batch}));
     params.push_back(describeParam(ctx, "positions", "pointer",
                                    indexDtype(p.positionBits), "positions"));
   }

@@ -33,9 +33,9 @@ using Pred = arith::CmpIPredicate;
 
 std::string SdpaPlan::key() const {
   return llvm::formatv("sdpa:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}",
-                       elemName(elem), headDim, valueDim, numHeads,
-                       numKvHeads, causal, window ? *window : -1, scale,
-                       biasRank, positionBits, keyMaskBits)
+                       elemName(elem), headDim, valueDim, numHeads, numKvHeads,
+                       causal, window ? *window : -1, scale, biasRank,
+                       positionBits, keyMaskBits)
       .str();
 }
 
@@ -64,9 +64,9 @@ FailureOr<SdpaPlan> attnfuse::sm90::planSdpa(SDPAOp op,
     Type t = cast<ShapedType>(v.getType()).getElementType();
     if (t == elementType)
       return success();
-    return op.emitOpError() << "the sm_90a kernel needs " << name
-                            << " of the query's element type " << elementType
-                            << ", got " << t;
+    return op.emitOpError()
+           << "the sm_90a kernel needs " << name
+           << " of the query's element type " << elementType << ", got " << t;
   };
   if (failed(sameType(op.getKey(), "a key")) ||
       failed(sameType(op.getValue(), "a value")) ||
@@ -104,8 +104,7 @@ FailureOr<SdpaPlan> attnfuse::sm90::planSdpa(SDPAOp op,
     p.positionBits = *bits;
   }
   if (op.getKeyMask()) {
-    FailureOr<int64_t> bits =
-        maskElementBits(op, "key_mask", op.getKeyMask());
+    FailureOr<int64_t> bits = maskElementBits(op, "key_mask", op.getKeyMask());
     if (failed(bits))
       return failure();
     p.keyMaskBits = *bits;
@@ -132,14 +131,14 @@ FailureOr<SdpaPlan> attnfuse::sm90::planSdpa(SDPAOp op,
                   "memory";
     return failure();
   }
-  p.name = llvm::formatv("attn_sdpa_{0}_h{1}_{2}_d{3}_{4}{5}{6}{7}{8}{9}",
-                         elemName(p.elem), p.numHeads, p.numKvHeads, p.headDim,
-                         p.valueDim, p.causal ? "_causal" : "",
-                         p.window ? "_win" + std::to_string(*p.window) : "",
-                         p.positionBits ? "_pos" : "",
-                         p.keyMaskBits ? "_kmask" : "",
-                         p.biasRank ? "_bias" : "")
-               .str();
+  p.name =
+      llvm::formatv("attn_sdpa_{0}_h{1}_{2}_d{3}_{4}{5}{6}{7}{8}{9}",
+                    elemName(p.elem), p.numHeads, p.numKvHeads, p.headDim,
+                    p.valueDim, p.causal ? "_causal" : "",
+                    p.window ? "_win" + std::to_string(*p.window) : "",
+                    p.positionBits ? "_pos" : "", p.keyMaskBits ? "_kmask" : "",
+                    p.biasRank ? "_bias" : "")
+          .str();
   return p;
 }
 
@@ -209,23 +208,24 @@ void SdpaEmitter::stage(Value src, Value dst, int64_t rows, int64_t dim,
   const int64_t v = 8;
   Type vecElem = d.vec(d.elemType, v), vecF32 = d.vec(d.f32, v);
   int64_t perRow = dim / v;
-  d.forLoop(d.tid(), d.c32(rows * perRow), d.c32(p.threads), ValueRange(),
-            [&](Value item, ValueRange) -> SmallVector<Value> {
-              Value row = d.divu(item, perRow);
-              Value c = d.mul(d.remu(item, perRow), v);
-              Value valid = rowValid(row);
-              Value x = d.ifThenElseValues(
-                  valid, vecF32,
-                  [&]() -> SmallVector<Value> {
-                    Value at = add64(rowOffset(row), i64(c));
-                    Value raw = d.load(vecElem, d.gAt(src, at, d.elemType), 16);
-                    return {arith::ExtFOp::create(b, loc, vecF32, raw)};
-                  },
-                  [&]() -> SmallVector<Value> { return {d.zerosOf(vecF32)}; })[0];
-              Value off = d.mul(d.add(d.mul(row, stride), c), 4);
-              d.store(x, d.sAt(dst, off), 16);
-              return {};
-            });
+  d.forLoop(
+      d.tid(), d.c32(rows * perRow), d.c32(p.threads), ValueRange(),
+      [&](Value item, ValueRange) -> SmallVector<Value> {
+        Value row = d.divu(item, perRow);
+        Value c = d.mul(d.remu(item, perRow), v);
+        Value valid = rowValid(row);
+        Value x = d.ifThenElseValues(
+            valid, vecF32,
+            [&]() -> SmallVector<Value> {
+              Value at = add64(rowOffset(row), i64(c));
+              Value raw = d.load(vecElem, d.gAt(src, at, d.elemType), 16);
+              return {arith::ExtFOp::create(b, loc, vecF32, raw)};
+            },
+            [&]() -> SmallVector<Value> { return {d.zerosOf(vecF32)}; })[0];
+        Value off = d.mul(d.add(d.mul(row, stride), c), 4);
+        d.store(x, d.sAt(dst, off), 16);
+        return {};
+      });
 }
 
 void SdpaEmitter::emit() {
@@ -246,8 +246,8 @@ void SdpaEmitter::emit() {
   // Query i sits at p0 + i: p0 = positions[b], or T - S.
   Value p0;
   if (positions)
-    p0 = arith::TruncIOp::create(
-        b, loc, d.i32, d.loadIndex(positions, batch, p.positionBits));
+    p0 = arith::TruncIOp::create(b, loc, d.i32,
+                                 d.loadIndex(positions, batch, p.positionBits));
   else
     p0 = d.sub(keys, queries);
 
@@ -258,9 +258,8 @@ void SdpaEmitter::emit() {
     kvEnd = d.mins(keys, d.add(d.add(p0, lastRow), d.c32(1)));
   Value kvStart = d.c32(0);
   if (p.window)
-    kvStart = d.maxs(kvStart,
-                     d.add(d.sub(d.add(p0, firstRow), d.c32(*p.window)),
-                           d.c32(1)));
+    kvStart = d.maxs(
+        kvStart, d.add(d.sub(d.add(p0, firstRow), d.c32(*p.window)), d.c32(1)));
 
   // The block's query rows, f32 in shared memory.
   stage(
@@ -333,8 +332,8 @@ void SdpaEmitter::emit() {
               for (int64_t r = 0; r < rpw; ++r) {
                 Value qRow = d.add(d.mul(warp, rpw), d.c32(r));
                 Value q4 = d.load(
-                    vec4,
-                    d.sAt(sQ, d.mul(d.add(d.mul(qRow, p.qStride), c), 4)), 16);
+                    vec4, d.sAt(sQ, d.mul(d.add(d.mul(qRow, p.qStride), c), 4)),
+                    16);
                 next.push_back(LLVM::FMAOp::create(b, loc, q4, k4, accs[r]));
               }
               return next;
@@ -345,8 +344,8 @@ void SdpaEmitter::emit() {
           Value *o = &st[r * perRowState + 2];
           Value dot = d.cf(0.0);
           for (int64_t e = 0; e < 4; ++e)
-            dot = d.addf(dot, LLVM::ExtractElementOp::create(b, loc, acc[r],
-                                                             d.c32(e)));
+            dot = d.addf(
+                dot, LLVM::ExtractElementOp::create(b, loc, acc[r], d.c32(e)));
           Value i = rowIndex[r];
           Value pos = d.add(p0, i);
           Value s = d.mulf(dot, scaleLog2);
@@ -364,13 +363,13 @@ void SdpaEmitter::emit() {
           if (p.causal)
             visible = d.andb(visible, d.cmp(Pred::sle, j, pos));
           if (p.window)
-            visible = d.andb(visible, d.cmp(Pred::slt, d.sub(pos, j),
-                                            d.c32(*p.window)));
+            visible = d.andb(visible,
+                             d.cmp(Pred::slt, d.sub(pos, j), d.c32(*p.window)));
           s = d.select(visible, s, d.cf(negInf));
           Value mNew = d.maxf(*m, warpMax(s));
-          Value mSafe = d.select(
-              d.cmpf(arith::CmpFPredicate::OEQ, mNew, d.cf(negInf)),
-              d.cf(0.0), mNew);
+          Value mSafe =
+              d.select(d.cmpf(arith::CmpFPredicate::OEQ, mNew, d.cf(negInf)),
+                       d.cf(0.0), mNew);
           Value prob = d.exp2(d.subf(s, mSafe));
           Value alpha = d.exp2(d.subf(*m, mSafe));
           *l = d.fma(*l, alpha, warpSum(prob));
@@ -467,8 +466,7 @@ DictionaryAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
   int64_t operand = 0;
   auto add = [&](StringRef name, StringRef role, StringRef dtype,
                  ArrayRef<Attribute> shape) {
-    tensors.push_back(
-        describeTensor(ctx, name, role, operand++, dtype, shape));
+    tensors.push_back(describeTensor(ctx, name, role, operand++, dtype, shape));
     params.push_back(describeParam(ctx, name, "pointer", dtype, name));
   };
   add("query", "query", elem, {batch, queries, I(p.numHeads), I(p.headDim)});
@@ -477,17 +475,16 @@ DictionaryAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
   if (p.biasRank == 2)
     add("bias", "additive bias, shared by the heads", elem, {queries, keys});
   else if (p.biasRank == 3)
-    add("bias", "additive bias per head", elem,
-        {I(p.numHeads), queries, keys});
+    add("bias", "additive bias per head", elem, {I(p.numHeads), queries, keys});
   if (p.positionBits)
     add("positions", "position of each sequence's query 0",
         indexDtype(p.positionBits), {batch});
   if (p.keyMaskBits)
     add("key_mask", "keys with a nonzero entry are visible",
         indexDtype(p.keyMaskBits), {batch, keys});
-  tensors.push_back(describeTensor(ctx, "output", "result", -1, elem,
-                                   {batch, queries, I(p.numHeads),
-                                    I(p.valueDim)}));
+  tensors.push_back(
+      describeTensor(ctx, "output", "result", -1, elem,
+                     {batch, queries, I(p.numHeads), I(p.valueDim)}));
   params.push_back(describeParam(ctx, "output", "pointer", elem, "output"));
   params.push_back(
       describeParam(ctx, "queries", "scalar", "i32", sizeText(queries)));
@@ -496,8 +493,8 @@ DictionaryAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
   Attribute qBlocks =
       isa<IntegerAttr>(queries)
           ? I((cast<IntegerAttr>(queries).getInt() + p.blockQ - 1) / p.blockQ)
-          : strAttr(ctx, llvm::formatv("ceil_div({0}, {1})",
-                                       sizeText(queries), p.blockQ)
+          : strAttr(ctx, llvm::formatv("ceil_div({0}, {1})", sizeText(queries),
+                                       p.blockQ)
                              .str());
   SmallVector<Attribute> grid = {gridEntry(ctx, qBlocks),
                                  gridEntry(ctx, I(p.numHeads)),
