@@ -90,7 +90,7 @@ def rope(t, theta, fraction=1.0):
 
 
 def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None,
-         key_mask=None):
+         key_mask=None, positions=None):
     """Scaled dot-product attention with head sharing.
 
     q [B, S, Hq, d], k [B, T, Hk, d], v [B, T, Hk, dv] -> [B, S, Hq, dv].
@@ -98,7 +98,8 @@ def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None,
     causal keeps j <= p; window w keeps p - j < w; key_mask [B, T] keeps
     the keys j of sequence b with key_mask[b, j] != 0 (padding). bias is
     [S, T] or [Hq, S, T], added to the scaled logits before the mask. A
-    fully masked row gives zeros.
+    fully masked row gives zeros. With positions [B], query i of sequence b
+    sits at positions[b] + i instead (a decoder's queries over its cache).
     """
     q, k, v = f64(q), f64(k), f64(v)
     bsz, s, hq, d = q.shape
@@ -112,14 +113,17 @@ def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None,
     if bias is not None:
         bias = f64(bias)
         logits = logits + (bias[None, None] if bias.ndim == 2 else bias[None])
-    pos = np.arange(s)[:, None] + (t - s)
-    j = np.arange(t)[None, :]
-    keep = np.ones((s, t), dtype=bool)
+    if positions is None:
+        pos = np.broadcast_to(np.arange(s)[:, None] + (t - s), (bsz, s, 1))
+    else:
+        pos = np.asarray(positions, dtype=np.int64)[:, None, None] + np.arange(s)[None, :, None]
+    j = np.arange(t)[None, None, :]
+    keep = np.ones((bsz, s, t), dtype=bool)
     if causal:
         keep &= j <= pos
     if window is not None:
         keep &= (pos - j) < window
-    keep = np.broadcast_to(keep[None, None], (bsz, 1, s, t))
+    keep = keep[:, None]
     if key_mask is not None:
         keep = keep & (np.asarray(key_mask) != 0)[:, None, None, :]
     logits = np.where(keep, logits, -np.inf)
@@ -331,6 +335,48 @@ def flash_decode_reference(q, k_new, key_cache, positions, v_new=None, value_cac
             weights /= weights.sum()
             out[b, 0, h] = weights @ values[:, h // group]
     return out, key_cache, value_cache
+
+
+def rope_from(t, positions, theta, fraction=1.0):
+    """RoPE of t [B, S, H, d] with token s of sequence b at positions[b] + s."""
+    s = t.shape[1]
+    pos = np.asarray(positions, dtype=np.int64)[:, None, None] + np.arange(s)[None, :, None]
+    return _rotate_half(t, pos, theta, fraction)
+
+
+def cache_update(cache, new_rows, positions, lengths=None, block_table=None):
+    """attn.cache_update: new_rows[b, t] written at position positions[b] + t
+    of sequence b for t < clamp(lengths[b], 0, T). Contiguous caches are
+    [B, capacity, Hk, d]; with block_table [B, M] the cache is pages
+    [N, P, Hk, d] and position j of sequence b is cache[block_table[b, j // P],
+    j % P]. Returns the updated copy."""
+    out = np.array(cache, copy=True)
+    batch, tokens = new_rows.shape[:2]
+    for b in range(batch):
+        real = tokens if lengths is None else min(max(int(lengths[b]), 0), tokens)
+        for t in range(real):
+            j = int(positions[b]) + t
+            if block_table is None:
+                out[b, j] = new_rows[b, t]
+            else:
+                page_size = cache.shape[1]
+                out[int(block_table[b, j // page_size]), j % page_size] = new_rows[b, t]
+    return out
+
+
+def cache_gather(cache, block_table):
+    """attn.cache_gather: [B, M * P, Hk, d] with row j of sequence b the cache
+    row cache[block_table[b, j // P], j % P]; entries outside [0, N) give zero
+    rows."""
+    pages, page_size = cache.shape[:2]
+    batch, width = block_table.shape
+    out = np.zeros((batch, width * page_size) + cache.shape[2:], dtype=cache.dtype)
+    for b in range(batch):
+        for m in range(width):
+            page = int(block_table[b, m])
+            if 0 <= page < pages:
+                out[b, m * page_size:(m + 1) * page_size] = cache[page]
+    return out
 
 
 def rope_at(t, positions, theta, fraction=1.0):

@@ -209,7 +209,8 @@ struct ConvertAttnKernelsToNVVMPass
     module.walk([&](Operation *op) {
       if (isa<attn::FlashAttentionOp, attn::FlashDecodeOp,
               attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
-              attn::CCADecodePrologueOp>(op))
+              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
+              attn::CacheGatherOp, attn::RoPEOp, attn::SDPAOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -284,6 +285,49 @@ struct ConvertAttnKernelsToNVVMPass
           return signalPassFailure();
         lowerToKernel(emitter, op, *plan, buildElementwiseKernel,
                       [&] { return describeElementwise(ctx, op, *plan); });
+        continue;
+      }
+      // The SIMT kernels of the primitives: plan, or leave an unsupported
+      // shape to the host with a warning.
+      std::string unsupported;
+      auto lowerPrimitive = [&](auto typedOp, auto plan, auto build,
+                                auto describe) -> LogicalResult {
+        if (failed(plan)) {
+          if (unsupported.empty())
+            return failure();
+          op->emitWarning()
+              << unsupported << "; " << op->getName().getStringRef()
+              << " stays on the host";
+          return success();
+        }
+        lowerToKernel(emitter, op, *plan, build,
+                      [&] { return describe(ctx, typedOp, *plan); });
+        return success();
+      };
+      if (auto update = dyn_cast<attn::CacheUpdateOp>(op)) {
+        if (failed(lowerPrimitive(update,
+                                  planCacheUpdate(update, options, unsupported),
+                                  buildCacheUpdateKernel, describeCacheUpdate)))
+          return signalPassFailure();
+        continue;
+      }
+      if (auto gather = dyn_cast<attn::CacheGatherOp>(op)) {
+        if (failed(lowerPrimitive(gather,
+                                  planCacheGather(gather, options, unsupported),
+                                  buildCacheGatherKernel, describeCacheGather)))
+          return signalPassFailure();
+        continue;
+      }
+      if (auto rope = dyn_cast<attn::RoPEOp>(op)) {
+        if (failed(lowerPrimitive(rope, planRope(rope, options, unsupported),
+                                  buildRopeKernel, describeRope)))
+          return signalPassFailure();
+        continue;
+      }
+      if (auto sdpa = dyn_cast<attn::SDPAOp>(op)) {
+        if (failed(lowerPrimitive(sdpa, planSdpa(sdpa, options, unsupported),
+                                  buildSdpaKernel, describeSdpa)))
+          return signalPassFailure();
         continue;
       }
       FailureOr<GemmPlan> plan = planProjection(op, options);

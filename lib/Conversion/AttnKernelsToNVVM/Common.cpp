@@ -309,3 +309,90 @@ DictionaryAttr attnfuse::sm90::describeLaunch(MLIRContext *ctx,
                               .str());
   return info.get();
 }
+
+//===----------------------------------------------------------------------===//
+// Launch symbols and tensor entries of the SIMT kernels
+//===----------------------------------------------------------------------===//
+
+Attribute LaunchSymbols::get(int64_t size, StringRef meaning) {
+  if (!ShapedType::isDynamic(size))
+    return intAttr(ctx, size);
+  if (meaning == "batch")
+    return strAttr(ctx, "B");
+  for (auto &[m, symbol] : named)
+    if (m == meaning)
+      return strAttr(ctx, symbol);
+  const char *symbol = named.empty() ? "S" : named.size() == 1 ? "T" : nullptr;
+  if (!symbol) {
+    if (overflow.empty())
+      overflow = meaning.str();
+    return strAttr(ctx, "T");
+  }
+  named.emplace_back(meaning.str(), symbol);
+  return strAttr(ctx, symbol);
+}
+
+Attribute LaunchSymbols::dim(Value v, int64_t dim, StringRef meaning) {
+  return get(cast<ShapedType>(v.getType()).getDimSize(dim), meaning);
+}
+
+std::string LaunchSymbols::describe() const {
+  std::string text = "B = batch";
+  for (auto &[meaning, symbol] : named)
+    text += ", " + symbol + " = " + meaning;
+  return text;
+}
+
+std::string attnfuse::sm90::sizeText(Attribute size) {
+  if (auto s = dyn_cast<StringAttr>(size))
+    return s.getValue().str();
+  return std::to_string(cast<IntegerAttr>(size).getInt());
+}
+
+Attribute attnfuse::sm90::scaledSize(MLIRContext *ctx, Attribute size,
+                                     int64_t factor) {
+  if (auto i = dyn_cast<IntegerAttr>(size))
+    return intAttr(ctx, i.getInt() * factor);
+  return scaled(ctx, factor, cast<StringAttr>(size).getValue());
+}
+
+DictionaryAttr attnfuse::sm90::gridEntry(MLIRContext *ctx, Attribute size) {
+  DictBuilder entry(ctx);
+  if (auto s = dyn_cast<StringAttr>(size))
+    return entry.set("expr", s.getValue()).get();
+  return entry.set("value", size).get();
+}
+
+DictionaryAttr attnfuse::sm90::describeTensor(MLIRContext *ctx, StringRef name,
+                                              StringRef role, int64_t operand,
+                                              StringRef dtype,
+                                              ArrayRef<Attribute> shape) {
+  return DictBuilder(ctx)
+      .set("name", name)
+      .set("role", role)
+      .set("operand", operand)
+      .set("dtype", dtype)
+      .set("shape", arrayAttr(ctx, shape))
+      .set("layout", "row-major, contiguous")
+      .get();
+}
+
+StringRef attnfuse::sm90::indexDtype(int64_t bits) {
+  return bits == 64 ? "i64" : "i32";
+}
+
+FailureOr<int64_t>
+attnfuse::sm90::indexElementBits(Operation *op, StringRef name, Value value) {
+  Type type = cast<ShapedType>(value.getType()).getElementType();
+  if (type.isInteger(32) || type.isInteger(64))
+    return int64_t(type.getIntOrFloatBitWidth());
+  return op->emitOpError() << "the sm_90a kernels read " << name
+                           << " of i32 or i64, got " << type;
+}
+
+int64_t attnfuse::sm90::vectorWidth(ArrayRef<int64_t> sizes) {
+  for (int64_t v : {8, 4, 2})
+    if (llvm::all_of(sizes, [&](int64_t s) { return s % v == 0; }))
+      return v;
+  return 1;
+}

@@ -420,6 +420,21 @@ void DeviceBuilder::store(Value v, Value p, int align) {
   LLVM::StoreOp::create(b, loc, v, p, align);
 }
 
+Value DeviceBuilder::ext64(Value a) {
+  return arith::ExtSIOp::create(b, loc, i64, a);
+}
+Value DeviceBuilder::loadIndex(Value base, Value index, int64_t bits) {
+  Type type = bits == 64 ? i64 : i32;
+  Value element = load(type, gAt(base, index, type), bits / 8);
+  return bits == 64 ? element : ext64(element);
+}
+Type DeviceBuilder::vec(Type t, int64_t n) {
+  return n == 1 ? t : Type(VectorType::get({n}, t));
+}
+Value DeviceBuilder::zerosOf(Type t) {
+  return arith::ConstantOp::create(b, loc, t, b.getZeroAttr(t));
+}
+
 void DeviceBuilder::ifThen(Value cond, const std::function<void()> &then) {
   scf::IfOp::create(b, loc, cond, [&](OpBuilder &, Location) {
     then();

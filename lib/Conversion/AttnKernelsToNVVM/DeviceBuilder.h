@@ -173,6 +173,15 @@ public:
   /// mask of `bits`-bit integers) is nonzero.
   Value nonZeroAt(Value base, Value index, int64_t bits);
   void store(Value v, Value p, int align);
+  /// i32 -> i64, sign-extended.
+  Value ext64(Value a);
+  /// Element `index` of the integer array at `base` (i32 or i64 elements by
+  /// `bits`) as an i64.
+  Value loadIndex(Value base, Value index, int64_t bits);
+  /// A vector of `n` elements of `t`; `n == 1` gives the scalar type.
+  Type vec(Type t, int64_t n);
+  /// Zeros of `t` (float scalar or vector).
+  Value zerosOf(Type t);
 
   // Structured control flow.
   void ifThen(Value cond, const std::function<void()> &then);

@@ -233,6 +233,107 @@ mlir::DictionaryAttr
 describeCCADecodePrologue(mlir::MLIRContext *ctx, attn::CCADecodePrologueOp op,
                           const DecodePrologueKernelPlan &plan);
 
+/// The plan of one attn.cache_update kernel: one CTA per (new token,
+/// sequence) copies the token's `[kv_heads, head_dim]` row into its cache row
+/// (contiguous or through the block table), in place.
+struct CacheUpdatePlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  bool paged;
+  int64_t pageSize = 0; // paged caches only
+  int64_t numKvHeads, headDim;
+  int64_t positionBits, lengthBits = 0, tableBits = 0; // 0: no operand
+  int64_t vector; // elements per load / store
+  int64_t threads;
+  std::string name;
+  std::string key() const;
+};
+
+/// Plans `op`; on failure either reports an error on `op` or, with
+/// `unsupported` set, leaves the op to the host.
+mlir::FailureOr<CacheUpdatePlan> planCacheUpdate(attn::CacheUpdateOp op,
+                                                 const TargetOptions &options,
+                                                 std::string &unsupported);
+void buildCacheUpdateKernel(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::gpu::GPUModuleOp module,
+                            const CacheUpdatePlan &plan);
+mlir::DictionaryAttr describeCacheUpdate(mlir::MLIRContext *ctx,
+                                         attn::CacheUpdateOp op,
+                                         const CacheUpdatePlan &plan);
+
+/// The plan of one attn.cache_gather kernel: one CTA per (block-table entry,
+/// sequence) copies one page (contiguous in both tensors).
+struct CacheGatherPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t pageSize, numKvHeads, headDim;
+  int64_t tableBits;
+  int64_t vector, threads;
+  std::string name;
+  std::string key() const;
+};
+
+mlir::FailureOr<CacheGatherPlan> planCacheGather(attn::CacheGatherOp op,
+                                                 const TargetOptions &options,
+                                                 std::string &unsupported);
+void buildCacheGatherKernel(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::gpu::GPUModuleOp module,
+                            const CacheGatherPlan &plan);
+mlir::DictionaryAttr describeCacheGather(mlir::MLIRContext *ctx,
+                                         attn::CacheGatherOp op,
+                                         const CacheGatherPlan &plan);
+
+/// The plan of one attn.rope kernel: one CTA per (token, sequence) rotates
+/// every head of the token, angles from the f32 cos/sin tables.
+struct RopeKernelPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t numHeads, headDim, rotated;
+  double theta;
+  int64_t positionBits = 0; // 0: no positions operand
+  int64_t vector, threads;
+  std::string name;
+  std::string key() const;
+};
+
+mlir::FailureOr<RopeKernelPlan> planRope(attn::RoPEOp op,
+                                         const TargetOptions &options,
+                                         std::string &unsupported);
+void buildRopeKernel(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::gpu::GPUModuleOp module, const RopeKernelPlan &plan);
+mlir::DictionaryAttr describeRope(mlir::MLIRContext *ctx, attn::RoPEOp op,
+                                  const RopeKernelPlan &plan);
+
+/// The plan of one attn.sdpa kernel (SIMT, f32 online softmax): one CTA of
+/// `warps` warps per (block of `blockQ` query rows, query head, sequence);
+/// each warp owns `rowsPerWarp` rows, a lane one key of each `blockKV`-key
+/// tile (staged in shared memory as f32) for the scores and `value_dim / 32`
+/// output columns for P V.
+struct SdpaPlan {
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t headDim, valueDim, numHeads, numKvHeads, group;
+  bool causal;
+  std::optional<int64_t> window;
+  double scale;
+  int64_t biasRank = 0;     // 0: no bias, 2: [S, T], 3: [Hq, S, T]
+  int64_t positionBits = 0; // 0: no positions operand
+  int64_t keyMaskBits = 0;  // 0: no key mask
+  int64_t warps, rowsPerWarp, blockQ, blockKV, threads;
+  int64_t qStride, kStride, vStride; // f32 elements per shared row
+  int64_t qOff, kOff, vOff, pOff, sharedBytes;
+  std::string name;
+  std::string key() const;
+};
+
+mlir::FailureOr<SdpaPlan> planSdpa(attn::SDPAOp op,
+                                   const TargetOptions &options,
+                                   std::string &unsupported);
+void buildSdpaKernel(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::gpu::GPUModuleOp module, const SdpaPlan &plan);
+mlir::DictionaryAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
+                                  const SdpaPlan &plan);
+
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
 struct ElementwisePlan {
@@ -331,6 +432,48 @@ mlir::FailureOr<ElemKind> kernelElemKind(mlir::Operation *op,
 /// `name`), 0 without one, or failure with a diagnostic on `op`.
 mlir::FailureOr<int64_t>
 maskElementBits(mlir::Operation *op, llvm::StringRef name, mlir::Value mask);
+
+/// Names the dynamic sizes of a launch description: the batch is `B`; every
+/// other dynamic size gets `S`, then `T`, in order of first use, one symbol
+/// per meaning. Static sizes stay integers.
+class LaunchSymbols {
+public:
+  explicit LaunchSymbols(mlir::MLIRContext *ctx) : ctx(ctx) {}
+  /// `size` as an integer attribute when static, else the symbol of
+  /// `meaning` ("batch" is B).
+  mlir::Attribute get(int64_t size, llvm::StringRef meaning);
+  /// Dimension `dim` of the shaped value `v`.
+  mlir::Attribute dim(mlir::Value v, int64_t dim, llvm::StringRef meaning);
+  /// "B = batch, S = ..., T = ..." for the symbols in use.
+  std::string describe() const;
+  /// The meaning that found no free symbol (empty when every size has one).
+  std::string overflow;
+
+private:
+  mlir::MLIRContext *ctx;
+  llvm::SmallVector<std::pair<std::string, std::string>> named;
+};
+/// The text of a size: the integer or the expression.
+std::string sizeText(mlir::Attribute size);
+/// `factor * size`, folded when the size is static.
+mlir::Attribute scaledSize(mlir::MLIRContext *ctx, mlir::Attribute size,
+                           int64_t factor);
+/// A grid entry of the launch description: {value: n} or {expr: "..."}.
+mlir::DictionaryAttr gridEntry(mlir::MLIRContext *ctx, mlir::Attribute size);
+/// A tensor entry of the launch description (row-major, contiguous);
+/// `operand` is the op operand it is, -1 for a result.
+mlir::DictionaryAttr describeTensor(mlir::MLIRContext *ctx,
+                                    llvm::StringRef name, llvm::StringRef role,
+                                    int64_t operand, llvm::StringRef dtype,
+                                    llvm::ArrayRef<mlir::Attribute> shape);
+/// The manifest dtype of an index operand of `bits` (i32 / i64).
+llvm::StringRef indexDtype(int64_t bits);
+/// The element width (32 or 64) of an index operand (positions, lengths,
+/// block table), or failure with a diagnostic on `op` naming `name`.
+mlir::FailureOr<int64_t>
+indexElementBits(mlir::Operation *op, llvm::StringRef name, mlir::Value value);
+/// Elements per 16-byte (or narrower) vector access dividing all `sizes`.
+int64_t vectorWidth(llvm::ArrayRef<int64_t> sizes);
 
 /// Creates `gpu.func @name` with `argTypes` inside `module`, with the
 /// launch-bound attributes, and positions `b` at the start of its body.

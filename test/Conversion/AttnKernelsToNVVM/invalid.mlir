@@ -105,10 +105,44 @@ func.func @add_four_dynamic(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>,
 
 // -----
 
+func.func @sdpa_i8_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>, %m: tensor<?x?xi8>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{the sm_90a kernels read a key_mask of i32 or i64, got 'i8'}}
+  %o = attn.sdpa %q, %k, %k positions(%pos) key_mask(%m) {causal}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>, tensor<?x?xi8>) -> tensor<?x?x4x64xbf16>
+  return %o : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
 func.func @add_f64(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>,
                    %a: tensor<4xf64>) -> (tensor<?x?x256xbf16>, tensor<4xf64>) {
   %y = attn.project %x, %w : (tensor<?x?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x?x256xbf16>
   // expected-error @+1 {{has no sm_90a kernel for element type 'f64' (bf16, f16 or f32)}}
   %s = arith.addf %a, %a : tensor<4xf64>
   return %y, %s : tensor<?x?x256xbf16>, tensor<4xf64>
+}
+
+// -----
+
+func.func @cache_update_f64(%c: tensor<?x?x2x64xf64>, %k: tensor<?x?x2x64xf64>, %pos: tensor<?xi32>) -> tensor<?x?x2x64xf64> {
+  // expected-error @+1 {{element type 'f64' is not supported on sm_90a (bf16, f16, or f32 converted by the host)}}
+  %r = attn.cache_update %c, %k positions(%pos)
+      : (tensor<?x?x2x64xf64>, tensor<?x?x2x64xf64>, tensor<?xi32>) -> tensor<?x?x2x64xf64>
+  return %r : tensor<?x?x2x64xf64>
+}
+
+// -----
+
+func.func @cache_gather_f16_asked_bf16(%c: tensor<8x16x2x64xf16>, %bt: tensor<?x?xi64>) -> tensor<?x?x2x64xf16> {
+  // expected-error @+1 {{has 'f16' tensors but the sm_90a kernels were asked for elem-type=bf16}}
+  %v = attn.cache_gather %c block_table(%bt) : (tensor<8x16x2x64xf16>, tensor<?x?xi64>) -> tensor<?x?x2x64xf16>
+  return %v : tensor<?x?x2x64xf16>
+}
+
+// -----
+
+func.func @rope_f64(%x: tensor<?x?x2x64xf64>, %pos: tensor<?xi64>) -> tensor<?x?x2x64xf64> {
+  // expected-error @+1 {{element type 'f64' is not supported on sm_90a (bf16, f16, or f32 converted by the host)}}
+  %r = attn.rope %x positions(%pos : tensor<?xi64>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x2x64xf64>
+  return %r : tensor<?x?x2x64xf64>
 }

@@ -1,0 +1,250 @@
+//===- Rope.cpp - attn.rope on sm_90a ---------------------------*- C++ -*-===//
+//
+// One CTA per (token t, sequence b) rotates every head of the token
+// (rotate-half pairing, f32 math) at position t, or positions[b] + t with a
+// positions operand. The angles come from the f32 cos/sin tables
+// ([rows, rotated / 2]) the host computes, as for the other kernels; with
+// positions the tables' row count is the launch symbol T and a token whose
+// position lies outside [0, T) gets zeros in its rotated dimensions.
+// Dimensions past the rotated width are copied.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace attnfuse;
+using namespace attnfuse::sm90;
+using attn::RoPEOp;
+using Pred = arith::CmpIPredicate;
+
+static constexpr llvm::StringLiteral kTableRowsMeaning =
+    "rows of the cos/sin tables (every positions[b] + t must be below it)";
+
+std::string RopeKernelPlan::key() const {
+  return llvm::formatv("rope:{0}:{1}:{2}:{3}:{4}:{5}:{6}", elemName(elem),
+                       numHeads, headDim, rotated, theta, positionBits, vector)
+      .str();
+}
+
+static LaunchSymbols ropeSymbols(MLIRContext *ctx, RoPEOp op) {
+  LaunchSymbols sym(ctx);
+  sym.dim(op.getInput(), 0, "batch");
+  sym.dim(op.getInput(), 1, "tokens per sequence");
+  if (op.getPositions())
+    sym.get(ShapedType::kDynamic, kTableRowsMeaning);
+  return sym;
+}
+
+FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(RoPEOp op,
+                                                   const TargetOptions &options,
+                                                   std::string &unsupported) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  RopeKernelPlan p;
+  FailureOr<ElemKind> elem =
+      kernelElemKind(op, type.getElementType(), options, p.hostCastFromF32);
+  if (failed(elem))
+    return failure();
+  p.elem = *elem;
+  p.numHeads = type.getDimSize(2);
+  p.headDim = type.getDimSize(3);
+  if (ShapedType::isDynamic(p.numHeads) || ShapedType::isDynamic(p.headDim)) {
+    unsupported = "the sm_90a rope kernel needs a static head count and head "
+                  "dim";
+    return failure();
+  }
+  FailureOr<int64_t> rotated = op.getRope().getRotatedDim(p.headDim);
+  if (failed(rotated) || *rotated % 2 != 0)
+    return op.emitOpError() << "rotated width of head dim " << p.headDim
+                            << " is not a whole, even number of dimensions";
+  p.rotated = *rotated;
+  p.theta = op.getRope().getThetaValue();
+  if (op.getPositions()) {
+    FailureOr<int64_t> bits =
+        indexElementBits(op, "positions", op.getPositions());
+    if (failed(bits))
+      return failure();
+    p.positionBits = *bits;
+  }
+  if (!ropeSymbols(op.getContext(), op).overflow.empty()) {
+    unsupported = "the sm_90a rope launch with positions needs a static "
+                  "batch or a static token count";
+    return failure();
+  }
+  p.vector = vectorWidth({p.headDim, std::max<int64_t>(p.rotated / 2, 1)});
+  int64_t items = p.numHeads * (p.headDim - p.rotated / 2) / p.vector;
+  p.threads =
+      std::min<int64_t>(128, std::max<int64_t>(32, (items + 31) / 32 * 32));
+  p.name = llvm::formatv("attn_rope_{0}_h{1}_d{2}_r{3}{4}", elemName(p.elem),
+                         p.numHeads, p.headDim, p.rotated,
+                         p.positionBits ? "_pos" : "")
+               .str();
+  return p;
+}
+
+void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
+                                     gpu::GPUModuleOp module,
+                                     const RopeKernelPlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  // input[, positions], output, cos, sin[, table_rows].
+  SmallVector<Type> args = {gptr};
+  if (p.positionBits)
+    args.push_back(gptr);
+  args.append({gptr, gptr, gptr});
+  if (p.positionBits)
+    args.push_back(b.getI32Type());
+  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
+                                         /*tmaArgs=*/{}, p.threads,
+                                         /*minBlocks=*/1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, p.elem);
+  unsigned arg = 0;
+  Value input = func.getArgument(arg++);
+  Value positions = p.positionBits ? func.getArgument(arg++) : Value();
+  Value output = func.getArgument(arg++);
+  Value cosTable = func.getArgument(arg++);
+  Value sinTable = func.getArgument(arg++);
+  Value tableRows = p.positionBits ? func.getArgument(arg++) : Value();
+
+  Value token = d.ctaid(0), batch = d.ctaid(1), tokens = d.nctaid(0);
+  Value position = d.ext64(token);
+  Value valid = d.ctrue();
+  if (positions) {
+    position = arith::AddIOp::create(
+        b, loc, d.loadIndex(positions, batch, p.positionBits), position);
+    valid = d.andb(
+        arith::CmpIOp::create(b, loc, Pred::sge, position, d.c64(0)),
+        arith::CmpIOp::create(b, loc, Pred::slt, position, d.ext64(tableRows)));
+    position = arith::SelectOp::create(b, loc, valid, position, d.c64(0));
+  }
+  int64_t half = p.rotated / 2, v = p.vector;
+  int64_t rowElems = p.numHeads * p.headDim;
+  Value rowBase = arith::MulIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
+          d.ext64(token)),
+      d.c64(rowElems));
+  Value in = d.gAt(input, rowBase, d.elemType);
+  Value out = d.gAt(output, rowBase, d.elemType);
+  Value tableRow = arith::MulIOp::create(b, loc, position, d.c64(half));
+  Value cosRow = d.gAt(cosTable, tableRow, d.f32);
+  Value sinRow = d.gAt(sinTable, tableRow, d.f32);
+
+  // Per head: half / v pair items (element i with i + half), then
+  // (d - rotated) / v copied items.
+  int64_t pairItems = half / v, copyItems = (p.headDim - p.rotated) / v;
+  int64_t perHead = pairItems + copyItems;
+  Type vecElem = d.vec(d.elemType, v), vecF32 = d.vec(d.f32, v);
+  int align = static_cast<int>(2 * v), alignF32 = static_cast<int>(4 * v);
+  d.forLoop(d.tid(), d.c32(p.numHeads * perHead), d.c32(p.threads),
+            ValueRange(), [&](Value item, ValueRange) -> SmallVector<Value> {
+              Value head = d.divu(item, perHead);
+              Value c = d.remu(item, perHead);
+              Value headBase = d.mul(head, p.headDim);
+              auto rotatePair = [&]() {
+                Value i = d.mul(c, v);
+                Value off0 = d.add(headBase, i);
+                Value off1 = d.add(off0, half);
+                Value x = arith::ExtFOp::create(
+                    b, loc, vecF32,
+                    d.load(vecElem, d.gAt(in, off0, d.elemType), align));
+                Value y = arith::ExtFOp::create(
+                    b, loc, vecF32,
+                    d.load(vecElem, d.gAt(in, off1, d.elemType), align));
+                Value cs = d.load(vecF32, d.gAt(cosRow, i, d.f32), alignF32);
+                Value sn = d.load(vecF32, d.gAt(sinRow, i, d.f32), alignF32);
+                // x' = x cos - y sin, y' = y cos + x sin.
+                Value o0 = arith::SubFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, x, cs),
+                    arith::MulFOp::create(b, loc, y, sn));
+                Value o1 = arith::AddFOp::create(
+                    b, loc, arith::MulFOp::create(b, loc, y, cs),
+                    arith::MulFOp::create(b, loc, x, sn));
+                Value zero = d.zerosOf(vecF32);
+                o0 = arith::SelectOp::create(b, loc, valid, o0, zero);
+                o1 = arith::SelectOp::create(b, loc, valid, o1, zero);
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
+                        d.gAt(out, off0, d.elemType), align);
+                d.store(arith::TruncFOp::create(b, loc, vecElem, o1),
+                        d.gAt(out, off1, d.elemType), align);
+              };
+              auto copy = [&]() {
+                Value off = d.add(
+                    headBase, d.add(d.mul(d.sub(c, pairItems), v), p.rotated));
+                d.store(d.load(vecElem, d.gAt(in, off, d.elemType), align),
+                        d.gAt(out, off, d.elemType), align);
+              };
+              if (copyItems == 0)
+                rotatePair();
+              else if (pairItems == 0)
+                copy();
+              else
+                d.ifThenElse(d.cmp(Pred::ult, c, pairItems), rotatePair, copy);
+              return {};
+            });
+  gpu::ReturnOp::create(b, loc);
+}
+
+DictionaryAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
+                                            const RopeKernelPlan &p) {
+  StringRef elem = elemName(p.elem);
+  LaunchSymbols sym = ropeSymbols(ctx, op);
+  Attribute batch = sym.dim(op.getInput(), 0, "batch");
+  Attribute tokens = sym.dim(op.getInput(), 1, "tokens per sequence");
+  Attribute rows = p.positionBits
+                       ? sym.get(ShapedType::kDynamic, kTableRowsMeaning)
+                       : tokens;
+  SmallVector<Attribute> shape = {batch, tokens, intAttr(ctx, p.numHeads),
+                                  intAttr(ctx, p.headDim)};
+  SmallVector<Attribute> tensors = {
+      describeTensor(ctx, "input", "input", 0, elem, shape)};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "input", "pointer", elem, "input")};
+  if (p.positionBits) {
+    tensors.push_back(describeTensor(ctx, "positions",
+                                     "position of each sequence's token 0", 1,
+                                     indexDtype(p.positionBits), {batch}));
+    params.push_back(describeParam(ctx, "positions", "pointer",
+                                   indexDtype(p.positionBits), "positions"));
+  }
+  tensors.push_back(describeTensor(ctx, "output", "result", -1, elem, shape));
+  params.push_back(describeParam(ctx, "output", "pointer", elem, "output"));
+  SmallVector<Attribute> tables;
+  describeRopeTables(ctx, "rope", p.theta, p.rotated, sizeText(rows), params,
+                     tables);
+  if (p.positionBits)
+    params.push_back(
+        describeParam(ctx, "table_rows", "scalar", "i32", sizeText(rows)));
+  SmallVector<Attribute> grid = {gridEntry(ctx, tokens), gridEntry(ctx, batch)};
+  DictBuilder config(ctx);
+  config.set("elem_type", elem)
+      .set("num_heads", p.numHeads)
+      .set("head_dim", p.headDim)
+      .set("rope_dims", p.rotated)
+      .set("theta", p.theta)
+      .setBool("positions", p.positionBits != 0)
+      .set("vector_elements", p.vector);
+  if (p.positionBits)
+    config.set("out_of_range", "a token whose position lies outside [0, T) "
+                               "gets zeros in its rotated dimensions");
+  std::string symbols = sym.describe();
+  LaunchDescription launch;
+  launch.kernel = p.name;
+  launch.kind = "rope";
+  launch.symbols = symbols;
+  launch.threads = p.threads;
+  launch.grid = grid;
+  launch.params = params;
+  launch.tensors = tensors;
+  launch.ropeTables = tables;
+  launch.config = config.get();
+  launch.hostCast = p.hostCastFromF32;
+  return describeLaunch(ctx, launch);
+}

@@ -1,0 +1,140 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file -verify-diagnostics | FileCheck %s
+
+// The cache write of a paged decoder's prefill: one CTA per (new token,
+// sequence) copies the token's row with 16-byte vectors; the launch returns
+// the cache, updated in place (the result aliases the cache operand).
+// CHECK-LABEL: func.func @update_paged
+// CHECK: %[[R:.*]] = call @attn_cache_update_bf16_paged_h4_d64_launch(%arg0, %arg1, %arg2, %arg3, %arg4) : (tensor<64x16x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<64x16x4x64xbf16>
+// CHECK: return %[[R]]
+// CHECK: gpu.func @attn_cache_update_bf16_paged_h4_d64(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 32, 1, 1>
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: func.func private @attn_cache_update_bf16_paged_h4_d64_launch
+// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
+// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
+// CHECK-SAME: kind = "cache_update"
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "max_pages", value = "T"}, {dtype = "i32", kind = "scalar", name = "num_pages", value = "64"}
+// CHECK-SAME: symbols = "B = batch, S = new tokens per sequence, T = pages per sequence (block_table width)"
+// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "cache", operand = 0 : i64, role = "paged cache, updated in place", shape = [64, 16, 4, 64]}
+// CHECK-SAME: {dtype = "i32", layout = "row-major, contiguous", name = "block_table", operand = 4 : i64
+func.func @update_paged(%c: tensor<64x16x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?x?xi32>) -> tensor<64x16x4x64xbf16> {
+  %r = attn.cache_update %c, %k positions(%pos) lengths(%len) block_table(%bt)
+      : (tensor<64x16x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<64x16x4x64xbf16>
+  return %r : tensor<64x16x4x64xbf16>
+}
+
+// -----
+
+// A contiguous cache with i64 positions: the capacity is a launch symbol.
+// CHECK-LABEL: func.func @update_contiguous_i64
+// CHECK: call @attn_cache_update_bf16_h2_d64_launch(%arg0, %arg1, %arg2)
+// CHECK: func.func private @attn_cache_update_bf16_h2_d64_launch
+// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "T"}
+// CHECK-SAME: symbols = "B = batch, S = new tokens per sequence, T = cache capacity in tokens"
+// CHECK-SAME: {dtype = "i64", layout = "row-major, contiguous", name = "positions", operand = 2 : i64
+func.func @update_contiguous_i64(%c: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %pos: tensor<?xi64>) -> tensor<?x?x2x64xbf16> {
+  %r = attn.cache_update %c, %k positions(%pos)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?xi64>) -> tensor<?x?x2x64xbf16>
+  return %r : tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+// The per-sequence view: one CTA per (block-table entry, sequence) copies a
+// page; the view has page_size rows per entry.
+// CHECK-LABEL: func.func @gather
+// CHECK: call @attn_cache_gather_bf16_p16_h4_d64_launch(%arg0, %arg1) : (tensor<64x16x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+// CHECK: gpu.func @attn_cache_gather_bf16_p16_h4_d64(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK: func.func private @attn_cache_gather_bf16_p16_h4_d64_launch
+// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
+// CHECK-SAME: kind = "cache_gather"
+// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "output", operand = -1 : i64, {{.*}}shape = ["B", "16*S", 4, 64]}
+func.func @gather(%c: tensor<64x16x4x64xbf16>, %bt: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
+  %v = attn.cache_gather %c block_table(%bt) : (tensor<64x16x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+  return %v : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
+// RoPE at positions[b] + t: the cos/sin tables have T rows.
+// CHECK-LABEL: func.func @rope_positions
+// CHECK: call @attn_rope_bf16_h16_d64_r64_pos_launch(%arg0, %arg1) : (tensor<?x?x16x64xbf16>, tensor<?xi32>) -> tensor<?x?x16x64xbf16>
+// CHECK: gpu.func @attn_rope_bf16_h16_d64_r64_pos(
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: func.func private @attn_rope_bf16_h16_d64_r64_pos_launch
+// CHECK-SAME: kind = "rope"
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "table_rows", value = "T"}
+// CHECK-SAME: rope_tables = [{dtype = "f32", {{.*}}param = "rope_cos", rotated_dims = 64 : i64, shape = ["T", 32]
+// CHECK-SAME: symbols = "B = batch, S = tokens per sequence, T = rows of the cos/sin tables (every positions[b] + t must be below it)"
+func.func @rope_positions(%q: tensor<?x?x16x64xbf16>, %pos: tensor<?xi32>) -> tensor<?x?x16x64xbf16> {
+  %r = attn.rope %q positions(%pos : tensor<?xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x16x64xbf16>
+  return %r : tensor<?x?x16x64xbf16>
+}
+
+// -----
+
+// Partial rotation without positions: token t at position t, tables of S rows.
+// CHECK-LABEL: func.func @rope_partial
+// CHECK: call @attn_rope_bf16_h2_d128_r64_launch(%arg0)
+// CHECK: func.func private @attn_rope_bf16_h2_d128_r64_launch
+// CHECK-SAME: rope_tables = [{dtype = "f32", {{.*}}shape = ["S", 32]
+func.func @rope_partial(%x: tensor<?x?x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
+  %r = attn.rope %x {rope = #attn.rope<theta = 10000.0, fraction = 0.5>} : tensor<?x?x2x128xbf16>
+  return %r : tensor<?x?x2x128xbf16>
+}
+
+// -----
+
+// The prefill attention over the gathered cache: queries at positions[b] + i,
+// causal, GQA-4. One CTA per (16 query rows, head, sequence); K and V tiles
+// staged in shared memory, the online softmax's max and sum through warp
+// shuffles.
+// CHECK-LABEL: func.func @sdpa_positions
+// CHECK: call @attn_sdpa_bf16_h16_4_d64_64_causal_pos_launch(%arg0, %arg1, %arg2, %arg3) : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>) -> tensor<?x?x16x64xbf16>
+// CHECK: gpu.func @attn_sdpa_bf16_h16_4_d64_64_causal_pos(
+// CHECK: nvvm.barrier
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: func.func private @attn_sdpa_bf16_h16_4_d64_64_causal_pos_launch
+// CHECK-SAME: grid = [{expr = "ceil_div(S, 16)"}, {value = 16 : i64}, {expr = "B"}]
+// CHECK-SAME: kind = "sdpa"
+// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "queries", value = "S"}, {dtype = "i32", kind = "scalar", name = "keys", value = "T"}
+// CHECK-SAME: symbols = "B = batch, S = query tokens per sequence, T = key tokens per sequence"
+// CHECK-SAME: {dtype = "i32", layout = "row-major, contiguous", name = "positions", operand = 3 : i64
+// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "output", operand = -1 : i64
+func.func @sdpa_positions(%q: tensor<?x?x16x64xbf16>, %k: tensor<?x?x4x64xbf16>, %v: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>) -> tensor<?x?x16x64xbf16> {
+  %o = attn.sdpa %q, %k, %v positions(%pos) {causal}
+      : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>) -> tensor<?x?x16x64xbf16>
+  return %o : tensor<?x?x16x64xbf16>
+}
+
+// -----
+
+// Without positions (query i at i + T - S), with a bias, a key mask, a window
+// and a scale: operands keep their op operand numbers.
+// CHECK-LABEL: func.func @sdpa_masks
+// CHECK: call @attn_sdpa_bf16_h4_1_d32_40_causal_win8_kmask_bias_launch(%arg0, %arg1, %arg2, %arg3, %arg4)
+// CHECK: func.func private @attn_sdpa_bf16_h4_1_d32_40_causal_win8_kmask_bias_launch
+// CHECK-SAME: query_position = "i + (T - S)"
+// CHECK-SAME: scale = 2.000000e-01
+// CHECK-SAME: window = 8 : i64
+// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "bias", operand = 3 : i64, role = "additive bias per head", shape = [4, "S", "T"]}
+// CHECK-SAME: {dtype = "i64", layout = "row-major, contiguous", name = "key_mask", operand = 4 : i64
+func.func @sdpa_masks(%q: tensor<?x?x4x32xbf16>, %k: tensor<?x?x1x32xbf16>, %v: tensor<?x?x1x40xbf16>, %b: tensor<4x?x?xbf16>, %m: tensor<?x?xi64>) -> tensor<?x?x4x40xbf16> {
+  %o = attn.sdpa %q, %k, %v bias(%b) key_mask(%m) {causal, window = 8 : i64, scale = 0.2 : f64}
+      : (tensor<?x?x4x32xbf16>, tensor<?x?x1x32xbf16>, tensor<?x?x1x40xbf16>, tensor<4x?x?xbf16>, tensor<?x?xi64>) -> tensor<?x?x4x40xbf16>
+  return %o : tensor<?x?x4x40xbf16>
+}
+
+// -----
+
+// Head dims that are not multiples of 8 stay on the host, with a warning.
+// CHECK-LABEL: func.func @sdpa_odd_head_dim
+// CHECK: attn.sdpa
+// CHECK-NOT: gpu.module
+func.func @sdpa_odd_head_dim(%q: tensor<?x?x4x12xbf16>, %k: tensor<?x?x4x12xbf16>, %pos: tensor<?xi32>) -> tensor<?x?x4x12xbf16> {
+  // expected-warning @+1 {{the sm_90a sdpa kernel needs head dims that are multiples of 8, got 12 and 12; attn.sdpa stays on the host}}
+  %o = attn.sdpa %q, %k, %k positions(%pos) {causal}
+      : (tensor<?x?x4x12xbf16>, tensor<?x?x4x12xbf16>, tensor<?x?x4x12xbf16>, tensor<?xi32>) -> tensor<?x?x4x12xbf16>
+  return %o : tensor<?x?x4x12xbf16>
+}
