@@ -24,3 +24,17 @@ def test_gpu_example_is_in_the_readme_and_runs():
     assert "(2, 64, 256) torch.bfloat16" in proc.stdout
     assert "'launches_per_call': 8" in proc.stdout
     assert "max difference to the CPU path" in proc.stdout
+
+
+def test_gpu_decode_example_is_in_the_readme_and_runs():
+    pytest.importorskip("torch")
+    path = os.path.join(REPO, "examples", "python", "gpu_kv_decode.py")
+    code = open(path).read()
+    code = code[code.index("import torch"):]
+    readme = open(os.path.join(REPO, "README.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert code in blocks, "README's GPU decode example differs from " + path
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert "launches per step; max difference to the CPU path over 4 steps" in proc.stdout
