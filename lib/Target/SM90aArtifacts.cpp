@@ -27,7 +27,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -235,6 +237,36 @@ buildProgram(func::FuncOp func,
     ids[v] = next++;
     return ids[v];
   };
+  // The most tokens a cache of the function holds: the rows of the RoPE
+  // tables of a rotation at given positions (every position is a cache slot).
+  int64_t cacheTokens = 0;
+  func.walk([&](func::CallOp call) {
+    auto kernel = kernelOfDecl.find(call.getCallee().str());
+    if (kernel == kernelOfDecl.end())
+      return;
+    DictionaryAttr launch = launchByKernel.at(kernel->second);
+    bool paged = false;
+    int64_t cacheOperand = -1;
+    for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
+      auto tensor = cast<DictionaryAttr>(t);
+      StringRef name = cast<StringAttr>(tensor.get("name")).getValue();
+      int64_t operand = cast<IntegerAttr>(tensor.get("operand")).getInt();
+      paged |= name == "block_table";
+      if ((name == "cache" || name == "key_cache") && operand >= 0)
+        cacheOperand = operand;
+    }
+    if (cacheOperand < 0 ||
+        cacheOperand >= static_cast<int64_t>(call.getNumOperands()))
+      return;
+    auto type = dyn_cast<RankedTensorType>(
+        call.getOperand(cacheOperand).getType());
+    if (!type || type.getRank() != 4)
+      return;
+    int64_t tokens = paged ? type.getDimSize(0) * type.getDimSize(1)
+                           : type.getDimSize(1);
+    if (!type.isDynamicDim(paged ? 0 : 1) && !type.isDynamicDim(1))
+      cacheTokens = std::max(cacheTokens, tokens);
+  });
   for (Operation &op : func.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (Value v : ret.getOperands()) {
@@ -318,6 +350,34 @@ buildProgram(func::FuncOp func,
         return failure();
       tensors[name] = *id;
     }
+    // A size no operand gives (the rows of the RoPE tables of a rotation at
+    // given positions) is the function's largest cache.
+    json::Object sizes;
+    if (auto tables = launch.getAs<ArrayAttr>("rope_tables")) {
+      std::set<std::string> bound;
+      for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
+        auto tensor = cast<DictionaryAttr>(t);
+        if (cast<IntegerAttr>(tensor.get("operand")).getInt() < 0)
+          continue;
+        for (Attribute d : cast<ArrayAttr>(tensor.get("shape")))
+          if (auto symbol = dyn_cast<StringAttr>(d))
+            bound.insert(symbol.getValue().str());
+      }
+      for (Attribute t : tables) {
+        auto rows = cast<DictionaryAttr>(t).getAs<ArrayAttr>("shape")[0];
+        auto symbol = dyn_cast<StringAttr>(rows);
+        if (!symbol || bound.count(symbol.getValue().str()) ||
+            (symbol.getValue() != "B" && symbol.getValue() != "S" &&
+             symbol.getValue() != "T"))
+          continue;
+        if (cacheTokens <= 0)
+          return call.emitError()
+                 << "rotates at given positions, but @" << func.getName()
+                 << " has no cache of static capacity to size its RoPE "
+                    "tables by";
+        sizes[symbol.getValue()] = cacheTokens;
+      }
+    }
     json::Object aliases;
     if (auto list = launch.getAs<ArrayAttr>("aliases"))
       for (Attribute a : list) {
@@ -346,6 +406,7 @@ buildProgram(func::FuncOp func,
                                  {"kernel", kernel->second},
                                  {"tensors", std::move(tensors)},
                                  {"results", std::move(results)},
+                                 {"sizes", std::move(sizes)},
                                  {"aliases", std::move(aliases)}});
   }
   return json::Object{{"function", func.getName().str()},

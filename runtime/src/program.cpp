@@ -151,6 +151,13 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
         step.results.emplace_back(name->string, v);
         step.resultShapes.push_back(shape);
       }
+      if (const Json *hints = s.get("sizes"); hints && hints->isObject())
+        for (const auto &[symbol, value] : hints->object) {
+          int index = symbol == "B" ? 0 : symbol == "S" ? 1 : symbol == "T" ? 2 : -1;
+          if (index < 0 || !value.isNumber() || !value.isInteger || value.integer < 1)
+            return fail(where + ": bad size hint '" + symbol + "'");
+          step.sizeHints[index] = value.integer;
+        }
       if (const Json *aliases = s.get("aliases"); aliases && aliases->isObject())
         for (const auto &[result, tensor] : aliases->object) {
           if (!tensor.isString())
@@ -366,6 +373,9 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor
             sizes[sym] = v->shape[d];
           }
     }
+    for (int sym = 0; sym < 3; ++sym)
+      if (sizes[sym] == 0)
+        sizes[sym] = step.sizeHints[sym];
     for (const auto &[name, id] : step.tensors) {
       const ValueState &v = plan.values[id];
       if (!v.hasSizes)
@@ -399,7 +409,7 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor
       const TensorSpec *spec = specOf(name);
       r.known = true;
       r.dtype = spec->dtype;
-      std::vector<int64_t> kernelShape, dynamicSizes;
+      std::vector<int64_t> kernelShape;
       for (const Expr &e : spec->shape) {
         int64_t value = e.value;
         std::string err;
@@ -407,11 +417,10 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor
           return setError(AFR_ERR_MANIFEST, "kernel '" + k.name + "' tensor '" + name +
                                                 "': " + err);
         kernelShape.push_back(value);
-        if (!e.constant)
-          dynamicSizes.push_back(value);
       }
-      // The result type views the kernel's tensor: its static sizes, and its dynamic ones
-      // from the kernel's symbolic sizes in order.
+      // The result type views the kernel's tensor (a [B, S, N] projection as
+      // [B, S, heads, head_dim]): its static sizes, its dynamic ones from the kernel's size at
+      // the same index.
       const std::vector<int64_t> &typeShape =
           step.resultShapes[&result - step.results.data()];
       plan.resultShapes[si].resize(step.results.size());
@@ -420,10 +429,9 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor
         r.shape = kernelShape;
       } else {
         r.shape = typeShape;
-        size_t next = 0;
-        for (int64_t &d : r.shape)
-          if (d < 0)
-            d = next < dynamicSizes.size() ? dynamicSizes[next++] : -1;
+        for (size_t d = 0; d < r.shape.size(); ++d)
+          if (r.shape[d] < 0)
+            r.shape[d] = d < kernelShape.size() ? kernelShape[d] : -1;
         if (elements(r.shape) != elements(kernelShape) ||
             std::any_of(r.shape.begin(), r.shape.end(), [](int64_t d) { return d < 0; }))
           return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) + ": kernel '" +

@@ -4,6 +4,8 @@
 // nothing is left for the host to compute.
 // RUN: rm -rf %t && attnfuse-compile %s --target=sm_90a -o %t --no-cubin 2>&1 | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
+// RUN: rm -rf %t.decode && attnfuse-compile %examples/gpt300m_kv_gqa4_decode.mlir --target=sm_90a -o %t.decode --no-cubin 2>&1 | FileCheck %s --check-prefix=OUT-DECODE
+// RUN: FileCheck %s --check-prefix=DECODE --input-file=%t.decode/manifest.json
 
 // OUT-NOT: warning
 // OUT: attnfuse-compile: 4 kernel(s) for sm_90a written to
@@ -62,3 +64,22 @@ func.func @layer(%x: tensor<?x?x256xbf16>, %wq: tensor<256x256xbf16>,
   %h = arith.addf %x, %y : tensor<?x?x256xbf16>
   return %h : tensor<?x?x256xbf16>
 }
+
+// The decode example: nothing is left to the host in @prefill (the cache
+// writes, gathers, rotations and attention over the cache have kernels) or
+// @step; the query rotation at given positions sizes its RoPE tables by the
+// cache (64 pages x 16 tokens), which no operand gives.
+// OUT-DECODE-NOT: warning
+// OUT-DECODE: attnfuse-compile: 10 kernel(s) for sm_90a written to
+// DECODE: "function": "prefill",
+// DECODE: "kernel": "attn_cache_update_bf16_paged_h4_d64",
+// DECODE: "kernel": "attn_cache_gather_bf16_p16_h4_d64",
+// DECODE: "kernel": "attn_rope_bf16_h16_d64_r64_pos",
+// DECODE: "sizes": {{{$}}
+// DECODE-NEXT: "T": 1024
+// DECODE: "kernel": "attn_sdpa_bf16_h16_4_d64_64_causal_pos",
+// DECODE: "function": "step",
+// DECODE: "aliases": {{{$}}
+// DECODE-NEXT: "key_cache_out": "key_cache"
+// DECODE: "kernel": "attn_flash_decode",
+// DECODE: "kernel": "attn_flash_decode_combine",
