@@ -238,8 +238,11 @@ buildProgram(func::FuncOp func,
     return ids[v];
   };
   // The most tokens a cache of the function holds: the rows of the RoPE
-  // tables of a rotation at given positions (every position is a cache slot).
+  // tables of a rotation at given positions (every position is a cache
+  // slot). A static count, or a dimension of a cache argument (times the
+  // page size) when the capacity is dynamic.
   int64_t cacheTokens = 0;
+  std::optional<json::Object> cacheTokensOf;
   func.walk([&](func::CallOp call) {
     auto kernel = kernelOfDecl.find(call.getCallee().str());
     if (kernel == kernelOfDecl.end())
@@ -258,14 +261,19 @@ buildProgram(func::FuncOp func,
     if (cacheOperand < 0 ||
         cacheOperand >= static_cast<int64_t>(call.getNumOperands()))
       return;
-    auto type = dyn_cast<RankedTensorType>(
-        call.getOperand(cacheOperand).getType());
-    if (!type || type.getRank() != 4)
+    Value cache = call.getOperand(cacheOperand);
+    auto type = dyn_cast<RankedTensorType>(cache.getType());
+    if (!type || type.getRank() != 4 || (paged && type.isDynamicDim(1)))
       return;
-    int64_t tokens = paged ? type.getDimSize(0) * type.getDimSize(1)
-                           : type.getDimSize(1);
-    if (!type.isDynamicDim(paged ? 0 : 1) && !type.isDynamicDim(1))
-      cacheTokens = std::max(cacheTokens, tokens);
+    int64_t dim = paged ? 0 : 1, times = paged ? type.getDimSize(1) : 1;
+    if (!type.isDynamicDim(dim)) {
+      cacheTokens = std::max(cacheTokens, type.getDimSize(dim) * times);
+    } else if (auto arg = dyn_cast<BlockArgument>(cache);
+               arg && arg.getOwner()->getParentOp() == func) {
+      cacheTokensOf = json::Object{{"value", int64_t(arg.getArgNumber())},
+                                   {"dim", dim},
+                                   {"times", times}};
+    }
   });
   for (Operation &op : func.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -370,11 +378,16 @@ buildProgram(func::FuncOp func,
             (symbol.getValue() != "B" && symbol.getValue() != "S" &&
              symbol.getValue() != "T"))
           continue;
+        if (cacheTokens <= 0 && cacheTokensOf) {
+          sizes[symbol.getValue()] = json::Object(*cacheTokensOf);
+          continue;
+        }
         if (cacheTokens <= 0)
           return call.emitError()
                  << "rotates at given positions, but @" << func.getName()
                  << " has no cache of static capacity to size its RoPE "
-                    "tables by";
+                    "tables by (compile without device programs to launch "
+                    "the kernel by hand with tables of your size)";
         sizes[symbol.getValue()] = cacheTokens;
       }
     }
@@ -512,7 +525,7 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
   // The device program of every public function.
   json::Array programs;
   for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isDeclaration() || func.isPrivate())
+    if (!options.programs || func.isDeclaration() || func.isPrivate())
       continue;
     FailureOr<json::Object> program =
         buildProgram(func, kernelOfDecl, launchByKernel);

@@ -222,7 +222,7 @@ def compile(module, target="cpu", entry=None, **options):
     copied through device memory), `.function(name)` for the other
     functions. Options: output_dir (default: a new temporary directory),
     elem_type (bf16 or f16), block_q, block_kv, stages, ptxas (path), cubin
-    (True).
+    (True), programs (True; False writes only the kernels, to launch by hand).
     """
     if target == "cpu":
         return _compile_cpu(module, entry, **options)
@@ -434,7 +434,7 @@ def _to_torch(array, dtype):
 
 def _compile_sm90a(module, entry=None, output_dir=None, elem_type="bf16",
                    block_q=128, block_kv=128, stages=2, ptxas=None, cubin=True,
-                   source_name="module.mlir"):
+                   programs=True, source_name="module.mlir"):
     if entry is not None:
         entry = _pick_entry(module, entry)
     names = {f: module.argument_names(f) for f in module.functions()}
@@ -448,7 +448,7 @@ def _compile_sm90a(module, entry=None, output_dir=None, elem_type="bf16",
         output_dir = tempfile.mkdtemp(prefix="attnfuse-sm90a-")
     result = _call(module._handle.compile_sm90a, os.fspath(output_dir),
                    source_name, elem_type, block_q, block_kv, stages,
-                   ptxas or "", bool(cubin))
+                   ptxas or "", bool(cubin), bool(programs))
     from .runtime import SM90aArtifacts
     return SM90aArtifacts(result["output_dir"], list(result["files"]),
                           list(result["warnings"]), entry=entry,

@@ -212,7 +212,7 @@ NB_MODULE(_attnfuse, m) {
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,
               int64_t blockQ, int64_t blockKV, int64_t stages,
-              const std::string &ptxas, bool cubin) {
+              const std::string &ptxas, bool cubin, bool programs) {
              SM90aRequest request;
              request.outputDir = outputDir;
              request.sourceName = sourceName;
@@ -222,6 +222,7 @@ NB_MODULE(_attnfuse, m) {
              request.stages = stages;
              request.ptxasPath = ptxas;
              request.cubin = cubin;
+             request.programs = programs;
              SM90aResult result;
              Failure failure;
              bool ok;

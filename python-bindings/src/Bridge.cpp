@@ -283,6 +283,7 @@ bool Module::compileSM90a(const SM90aRequest &request, SM90aResult &result,
   options.stages = request.stages;
   options.ptxasPath = request.ptxasPath;
   options.cubin = request.cubin;
+  options.programs = request.programs;
   auto artifacts = attnfuse::writeSM90aArtifacts(*copy, request.sourceName,
                                                  request.outputDir, options);
   if (!artifacts) {

@@ -58,6 +58,7 @@ struct SM90aRequest {
   int64_t blockQ = 128, blockKV = 128, stages = 2;
   std::string ptxasPath;
   bool cubin = true;
+  bool programs = true;
 };
 
 struct SM90aResult {

@@ -97,7 +97,10 @@ struct ProgramStep {
   std::vector<std::pair<std::string, int64_t>> tensors, results;
   std::vector<std::pair<std::string, std::string>> aliases;
   std::vector<std::vector<int64_t>> resultShapes; // static sizes of the result types, -1 dynamic
-  int64_t sizeHints[3] = {0, 0, 0}; // B, S, T that no bound tensor gives (0: none)
+  // B, S, T that no bound tensor gives: a count, or (when hintValue >= 0) dimension hintDim
+  // of value hintValue times hintTimes (0: none).
+  int64_t sizeHints[3] = {0, 0, 0};
+  int64_t hintValue[3] = {-1, -1, -1}, hintDim[3] = {0, 0, 0};
   // View: a contiguous reshape of `source` into `result` (collapse or expand groups).
   int64_t source = -1, result = -1;
   bool collapse = true;

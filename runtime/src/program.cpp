@@ -154,6 +154,18 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
       if (const Json *hints = s.get("sizes"); hints && hints->isObject())
         for (const auto &[symbol, value] : hints->object) {
           int index = symbol == "B" ? 0 : symbol == "S" ? 1 : symbol == "T" ? 2 : -1;
+          if (index >= 0 && value.isObject()) {
+            // A dimension of a value (a cache argument) times a factor (the page size).
+            const Json *times = value.get("times");
+            const Json *dim = value.get("dim");
+            if (valueId(value.get("value"), out.numValues, step.hintValue[index]) && dim &&
+                dim->isNumber() && dim->isInteger && dim->integer >= 0 && times &&
+                times->isNumber() && times->isInteger && times->integer >= 1) {
+              step.hintDim[index] = dim->integer;
+              step.sizeHints[index] = times->integer;
+              continue;
+            }
+          }
           if (index < 0 || !value.isNumber() || !value.isInteger || value.integer < 1)
             return fail(where + ": bad size hint '" + symbol + "'");
           step.sizeHints[index] = value.integer;
@@ -373,9 +385,21 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor
             sizes[sym] = v->shape[d];
           }
     }
-    for (int sym = 0; sym < 3; ++sym)
-      if (sizes[sym] == 0)
+    for (int sym = 0; sym < 3; ++sym) {
+      if (sizes[sym] != 0 || step.sizeHints[sym] == 0)
+        continue;
+      if (step.hintValue[sym] < 0) {
         sizes[sym] = step.sizeHints[sym];
+        continue;
+      }
+      ValueState *v = valueOf(si, step.hintValue[sym]);
+      if (!v)
+        return AFR_ERR_MANIFEST;
+      if (step.hintDim[sym] >= static_cast<int64_t>(v->shape.size()))
+        return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) +
+                                              ": size hint names a missing dimension");
+      sizes[sym] = v->shape[step.hintDim[sym]] * step.sizeHints[sym];
+    }
     for (const auto &[name, id] : step.tensors) {
       const ValueState &v = plan.values[id];
       if (!v.hasSizes)

@@ -2,7 +2,7 @@
 //
 // attnfuse-compile model.mlir --target=sm_90a -o DIR
 //     [--elem-type=bf16|f16] [--block-q=N] [--block-kv=N] [--stages=N]
-//     [--ptxas=PATH] [--no-cubin]
+//     [--ptxas=PATH] [--no-cubin] [--no-programs]
 //
 // Runs attn-decompose, attn-fuse and attn-to-ptx on the model and writes, per
 // kernel, DIR/NAME.ptx and (through `ptxas -arch=sm_90a`) DIR/NAME.cubin with
@@ -10,8 +10,10 @@
 // shape (grid as expressions of the dynamic sizes, block, dynamic shared
 // memory), parameters, tensors and the TMA descriptors the host encodes, the
 // ptxas resource figures, the launches of the host function in program
-// order, and the ops left to the host. DIR/host.mlir is the host side of the
-// lowered module (launch calls instead of the fused ops).
+// order, the device program of every public function (its launches over
+// numbered values, which the runtime executes; an op no kernel runs is an
+// error) and the ops between launches (views). DIR/host.mlir is the host side
+// of the lowered module (launch calls instead of the fused ops).
 //
 // The work is done by writeSM90aArtifacts (AttnFuseSM90aTarget), which the
 // Python package calls too.
@@ -62,6 +64,11 @@ static cl::opt<std::string>
     ptxasPath("ptxas", cl::desc("ptxas to run (default: PATH, then "
                                 "$CUDA_HOME/bin, /usr/local/cuda/bin)"),
               cl::init(""), cl::cat(compilerCategory));
+static cl::opt<bool>
+    noPrograms("no-programs",
+               cl::desc("Write the kernels without device programs (to "
+                        "launch them one by one)"),
+               cl::init(false), cl::cat(compilerCategory));
 static cl::opt<bool> noCubin("no-cubin",
                              cl::desc("Write PTX and the manifest only"),
                              cl::init(false), cl::cat(compilerCategory));
@@ -114,6 +121,7 @@ int main(int argc, char **argv) {
   options.stages = stages;
   options.ptxasPath = ptxasPath;
   options.cubin = !noCubin;
+  options.programs = !noPrograms;
   auto artifacts =
       attnfuse::writeSM90aArtifacts(*module, inputFile, outputDir, options);
   if (!artifacts)

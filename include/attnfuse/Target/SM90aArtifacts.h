@@ -36,6 +36,8 @@ struct SM90aOptions {
   std::string ptxasPath;
   /// false: PTX and the manifest only.
   bool cubin = true;
+  /// false: no device programs (kernels to launch one by one).
+  bool programs = true;
 };
 
 struct SM90aArtifacts {

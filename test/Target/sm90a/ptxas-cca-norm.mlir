@@ -2,7 +2,7 @@
 // temperature), prefill prologue and decode prologue, assemble with ptxas
 // for sm_90a with no spills and no "wgmma ... serialized" (C7515) warning.
 // REQUIRES: ptxas
-// RUN: rm -rf %t && attnfuse-compile %s --target=sm_90a -o %t
+// RUN: rm -rf %t && attnfuse-compile %s --target=sm_90a -o %t --no-programs
 // RUN: cat %t/*.ptxas.log | FileCheck %s
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
 
