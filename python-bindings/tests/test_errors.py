@@ -176,6 +176,31 @@ def test_sm90a_artifacts_and_launch_without_driver(tmp_path):
         artifacts.launch(artifacts.kernels[0], {"query": object()}, B=1, S=128)
 
 
+def test_sm90a_program_without_driver_and_its_checks(tmp_path):
+    """The compiled module is callable: without a CUDA driver the call raises
+    NoDriverError; shapes are inferred on the host all the same."""
+    module = attnfuse.qkv_attention(sharing="kv", embed_dim=256, num_heads=4,
+                                    num_kv_heads=2, head_dim=64, dtype="bf16",
+                                    num_layers=2)
+    artifacts = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path,
+                                 cubin=False)
+    assert artifacts.functions == ["model"]
+    function = artifacts.function("model")
+    assert function.launches == 10  # per layer: 3 GEMMs, attention, add
+    args = [np.zeros((2, 5, 256), np.uint16)] + [
+        np.zeros(shape, np.uint16) for _, shape in function.arguments[1:]]
+    outputs, arena = function.infer(*args)
+    assert outputs == [("bf16", (2, 5, 256), -1)] and arena > 0
+    with pytest.raises(ValueError, match="entry: no function 'nope'"):
+        artifacts.function("nope")
+    with pytest.raises(ValueError, match="takes 7 arguments, got 1"):
+        artifacts(args[0])
+    if attnfuse.runtime.driver_available():
+        pytest.skip("this machine has a CUDA driver")
+    with pytest.raises(attnfuse.NoDriverError, match="no CUDA driver"):
+        artifacts(*args)
+
+
 HF_GPT2 = {"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2,
            "attn_sharing": "kv", "num_key_value_heads": 2, "vocab_size": 50257}
 
