@@ -494,6 +494,9 @@ def main():
             required = ["cp.async.bulk.shared::cluster.global", "mbarrier.try_wait"]
         elif k["kind"] == "flash_decode_combine":
             required = []
+        elif k["kind"] in ("elementwise", "cache_update", "cache_gather", "rope", "sdpa"):
+            # SIMT kernels (residual adds, the decode primitives): 16-byte loads.
+            required = ["ld.global.v4"]
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
