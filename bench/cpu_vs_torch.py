@@ -12,10 +12,12 @@
   * decode: one kv-gqa4 step over a --decode-cache token cache (our caches
     updated in place; torch writes the new row with an in-place copy and
     rotates the cached keys on read, as attn.qkv_decode does).
-Ours runs with the threads AttnFuse uses (--our-threads is recorded as
-given; the compiled code is single-threaded today); torch runs at each of
---torch-threads. GFLOP/s use the FLOPs of attn-cost-report. Then the
-compile time (attnfuse.compile, -O2 default) of each examples/*.mlir.
+For each thread count N of --threads, ours is compiled with
+attnfuse.compile(..., num_threads=N) (the OpenMP threads of the kernels'
+parallel loops) and torch runs under torch.set_num_threads(N).
+GFLOP/s use the FLOPs of attn-cost-report. Then the compile time
+(attnfuse.compile, -O2 default) of each examples/*.mlir (--examples ''
+skips it; --decode-cache 0 skips the decode step).
 
     PYTHONPATH=build/python_packages python3 bench/cpu_vs_torch.py \\
         --seq 512,2048 --out bench/results/cpu-vs-torch
@@ -138,27 +140,28 @@ def torch_kv_step(x, wq, wk, wo, cache, position, hq=16, hk=4, d=64, theta=1e4):
 def compare(name, module, seq, torch_fn, args, threads, runs, rows, flops,
             function=None, entry=None):
     import torch
-    compile_start = time.perf_counter()
-    ours = attnfuse.compile(module, entry=entry, runtime_checks=False, opt_level=3)
-    compile_s = time.perf_counter() - compile_start
-    ours_s = timed(lambda: ours(*args), runs)
-    ours_out = ours(*args)
-    ours_out = ours_out[0] if isinstance(ours_out, tuple) else ours_out
     targs = [torch.from_numpy(a) for a in args]
     for t in threads:
+        compile_start = time.perf_counter()
+        ours = attnfuse.compile(module, entry=entry, runtime_checks=False,
+                                opt_level=3, num_threads=t)
+        compile_s = time.perf_counter() - compile_start
+        ours_s = timed(lambda: ours(*args), runs)
+        ours_out = ours(*args)
+        ours_out = ours_out[0] if isinstance(ours_out, tuple) else ours_out
         torch.set_num_threads(t)
         with torch.no_grad():
             torch_s = timed(lambda: torch_fn(*targs), runs)
             want = torch_fn(*targs).numpy()
         err = float(np.max(np.abs(ours_out - want)) / max(np.max(np.abs(want)), 1e-30))
-        row = {"case": name, "seq": seq, "torch_threads": t,
+        row = {"case": name, "seq": seq, "threads": t,
                "ours_s": ours_s, "torch_s": torch_s, "flops": flops,
                "ours_gflops": flops / ours_s / 1e9,
                "torch_gflops": flops / torch_s / 1e9,
                "ours_over_torch_time": ours_s / torch_s,
                "rel_err_vs_torch": err, "ours_compile_s": compile_s}
         rows.append(row)
-        print(f"{name:12s} S={seq:5d} torch threads {t}: ours {ours_s*1e3:9.2f} ms "
+        print(f"{name:12s} S={seq:5d} threads {t}: ours {ours_s*1e3:9.2f} ms "
               f"({row['ours_gflops']:6.2f} GFLOP/s), torch {torch_s*1e3:9.2f} ms "
               f"({row['torch_gflops']:6.2f} GFLOP/s), ours/torch time "
               f"{row['ours_over_torch_time']:6.2f}, rel err {err:.1e}", flush=True)
@@ -169,13 +172,14 @@ def main():
     parser.add_argument("--seq", default="512", help="prefill lengths, e.g. 512,2048,8192")
     parser.add_argument("--cca-seq", default=None, help="CCA lengths (default: --seq)")
     parser.add_argument("--decode-cache", type=int, default=4096)
-    parser.add_argument("--torch-threads", default="1,2")
+    parser.add_argument("--threads", "--torch-threads", dest="threads", default="1,2",
+                        help="thread counts: ours num_threads=N, torch.set_num_threads(N)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--examples", default="examples/*.mlir")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     import torch
-    threads = [int(t) for t in args.torch_threads.split(",")]
+    threads = [int(t) for t in args.threads.split(",")]
     seqs = [int(s) for s in args.seq.split(",") if s]
     cca_seqs = [int(s) for s in (args.cca_seq or args.seq).split(",") if s]
     rng = np.random.default_rng(0)
@@ -194,6 +198,13 @@ def main():
                 args.runs, rows, flops_of(cca, s))
 
     # Decode: one step at the last position of the cache.
+    if args.decode_cache > 0:
+        decode_step(args, rng, threads, rows)
+    compiles = compile_times(args.examples)
+    report(args, rows, compiles, torch)
+
+
+def decode_step(args, rng, threads, rows):
     cap = args.decode_cache
     dec = attnfuse.qkv_decode(sharing="kv", embed_dim=1024, num_heads=16,
                               num_kv_heads=4, head_dim=64, rope_theta=1e4,
@@ -211,8 +222,10 @@ def main():
             rows, flops_of(dec, None, function="step"), entry="step")
     del cache
 
+
+def compile_times(pattern):
     compiles = []
-    for path in sorted(glob.glob(args.examples)):
+    for path in sorted(glob.glob(pattern)) if pattern else []:
         module = attnfuse.parse(open(path).read(), source_name=path)
         names = module.functions() if hasattr(module, "functions") else None
         entry = "step" if "decode" in os.path.basename(path) else None
@@ -222,15 +235,20 @@ def main():
         compiles.append({"example": os.path.basename(path), "entry": entry or "default",
                          "compile_s": seconds})
         print(f"compile {os.path.basename(path):28s} {seconds:7.2f} s", flush=True)
+    return compiles
 
-    lines = ["| case | S / cache | torch threads | ours (ms) | torch (ms) | ours GFLOP/s | "
+
+def report(args, rows, compiles, torch):
+    lines = ["| case | S / cache | threads (ours and torch) | ours (ms) | torch (ms) | ours GFLOP/s | "
              "torch GFLOP/s | ours/torch time | rel. diff |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['seq']} | {r['torch_threads']} | {r['ours_s']*1e3:.2f} | "
+        lines.append(f"| {r['case']} | {r['seq']} | {r['threads']} | {r['ours_s']*1e3:.2f} | "
                      f"{r['torch_s']*1e3:.2f} | {r['ours_gflops']:.2f} | {r['torch_gflops']:.2f} | "
                      f"{r['ours_over_torch_time']:.2f} | {r['rel_err_vs_torch']:.1e} |")
-    lines += ["", "| example | entry | attnfuse.compile (s) |", "|---|---|---|"]
-    lines += [f"| {c['example']} | {c['entry']} | {c['compile_s']:.2f} |" for c in compiles]
+    if compiles:
+        lines += ["", "| example | entry | attnfuse.compile (s) |", "|---|---|---|"]
+        lines += [f"| {c['example']} | {c['entry']} | {c['compile_s']:.2f} |"
+                  for c in compiles]
     print("\n".join(lines))
     if args.out:
         meta = {"machine": platform.machine(), "python": platform.python_version(),

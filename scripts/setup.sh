@@ -2,8 +2,8 @@
 # Installs everything the build and the tests need on a fresh Debian 12 machine.
 # Idempotent: packages already present are left alone.
 #
-# System packages come from Debian (apt-get): LLVM/MLIR/clang 22, CMake, Ninja,
-# ccache, Python 3 with its venv module and development files.
+# System packages come from Debian (apt-get): LLVM/MLIR/clang 22, the OpenMP
+# runtime libomp 22 (the parallel CPU loops call it), CMake, Ninja, ccache, Python 3 with its venv module and development files.
 # Python packages go into a virtual environment, never into the system
 # interpreter (Debian's python3 refuses that, PEP 668): $ATTNFUSE_VENV, by
 # default .venv/ in the checkout, created on first use and reused after.
@@ -17,6 +17,7 @@ LLVM_VERSION=22
 APT_PACKAGES=(
   "llvm-${LLVM_VERSION}-dev" "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   "llvm-${LLVM_VERSION}-tools" "clang-${LLVM_VERSION}" "libclang-rt-${LLVM_VERSION}-dev"
+  "libomp-${LLVM_VERSION}-dev"
   cmake ninja-build ccache python3 python3-dev python3-venv
 )
 

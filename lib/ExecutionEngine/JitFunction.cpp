@@ -16,11 +16,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -119,6 +121,7 @@ void attnfuse::registerJitDialects(DialectRegistry &registry) {
   registerAttnToCPUDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
 }
 
 static llvm::Expected<TensorSpec> getSpec(Type type, const Twine &what) {
@@ -221,9 +224,23 @@ static llvm::BitVector getCacheArguments(func::FuncOp func) {
 // caller can free everything the call allocated; results are freed the same
 // way once copied out.
 namespace {
+// Threads of a parallel loop other than the calling one allocate and free
+// their tiles untracked (the region frees them) and record a failed check in
+// the calling thread's state, hence the lock.
 struct CallState {
   llvm::SmallPtrSet<void *, 16> live;
+  std::mutex failedCheckLock;
   std::optional<std::string> failedCheck;
+
+  void fail(const char *message) {
+    std::lock_guard<std::mutex> lock(failedCheckLock);
+    if (!failedCheck)
+      failedCheck = message ? message : "";
+  }
+  bool failed() {
+    std::lock_guard<std::mutex> lock(failedCheckLock);
+    return failedCheck.has_value();
+  }
 };
 thread_local CallState *currentCall = nullptr;
 
@@ -257,12 +274,19 @@ static void attnfuseJitFree(void *ptr) {
 }
 
 static void attnfuseCheckFailed(const char *message) {
-  if (currentCall && !currentCall->failedCheck)
-    currentCall->failedCheck = message ? message : "";
+  if (currentCall)
+    currentCall->fail(message);
 }
 
 static int attnfuseCheckPending() {
-  return currentCall && currentCall->failedCheck ? 1 : 0;
+  return currentCall && currentCall->failed() ? 1 : 0;
+}
+
+static void *attnfuseCallState() { return currentCall; }
+
+static void attnfuseCheckFailedIn(void *state, const char *message) {
+  if (state)
+    static_cast<CallState *>(state)->fail(message);
 }
 }
 
@@ -280,6 +304,13 @@ JitFunction::create(ModuleOp module, StringRef entry,
     return makeError("invalid attn-to-cpu options '" + options.pipelineOptions +
                      "'");
   pipelineOptions.runtimeChecks = options.runtimeChecks;
+  if (options.numThreads) {
+    if (!pipelineOptions.parallel)
+      return makeError("num_threads=" + Twine(*options.numThreads) +
+                       " needs the parallel lowering (the attn-to-cpu "
+                       "option parallel=false was given)");
+    pipelineOptions.numThreads = *options.numThreads;
+  }
   pipelineOptions.returnOnFailedCheck = true;
   if (options.fused)
     pipelineOptions.fused = *options.fused;
@@ -344,8 +375,7 @@ JitFunction::create(ModuleOp module, StringRef entry,
       // alone) stops returning them too; the caller's buffers hold them.
       returnOp->eraseOperands(tied);
       if (failed(func.eraseResults(tied)))
-        return makeError("cannot drop the in-place results of '" + entry +
-                         "'");
+        return makeError("cannot drop the in-place results of '" + entry + "'");
     }
   }
   PassManager pm(context);
@@ -373,6 +403,22 @@ JitFunction::create(ModuleOp module, StringRef entry,
       options.optLevel, /*sizeLevel=*/0, targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  // The parallel loops call the OpenMP runtime (__kmpc_fork_call, ...).
+  static constexpr llvm::StringLiteral openmpRuntime = ATTNFUSE_OPENMP_RUNTIME;
+  SmallVector<StringRef, 1> sharedLibraries;
+  if (pipelineOptions.parallel) {
+    std::string loadError;
+    if (llvm::sys::DynamicLibrary::getPermanentLibrary(openmpRuntime.data(),
+                                                       &loadError)
+            .isValid())
+      sharedLibraries.push_back(openmpRuntime);
+    else
+      return makeError("cannot load the OpenMP runtime " + openmpRuntime +
+                       " that the parallel loops call (" + loadError +
+                       "); install libomp or compile with the attn-to-cpu "
+                       "option parallel=false");
+  }
+  engineOptions.sharedLibPaths = sharedLibraries;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine)
     return makeError("JIT compilation failed: " +
@@ -392,6 +438,8 @@ JitFunction::create(ModuleOp module, StringRef entry,
     add("_mlir_memref_to_llvm_free", &attnfuseJitFree);
     add(kCheckFailedFunction, &attnfuseCheckFailed);
     add(kCheckPendingFunction, &attnfuseCheckPending);
+    add(kCallStateFunction, &attnfuseCallState);
+    add(kCheckFailedInFunction, &attnfuseCheckFailedIn);
     return symbols;
   });
   return std::move(function);
@@ -495,8 +543,8 @@ JitFunction::call(ArrayRef<TensorRef> args) {
     auto begin = reinterpret_cast<uintptr_t>(args[index].data);
     Tensor sizes;
     sizes.shape = args[index].shape;
-    return std::make_pair(
-        begin, begin + uintptr_t(sizes.getNumElements()) * argumentBytes[index]);
+    return std::make_pair(begin, begin + uintptr_t(sizes.getNumElements()) *
+                                             argumentBytes[index]);
   };
   for (unsigned written = 0; written < args.size(); ++written) {
     if (!writtenArguments[written] || !args[written].data)

@@ -214,7 +214,10 @@ def compile(module, target="cpu", entry=None, **options):
     reference lowering), block_q, block_kv, block_s, block_n, block_k (tile
     sizes), runtime_checks (True), opt_level (2), in_place_caches (True:
     the KV caches the function updates and returns are written through the
-    caller's arrays, see CpuFunction).
+    caller's arrays, see CpuFunction), num_threads (None: the OpenMP
+    runtime's default, OMP_NUM_THREADS or one thread per core; N: the
+    kernels' parallel loops run on N threads; results are the same for every
+    count), parallel (True; False: every loop sequential, no OpenMP).
 
     target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
     per function, and returns SM90aArtifacts: called like the CPU function
@@ -235,23 +238,33 @@ _CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k")
 
 
 def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
-                 in_place_caches=True, **tiles):
+                 in_place_caches=True, num_threads=None, parallel=True,
+                 **tiles):
     entry = _pick_entry(module, entry)
     parts = []
     for name, value in tiles.items():
         if name not in _CPU_TILES:
             raise ValueError(f"{name}: not an option of target 'cpu' (options: "
                              f"fused, runtime_checks, opt_level, "
-                             f"in_place_caches, "
+                             f"in_place_caches, num_threads, parallel, "
                              f"{', '.join(_CPU_TILES)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
         parts.append(f"{name.replace('_', '-')}={value}")
     if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
+    if num_threads is not None and (isinstance(num_threads, bool)
+                                    or not isinstance(num_threads, int)
+                                    or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive integer or None, "
+                         f"got {num_threads!r}")
+    if not parallel:
+        if num_threads is not None:
+            raise ValueError(f"num_threads={num_threads} needs parallel=True")
+        parts.append("parallel=false")
     function = _call(module._handle.compile_cpu, entry, " ".join(parts),
                      bool(fused), bool(runtime_checks), opt_level,
-                     bool(in_place_caches))
+                     bool(in_place_caches), num_threads or 0)
     compiled = CpuFunction(function, module.argument_names(entry))
     # What attnfuse.load_hf_weights needs of an imported module.
     compiled.hf_layers = getattr(module, "hf_layers", {}).get(entry)

@@ -192,14 +192,15 @@ NB_MODULE(_attnfuse, m) {
           "compile_cpu",
           [](const Module &self, const std::string &entry,
              const std::string &pipelineOptions, std::optional<bool> fused,
-             bool runtimeChecks, unsigned optLevel, bool inPlaceCaches) {
+             bool runtimeChecks, unsigned optLevel, bool inPlaceCaches,
+             unsigned numThreads) {
             Failure failure;
             std::unique_ptr<CpuFunction> function;
             {
               nb::gil_scoped_release release;
               function =
                   self.compileCpu(entry, pipelineOptions, fused, runtimeChecks,
-                                  optLevel, inPlaceCaches, failure);
+                                  optLevel, inPlaceCaches, numThreads, failure);
             }
             if (!function)
               raise(failure);
@@ -207,7 +208,8 @@ NB_MODULE(_attnfuse, m) {
           },
           nb::arg("entry"), nb::arg("pipeline_options"),
           nb::arg("fused").none(), nb::arg("runtime_checks"),
-          nb::arg("opt_level"), nb::arg("in_place_caches"))
+          nb::arg("opt_level"), nb::arg("in_place_caches"),
+          nb::arg("num_threads") = 0)
       .def("compile_sm90a",
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,

@@ -250,7 +250,7 @@ CpuFunction::~CpuFunction() = default;
 std::unique_ptr<CpuFunction>
 Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
                    std::optional<bool> fused, bool runtimeChecks,
-                   unsigned optLevel, bool inPlaceCaches,
+                   unsigned optLevel, bool inPlaceCaches, unsigned numThreads,
                    Failure &failure) const {
   DiagnosticCapture capture(failure);
   OwningOpRef<ModuleOp> copy(
@@ -261,6 +261,8 @@ Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
   options.runtimeChecks = runtimeChecks;
   options.optLevel = optLevel;
   options.inPlaceCaches = inPlaceCaches;
+  if (numThreads)
+    options.numThreads = numThreads;
   auto function = attnfuse::JitFunction::create(*copy, entry, options);
   if (!function) {
     failure.message = llvm::toString(function.takeError());

@@ -91,13 +91,12 @@ public:
   bool costReport(std::optional<int64_t> seqLen, std::optional<int64_t> batch,
                   const std::string &elemType, const std::string &function,
                   std::string &json, Failure &failure) const;
-  /// Lowers a copy with attn-to-cpu and JIT-compiles function `entry`.
-  std::unique_ptr<CpuFunction> compileCpu(const std::string &entry,
-                                          const std::string &pipelineOptions,
-                                          std::optional<bool> fused,
-                                          bool runtimeChecks, unsigned optLevel,
-                                          bool inPlaceCaches,
-                                          Failure &failure) const;
+  /// Lowers a copy with attn-to-cpu and JIT-compiles function `entry`;
+  /// `numThreads` 0 leaves the thread count to the OpenMP runtime.
+  std::unique_ptr<CpuFunction>
+  compileCpu(const std::string &entry, const std::string &pipelineOptions,
+             std::optional<bool> fused, bool runtimeChecks, unsigned optLevel,
+             bool inPlaceCaches, unsigned numThreads, Failure &failure) const;
   /// Lowers a copy to sm_90a and writes the artifacts.
   bool compileSM90a(const SM90aRequest &request, SM90aResult &result,
                     Failure &failure) const;

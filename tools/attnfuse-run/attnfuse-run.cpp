@@ -71,10 +71,13 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory runnerCategory("attnfuse-run options");
-static cl::opt<std::string>
-    inputFilename(cl::Positional, cl::desc("<model.mlir>"), cl::Required, cl::cat(runnerCategory));
+static cl::opt<std::string> inputFilename(cl::Positional,
+                                          cl::desc("<model.mlir>"),
+                                          cl::Required,
+                                          cl::cat(runnerCategory));
 static cl::opt<std::string> entryName("entry", cl::desc("Function to run"),
-                                      cl::value_desc("name"), cl::Required, cl::cat(runnerCategory));
+                                      cl::value_desc("name"), cl::Required,
+                                      cl::cat(runnerCategory));
 static cl::list<std::string>
     inputFiles("input", cl::desc("Input .npy file, one per argument, in order"),
                cl::value_desc("file.npy"), cl::cat(runnerCategory));
@@ -106,7 +109,8 @@ static cl::opt<bool> runtimeChecks(
              "(default on; a failed check is reported as an error)"),
     cl::init(true), cl::cat(runnerCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::Prefix, cl::cat(runnerCategory));
+                                  cl::init(2), cl::Prefix,
+                                  cl::cat(runnerCategory));
 static cl::opt<bool> referenceLowering(
     "reference",
     cl::desc("Lower every primitive through the reference path "
@@ -123,14 +127,20 @@ static cl::opt<bool> inPlaceCaches(
              "into its input arrays (default on); off: every call copies "
              "each cache into a new result"),
     cl::init(true), cl::cat(runnerCategory));
+// Not "threads": Debian's LLVM 22 shared library registers an option of
+// that name already.
+static cl::opt<unsigned> numThreads(
+    "num-threads",
+    cl::desc("Threads of the kernels' parallel loops (default 0: the OpenMP "
+             "runtime's choice, OMP_NUM_THREADS or one per core); the "
+             "results are the same for every count"),
+    cl::init(0), cl::cat(runnerCategory));
 static cl::opt<unsigned> benchmarkRuns(
     "benchmark",
     cl::desc("After one warm-up call, time N more calls and print a JSON "
              "line with the compile time, the min and median call time and "
              "the peak resident memory"),
     cl::value_desc("N"), cl::init(0), cl::cat(runnerCategory));
-
-
 
 namespace {
 
@@ -324,8 +334,9 @@ std::vector<Array> randomInputsFor(ArrayRef<TensorSpec> argSpecs) {
     array.data.resize(size_t(array.getNumElements()) * elem);
     for (int64_t n = 0; n < array.getNumElements(); ++n) {
       // Integers (positions, indices) are drawn from [0, 16).
-      double value = isInteger(spec.elementType) ? std::floor((uniform(rng) + 1) * 8)
-                                                  : uniform(rng);
+      double value = isInteger(spec.elementType)
+                         ? std::floor((uniform(rng) + 1) * 8)
+                         : uniform(rng);
       storeValue(spec.elementType, value, array.data.data() + n * elem);
     }
     inputs.push_back(std::move(array));
@@ -497,6 +508,8 @@ int main(int argc, char **argv) {
   jitOptions.fused = !referenceLowering;
   jitOptions.optLevel = optLevel;
   jitOptions.inPlaceCaches = inPlaceCaches;
+  if (numThreads)
+    jitOptions.numThreads = numThreads;
   auto compileStart = std::chrono::steady_clock::now();
   auto compiled = attnfuse::JitFunction::create(*module, entryName, jitOptions);
   if (!compiled)
@@ -509,10 +522,9 @@ int main(int argc, char **argv) {
     auto warmup = invoke(engine, singleInputs);
     if (!warmup)
       return fail(llvm::toString(warmup.takeError()));
-    double compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      compileStart)
-            .count();
+    double compileSeconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - compileStart)
+                                .count();
     std::vector<double> seconds;
     for (unsigned run = 0; run < benchmarkRuns; ++run) {
       auto start = std::chrono::steady_clock::now();

@@ -50,7 +50,22 @@ def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
     f32 arithmetic for 16-bit element types. Inputs are zero-padded once to
     whole tiles so every tile has a static shape. `attn.cca_decode_prologue`
     (one token per sequence) becomes `linalg.generic` ops over the batch.
+
+    With `parallel=true` the independent outer loops become one
+    `scf.forall` whose `shared_outs` are the outputs and whose iterations
+    write their tiles with `tensor.parallel_insert_slice`: (batch, KV head,
+    query block) for `attn.flash_attention`, (batch, token block, feature
+    block) for `attn.fused_projection`, (batch, token block) for
+    `attn.cca_prologue` and (batch, KV head) for `attn.flash_decode`, whose
+    new cache rows are first written by a sequential loop over the batch.
+    Every reduction (over keys, over the model width, the convolution taps)
+    stays inside one iteration, so the results do not depend on how the
+    iterations are spread over threads.
   }];
+  let options = [
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "Make the independent outer tile loops one scf.forall">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",
@@ -147,7 +162,16 @@ def ConvertAssertToErrorReturnPass
     `_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_aligned_alloc`)
     fails the same way.
 
-    The host provides both functions (the CPU JIT does), discards the
+    A check or checked allocation inside the region of an op (the
+    `omp.loop_nest` of a parallel loop, whose iterations other threads run)
+    cannot return from the function: its failure calls
+    `attnfuse_check_failed_in(state, message)` with the `state` that
+    `attnfuse_call_state()` returned at the function's entry and ends the
+    region (its iteration) at once; right after the op that holds the region
+    the function returns if `attnfuse_check_pending()` says a check failed.
+    A call of a function that can fail inside such a region is an error.
+
+    The host provides these functions (the CPU JIT does), discards the
     results of a failed call and frees what the call allocated: the early
     return skips the deallocations that follow it.
 

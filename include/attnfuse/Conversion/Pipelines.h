@@ -54,6 +54,23 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "cloned. The CPU JIT sets it and drops the entry's "
                      "tied results itself"),
       llvm::cl::init(false)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run the independent outer tile loops of the fused "
+                     "kernels on all threads: convert-attn-kernels-to-scf "
+                     "parallel=true (scf.forall), then scf-forall-to-parallel "
+                     "and convert-scf-to-openmp (omp.parallel / omp.wsloop, "
+                     "calls into the OpenMP runtime, libomp). Each tile's "
+                     "reductions stay on one thread, so results are the same "
+                     "for every thread count. false keeps every loop "
+                     "sequential and the code free of OpenMP"),
+      llvm::cl::init(true)};
+  Option<unsigned> numThreads{
+      *this, "num-threads",
+      llvm::cl::desc("Threads of each parallel loop (the num_threads of "
+                     "omp.parallel); 0 leaves it to the OpenMP runtime: "
+                     "OMP_NUM_THREADS, else one per core"),
+      llvm::cl::init(0)};
   Option<int64_t> blockQ{*this, "block-q",
                          llvm::cl::desc("Flash-attention query tile"),
                          llvm::cl::init(64)};
@@ -79,7 +96,10 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
 /// (identity layouts at the boundary), the buffer deallocation pipeline,
 /// then linalg to loops and the standard conversions down to the LLVM
 /// dialect. Functions carrying `llvm.emit_c_interface` get a
-/// `_mlir_ciface_` wrapper for `mlir::ExecutionEngine`. The lowered
+/// `_mlir_ciface_` wrapper for `mlir::ExecutionEngine`. With `parallel`
+/// (the default) the code calls the OpenMP runtime (`__kmpc_*` of libomp),
+/// which the host must provide; the OpenMP dialect's LLVM IR translation
+/// must be registered. The lowered
 /// `memref.copy` of strided views calls `memrefCopy` from
 /// libmlir_c_runner_utils.
 void buildAttnToCPUPipeline(mlir::OpPassManager &pm,
@@ -88,8 +108,8 @@ void buildAttnToCPUPipeline(mlir::OpPassManager &pm);
 
 /// The two halves of `attn-to-cpu`: everything up to and including one-shot
 /// bufferization (and the in-place results), the functions then taking and
-/// returning memrefs, and the rest (deallocation, loops, LLVM). The CPU JIT runs them
-/// separately to read which results are argument buffers.
+/// returning memrefs, and the rest (deallocation, loops, LLVM). The CPU JIT
+/// runs them separately to read which results are argument buffers.
 void buildAttnToCPUBufferizePipeline(mlir::OpPassManager &pm,
                                      const AttnToCPUOptions &options);
 void buildAttnToCPUBuffersToLLVMPipeline(mlir::OpPassManager &pm,

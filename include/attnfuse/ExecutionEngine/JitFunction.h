@@ -89,6 +89,10 @@ struct JitOptions {
   /// argument is read only and every result a new array (a copy of the
   /// whole cache per call).
   bool inPlaceCaches = true;
+  /// Threads of the kernels' parallel loops (overrides the pipeline option
+  /// num-threads); unset or 0: the OpenMP runtime's default, OMP_NUM_THREADS
+  /// or one per core. An error with the option parallel=false.
+  std::optional<unsigned> numThreads;
 };
 
 /// Inserts the dialects and translations the JIT path needs.

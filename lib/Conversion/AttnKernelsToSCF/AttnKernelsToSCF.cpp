@@ -19,11 +19,12 @@ namespace attnfuse {
 
 using namespace mlir;
 
-void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns) {
-  populateFlashAttentionToSCFPatterns(patterns);
-  populateFlashDecodeToSCFPatterns(patterns);
-  populateFusedProjectionToSCFPatterns(patterns);
-  populateCCAPrologueToSCFPatterns(patterns);
+void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns,
+                                                bool parallel) {
+  populateFlashAttentionToSCFPatterns(patterns, parallel);
+  populateFlashDecodeToSCFPatterns(patterns, parallel);
+  populateFusedProjectionToSCFPatterns(patterns, parallel);
+  populateCCAPrologueToSCFPatterns(patterns, parallel);
   populateCCADecodePrologueToSCFPatterns(patterns);
 }
 
@@ -31,11 +32,13 @@ namespace {
 struct ConvertAttnKernelsToSCFPass
     : public attnfuse::impl::ConvertAttnKernelsToSCFPassBase<
           ConvertAttnKernelsToSCFPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     if (failed(attnfuse::checkCPULoweringLimits(getOperation())))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    attnfuse::populateAttnKernelsToSCFPatterns(patterns);
+    attnfuse::populateAttnKernelsToSCFPatterns(patterns, parallel);
     // Each kernel op is rewritten once; the loops it becomes hold nothing to
     // rewrite again.
     walkAndApplyPatterns(getOperation(), std::move(patterns));

@@ -38,8 +38,8 @@ namespace {
 
 class CCAPrologueLowering {
 public:
-  CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder)
-      : op(op),
+  CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder, bool parallel)
+      : op(op), parallel(parallel),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getInput().getType()).getElementType()) {
     width = cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
@@ -69,6 +69,7 @@ private:
   std::tuple<Value, Value, Value> buildBlock(Value block, Value s0);
 
   CCAPrologueOp op;
+  bool parallel;
   KernelBuilder kb;
   int64_t width, numHeads, numKvHeads, headDim, group, heads, channels,
       keyLatent, k0, k1, padding, halo, blockS;
@@ -348,39 +349,36 @@ SmallVector<Value> CCAPrologueLowering::build() {
         {ShapedType::kDynamic, ShapedType::kDynamic, outHeads, headDim},
         elementType, {batch, paddedTokens});
   };
-  Value zero = kb.index(0), one = kb.index(1);
-  auto batchLoop = scf::ForOp::create(
-      b, loc, zero, batch, one,
+  // Blocks recompute their halo, so (batch, block) iterations are
+  // independent.
+  SmallVector<Value> tiled = kb.tileLoops(
+      {batch, numBlocks},
       ValueRange{outputOf(numHeads), outputOf(numKvHeads),
                  outputOf(numKvHeads)},
-      [&](OpBuilder &, Location, Value batchIndex, ValueRange batchArgs) {
-        auto blockLoop = scf::ForOp::create(
-            b, loc, zero, numBlocks, one, batchArgs,
-            [&](OpBuilder &, Location, Value blockIndex, ValueRange outputs) {
-              Value s0 = kb.mul(blockIndex, blockS);
-              // Padded rows [s0, s0 + block_s + halo) are tokens
-              // [s0 - halo, s0 + block_s).
-              Value block =
-                  kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
-                           {1, blockS + halo, width}, {blockS + halo, width});
-              auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
-              Value tiles[] = {queryTile, keyTile, valueTile};
-              int64_t tileHeads[] = {numHeads, numKvHeads, numKvHeads};
-              SmallVector<Value> updated;
-              for (auto [tile, output, outHeads] :
-                   llvm::zip_equal(tiles, outputs, tileHeads))
-                updated.push_back(kb.insert(
-                    tile, output,
-                    {batchIndex, s0, b.getIndexAttr(0), b.getIndexAttr(0)},
-                    {1, blockS, outHeads, headDim}));
-              scf::YieldOp::create(b, loc, updated);
-            });
-        scf::YieldOp::create(b, loc, blockLoop.getResults());
+      parallel, [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+        Value batchIndex = ivs[0];
+        Value s0 = kb.mul(ivs[1], blockS);
+        // Padded rows [s0, s0 + block_s + halo) are tokens
+        // [s0 - halo, s0 + block_s).
+        Value block =
+            kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
+                     {1, blockS + halo, width}, {blockS + halo, width});
+        auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
+        Value tiles[] = {queryTile, keyTile, valueTile};
+        int64_t tileHeads[] = {numHeads, numKvHeads, numKvHeads};
+        SmallVector<KernelBuilder::TileWrite> writes;
+        for (auto [index, tile, outHeads] : llvm::enumerate(tiles, tileHeads))
+          writes.push_back(
+              {tile,
+               static_cast<unsigned>(index),
+               {batchIndex, s0, b.getIndexAttr(0), b.getIndexAttr(0)},
+               {1, blockS, outHeads, headDim}});
+        return writes;
       });
 
   SmallVector<Value> results;
   for (auto [loopResult, resultValue] :
-       llvm::zip_equal(batchLoop.getResults(), op.getResults())) {
+       llvm::zip_equal(tiled, op.getResults())) {
     auto resultType = cast<RankedTensorType>(resultValue.getType());
     SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = {batch, tokens,
@@ -397,11 +395,13 @@ SmallVector<Value> CCAPrologueLowering::build() {
 }
 
 struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerCCAPrologue(MLIRContext *context, bool parallel)
+      : OpRewritePattern(context), parallel(parallel) {}
+  bool parallel;
 
   LogicalResult matchAndRewrite(CCAPrologueOp op,
                                 PatternRewriter &rewriter) const override {
-    CCAPrologueLowering lowering(op, rewriter);
+    CCAPrologueLowering lowering(op, rewriter, parallel);
     rewriter.replaceOp(op, lowering.build());
     return success();
   }
@@ -409,6 +409,7 @@ struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
 
 } // namespace
 
-void attnfuse::populateCCAPrologueToSCFPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerCCAPrologue>(patterns.getContext());
+void attnfuse::populateCCAPrologueToSCFPatterns(RewritePatternSet &patterns,
+                                                bool parallel) {
+  patterns.add<LowerCCAPrologue>(patterns.getContext(), parallel);
 }

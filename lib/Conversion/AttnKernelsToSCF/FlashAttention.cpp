@@ -39,8 +39,8 @@ namespace {
 /// Builds the tiled loops of one attn.flash_attention.
 class FlashAttentionLowering {
 public:
-  FlashAttentionLowering(FlashAttentionOp op, OpBuilder &builder)
-      : op(op),
+  FlashAttentionLowering(FlashAttentionOp op, OpBuilder &builder, bool parallel)
+      : op(op), parallel(parallel),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
@@ -72,14 +72,15 @@ private:
                Value row0, Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
-  /// Writes acc / l of one query block into `output`.
-  Value store(Value output, Value acc, Value sum, Value batchIndex,
-              Value kvHead, Value row0);
-  /// Keeps the key loop of one query block; returns the new output.
-  Value buildQueryBlock(Value batchIndex, Value kvHead, Value queryBlock,
-                        Value output);
+  /// The output tile acc / l of one query block.
+  KernelBuilder::TileWrite store(Value acc, Value sum, Value batchIndex,
+                                 Value kvHead, Value row0);
+  /// Keeps the key loop of one query block; returns its output tile.
+  KernelBuilder::TileWrite buildQueryBlock(Value batchIndex, Value kvHead,
+                                           Value queryBlock);
 
   FlashAttentionOp op;
+  bool parallel;
   KernelBuilder kb;
   int64_t numHeads, group, headDim, valueDim, blockQ, blockKV;
   bool keyIsValue;
@@ -125,33 +126,20 @@ Value FlashAttentionLowering::build() {
   Value output =
       kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, numHeads, valueDim},
                kb.elementType, {batch, paddedQueries});
-  Value zero = kb.index(0), one = kb.index(1);
-  auto batchLoop = scf::ForOp::create(
-      b, loc, zero, batch, one, ValueRange{output},
-      [&](OpBuilder &, Location, Value batchIndex, ValueRange batchArgs) {
-        auto headLoop = scf::ForOp::create(
-            b, loc, zero, kb.index(numHeads / group), one, batchArgs,
-            [&](OpBuilder &, Location, Value kvHead, ValueRange headArgs) {
-              auto blockLoop = scf::ForOp::create(
-                  b, loc, zero, numQueryBlocks, one, headArgs,
-                  [&](OpBuilder &, Location, Value queryBlock,
-                      ValueRange blockArgs) {
-                    scf::YieldOp::create(b, loc,
-                                         buildQueryBlock(batchIndex, kvHead,
-                                                         queryBlock,
-                                                         blockArgs[0]));
-                  });
-              scf::YieldOp::create(b, loc, blockLoop.getResults());
-            });
-        scf::YieldOp::create(b, loc, headLoop.getResults());
-      });
+  // Query blocks are independent: each owns its rows of the output and
+  // keeps its softmax state and key loop to itself.
+  Value tiled = kb.tileLoops(
+      {batch, kb.index(numHeads / group), numQueryBlocks}, ValueRange{output},
+      parallel, [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+        return {buildQueryBlock(ivs[0], ivs[1], ivs[2])};
+      })[0];
 
   SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
   SmallVector<OpFoldResult> sizes = {batch, queries, b.getIndexAttr(numHeads),
                                      b.getIndexAttr(valueDim)};
   SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-  Value result = tensor::ExtractSliceOp::create(b, loc, batchLoop.getResult(0),
-                                                offsets, sizes, strides);
+  Value result =
+      tensor::ExtractSliceOp::create(b, loc, tiled, offsets, sizes, strides);
   if (result.getType() != op.getType())
     result = tensor::CastOp::create(b, loc, op.getType(), result);
   return result;
@@ -364,9 +352,10 @@ SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
   return {maxNew, sumNew, accNew};
 }
 
-Value FlashAttentionLowering::store(Value output, Value acc, Value sum,
-                                    Value batchIndex, Value kvHead,
-                                    Value row0) {
+KernelBuilder::TileWrite FlashAttentionLowering::store(Value acc, Value sum,
+                                                       Value batchIndex,
+                                                       Value kvHead,
+                                                       Value row0) {
   OpBuilder &b = kb.builder;
   Value fzero = kb.constant(0.0);
   // o = acc / l, and 0 for a row that saw no key.
@@ -381,13 +370,15 @@ Value FlashAttentionLowering::store(Value output, Value acc, Value sum,
         return kb.toElement(
             nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
       });
-  return kb.insert(tile, output,
-                   {batchIndex, row0, kb.mul(kvHead, group), b.getIndexAttr(0)},
-                   {1, blockQ, group, valueDim});
+  return {tile,
+          0,
+          {batchIndex, row0, kb.mul(kvHead, group), b.getIndexAttr(0)},
+          {1, blockQ, group, valueDim}};
 }
 
-Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
-                                              Value queryBlock, Value output) {
+KernelBuilder::TileWrite
+FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
+                                        Value queryBlock) {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   Value row0 = kb.mul(queryBlock, blockQ);
@@ -454,16 +445,18 @@ Value FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
         }
         scf::YieldOp::create(b, loc, update(scoreTile, valueTile, state));
       });
-  return store(output, keyLoop.getResult(2), keyLoop.getResult(1), batchIndex,
-               kvHead, row0);
+  return store(keyLoop.getResult(2), keyLoop.getResult(1), batchIndex, kvHead,
+               row0);
 }
 
 struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerFlashAttention(MLIRContext *context, bool parallel)
+      : OpRewritePattern(context), parallel(parallel) {}
+  bool parallel;
 
   LogicalResult matchAndRewrite(FlashAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    FlashAttentionLowering lowering(op, rewriter);
+    FlashAttentionLowering lowering(op, rewriter, parallel);
     rewriter.replaceOp(op, lowering.build());
     return success();
   }
@@ -471,7 +464,7 @@ struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
 
 } // namespace
 
-void attnfuse::populateFlashAttentionToSCFPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<LowerFlashAttention>(patterns.getContext());
+void attnfuse::populateFlashAttentionToSCFPatterns(RewritePatternSet &patterns,
+                                                   bool parallel) {
+  patterns.add<LowerFlashAttention>(patterns.getContext(), parallel);
 }

@@ -38,8 +38,8 @@ namespace {
 
 class FlashDecodeLowering {
 public:
-  FlashDecodeLowering(FlashDecodeOp op, OpBuilder &builder)
-      : op(op),
+  FlashDecodeLowering(FlashDecodeOp op, OpBuilder &builder, bool parallel)
+      : op(op), parallel(parallel),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
@@ -73,10 +73,12 @@ private:
   /// Online-softmax update of (m [G], l [G], acc [G, dv]) with one tile.
   SmallVector<Value> update(Value queryRows, Value keySlab, Value valueSlab,
                             Value key0, Value lo, Value hi, ValueRange state);
-  Value store(Value output, Value acc, Value sum, Value batchIndex,
-              Value kvHead);
+  /// The output tile acc / l of one (sequence, KV head).
+  KernelBuilder::TileWrite store(Value acc, Value sum, Value batchIndex,
+                                 Value kvHead);
 
   FlashDecodeOp op;
+  bool parallel;
   KernelBuilder kb;
   int64_t numHeads, numKvHeads, group, headDim, valueDim, blockKV;
   bool keyIsValue;
@@ -127,79 +129,116 @@ SmallVector<Value> FlashDecodeLowering::build() {
     init.push_back(op.getValueCache());
 
   Value zero = kb.index(0), one = kb.index(1);
-  auto batchLoop = scf::ForOp::create(
-      b, loc, zero, batch, one, init,
-      [&](OpBuilder &, Location, Value batchIndex, ValueRange args) {
-        Value position = arith::IndexCastOp::create(
-            b, loc, b.getIndexType(),
-            tensor::ExtractOp::create(b, loc, op.getPositions(),
-                                      ValueRange{batchIndex}));
-        Value inside = arith::AndIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, position,
-                                  zero),
-            kb.lessThan(position, capacity));
-        cf::AssertOp::create(
-            b, loc, inside,
-            "attn.flash_decode: positions[b] is outside the cache capacity");
+  auto readPosition = [&](Value batchIndex) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, op.getPositions(),
+                                  ValueRange{batchIndex}));
+  };
+  auto checkPosition = [&](Value position) {
+    Value inside = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, position,
+                              zero),
+        kb.lessThan(position, capacity));
+    cf::AssertOp::create(
+        b, loc, inside,
+        "attn.flash_decode: positions[b] is outside the cache capacity");
+  };
+  // The G query heads of one KV head of sequence `batchIndex` over the keys
+  // [lo, p] of the updated caches: the output tile.
+  auto attendHead = [&](Value batchIndex, Value kvHead, Value position,
+                        Value keys, Value values) -> KernelBuilder::TileWrite {
+    Value lo = zero;
+    if (std::optional<int64_t> window = op.getWindow())
+      lo = kb.max(zero, kb.sub(position, kb.index(*window - 1)));
+    Value hi = position;
+    Value loBlock = kb.floorDiv(lo, blockKV);
+    Value endBlock = kb.ceilDiv(kb.add(position, 1), blockKV);
+    Value queryRows = loadQuery(batchIndex, kvHead, position);
+    Value maxInit =
+        kb.fill(kb.empty({group}, kb.computeType),
+                kb.constant(-std::numeric_limits<double>::infinity()));
+    Value sumInit =
+        kb.fill(kb.empty({group}, kb.computeType), kb.constant(0.0));
+    Value accInit =
+        kb.fill(kb.empty({group, valueDim}, kb.computeType), kb.constant(0.0));
+    auto keyLoop = scf::ForOp::create(
+        b, loc, loBlock, endBlock, one, ValueRange{maxInit, sumInit, accInit},
+        [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
+          Value key0 = kb.mul(keyBlock, blockKV);
+          // One gather per tile; for K=V it is also the values.
+          Value keySlab =
+              gatherRows(keys, headDim, batchIndex, kvHead, key0, position);
+          Value valueSlab = keyIsValue
+                                ? keySlab
+                                : gatherRows(values, valueDim, batchIndex,
+                                             kvHead, key0, position);
+          scf::YieldOp::create(
+              b, loc,
+              update(queryRows, keySlab, valueSlab, key0, lo, hi, state));
+        });
+    return store(keyLoop.getResult(2), keyLoop.getResult(1), batchIndex,
+                 kvHead);
+  };
 
-        Value keys = writeNewToken(args[1], op.getKeyNew(), headDim, batchIndex,
-                                   position);
-        Value values = keyIsValue
-                           ? keys
-                           : writeNewToken(args[2], op.getValueNew(), valueDim,
-                                           batchIndex, position);
-
-        // Visible keys [lo, p].
-        Value lo = zero;
-        if (std::optional<int64_t> window = op.getWindow())
-          lo = kb.max(zero, kb.sub(position, kb.index(*window - 1)));
-        Value hi = position;
-        Value loBlock = kb.floorDiv(lo, blockKV);
-        Value endBlock = kb.ceilDiv(kb.add(position, 1), blockKV);
-
-        auto headLoop = scf::ForOp::create(
-            b, loc, zero, kb.index(numKvHeads), one, ValueRange{args[0]},
-            [&](OpBuilder &, Location, Value kvHead, ValueRange headArgs) {
-              Value queryRows = loadQuery(batchIndex, kvHead, position);
-              Value maxInit = kb.fill(
-                  kb.empty({group}, kb.computeType),
-                  kb.constant(-std::numeric_limits<double>::infinity()));
-              Value sumInit =
-                  kb.fill(kb.empty({group}, kb.computeType), kb.constant(0.0));
-              Value accInit =
-                  kb.fill(kb.empty({group, valueDim}, kb.computeType),
-                          kb.constant(0.0));
-              auto keyLoop = scf::ForOp::create(
-                  b, loc, loBlock, endBlock, one,
-                  ValueRange{maxInit, sumInit, accInit},
-                  [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
-                    Value key0 = kb.mul(keyBlock, blockKV);
-                    // One gather per tile; for K=V it is also the values.
-                    Value keySlab = gatherRows(keys, headDim, batchIndex,
-                                               kvHead, key0, position);
-                    Value valueSlab =
-                        keyIsValue ? keySlab
-                                   : gatherRows(values, valueDim, batchIndex,
-                                                kvHead, key0, position);
-                    scf::YieldOp::create(b, loc,
-                                         update(queryRows, keySlab, valueSlab,
-                                                key0, lo, hi, state));
-                  });
-              scf::YieldOp::create(b, loc,
-                                   store(headArgs[0], keyLoop.getResult(2),
-                                         keyLoop.getResult(1), batchIndex,
-                                         kvHead));
-            });
-        SmallVector<Value> results = {headLoop.getResult(0), keys};
-        if (!keyIsValue)
-          results.push_back(values);
-        scf::YieldOp::create(b, loc, results);
-      });
+  SmallVector<Value> loopResults;
+  if (parallel) {
+    // First every sequence's new rows go into the caches (a few rows, in
+    // order), then the (sequence, KV head) pairs attend independently,
+    // reading the updated caches only.
+    auto writeLoop = scf::ForOp::create(
+        b, loc, zero, batch, one, ValueRange(init).drop_front(),
+        [&](OpBuilder &, Location, Value batchIndex, ValueRange caches) {
+          Value position = readPosition(batchIndex);
+          checkPosition(position);
+          SmallVector<Value> updated = {writeNewToken(
+              caches[0], op.getKeyNew(), headDim, batchIndex, position)};
+          if (!keyIsValue)
+            updated.push_back(writeNewToken(caches[1], op.getValueNew(),
+                                            valueDim, batchIndex, position));
+          scf::YieldOp::create(b, loc, updated);
+        });
+    Value keys = writeLoop.getResult(0);
+    Value values = keyIsValue ? keys : writeLoop.getResult(1);
+    Value attended = kb.tileLoops(
+        {batch, kb.index(numKvHeads)}, ValueRange{output},
+        /*parallel=*/true,
+        [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+          return {
+              attendHead(ivs[0], ivs[1], readPosition(ivs[0]), keys, values)};
+        })[0];
+    loopResults = {attended};
+    llvm::append_range(loopResults, writeLoop.getResults());
+  } else {
+    auto batchLoop = scf::ForOp::create(
+        b, loc, zero, batch, one, init,
+        [&](OpBuilder &, Location, Value batchIndex, ValueRange args) {
+          Value position = readPosition(batchIndex);
+          checkPosition(position);
+          Value keys = writeNewToken(args[1], op.getKeyNew(), headDim,
+                                     batchIndex, position);
+          Value values = keyIsValue
+                             ? keys
+                             : writeNewToken(args[2], op.getValueNew(),
+                                             valueDim, batchIndex, position);
+          Value attended = kb.tileLoops(
+              {kb.index(numKvHeads)}, ValueRange{args[0]},
+              /*parallel=*/false,
+              [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+                return {attendHead(batchIndex, ivs[0], position, keys, values)};
+              })[0];
+          SmallVector<Value> results = {attended, keys};
+          if (!keyIsValue)
+            results.push_back(values);
+          scf::YieldOp::create(b, loc, results);
+        });
+    loopResults.assign(batchLoop.getResults().begin(),
+                       batchLoop.getResults().end());
+  }
 
   SmallVector<Value> results;
-  for (auto [value, result] :
-       llvm::zip(batchLoop.getResults(), op.getResults())) {
+  for (auto [value, result] : llvm::zip(loopResults, op.getResults())) {
     Value cast = value;
     if (cast.getType() != result.getType())
       cast = tensor::CastOp::create(b, loc, result.getType(), cast);
@@ -382,8 +421,9 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
   return {maxNew, sumNew, accNew};
 }
 
-Value FlashDecodeLowering::store(Value output, Value acc, Value sum,
-                                 Value batchIndex, Value kvHead) {
+KernelBuilder::TileWrite FlashDecodeLowering::store(Value acc, Value sum,
+                                                    Value batchIndex,
+                                                    Value kvHead) {
   OpBuilder &b = kb.builder;
   Value fzero = kb.constant(0.0);
   Value tile = kb.generic(
@@ -396,18 +436,21 @@ Value FlashDecodeLowering::store(Value output, Value acc, Value sum,
         return kb.toElement(
             nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
       });
-  return kb.insert(
-      tile, output,
+  return {
+      tile,
+      0,
       {batchIndex, b.getIndexAttr(0), kb.mul(kvHead, group), b.getIndexAttr(0)},
-      {1, 1, group, valueDim});
+      {1, 1, group, valueDim}};
 }
 
 struct LowerFlashDecode : OpRewritePattern<FlashDecodeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerFlashDecode(MLIRContext *context, bool parallel)
+      : OpRewritePattern(context), parallel(parallel) {}
+  bool parallel;
 
   LogicalResult matchAndRewrite(FlashDecodeOp op,
                                 PatternRewriter &rewriter) const override {
-    FlashDecodeLowering lowering(op, rewriter);
+    FlashDecodeLowering lowering(op, rewriter, parallel);
     rewriter.replaceOp(op, lowering.build());
     return success();
   }
@@ -415,6 +458,7 @@ struct LowerFlashDecode : OpRewritePattern<FlashDecodeOp> {
 
 } // namespace
 
-void attnfuse::populateFlashDecodeToSCFPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerFlashDecode>(patterns.getContext());
+void attnfuse::populateFlashDecodeToSCFPatterns(RewritePatternSet &patterns,
+                                                bool parallel) {
+  patterns.add<LowerFlashDecode>(patterns.getContext(), parallel);
 }

@@ -24,7 +24,9 @@ using namespace attnfuse::kernels;
 namespace {
 
 struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerFusedProjection(MLIRContext *context, bool parallel)
+      : OpRewritePattern(context), parallel(parallel) {}
+  bool parallel;
 
   LogicalResult matchAndRewrite(FusedProjectionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -81,8 +83,8 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
           });
     };
 
-    auto tileBody = [&](Value batchIndex, Value s0, Value n0,
-                        Value out) -> Value {
+    auto tileBody = [&](Value batchIndex, Value s0,
+                        Value n0) -> KernelBuilder::TileWrite {
       Value acc =
           kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
       int64_t fullSteps = width / blockK, remainder = width % blockK;
@@ -138,39 +140,26 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
             }
             return kb.toElement(nb, element);
           });
-      return kb.insert(tile, out, {batchIndex, s0, n0}, {1, blockS, blockN});
+      return {tile, 0, {batchIndex, s0, n0}, {1, blockS, blockN}};
     };
 
-    auto batchLoop = scf::ForOp::create(
-        rewriter, loc, zero, batch, one, ValueRange{output},
-        [&](OpBuilder &, Location, Value batchIndex, ValueRange batchArgs) {
-          auto tokenLoop = scf::ForOp::create(
-              rewriter, loc, zero, numTokenBlocks, one, batchArgs,
-              [&](OpBuilder &, Location, Value tokenBlock,
-                  ValueRange tokenArgs) {
-                Value s0 = kb.mul(tokenBlock, blockS);
-                auto featureLoop = scf::ForOp::create(
-                    rewriter, loc, zero, kb.index(paddedFeatures / blockN), one,
-                    tokenArgs,
-                    [&](OpBuilder &, Location, Value featureBlock,
-                        ValueRange featureArgs) {
-                      scf::YieldOp::create(
-                          rewriter, loc,
-                          tileBody(batchIndex, s0, kb.mul(featureBlock, blockN),
-                                   featureArgs[0]));
-                    });
-                scf::YieldOp::create(rewriter, loc, featureLoop.getResults());
-              });
-          scf::YieldOp::create(rewriter, loc, tokenLoop.getResults());
-        });
+    // Every (token block, feature block) tile owns its output and its whole
+    // reduction over the input features.
+    Value tiled = kb.tileLoops(
+        {batch, numTokenBlocks, kb.index(paddedFeatures / blockN)},
+        ValueRange{output}, parallel,
+        [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+          return {
+              tileBody(ivs[0], kb.mul(ivs[1], blockS), kb.mul(ivs[2], blockN))};
+        })[0];
 
     // Drop the padding and split the features into heads.
     SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = {batch, tokens,
                                        rewriter.getIndexAttr(features)};
     SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-    Value flat = tensor::ExtractSliceOp::create(
-        rewriter, loc, batchLoop.getResult(0), offsets, sizes, strides);
+    Value flat = tensor::ExtractSliceOp::create(rewriter, loc, tiled, offsets,
+                                                sizes, strides);
     auto resultType = cast<RankedTensorType>(op.getType());
     auto headsType =
         RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic,
@@ -191,7 +180,7 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
 
 } // namespace
 
-void attnfuse::populateFusedProjectionToSCFPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<LowerFusedProjection>(patterns.getContext());
+void attnfuse::populateFusedProjectionToSCFPatterns(RewritePatternSet &patterns,
+                                                    bool parallel) {
+  patterns.add<LowerFusedProjection>(patterns.getContext(), parallel);
 }

@@ -20,8 +20,10 @@
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -43,9 +45,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/RuntimeOpVerification.h"
@@ -81,7 +85,9 @@ void attnfuse::buildAttnToCPUBufferizePipeline(
     tiles.blockK = options.blockK;
     pm.addPass(attn::createAttnFuse(tiles));
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createConvertAttnKernelsToSCFPass());
+    ConvertAttnKernelsToSCFPassOptions kernels;
+    kernels.parallel = options.parallel;
+    pm.addPass(createConvertAttnKernelsToSCFPass(kernels));
   }
   pm.addPass(createConvertAttnToLinalgPass());
   // Elementwise arith/math on tensors between layers (the residual adds of
@@ -123,6 +129,10 @@ void attnfuse::buildAttnToCPUBufferizePipeline(
 
 void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
     OpPassManager &pm, const AttnToCPUOptions &options) {
+  // The bufferized scf.forall of the kernels: an scf.parallel over the same
+  // iterations, for convert-scf-to-openmp below.
+  if (options.parallel)
+    pm.addPass(createForallToParallelLoopPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass()); // bufferization.clone
 
@@ -140,6 +150,17 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 as integer ops, no libcalls
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  if (options.parallel) {
+    // scf.parallel -> omp.parallel { omp.wsloop { omp.loop_nest } }: the
+    // (collapsed) iterations are split statically among the threads.
+    ConvertSCFToOpenMPPassOptions openmp;
+    openmp.numThreads = options.numThreads;
+    pm.addPass(createConvertSCFToOpenMPPass(openmp));
+    // The pass wraps each loop body in a memref.alloca_scope, single-block,
+    // which scf-to-cf would break; the bodies allocate on the heap only, so
+    // the canonicalizer inlines the scopes.
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -154,6 +175,8 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
     pm.addPass(createConvertAssertToErrorReturnPass(errorReturns));
   }
   pm.addPass(createConvertControlFlowToLLVMPass());
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -163,7 +186,8 @@ void attnfuse::registerAttnToCPUPipeline() {
       "Lower attn ops to the LLVM dialect for CPU execution "
       "(attn-outline-layers unless outline-layers=false, attn-decompose, "
       "attn-fuse and convert-attn-kernels-to-scf unless fused=false, "
-      "convert-attn-to-linalg, bufferization, loops, LLVM)",
+      "convert-attn-to-linalg, bufferization, loops, OpenMP for the kernels' "
+      "parallel loops unless parallel=false, LLVM)",
       [](OpPassManager &pm, const AttnToCPUOptions &options) {
         buildAttnToCPUPipeline(pm, options);
       });
@@ -173,8 +197,8 @@ void attnfuse::registerAttnToCPUDialects(DialectRegistry &registry) {
   registry.insert<attn::AttnDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+                  math::MathDialect, memref::MemRefDialect, omp::OpenMPDialect,
+                  scf::SCFDialect, tensor::TensorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -1,4 +1,16 @@
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-scf --canonicalize --cse -split-input-file | FileCheck %s
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-scf=parallel=true --canonicalize --cse -split-input-file | FileCheck %s --check-prefix=PAR
+
+// parallel=true: the independent outer loops are one scf.forall whose
+// iterations write their output tiles with tensor.parallel_insert_slice; the
+// key loop (the softmax reduction) stays a sequential scf.for inside.
+// PAR-LABEL: func.func @flash_kv
+// PAR: %[[OUT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x4x16xf32>
+// PAR: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 2, %{{.*}}) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x16xf32>)
+// PAR-NOT: scf.forall
+// PAR: scf.for %{{.*}} iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<16x2x16xf32> into tensor<?x?x4x16xf32>
 
 // K=V with GQA-2 and RoPE on load: loops over batch, KV head and query
 // block; the key loop stops at the causal diagonal; one slice of the shared
@@ -52,6 +64,12 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 
 // A projection with a reduction of 40 in steps of 16: two full steps in a
 // loop and a static remainder of 8, then the bias and RoPE epilogue.
+// Projection: (batch, token block, feature block) tiles in parallel, each
+// with its whole reduction over the 40 input features.
+// PAR-LABEL: func.func @projection
+// PAR: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, 2) shared_outs(%[[ACC:.*]] = %{{.*}}) -> (tensor<?x?x32xf32>)
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}] [1, 8, 16] [1, 1, 1] : tensor<8x16xf32> into tensor<?x?x32xf32>
 // CHECK-LABEL: func.func @projection
 // CHECK: math.cos
 // CHECK: scf.for
@@ -77,6 +95,13 @@ func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,
 
 // The CCA prologue: x padded by the halo of P = 2 tokens in front, one loop
 // over batch and one over token blocks writing Q, K and V.
+// CCA prologue: (batch, token block) in parallel, three outputs.
+// PAR-LABEL: func.func @prologue
+// PAR: scf.forall (%[[B:.*]], %{{.*}}) in (%{{.*}}, %{{.*}}) shared_outs(%[[Q:.*]] = %{{.*}}, %[[K:.*]] = %{{.*}}, %[[V:.*]] = %{{.*}}) -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[Q]][%[[B]], %{{.*}}, 0, 0] [1, 4, 4, 8]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[K]][%[[B]], %{{.*}}, 0, 0] [1, 4, 2, 8]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[V]][%[[B]], %{{.*}}, 0, 0] [1, 4, 2, 8]
 // CHECK-LABEL: func.func @prologue
 // CHECK: tensor.pad %arg0 low[0, 2, 0] high[0, %{{.*}}, 0]
 // CHECK: scf.for {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)

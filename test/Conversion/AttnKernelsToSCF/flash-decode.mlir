@@ -1,4 +1,21 @@
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-scf --canonicalize --cse -split-input-file | FileCheck %s
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-scf=parallel=true --canonicalize --cse -split-input-file | FileCheck %s --check-prefix=PAR
+
+// parallel=true: a sequential loop over the batch checks the positions and
+// writes the new rows into the cache, then (sequence, KV head) pairs attend
+// in parallel, reading the updated cache.
+// PAR-LABEL: func.func @decode_kv
+// PAR: %[[CACHE:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %arg2) -> (tensor<?x64x2x16xf32>)
+// PAR: cf.assert %{{.*}}, "attn.flash_decode: positions[b] is outside the cache capacity"
+// PAR: tensor.insert_slice
+// PAR: scf.forall (%[[B:.*]], %[[H:.*]]) in (%{{.*}}, 2) shared_outs(%[[ACC:.*]] = %{{.*}}) -> (tensor<?x1x4x16xf32>)
+// PAR-NOT: cf.assert
+// PAR: tensor.extract %[[CACHE]][%[[B]], %{{.*}}, %[[H]], %{{.*}}]
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 16] [1, 1, 1, 1] : tensor<2x16xf32> into tensor<?x1x4x16xf32>
+// PAR: return %{{.*}}, %[[CACHE]]
+// PAR-LABEL: func.func @decode_paged
+// PAR: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
 
 // K=V cache with GQA-2 and key RoPE: per batch entry the position is
 // checked against the capacity, the new key is inserted at it, and per KV

@@ -15,6 +15,13 @@ namespace attnfuse {
 /// `int attnfuse_check_pending(void)` says whether one is recorded.
 inline constexpr const char *kCheckFailedFunction = "attnfuse_check_failed";
 inline constexpr const char *kCheckPendingFunction = "attnfuse_check_pending";
+/// Checks inside a parallel region (run by other threads) report through the
+/// calling thread's state: `void *attnfuse_call_state(void)` returns it at
+/// the function's entry, `void attnfuse_check_failed_in(void *state, const
+/// char *message)` records a failed check in it from any thread.
+inline constexpr const char *kCallStateFunction = "attnfuse_call_state";
+inline constexpr const char *kCheckFailedInFunction =
+    "attnfuse_check_failed_in";
 
 } // namespace attnfuse
 

@@ -15,19 +15,25 @@ namespace attnfuse {
 #include "attnfuse/Conversion/Passes.h.inc"
 
 /// attn.flash_attention -> tiled scf.for loops with online softmax.
-void populateFlashAttentionToSCFPatterns(mlir::RewritePatternSet &patterns);
+void populateFlashAttentionToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                         bool parallel = false);
 /// attn.flash_decode -> a cache write and loops over key tiles with online
 /// softmax per sequence and KV head.
-void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns);
+void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                      bool parallel = false);
 /// attn.fused_projection -> tiled GEMM loops with a bias and RoPE epilogue.
-void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns);
+void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                          bool parallel = false);
 /// attn.cca_prologue -> loops over sequence blocks with a halo.
-void populateCCAPrologueToSCFPatterns(mlir::RewritePatternSet &patterns);
+void populateCCAPrologueToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                      bool parallel = false);
 /// attn.cca_decode_prologue -> one decode step over the batch (no tiling).
 void populateCCADecodePrologueToSCFPatterns(mlir::RewritePatternSet &patterns);
 
-/// All of the above.
-void populateAttnKernelsToSCFPatterns(mlir::RewritePatternSet &patterns);
+/// All of the above. With `parallel`, the independent outer loops of the
+/// tiled kernels (see the pass's `parallel` option) are one `scf.forall`.
+void populateAttnKernelsToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                      bool parallel = false);
 
 } // namespace attnfuse
 
