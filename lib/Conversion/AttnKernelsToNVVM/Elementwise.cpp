@@ -17,10 +17,6 @@ using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::sm90;
 
-namespace {
-constexpr const char *kSymbols[] = {"B", "S", "T"};
-} // namespace
-
 std::string ElementwisePlan::key() const {
   return "ewise:" + opName + ":" + dtype;
 }
@@ -111,53 +107,41 @@ DictionaryAttr attnfuse::sm90::describeElementwise(MLIRContext *ctx,
                                                    Operation *op,
                                                    const ElementwisePlan &p) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  // The first dynamic size is B, the others S and T (planElementwise allows
+  // three).
+  LaunchSymbols sym(ctx);
   SmallVector<Attribute> shape;
   std::string count;
   int64_t staticCount = 1;
-  unsigned symbol = 0;
-  for (int64_t size : type.getShape()) {
-    if (ShapedType::isDynamic(size)) {
-      const char *name = kSymbols[symbol++];
-      shape.push_back(strAttr(ctx, name));
-      count += std::string(count.empty() ? "" : "*") + name;
-    } else {
-      shape.push_back(intAttr(ctx, size));
+  for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+    bool first = ShapedType::isDynamic(size) && count.empty();
+    Attribute entry =
+        sym.get(size, first ? StringRef("batch")
+                            : StringRef("dimension " + std::to_string(dim)));
+    shape.push_back(entry);
+    if (ShapedType::isDynamic(size))
+      count += (count.empty() ? "" : "*") + sizeText(entry);
+    else
       staticCount *= size;
-    }
   }
   std::string countExpr = count.empty() ? std::to_string(staticCount)
                           : staticCount == 1
                               ? count
                               : std::to_string(staticCount) + "*" + count;
-  StringRef layout = "row-major, contiguous";
-  auto tensor = [&](StringRef name, StringRef role, int64_t operand) {
-    return DictBuilder(ctx)
-        .set("name", name)
-        .set("role", role)
-        .set("operand", operand)
-        .set("dtype", StringRef(p.dtype))
-        .set("layout", layout)
-        .set("shape", arrayAttr(ctx, shape))
-        .get();
-  };
-  SmallVector<Attribute> tensors = {tensor("lhs", "input", 0),
-                                    tensor("rhs", "input", 1),
-                                    tensor("output", "result", -1)};
+  SmallVector<Attribute> tensors = {
+      describeTensor(ctx, "lhs", "input", 0, p.dtype, shape),
+      describeTensor(ctx, "rhs", "input", 1, p.dtype, shape),
+      describeTensor(ctx, "output", "result", -1, p.dtype, shape)};
   SmallVector<Attribute> params = {
       describeParam(ctx, "lhs", "pointer", p.dtype, "lhs"),
       describeParam(ctx, "rhs", "pointer", p.dtype, "rhs"),
       describeParam(ctx, "output", "pointer", p.dtype, "output"),
       describeParam(ctx, "count", "scalar", "i32", countExpr)};
   int64_t perCta = p.threads * p.vector;
-  SmallVector<Attribute> grid = {
-      DictBuilder(ctx)
-          .set("expr", "ceil_div(" + countExpr + ", " +
-                           std::to_string(perCta) + ")")
-          .get()};
-  std::string symbols;
-  for (unsigned i = 0; i < symbol; ++i)
-    symbols += std::string(i ? ", " : "") + kSymbols[i] + " = dimension " +
-               std::to_string(i) + " of the dynamic dimensions";
+  SmallVector<Attribute> grid = {gridEntry(
+      ctx, strAttr(ctx, "ceil_div(" + countExpr + ", " +
+                            std::to_string(perCta) + ")"))};
+  std::string symbols = sym.describe();
   DictionaryAttr config = DictBuilder(ctx)
                               .set("op", StringRef(p.opName))
                               .set("elements_per_thread", p.vector)
@@ -166,7 +150,7 @@ DictionaryAttr attnfuse::sm90::describeElementwise(MLIRContext *ctx,
   LaunchDescription launch;
   launch.kernel = p.name;
   launch.kind = "elementwise";
-  launch.symbols = symbols.empty() ? StringRef("none") : StringRef(symbols);
+  launch.symbols = symbols;
   launch.threads = p.threads;
   launch.sharedBytes = 0;
   launch.grid = grid;
