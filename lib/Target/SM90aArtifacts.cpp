@@ -9,8 +9,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -26,11 +26,11 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 
 using namespace mlir;
@@ -190,8 +190,7 @@ static json::Array reassociation(ArrayRef<ReassociationIndices> groups) {
 /// or through other such ops.
 static bool feedsOnlyReshapes(Operation *op) {
   if (op->getNumResults() == 0 ||
-      !llvm::all_of(op->getResultTypes(),
-                    [](Type t) { return t.isIndex(); }) ||
+      !llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIndex(); }) ||
       !isa<arith::ArithDialect, tensor::TensorDialect>(op->getDialect()))
     return false;
   return llvm::all_of(op->getUsers(), [](Operation *user) {
@@ -219,9 +218,9 @@ buildProgram(func::FuncOp func,
   for (BlockArgument arg : func.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || dtypeOf(type.getElementType()).empty())
-      return func.emitError() << "argument " << arg.getArgNumber()
-                              << " of type " << arg.getType()
-                              << " cannot be a device buffer";
+      return func.emitError()
+             << "argument " << arg.getArgNumber() << " of type "
+             << arg.getType() << " cannot be a device buffer";
     ids[arg] = next++;
     json::Object input = describeValue(arg);
     input["value"] = ids[arg];
@@ -306,11 +305,9 @@ buildProgram(func::FuncOp func,
       if (failed(src))
         return failure();
       auto type = expand.getResultType();
-      for (const ReassociationIndices &group :
-           expand.getReassociationIndices())
-        if (llvm::count_if(group, [&](int64_t d) {
-              return type.isDynamicDim(d);
-            }) > 1)
+      for (const ReassociationIndices &group : expand.getReassociationIndices())
+        if (llvm::count_if(group,
+                           [&](int64_t d) { return type.isDynamicDim(d); }) > 1)
           return expand.emitError()
                  << "expands into two dynamic sizes of one group; the device "
                     "program derives at most one per group";
@@ -323,8 +320,8 @@ buildProgram(func::FuncOp func,
       continue;
     }
     auto call = dyn_cast<func::CallOp>(op);
-    auto kernel = call ? kernelOfDecl.find(call.getCallee().str())
-                       : kernelOfDecl.end();
+    auto kernel =
+        call ? kernelOfDecl.find(call.getCallee().str()) : kernelOfDecl.end();
     if (kernel == kernelOfDecl.end())
       return op.emitError()
              << "has no sm_90a kernel: the device program of @"
@@ -341,18 +338,16 @@ buildProgram(func::FuncOp func,
     SmallVector<std::string> resultTensors;
     for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
       auto tensor = cast<DictionaryAttr>(t);
-      std::string name =
-          cast<StringAttr>(tensor.get("name")).getValue().str();
+      std::string name = cast<StringAttr>(tensor.get("name")).getValue().str();
       int64_t operand = cast<IntegerAttr>(tensor.get("operand")).getInt();
       if (operand < 0) {
         resultTensors.push_back(name);
         continue;
       }
       if (operand >= static_cast<int64_t>(call.getNumOperands()))
-        return call.emitError() << "kernel tensor '" << name
-                                << "' names operand " << operand
-                                << " of a call with "
-                                << call.getNumOperands();
+        return call.emitError()
+               << "kernel tensor '" << name << "' names operand " << operand
+               << " of a call with " << call.getNumOperands();
       FailureOr<int64_t> id = idOf(call, call.getOperand(operand));
       if (failed(id))
         return failure();

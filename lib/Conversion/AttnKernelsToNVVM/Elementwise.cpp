@@ -34,8 +34,8 @@ FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
   else if (elem.isF32())
     plan.dtype = "f32";
   else
-    return op->emitOpError() << "has no sm_90a kernel for element type "
-                             << elem << " (bf16, f16 or f32)";
+    return op->emitOpError() << "has no sm_90a kernel for element type " << elem
+                             << " (bf16, f16 or f32)";
   if (type.getNumDynamicDims() > 3)
     return op->emitOpError() << "has no sm_90a kernel for " << type
                              << ": at most 3 dynamic dimensions (B, S, T)";
@@ -72,9 +72,9 @@ void attnfuse::sm90::buildElementwiseKernel(OpBuilder &b, Location loc,
     Type wide = isa<VectorType>(narrow)
                     ? Type(VectorType::get({p.vector}, d.f32))
                     : d.f32;
-    Value sum = arith::AddFOp::create(b, loc,
-                                      arith::ExtFOp::create(b, loc, wide, x),
-                                      arith::ExtFOp::create(b, loc, wide, y));
+    Value sum =
+        arith::AddFOp::create(b, loc, arith::ExtFOp::create(b, loc, wide, x),
+                              arith::ExtFOp::create(b, loc, wide, y));
     return arith::TruncFOp::create(b, loc, narrow, sum);
   };
   Value chunk = d.add(d.mul(d.ctaid(0), p.threads), d.tid());
@@ -138,9 +138,9 @@ DictionaryAttr attnfuse::sm90::describeElementwise(MLIRContext *ctx,
       describeParam(ctx, "output", "pointer", p.dtype, "output"),
       describeParam(ctx, "count", "scalar", "i32", countExpr)};
   int64_t perCta = p.threads * p.vector;
-  SmallVector<Attribute> grid = {gridEntry(
-      ctx, strAttr(ctx, "ceil_div(" + countExpr + ", " +
-                            std::to_string(perCta) + ")"))};
+  SmallVector<Attribute> grid = {
+      gridEntry(ctx, strAttr(ctx, "ceil_div(" + countExpr + ", " +
+                                      std::to_string(perCta) + ")"))};
   std::string symbols = sym.describe();
   DictionaryAttr config = DictBuilder(ctx)
                               .set("op", StringRef(p.opName))
