@@ -1,12 +1,11 @@
 // Device programs: the launches of one compiled function over device buffers.
 //
-// The manifest's "programs" entry of a function lists its inputs (dtype, static
-// sizes), the steps (kernel launches binding numbered values to the kernel's
-// tensors, contiguous views) and its outputs. A call is planned once per input
-// shapes on the host: the launch sizes (B, S, T) by unifying each kernel's
-// tensor shapes with the bound values, the result shapes from the kernel's
-// expressions, and an arena offset for every intermediate from its live range
-// (first fit). Running it is then one pass of afr_launch calls.
+// The manifest's "programs" entry of a function lists its inputs (dtype, static sizes), the
+// steps (kernel launches binding numbered values to the kernel's tensors, contiguous views)
+// and its outputs. A call is planned once per input shapes on the host: the launch sizes
+// (B, S, T) by unifying each kernel's tensor shapes with the bound values, the result shapes
+// from the kernel's expressions, and an arena offset for every intermediate from its live
+// range (first fit). Running it is then one pass of afr_launch calls.
 #include "internal.h"
 
 #include <algorithm>
@@ -36,8 +35,7 @@ static bool intList(const Json *j, std::vector<int64_t> &out) {
 }
 
 static bool valueId(const Json *j, int64_t numValues, int64_t &out) {
-  if (!j || !j->isNumber() || !j->isInteger || j->integer < 0 ||
-      j->integer >= numValues)
+  if (!j || !j->isNumber() || !j->isInteger || j->integer < 0 || j->integer >= numValues)
     return false;
   out = j->integer;
   return true;
@@ -56,8 +54,7 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
   else
     return fail("has no \"function\"");
   const Json *values = p.get("values");
-  if (!values || !values->isNumber() || !values->isInteger ||
-      values->integer < 0)
+  if (!values || !values->isNumber() || !values->isInteger || values->integer < 0)
     return fail("has no \"values\" count");
   out.numValues = values->integer;
   const Json *inputs = p.get("inputs");
@@ -66,8 +63,7 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
   for (const Json &in : inputs->array) {
     const Json *dtype = in.get("dtype");
     std::vector<int64_t> shape;
-    if (!dtype || !dtype->isString() ||
-        dtypeFromName(dtype->string) == AFR_DTYPE_INVALID ||
+    if (!dtype || !dtype->isString() || dtypeFromName(dtype->string) == AFR_DTYPE_INVALID ||
         !intList(in.get("shape"), shape) || shape.size() > AFR_MAX_RANK)
       return fail("input " + std::to_string(out.inputDtypes.size()) +
                   " has a bad dtype or shape");
@@ -119,8 +115,7 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
         if (manifest.kernels[k].name == kernel->string)
           step.kernel = static_cast<int>(k);
       if (step.kernel < 0)
-        return fail(where + " launches unknown kernel '" + kernel->string +
-                    "'");
+        return fail(where + " launches unknown kernel '" + kernel->string + "'");
       const KernelSpec &ks = manifest.kernels[step.kernel];
       auto hasTensor = [&](const std::string &name) {
         for (const TensorSpec &t : ks.tensors)
@@ -136,8 +131,7 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
         if (!valueId(&id, out.numValues, v))
           return fail(where + ": bad value for tensor '" + name + "'");
         if (!hasTensor(name))
-          return fail(where + ": kernel '" + ks.name + "' has no tensor '" +
-                      name + "'");
+          return fail(where + ": kernel '" + ks.name + "' has no tensor '" + name + "'");
         step.tensors.emplace_back(name, v);
       }
       const Json *results = s.get("results");
@@ -147,46 +141,36 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
         const Json *name = r.get("tensor");
         int64_t v;
         std::vector<int64_t> shape;
-        if (!name || !name->isString() ||
-            !valueId(r.get("value"), out.numValues, v) ||
+        if (!name || !name->isString() || !valueId(r.get("value"), out.numValues, v) ||
             !intList(r.get("shape"), shape) || shape.size() > AFR_MAX_RANK)
           return fail(where + ": a result needs tensor, value and shape");
         const Json *aliases = s.get("aliases");
         bool aliased = aliases && aliases->get(name->string) != nullptr;
         if (!aliased && !hasTensor(name->string))
-          return fail(where + ": kernel '" + ks.name + "' has no tensor '" +
-                      name->string + "'");
+          return fail(where + ": kernel '" + ks.name + "' has no tensor '" + name->string + "'");
         step.results.emplace_back(name->string, v);
         step.resultShapes.push_back(shape);
       }
       if (const Json *hints = s.get("sizes"); hints && hints->isObject())
         for (const auto &[symbol, value] : hints->object) {
-          int index = symbol == "B"   ? 0
-                      : symbol == "S" ? 1
-                      : symbol == "T" ? 2
-                                      : -1;
+          int index = symbol == "B" ? 0 : symbol == "S" ? 1 : symbol == "T" ? 2 : -1;
           if (index >= 0 && value.isObject()) {
-            // A dimension of a value (a cache argument) times a factor (the
-            // page size).
+            // A dimension of a value (a cache argument) times a factor (the page size).
             const Json *times = value.get("times");
             const Json *dim = value.get("dim");
-            if (valueId(value.get("value"), out.numValues,
-                        step.hintValue[index]) &&
-                dim && dim->isNumber() && dim->isInteger && dim->integer >= 0 &&
-                times && times->isNumber() && times->isInteger &&
-                times->integer >= 1) {
+            if (valueId(value.get("value"), out.numValues, step.hintValue[index]) && dim &&
+                dim->isNumber() && dim->isInteger && dim->integer >= 0 && times &&
+                times->isNumber() && times->isInteger && times->integer >= 1) {
               step.hintDim[index] = dim->integer;
               step.sizeHints[index] = times->integer;
               continue;
             }
           }
-          if (index < 0 || !value.isNumber() || !value.isInteger ||
-              value.integer < 1)
+          if (index < 0 || !value.isNumber() || !value.isInteger || value.integer < 1)
             return fail(where + ": bad size hint '" + symbol + "'");
           step.sizeHints[index] = value.integer;
         }
-      if (const Json *aliases = s.get("aliases");
-          aliases && aliases->isObject())
+      if (const Json *aliases = s.get("aliases"); aliases && aliases->isObject())
         for (const auto &[result, tensor] : aliases->object) {
           if (!tensor.isString())
             return fail(where + ": bad alias of '" + result + "'");
@@ -194,8 +178,8 @@ bool parseProgram(const Json &p, const Manifest &manifest, ProgramSpec &out,
           for (const auto &[name, v] : step.tensors)
             bound = bound || name == tensor.string;
           if (!bound)
-            return fail(where + ": result '" + result +
-                        "' aliases unbound tensor '" + tensor.string + "'");
+            return fail(where + ": result '" + result + "' aliases unbound tensor '" +
+                        tensor.string + "'");
           step.aliases.emplace_back(result, tensor.string);
         }
     } else {
@@ -217,8 +201,7 @@ struct ValueState {
   bool known = false;
   afr_dtype dtype = AFR_DTYPE_INVALID;
   std::vector<int64_t> shape;
-  int64_t root =
-      -1; // the value owning the storage (itself unless a view or an alias)
+  int64_t root = -1; // the value owning the storage (itself unless a view or an alias)
   bool hasSizes = false;
   afr_sizes sizes{0, 0, 0}; // of the launch that produced it
 };
@@ -237,8 +220,7 @@ struct Plan {
   std::vector<ValueState> values;
   std::map<int64_t, Storage> storage; // by root value
   std::vector<afr_sizes> sizes;       // per step (launches)
-  // Per step and result: the shape the kernel writes (its result type may view
-  // it).
+  // Per step and result: the shape the kernel writes (its result type may view it).
   std::vector<std::vector<std::vector<int64_t>>> resultShapes;
   std::vector<afr_program_output> outputs;
   uint64_t arenaBytes = 0;
@@ -255,62 +237,54 @@ int64_t elements(const std::vector<int64_t> &shape) {
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") +
-         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
   return s + "]";
 }
 
-afr_status checkStatic(const std::vector<int64_t> &expected,
-                       const std::vector<int64_t> &got,
+afr_status checkStatic(const std::vector<int64_t> &expected, const std::vector<int64_t> &got,
                        const std::string &what) {
   bool ok = expected.size() == got.size();
   for (size_t i = 0; ok && i < got.size(); ++i)
     ok = got[i] >= 0 && (expected[i] < 0 || expected[i] == got[i]);
   if (!ok)
-    return setError(AFR_ERR_VALIDATION, what + ": shape " + shapeText(got) +
-                                            " does not match " +
-                                            shapeText(expected));
+    return setError(AFR_ERR_VALIDATION,
+                    what + ": shape " + shapeText(got) + " does not match " + shapeText(expected));
   return AFR_OK;
 }
 
 // Shapes, launch sizes, storage and arena layout of one call.
-afr_status planProgram(const Manifest &m, const ProgramSpec &p,
-                       const afr_tensor *inputs, int numInputs, Plan &plan) {
+afr_status planProgram(const Manifest &m, const ProgramSpec &p, const afr_tensor *inputs,
+                       int numInputs, Plan &plan) {
   if (numInputs != static_cast<int>(p.inputDtypes.size()))
     return setError(AFR_ERR_INVALID_ARGUMENT,
                     "program '" + p.function + "' takes " +
                         std::to_string(p.inputDtypes.size()) + " inputs, got " +
                         std::to_string(numInputs));
   if (numInputs > 0 && !inputs)
-    return setError(AFR_ERR_INVALID_ARGUMENT,
-                    "program '" + p.function + "': null inputs");
+    return setError(AFR_ERR_INVALID_ARGUMENT, "program '" + p.function + "': null inputs");
   plan = Plan();
   plan.values.resize(p.numValues);
   plan.sizes.resize(p.steps.size());
   plan.resultShapes.resize(p.steps.size());
   for (int i = 0; i < numInputs; ++i) {
     const afr_tensor &t = inputs[i];
-    std::string what =
-        "program '" + p.function + "' input " + std::to_string(i) +
-        (t.name && *t.name ? " ('" + std::string(t.name) + "')" : "");
+    std::string what = "program '" + p.function + "' input " + std::to_string(i) +
+                       (t.name && *t.name ? " ('" + std::string(t.name) + "')" : "");
     if (t.dtype != p.inputDtypes[i])
-      return setError(AFR_ERR_VALIDATION,
-                      what + ": dtype " + dtypeName(t.dtype) + ", expected " +
-                          dtypeName(p.inputDtypes[i]));
+      return setError(AFR_ERR_VALIDATION, what + ": dtype " + dtypeName(t.dtype) +
+                                              ", expected " + dtypeName(p.inputDtypes[i]));
     if (t.rank < 0 || t.rank > AFR_MAX_RANK)
-      return setError(AFR_ERR_VALIDATION,
-                      what + ": bad rank " + std::to_string(t.rank));
+      return setError(AFR_ERR_VALIDATION, what + ": bad rank " + std::to_string(t.rank));
     std::vector<int64_t> shape(t.shape, t.shape + t.rank);
     if (afr_status s = checkStatic(p.inputShapes[i], shape, what))
       return s;
     int64_t stride = 1;
     for (int d = t.rank - 1; d >= 0; --d) {
       if (t.shape[d] > 1 && t.strides[d] != stride)
-        return setError(AFR_ERR_VALIDATION,
-                        what + ": not contiguous (stride " +
-                            std::to_string(t.strides[d]) + " of dimension " +
-                            std::to_string(d) + ", expected " +
-                            std::to_string(stride) + ")");
+        return setError(AFR_ERR_VALIDATION, what + ": not contiguous (stride " +
+                                                std::to_string(t.strides[d]) + " of dimension " +
+                                                std::to_string(d) + ", expected " +
+                                                std::to_string(stride) + ")");
       stride *= t.shape[d];
     }
     ValueState &v = plan.values[i];
@@ -325,9 +299,8 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
   }
   auto valueOf = [&](size_t step, int64_t id) -> ValueState * {
     if (!plan.values[id].known) {
-      setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, step)) +
-                                     " reads value " + std::to_string(id) +
-                                     " before it is defined");
+      setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, step)) + " reads value " +
+                                     std::to_string(id) + " before it is defined");
       return nullptr;
     }
     return &plan.values[id];
@@ -344,9 +317,8 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
           int64_t n = 1;
           for (int64_t d : g) {
             if (d < 0 || d >= static_cast<int64_t>(src->shape.size()))
-              return setError(AFR_ERR_MANIFEST,
-                              std::string(stepWhere(p, si)) +
-                                  ": collapse group out of range");
+              return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) +
+                                                    ": collapse group out of range");
             n *= src->shape[d];
           }
           shape.push_back(n);
@@ -354,16 +326,14 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
       } else {
         if (step.groups.size() != src->shape.size())
           return setError(AFR_ERR_MANIFEST,
-                          std::string(stepWhere(p, si)) +
-                              ": expand groups do not match the source");
+                          std::string(stepWhere(p, si)) + ": expand groups do not match the source");
         shape.assign(step.shape.begin(), step.shape.end());
         for (size_t gi = 0; gi < step.groups.size(); ++gi) {
           int64_t known = 1, dynamic = -1;
           for (int64_t d : step.groups[gi]) {
             if (d < 0 || d >= static_cast<int64_t>(shape.size()))
-              return setError(AFR_ERR_MANIFEST,
-                              std::string(stepWhere(p, si)) +
-                                  ": expand group out of range");
+              return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) +
+                                                    ": expand group out of range");
             if (step.shape[d] < 0)
               dynamic = d;
             else
@@ -374,9 +344,8 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
         }
       }
       if (elements(shape) != elements(src->shape))
-        return setError(AFR_ERR_VALIDATION,
-                        std::string(stepWhere(p, si)) + ": cannot view " +
-                            shapeText(src->shape) + " as " + shapeText(shape));
+        return setError(AFR_ERR_VALIDATION, std::string(stepWhere(p, si)) + ": cannot view " +
+                                                shapeText(src->shape) + " as " + shapeText(shape));
       if (afr_status s = checkStatic(step.shape, shape, stepWhere(p, si)))
         return s;
       ValueState &r = plan.values[step.result];
@@ -393,9 +362,8 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
           return &t;
       return nullptr;
     };
-    // B, S, T: from the bound tensors' dimensions that are a bare symbol, else
-    // from the launch that produced an input (the combine kernel of a split
-    // decode).
+    // B, S, T: from the bound tensors' dimensions that are a bare symbol, else from the
+    // launch that produced an input (the combine kernel of a split decode).
     int64_t sizes[3] = {0, 0, 0};
     const char *names[3] = {"B", "S", "T"};
     for (const auto &[name, id] : step.tensors) {
@@ -409,12 +377,11 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
         for (int sym = 0; sym < 3; ++sym)
           if (!spec->shape[d].constant && spec->shape[d].text == names[sym]) {
             if (sizes[sym] != 0 && sizes[sym] != v->shape[d])
-              return setError(
-                  AFR_ERR_VALIDATION,
-                  std::string(stepWhere(p, si)) + ": kernel '" + k.name +
-                      "' needs one " + names[sym] + " but tensor '" + name +
-                      "' has " + std::to_string(v->shape[d]) +
-                      " where another has " + std::to_string(sizes[sym]));
+              return setError(AFR_ERR_VALIDATION,
+                              std::string(stepWhere(p, si)) + ": kernel '" + k.name +
+                                  "' needs one " + names[sym] + " but tensor '" + name +
+                                  "' has " + std::to_string(v->shape[d]) + " where another has " +
+                                  std::to_string(sizes[sym]));
             sizes[sym] = v->shape[d];
           }
     }
@@ -429,9 +396,8 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
       if (!v)
         return AFR_ERR_MANIFEST;
       if (step.hintDim[sym] >= static_cast<int64_t>(v->shape.size()))
-        return setError(AFR_ERR_MANIFEST,
-                        std::string(stepWhere(p, si)) +
-                            ": size hint names a missing dimension");
+        return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) +
+                                              ": size hint names a missing dimension");
       sizes[sym] = v->shape[step.hintDim[sym]] * step.sizeHints[sym];
     }
     for (const auto &[name, id] : step.tensors) {
@@ -472,13 +438,13 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
         int64_t value = e.value;
         std::string err;
         if (!e.constant && !evalExpr(e.text, launchSizes, value, err))
-          return setError(AFR_ERR_MANIFEST, "kernel '" + k.name + "' tensor '" +
-                                                name + "': " + err);
+          return setError(AFR_ERR_MANIFEST, "kernel '" + k.name + "' tensor '" + name +
+                                                "': " + err);
         kernelShape.push_back(value);
       }
       // The result type views the kernel's tensor (a [B, S, N] projection as
-      // [B, S, heads, head_dim]): its static sizes, its dynamic ones from the
-      // kernel's size at the same index.
+      // [B, S, heads, head_dim]): its static sizes, its dynamic ones from the kernel's size at
+      // the same index.
       const std::vector<int64_t> &typeShape =
           step.resultShapes[&result - step.results.data()];
       plan.resultShapes[si].resize(step.results.size());
@@ -491,17 +457,14 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
           if (r.shape[d] < 0)
             r.shape[d] = d < kernelShape.size() ? kernelShape[d] : -1;
         if (elements(r.shape) != elements(kernelShape) ||
-            std::any_of(r.shape.begin(), r.shape.end(),
-                        [](int64_t d) { return d < 0; }))
-          return setError(AFR_ERR_MANIFEST,
-                          std::string(stepWhere(p, si)) + ": kernel '" +
-                              k.name + "' tensor '" + name + "' " +
-                              shapeText(kernelShape) +
-                              " cannot be its result " + shapeText(typeShape));
+            std::any_of(r.shape.begin(), r.shape.end(), [](int64_t d) { return d < 0; }))
+          return setError(AFR_ERR_MANIFEST, std::string(stepWhere(p, si)) + ": kernel '" +
+                                                k.name + "' tensor '" + name + "' " +
+                                                shapeText(kernelShape) +
+                                                " cannot be its result " + shapeText(typeShape));
       }
       if (afr_status s = checkStatic(typeShape, r.shape,
-                                     std::string(stepWhere(p, si)) +
-                                         " result '" + name + "'"))
+                                     std::string(stepWhere(p, si)) + " result '" + name + "'"))
         return s;
       r.root = id;
       r.hasSizes = true;
@@ -512,14 +475,12 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
       plan.storage[id] = st;
     }
   }
-  // Outputs: inputs updated in place alias their input; the rest are the
-  // caller's buffers.
+  // Outputs: inputs updated in place alias their input; the rest are the caller's buffers.
   for (size_t j = 0; j < p.outputs.size(); ++j) {
     const ValueState &v = plan.values[p.outputs[j]];
     if (!v.known)
       return setError(AFR_ERR_MANIFEST, "program '" + p.function + "' output " +
-                                            std::to_string(j) +
-                                            " is never defined");
+                                            std::to_string(j) + " is never defined");
     afr_program_output out{};
     out.dtype = v.dtype;
     out.rank = static_cast<int32_t>(v.shape.size());
@@ -529,10 +490,10 @@ afr_status planProgram(const Manifest &m, const ProgramSpec &p,
     if (st.kind == StorageKind::Input) {
       out.aliases_input = static_cast<int32_t>(st.index);
     } else if (st.kind == StorageKind::Output) {
-      return setError(
-          AFR_ERR_MANIFEST,
-          "program '" + p.function + "' returns one buffer twice (outputs " +
-              std::to_string(st.index) + " and " + std::to_string(j) + ")");
+      return setError(AFR_ERR_MANIFEST, "program '" + p.function +
+                                            "' returns one buffer twice (outputs " +
+                                            std::to_string(st.index) + " and " +
+                                            std::to_string(j) + ")");
     } else {
       out.aliases_input = -1;
       st.kind = StorageKind::Output;
@@ -576,8 +537,7 @@ std::string planKey(const afr_tensor *inputs, int n) {
   for (int i = 0; i < n; ++i) {
     key += std::to_string(inputs[i].dtype) + ":";
     for (int d = 0; d < inputs[i].rank && d < AFR_MAX_RANK; ++d)
-      key += std::to_string(inputs[i].shape[d]) + "/" +
-             std::to_string(inputs[i].strides[d]) + ",";
+      key += std::to_string(inputs[i].shape[d]) + "/" + std::to_string(inputs[i].strides[d]) + ",";
     key += ";";
   }
   return key;
@@ -595,8 +555,7 @@ struct afr_program {
   std::map<int, afr_kernel *> kernels;
   std::map<std::string, std::unique_ptr<Plan>> plans;
   uint64_t arena = 0, arenaCapacity = 0;
-  std::map<std::string, uint64_t>
-      tables; // RoPE tables by (param, theta, dims, rows)
+  std::map<std::string, uint64_t> tables; // RoPE tables by (param, theta, dims, rows)
   uint64_t tableBytes = 0;
   int64_t allocations = 0, calls = 0, lastLaunches = 0;
   uint64_t lastArenaBytes = 0;
@@ -606,8 +565,8 @@ struct afr_program {
 
 static const ProgramSpec *programAt(const afr_manifest *m, int program) {
   if (!m || program < 0 || program >= static_cast<int>(m->m.programs.size())) {
-    setError(AFR_ERR_INVALID_ARGUMENT,
-             "program index " + std::to_string(program) + " out of range");
+    setError(AFR_ERR_INVALID_ARGUMENT, "program index " + std::to_string(program) +
+                                           " out of range");
     return nullptr;
   }
   return &m->m.programs[program];
@@ -624,11 +583,9 @@ const char *afr_manifest_program_function(const afr_manifest *m, int program) {
   return p ? p->function.c_str() : nullptr;
 }
 
-afr_status afr_manifest_find_program(const afr_manifest *m,
-                                     const char *function, int *program) {
+afr_status afr_manifest_find_program(const afr_manifest *m, const char *function, int *program) {
   if (!m || !function || !program)
-    return setError(AFR_ERR_INVALID_ARGUMENT,
-                    "afr_manifest_find_program: null argument");
+    return setError(AFR_ERR_INVALID_ARGUMENT, "afr_manifest_find_program: null argument");
   std::string names;
   for (size_t i = 0; i < m->m.programs.size(); ++i) {
     if (m->m.programs[i].function == function) {
@@ -637,10 +594,9 @@ afr_status afr_manifest_find_program(const afr_manifest *m,
     }
     names += (i ? ", " : "") + m->m.programs[i].function;
   }
-  return setError(
-      AFR_ERR_NOT_FOUND,
-      "no program for function '" + std::string(function) +
-          "' (the manifest has: " + (names.empty() ? "none" : names) + ")");
+  return setError(AFR_ERR_NOT_FOUND, "no program for function '" + std::string(function) +
+                                         "' (the manifest has: " +
+                                         (names.empty() ? "none" : names) + ")");
 }
 
 int afr_program_num_inputs(const afr_manifest *m, int program) {
@@ -653,9 +609,8 @@ int afr_program_num_outputs(const afr_manifest *m, int program) {
   return p ? static_cast<int>(p->outputs.size()) : -1;
 }
 
-afr_status afr_program_infer(const afr_manifest *m, int program,
-                             const afr_tensor *inputs, int numInputs,
-                             afr_program_output *outputs, int capacity,
+afr_status afr_program_infer(const afr_manifest *m, int program, const afr_tensor *inputs,
+                             int numInputs, afr_program_output *outputs, int capacity,
                              uint64_t *arenaBytes) {
   const ProgramSpec *p = programAt(m, program);
   if (!p)
@@ -663,20 +618,17 @@ afr_status afr_program_infer(const afr_manifest *m, int program,
   Plan plan;
   if (afr_status s = planProgram(m->m, *p, inputs, numInputs, plan))
     return s;
-  for (int j = 0;
-       outputs && j < capacity && j < static_cast<int>(plan.outputs.size());
-       ++j)
+  for (int j = 0; outputs && j < capacity && j < static_cast<int>(plan.outputs.size()); ++j)
     outputs[j] = plan.outputs[j];
   if (arenaBytes)
     *arenaBytes = plan.arenaBytes;
   return ok();
 }
 
-afr_status afr_program_create(afr_context *context, const afr_manifest *m,
-                              int program, afr_program **out) {
+afr_status afr_program_create(afr_context *context, const afr_manifest *m, int program,
+                              afr_program **out) {
   if (!context || !out)
-    return setError(AFR_ERR_INVALID_ARGUMENT,
-                    "afr_program_create: null argument");
+    return setError(AFR_ERR_INVALID_ARGUMENT, "afr_program_create: null argument");
   const ProgramSpec *p = programAt(m, program);
   if (!p)
     return AFR_ERR_INVALID_ARGUMENT;
@@ -685,8 +637,7 @@ afr_status afr_program_create(afr_context *context, const afr_manifest *m,
   prog->manifest = m;
   prog->spec = p;
   for (const ProgramStep &step : p->steps) {
-    if (step.kind != ProgramStep::Kind::Launch ||
-        prog->kernels.count(step.kernel))
+    if (step.kind != ProgramStep::Kind::Launch || prog->kernels.count(step.kernel))
       continue;
     afr_kernel *kernel = nullptr;
     if (afr_status s = afr_kernel_load(context, m, step.kernel, &kernel)) {
@@ -713,29 +664,26 @@ void afr_program_destroy(afr_program *prog) {
   delete prog;
 }
 
-static afr_status ropeTable(afr_program *prog, const RopeTableSpec &table,
-                            int64_t rows, int64_t cols, uint64_t &ptr) {
+static afr_status ropeTable(afr_program *prog, const RopeTableSpec &table, int64_t rows,
+                            int64_t cols, uint64_t &ptr) {
   std::string key = table.param + ":" + std::to_string(table.theta) + ":" +
-                    std::to_string(table.rotated) + ":" + std::to_string(rows) +
-                    ":" + std::to_string(cols);
+                    std::to_string(table.rotated) + ":" + std::to_string(rows) + ":" +
+                    std::to_string(cols);
   if (auto it = prog->tables.find(key); it != prog->tables.end()) {
     ptr = it->second;
     return ok();
   }
   if (table.rotated <= 0 || cols != table.rotated / 2)
-    return setError(AFR_ERR_MANIFEST,
-                    "rope table '" + table.param +
-                        "': " + std::to_string(cols) + " columns for " +
-                        std::to_string(table.rotated) + " rotated dims");
+    return setError(AFR_ERR_MANIFEST, "rope table '" + table.param + "': " +
+                                          std::to_string(cols) + " columns for " +
+                                          std::to_string(table.rotated) + " rotated dims");
   std::vector<float> values(static_cast<size_t>(rows * cols));
   for (int64_t p = 0; p < rows; ++p)
     for (int64_t i = 0; i < cols; ++i) {
-      double angle =
-          static_cast<double>(p) *
-          std::pow(table.theta, -2.0 * static_cast<double>(i) /
-                                    static_cast<double>(table.rotated));
-      values[p * cols + i] =
-          static_cast<float>(table.sine ? std::sin(angle) : std::cos(angle));
+      double angle = static_cast<double>(p) *
+                     std::pow(table.theta, -2.0 * static_cast<double>(i) /
+                                               static_cast<double>(table.rotated));
+      values[p * cols + i] = static_cast<float>(table.sine ? std::sin(angle) : std::cos(angle));
     }
   size_t bytes = std::max<size_t>(values.size() * sizeof(float), 16);
   if (afr_status s = afr_mem_alloc(prog->context, bytes, &ptr))
@@ -752,8 +700,7 @@ static afr_status ropeTable(afr_program *prog, const RopeTableSpec &table,
   return ok();
 }
 
-static void describe(afr_tensor &t, const char *name, uint64_t data,
-                     const ValueState &v) {
+static void describe(afr_tensor &t, const char *name, uint64_t data, const ValueState &v) {
   t = afr_tensor{};
   t.name = name;
   t.data = data;
@@ -767,9 +714,8 @@ static void describe(afr_tensor &t, const char *name, uint64_t data,
   }
 }
 
-afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
-                           int numInputs, const afr_tensor *outputs,
-                           int numOutputs, void *stream) {
+afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs, int numInputs,
+                           const afr_tensor *outputs, int numOutputs, void *stream) {
   if (!prog)
     return setError(AFR_ERR_INVALID_ARGUMENT, "afr_program_run: null program");
   const ProgramSpec &p = *prog->spec;
@@ -783,50 +729,41 @@ afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
     found = prog->plans.emplace(key, std::move(plan)).first;
   }
   const Plan &plan = *found->second;
-  if (numOutputs != static_cast<int>(plan.outputs.size()) ||
-      (numOutputs > 0 && !outputs))
+  if (numOutputs != static_cast<int>(plan.outputs.size()) || (numOutputs > 0 && !outputs))
     return setError(AFR_ERR_INVALID_ARGUMENT,
-                    "program '" + p.function + "' has " +
-                        std::to_string(plan.outputs.size()) + " outputs, got " +
-                        std::to_string(numOutputs));
+                    "program '" + p.function + "' has " + std::to_string(plan.outputs.size()) +
+                        " outputs, got " + std::to_string(numOutputs));
   for (int j = 0; j < numOutputs; ++j) {
     const afr_program_output &o = plan.outputs[j];
     if (o.aliases_input >= 0)
       continue;
     const afr_tensor &t = outputs[j];
-    std::string what =
-        "program '" + p.function + "' output " + std::to_string(j);
-    std::vector<int64_t> want(o.shape, o.shape + o.rank),
-        got(t.shape, t.shape + t.rank);
+    std::string what = "program '" + p.function + "' output " + std::to_string(j);
+    std::vector<int64_t> want(o.shape, o.shape + o.rank), got(t.shape, t.shape + t.rank);
     if (t.dtype != o.dtype || t.rank != o.rank || want != got)
-      return setError(AFR_ERR_VALIDATION,
-                      what + ": expected " + dtypeName(o.dtype) + " " +
-                          shapeText(want) + ", got " + dtypeName(t.dtype) +
-                          " " + shapeText(got));
+      return setError(AFR_ERR_VALIDATION, what + ": expected " + dtypeName(o.dtype) + " " +
+                                              shapeText(want) + ", got " + dtypeName(t.dtype) +
+                                              " " + shapeText(got));
     if (!t.data)
       return setError(AFR_ERR_VALIDATION, what + ": null data pointer");
   }
   for (int i = 0; i < numInputs; ++i)
     if (!inputs[i].data && elements(plan.values[i].shape) > 0)
-      return setError(AFR_ERR_VALIDATION, "program '" + p.function +
-                                              "' input " + std::to_string(i) +
-                                              ": null data pointer");
-  // The arena is shared by every call: a call on another stream waits for the
-  // last one.
+      return setError(AFR_ERR_VALIDATION, "program '" + p.function + "' input " +
+                                              std::to_string(i) + ": null data pointer");
+  // The arena is shared by every call: a call on another stream waits for the last one.
   if (prog->ran && stream != prog->lastStream)
     if (afr_status s = afr_stream_synchronize(prog->context, prog->lastStream))
       return s;
   if (plan.arenaBytes > prog->arenaCapacity) {
     if (prog->arena) {
-      if (afr_status s =
-              afr_stream_synchronize(prog->context, prog->lastStream))
+      if (afr_status s = afr_stream_synchronize(prog->context, prog->lastStream))
         return s;
       (void)afr_mem_free(prog->context, prog->arena);
       prog->arena = 0;
       prog->arenaCapacity = 0;
     }
-    if (afr_status s =
-            afr_mem_alloc(prog->context, plan.arenaBytes, &prog->arena))
+    if (afr_status s = afr_mem_alloc(prog->context, plan.arenaBytes, &prog->arena))
       return s;
     ++prog->allocations;
     prog->arenaCapacity = plan.arenaBytes;
@@ -850,23 +787,19 @@ afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
       continue;
     const KernelSpec &k = m.kernels[step.kernel];
     const afr_sizes &sizes = plan.sizes[si];
-    tensors.assign(step.tensors.size() + step.results.size() +
-                       k.ropeTables.size(),
-                   afr_tensor{});
+    tensors.assign(step.tensors.size() + step.results.size() + k.ropeTables.size(), afr_tensor{});
     size_t n = 0;
     for (const auto &[name, id] : step.tensors)
       describe(tensors[n++], name.c_str(), dataOf(id), plan.values[id]);
     for (size_t j = 0; j < step.results.size(); ++j) {
       const std::string &name = step.results[j].first;
-      bool aliased =
-          std::any_of(step.aliases.begin(), step.aliases.end(),
-                      [&](const auto &a) { return a.first == name; });
+      bool aliased = std::any_of(step.aliases.begin(), step.aliases.end(),
+                                 [&](const auto &a) { return a.first == name; });
       if (aliased)
         continue;
       ValueState written = plan.values[step.results[j].second];
       written.shape = plan.resultShapes[si][j];
-      describe(tensors[n++], name.c_str(), dataOf(step.results[j].second),
-               written);
+      describe(tensors[n++], name.c_str(), dataOf(step.results[j].second), written);
     }
     for (const RopeTableSpec &table : k.ropeTables) {
       const TensorSpec *spec = nullptr;
@@ -874,17 +807,14 @@ afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
         if (t.name == table.param)
           spec = &t;
       if (!spec || spec->shape.size() != 2)
-        return setError(AFR_ERR_MANIFEST,
-                        "kernel '" + k.name + "': rope table '" + table.param +
-                            "' is not a [positions, r/2] table");
+        return setError(AFR_ERR_MANIFEST, "kernel '" + k.name + "': rope table '" +
+                                              table.param + "' is not a [positions, r/2] table");
       int64_t dims[2];
       for (int d = 0; d < 2; ++d) {
         std::string err;
         dims[d] = spec->shape[d].value;
-        if (!spec->shape[d].constant &&
-            !evalExpr(spec->shape[d].text, sizes, dims[d], err))
-          return setError(AFR_ERR_MANIFEST,
-                          "rope table '" + table.param + "': " + err);
+        if (!spec->shape[d].constant && !evalExpr(spec->shape[d].text, sizes, dims[d], err))
+          return setError(AFR_ERR_MANIFEST, "rope table '" + table.param + "': " + err);
       }
       uint64_t ptr = 0;
       if (afr_status s = ropeTable(prog, table, dims[0], dims[1], ptr))
@@ -900,12 +830,11 @@ afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
       t.strides[0] = dims[1];
       t.strides[1] = 1;
     }
-    afr_status s = afr_launch(prog->kernels.at(step.kernel), &sizes,
-                              tensors.data(), static_cast<int>(n), stream);
+    afr_status s = afr_launch(prog->kernels.at(step.kernel), &sizes, tensors.data(),
+                              static_cast<int>(n), stream);
     if (s != AFR_OK) {
       std::string message = afr_last_error();
-      return setError(s, std::string(stepWhere(p, si)) + " (kernel '" + k.name +
-                             "'): " + message);
+      return setError(s, std::string(stepWhere(p, si)) + " (kernel '" + k.name + "'): " + message);
     }
   }
   prog->ran = true;
@@ -916,11 +845,9 @@ afr_status afr_program_run(afr_program *prog, const afr_tensor *inputs,
   return ok();
 }
 
-afr_status afr_program_get_stats(const afr_program *prog,
-                                 afr_program_stats *out) {
+afr_status afr_program_get_stats(const afr_program *prog, afr_program_stats *out) {
   if (!prog || !out)
-    return setError(AFR_ERR_INVALID_ARGUMENT,
-                    "afr_program_get_stats: null argument");
+    return setError(AFR_ERR_INVALID_ARGUMENT, "afr_program_get_stats: null argument");
   out->launches_per_call = prog->lastLaunches;
   out->arena_bytes = prog->lastArenaBytes;
   out->arena_capacity = prog->arenaCapacity;
