@@ -349,6 +349,7 @@ class SM90aFunction:
         self.launches = sum(1 for st in program["steps"]
                             if st["op"] == "launch")
         self._programs = {}  # device -> afr_program handle
+        self._inferred = {}  # input (dtype, shape)s -> outputs and arena bytes
 
     def __repr__(self):
         return (f"<attnfuse.SM90aFunction {self.name!r}: "
@@ -388,6 +389,14 @@ class SM90aFunction:
         return self._programs[device]
 
     def _infer(self, inputs):
+        # Output shapes depend on the input dtypes and shapes only: plan once
+        # per signature, not on every call.
+        key = tuple((dtype, tuple(shape)) for _, dtype, shape in inputs)
+        if key not in self._inferred:
+            self._inferred[key] = self._infer_uncached(inputs)
+        return self._inferred[key]
+
+    def _infer_uncached(self, inputs):
         manifest = self.artifacts._manifest()
         index = ctypes.c_int()
         _check(_lib().afr_manifest_find_program(
