@@ -501,6 +501,19 @@ static Tensor readDescriptor(const int64_t *words, const TensorSpec &spec) {
   size_t elem = getElementByteSize(spec.elementType);
   int64_t count = tensor.getNumElements();
   tensor.data.resize(size_t(count) * elem);
+  // Row-major results (the usual case) are one copy.
+  bool rowMajor = true;
+  for (int64_t i = int64_t(rank) - 1, expected = 1; i >= 0; --i) {
+    if (tensor.shape[i] != 1 && words[3 + rank + i] != expected)
+      rowMajor = false;
+    expected *= tensor.shape[i];
+  }
+  if (rowMajor) {
+    if (count > 0)
+      std::memcpy(tensor.data.data(), aligned + offset * elem,
+                  size_t(count) * elem);
+    return tensor;
+  }
   std::vector<int64_t> index(rank, 0);
   for (int64_t n = 0; n < count; ++n) {
     int64_t linear = offset;

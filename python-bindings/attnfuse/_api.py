@@ -217,7 +217,10 @@ def compile(module, target="cpu", entry=None, **options):
     caller's arrays, see CpuFunction), num_threads (None: the OpenMP
     runtime's default, OMP_NUM_THREADS or one thread per core; N: the
     kernels' parallel loops run on N threads; results are the same for every
-    count), parallel (True; False: every loop sequential, no OpenMP).
+    count), parallel (True; False: every loop sequential, no OpenMP),
+    vectorize (True: the kernels' tiles are register-blocked vector code;
+    False: scalar loops), register_tile_m and register_tile_n (4 and 16:
+    the rows and columns of a GEMM tile's register block).
 
     target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
     per function, and returns SM90aArtifacts: called like the CPU function
@@ -234,12 +237,13 @@ def compile(module, target="cpu", entry=None, **options):
     raise ValueError(f"target must be 'cpu' or 'sm_90a', got {target!r}")
 
 
-_CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k")
+_CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k",
+              "register_tile_m", "register_tile_n")
 
 
 def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
                  in_place_caches=True, num_threads=None, parallel=True,
-                 **tiles):
+                 vectorize=True, **tiles):
     entry = _pick_entry(module, entry)
     parts = []
     for name, value in tiles.items():
@@ -247,6 +251,7 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
             raise ValueError(f"{name}: not an option of target 'cpu' (options: "
                              f"fused, runtime_checks, opt_level, "
                              f"in_place_caches, num_threads, parallel, "
+                             f"vectorize, "
                              f"{', '.join(_CPU_TILES)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -258,6 +263,8 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
                                     or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer or None, "
                          f"got {num_threads!r}")
+    if not vectorize:
+        parts.append("vectorize=false")
     if not parallel:
         if num_threads is not None:
             raise ValueError(f"num_threads={num_threads} needs parallel=True")

@@ -43,6 +43,14 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "false lowers every primitive through the reference "
                      "path (convert-attn-to-linalg)"),
       llvm::cl::init(true)};
+  Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Register-block and vectorize the fused kernels' static "
+                     "tiles (attn-vectorize-kernel-tiles; vector.contract "
+                     "lowered to outer products, exp by a polynomial); "
+                     "false leaves them to scalar loops and LLVM's loop "
+                     "vectorizer"),
+      llvm::cl::init(true)};
   Option<bool> inPlaceResults{
       *this, "in-place-results",
       llvm::cl::desc("Private functions (the outlined layers) stop "
@@ -86,6 +94,16 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
   Option<int64_t> blockK{*this, "block-k",
                          llvm::cl::desc("Projection reduction step"),
                          llvm::cl::init(64)};
+  Option<int64_t> registerTileM{
+      *this, "register-tile-m",
+      llvm::cl::desc("Rows of a GEMM tile's register block "
+                     "(attn-vectorize-kernel-tiles)"),
+      llvm::cl::init(4)};
+  Option<int64_t> registerTileN{
+      *this, "register-tile-n",
+      llvm::cl::desc("Columns of a GEMM tile's register block "
+                     "(attn-vectorize-kernel-tiles)"),
+      llvm::cl::init(16)};
 };
 
 /// Adds the `attn-to-cpu` pipeline to `pm` (anchored on a builtin.module):

@@ -3,9 +3,12 @@
 // A tiled GEMM: for every (batch, block_s tokens, block_n features) output
 // tile, an f32 accumulator sums x-tile x W^T-tile products over the model
 // width in steps of block_k, then one epilogue adds the bias, rotates the
-// tile's heads (RoPE) and stores it already split into heads. W is
-// transposed once to [E, N] so the innermost loop runs over contiguous
-// output features. Tokens and features are zero-padded to whole tiles.
+// tile's heads (RoPE) and stores it already split into heads. W is packed
+// once per call into contiguous [block_k, block_n] blocks of W^T, so the
+// innermost loop runs over contiguous output features and a tile step reads
+// one block (rows of a plain W^T lie E * 4 bytes apart: for E = 1024 every
+// row maps to the same L1 cache sets). Tokens, features and the width are
+// zero-padded to whole tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,22 +40,46 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     const int64_t features =
         cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
     const int64_t headDim = op.getHeadDim();
-    const int64_t blockS = op.getBlockS(), blockK = op.getBlockK();
-    // Tiles never exceed the (padded) feature count.
+    const int64_t blockS = op.getBlockS();
+    // Tiles never exceed the (padded) feature count or the width.
     const int64_t blockN = std::min<int64_t>(
         op.getBlockN(), llvm::divideCeil(features, headDim) * headDim);
     const int64_t paddedFeatures = llvm::divideCeil(features, blockN) * blockN;
+    const int64_t blockK = std::min<int64_t>(op.getBlockK(), width);
+    const int64_t paddedWidth = llvm::divideCeil(width, blockK) * blockK;
+    const int64_t numFeatureBlocks = paddedFeatures / blockN;
+    const int64_t numSteps = paddedWidth / blockK;
 
     Value batch = kb.dim(op.getInput(), 0);
     Value tokens = kb.dim(op.getInput(), 1);
     Value numTokenBlocks = kb.ceilDiv(tokens, blockS);
     Value paddedTokens = kb.mul(numTokenBlocks, blockS);
-    Value input = kb.padDimTo(op.getInput(), 1, paddedTokens);
+    Value input = kb.padDimsTo(op.getInput(),
+                               {{1, paddedTokens}, {2, kb.index(paddedWidth)}});
 
-    // W^T [E, N_padded] and the bias [N_padded] in the compute type.
-    Value weight = kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
-    Value weightT = kb.convert(weight, {width, paddedFeatures}, kb.computeType,
-                               kb.map(2, {1, 0}));
+    // W^T in blocks, [N_padded / BN, E_padded / BK, BK, BN] in the compute
+    // type: packed[nb, kb, k, n] = W[nb * BN + n, kb * BK + k]. The packing
+    // loops run k innermost: contiguous reads of W, writes within a block.
+    Value weight = kb.padDimsTo(op.getWeight(), {{0, kb.index(paddedFeatures)},
+                                                 {1, kb.index(paddedWidth)}});
+    weight = tensor::CastOp::create(
+        rewriter, loc,
+        RankedTensorType::get({paddedFeatures, paddedWidth},
+                              inputType.getElementType()),
+        weight);
+    Value weightBlocks = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({numFeatureBlocks, blockN, numSteps, blockK},
+                              inputType.getElementType()),
+        weight, ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
+    Value packedWeight = kb.generic(
+        {weightBlocks},
+        kb.empty({numFeatureBlocks, numSteps, blockK, blockN}, kb.computeType),
+        {kb.map(4, {0, 2, 1, 3}), kb.map(4, {0, 1, 3, 2})},
+        {kPar, kPar, kPar, kPar},
+        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+          return kb.toCompute(nb, args[0]);
+        });
     Value bias;
     if (op.getBias()) {
       bias = kb.convert(kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
@@ -66,12 +93,15 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
                  kb.elementType, {batch, paddedTokens});
     Value zero = kb.index(0), one = kb.index(1);
 
-    // acc += x[s0 : s0 + BS, k0 : k0 + kk] W^T[k0 : k0 + kk, n0 : n0 + BN].
-    auto accumulate = [&](Value acc, Value batchIndex, Value s0, Value n0,
-                          Value k0, int64_t kk) -> Value {
-      Value xTile =
-          kb.slice(input, {batchIndex, s0, k0}, {1, blockS, kk}, {blockS, kk});
-      Value wTile = kb.slice(weightT, {k0, n0}, {kk, blockN}, {kk, blockN});
+    // acc += x[s0 : s0 + BS, k0 : k0 + BK] W^T[k0 : k0 + BK, n0 : n0 + BN]
+    // for k0 = step * BK, n0 = featureBlock * BN.
+    auto accumulate = [&](Value acc, Value batchIndex, Value s0,
+                          Value featureBlock, Value step) -> Value {
+      Value xTile = kb.slice(input, {batchIndex, s0, kb.mul(step, blockK)},
+                             {1, blockS, blockK}, {blockS, blockK});
+      Value wTile =
+          kb.slice(packedWeight, {featureBlock, step, kb.index(0), kb.index(0)},
+                   {1, 1, blockK, blockN}, {blockK, blockN});
       return kb.generic(
           {xTile, wTile}, acc,
           {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
@@ -84,23 +114,18 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     };
 
     auto tileBody = [&](Value batchIndex, Value s0,
-                        Value n0) -> KernelBuilder::TileWrite {
+                        Value featureBlock) -> KernelBuilder::TileWrite {
+      Value n0 = kb.mul(featureBlock, blockN);
       Value acc =
           kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
-      int64_t fullSteps = width / blockK, remainder = width % blockK;
-      if (fullSteps > 0) {
-        auto kLoop = scf::ForOp::create(
-            rewriter, loc, zero, kb.index(fullSteps), one, ValueRange{acc},
-            [&](OpBuilder &, Location, Value step, ValueRange args) {
-              scf::YieldOp::create(rewriter, loc,
-                                   accumulate(args[0], batchIndex, s0, n0,
-                                              kb.mul(step, blockK), blockK));
-            });
-        acc = kLoop.getResult(0);
-      }
-      if (remainder > 0)
-        acc = accumulate(acc, batchIndex, s0, n0, kb.index(fullSteps * blockK),
-                         remainder);
+      auto kLoop = scf::ForOp::create(
+          rewriter, loc, zero, kb.index(numSteps), one, ValueRange{acc},
+          [&](OpBuilder &, Location, Value step, ValueRange args) {
+            scf::YieldOp::create(
+                rewriter, loc,
+                accumulate(args[0], batchIndex, s0, featureBlock, step));
+          });
+      acc = kLoop.getResult(0);
 
       // Epilogue: bias, RoPE of the tile's heads, conversion.
       SmallVector<Value> inputs = {acc};
@@ -146,11 +171,9 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     // Every (token block, feature block) tile owns its output and its whole
     // reduction over the input features.
     Value tiled = kb.tileLoops(
-        {batch, numTokenBlocks, kb.index(paddedFeatures / blockN)},
-        ValueRange{output}, parallel,
-        [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-          return {
-              tileBody(ivs[0], kb.mul(ivs[1], blockS), kb.mul(ivs[2], blockN))};
+        {batch, numTokenBlocks, kb.index(numFeatureBlocks)}, ValueRange{output},
+        parallel, [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
+          return {tileBody(ivs[0], kb.mul(ivs[1], blockS), ivs[2])};
         })[0];
 
     // Drop the padding and split the features into heads.

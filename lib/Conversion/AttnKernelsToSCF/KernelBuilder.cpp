@@ -109,12 +109,19 @@ Value KernelBuilder::insert(Value tile, Value dest,
 }
 
 Value KernelBuilder::padDimTo(Value source, int64_t dim, Value size) {
+  return padDimsTo(source, {{dim, size}});
+}
+
+Value KernelBuilder::padDimsTo(Value source,
+                               ArrayRef<std::pair<int64_t, Value>> dimSizes) {
   auto type = cast<RankedTensorType>(source.getType());
   SmallVector<OpFoldResult> low(type.getRank(), builder.getIndexAttr(0));
   SmallVector<OpFoldResult> high(type.getRank(), builder.getIndexAttr(0));
-  high[dim] = sub(size, this->dim(source, dim));
   SmallVector<int64_t> shape(type.getShape());
-  shape[dim] = ShapedType::kDynamic;
+  for (auto [dim, size] : dimSizes) {
+    high[dim] = sub(size, this->dim(source, dim));
+    shape[dim] = ShapedType::kDynamic;
+  }
   auto paddedType = RankedTensorType::get(shape, type.getElementType());
   Value zero =
       arith::ConstantOp::create(builder, loc, type.getElementType(),

@@ -75,6 +75,9 @@ public:
 
   /// Pads dimension `dim` of `source` with zeros at the end up to `size`.
   Value padDimTo(Value source, int64_t dim, Value size);
+  /// Pads each (dimension, size) of `dimSizes` so, in one copy.
+  Value padDimsTo(Value source,
+                  llvm::ArrayRef<std::pair<int64_t, Value>> dimSizes);
 
   /// linalg.generic with one output; `body` gets the block arguments
   /// (inputs, then the output) and returns the value to yield.

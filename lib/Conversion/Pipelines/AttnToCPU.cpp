@@ -24,6 +24,8 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -41,6 +43,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/RuntimeOpVerification.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
@@ -53,6 +56,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/RuntimeOpVerification.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -88,6 +95,13 @@ void attnfuse::buildAttnToCPUBufferizePipeline(
     ConvertAttnKernelsToSCFPassOptions kernels;
     kernels.parallel = options.parallel;
     pm.addPass(createConvertAttnKernelsToSCFPass(kernels));
+    if (options.vectorize) {
+      attn::AttnVectorizeKernelTilesOptions registerBlocks;
+      registerBlocks.registerTileM = options.registerTileM;
+      registerBlocks.registerTileN = options.registerTileN;
+      pm.addPass(attn::createAttnVectorizeKernelTiles(registerBlocks));
+      pm.addPass(createCanonicalizerPass());
+    }
   }
   pm.addPass(createConvertAttnToLinalgPass());
   // Elementwise arith/math on tensors between layers (the residual adds of
@@ -137,6 +151,11 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
   pm.addPass(createConvertBufferizationToMemRefPass()); // bufferization.clone
 
   // Buffers -> loops -> LLVM.
+  if (options.vectorize) {
+    // Contractions -> FMAs on 1-D vectors, n-D transfers -> 1-D loads and
+    // stores, exp -> a polynomial, strided copies -> linalg.copy.
+    pm.addPass(attn::createAttnLowerKernelVectors());
+  }
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -162,6 +181,13 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createSCFToControlFlowPass());
+  if (options.vectorize) {
+    // After attn-lower-kernel-vectors only 1-D vector ops remain.
+    ConvertVectorToLLVMPassOptions vectorToLLVM;
+    vectorToLLVM.reassociateFPReductions = false; // same sums as the loops
+    pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+    pm.addPass(createUBToLLVMConversionPass()); // padding of transfer reads
+  }
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
@@ -186,6 +212,7 @@ void attnfuse::registerAttnToCPUPipeline() {
       "Lower attn ops to the LLVM dialect for CPU execution "
       "(attn-outline-layers unless outline-layers=false, attn-decompose, "
       "attn-fuse and convert-attn-kernels-to-scf unless fused=false, "
+      "attn-vectorize-kernel-tiles unless vectorize=false, "
       "convert-attn-to-linalg, bufferization, loops, OpenMP for the kernels' "
       "parallel loops unless parallel=false, LLVM)",
       [](OpPassManager &pm, const AttnToCPUOptions &options) {
@@ -194,11 +221,12 @@ void attnfuse::registerAttnToCPUPipeline() {
 }
 
 void attnfuse::registerAttnToCPUDialects(DialectRegistry &registry) {
-  registry.insert<attn::AttnDialect, affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, omp::OpenMPDialect,
-                  scf::SCFDialect, tensor::TensorDialect>();
+  registry
+      .insert<attn::AttnDialect, affine::AffineDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, cf::ControlFlowDialect,
+              func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+              math::MathDialect, memref::MemRefDialect, omp::OpenMPDialect,
+              scf::SCFDialect, tensor::TensorDialect, vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -206,6 +234,12 @@ void attnfuse::registerAttnToCPUDialects(DialectRegistry &registry) {
   cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerRuntimeVerifiableOpInterfaceExternalModels(registry);
+  // attn-vectorize-kernel-tiles tiles linalg ops and hoists slices and
+  // transfers out of loops.
+  linalg::registerTilingInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  vector::registerSubsetOpInterfaceExternalModels(registry);
+  vector::registerBufferizableOpInterfaceExternalModels(registry);
   memref::registerAllocationOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);

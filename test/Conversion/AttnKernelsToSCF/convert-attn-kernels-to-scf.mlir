@@ -62,8 +62,10 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 
 // -----
 
-// A projection with a reduction of 40 in steps of 16: two full steps in a
-// loop and a static remainder of 8, then the bias and RoPE epilogue.
+// A projection with a reduction of 40 in steps of 16: x and W zero-padded
+// to 48 in one copy each, W packed into [2, 3, 16, 16] blocks of W^T (k
+// innermost in the packing loops), three steps each reading one block, then
+// the bias and RoPE epilogue.
 // Projection: (batch, token block, feature block) tiles in parallel, each
 // with its whole reduction over the 40 input features.
 // PAR-LABEL: func.func @projection
@@ -71,13 +73,17 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 // PAR: scf.forall.in_parallel
 // PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}] [1, 8, 16] [1, 1, 1] : tensor<8x16xf32> into tensor<?x?x32xf32>
 // CHECK-LABEL: func.func @projection
+// CHECK: %[[X:.*]] = tensor.pad %{{.*}} low[0, 0, 0] high[0, %{{.*}}, 8]
+// CHECK: %[[W:.*]] = tensor.pad %{{.*}} low[0, 0] high[%{{.*}}, %{{.*}}]
+// CHECK: %[[WB:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0, 1], [2, 3]] output_shape [2, 16, 3, 16]
+// CHECK: %[[PACKED:.*]] = linalg.generic {{.*}} ins(%[[WB]] : tensor<2x16x3x16xf32>) outs(%{{.*}} : tensor<2x3x16x16xf32>)
 // CHECK: math.cos
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: scf.for
-// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x16xf32>)
-// CHECK: tensor.extract_slice %{{.*}} [1, 8, 16] [1, 1, 1] : tensor<?x?x40xf32> to tensor<8x16xf32>
-// CHECK: tensor.extract_slice %{{.*}} [1, 8, 8] [1, 1, 1] : tensor<?x?x40xf32> to tensor<8x8xf32>
+// CHECK: scf.for %[[NB:.*]] = %{{.*}} to %c2
+// CHECK: scf.for %[[STEP:.*]] = %{{.*}} to %c3 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x16xf32>)
+// CHECK: tensor.extract_slice %[[X]][%{{.*}}, %{{.*}}, %{{.*}}] [1, 8, 16] [1, 1, 1] : tensor<?x?x48xf32> to tensor<8x16xf32>
+// CHECK: tensor.extract_slice %[[PACKED]][%[[NB]], %[[STEP]], 0, 0] [1, 1, 16, 16] [1, 1, 1, 1] : tensor<2x3x16x16xf32> to tensor<16x16xf32>
 // CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8] : tensor<?x?x32xf32> into tensor<?x?x4x8xf32>
 // CHECK-NOT: attn.

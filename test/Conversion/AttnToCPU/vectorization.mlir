@@ -1,11 +1,23 @@
-// The fused CPU kernels keep a contiguous dimension innermost in every tile
-// loop, so LLVM's loop vectorizer turns them into vector code once it knows
-// the target (attnfuse-run hands it the host's target machine).
-// RUN: attnfuse-opt %s --attn-to-cpu="runtime-checks=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mattr=+avx2 -S | FileCheck %s
+// The fused CPU kernels' tiles are register-blocked and vectorized before
+// LLVM sees them (attn-vectorize-kernel-tiles, attn-lower-kernel-vectors):
+// the GEMM tiles (the projection, Q K^T and P V) are 4 x 16 blocks whose
+// k steps are FMAs on <16 x float> accumulators, and exp is a polynomial on
+// 64-wide rows (no call of expf per lane). vectorize=false leaves the tiles
+// to scalar loops.
+// RUN: attnfuse-opt %s --attn-to-cpu="runtime-checks=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mattr=+avx2,+fma -S | FileCheck %s
+// RUN: attnfuse-opt %s --attn-to-cpu="runtime-checks=false vectorize=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mattr=+avx2,+fma -S | FileCheck %s --check-prefix=SCALAR
 
 // CHECK-LABEL: define {{.*}} @flash_kv_gqa(
-// CHECK: fmul <8 x float>
-// CHECK: call <8 x float> @llvm.exp.v8f32
+// CHECK-NOT: @llvm.exp
+// CHECK: call <16 x float> @llvm.fmuladd.v16f32
+// CHECK-NOT: @llvm.exp
+// CHECK: call <64 x float> @llvm.fma.v64f32
+// CHECK-NOT: @llvm.exp
+// CHECK-LABEL: define {{.*}} @gemm(
+// SCALAR-LABEL: define {{.*}} @flash_kv_gqa(
+// SCALAR-NOT: @llvm.fmuladd
+// SCALAR: @llvm.exp
+// SCALAR-LABEL: define {{.*}} @gemm(
 func.func @flash_kv_gqa(%q: tensor<?x?x16x64xf32>, %kv: tensor<?x?x4x64xf32>)
     -> tensor<?x?x16x64xf32> {
   %o = attn.sdpa %q, %kv, %kv {causal}
@@ -14,8 +26,10 @@ func.func @flash_kv_gqa(%q: tensor<?x?x16x64xf32>, %kv: tensor<?x?x4x64xf32>)
   return %o : tensor<?x?x16x64xf32>
 }
 
-// CHECK-LABEL: define {{.*}} @gemm(
-// CHECK: fmul <8 x float>
+// CHECK-LABEL: define {{.*}} @gemm..omp_par(
+// CHECK: call <16 x float> @llvm.fmuladd.v16f32
+// SCALAR-LABEL: define {{.*}} @gemm..omp_par(
+// SCALAR-NOT: @llvm.fmuladd
 func.func @gemm(%x: tensor<?x?x256xf32>, %w: tensor<128x256xf32>)
     -> tensor<?x?x128xf32> {
   %y = attn.project %x, %w : (tensor<?x?x256xf32>, tensor<128x256xf32>)

@@ -138,4 +138,100 @@ def AttnCostReport : Pass<"attn-cost-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
+  let summary = "Register-block and vectorize the static tiles of the CPU kernels";
+  let description = [{
+    Runs after `convert-attn-kernels-to-scf`, on tensors. Every
+    `linalg.generic` with static sizes (the per-tile computations of the
+    fused kernels: GEMM tiles, softmax updates, epilogues) is tiled with
+    `scf::tileUsingSCF` and vectorized with `linalg::vectorize`:
+
+    * a contraction (`linalg::inferContractionDims`: products summed over
+      `k`, such as a projection tile `x[s, k] * W^T[k, n]` or the attention
+      tiles `Q K^T` and `P V`) is tiled into register blocks of
+      `register-tile-m` rows by `register-tile-n` columns (the output's
+      innermost dimension, contiguous in the output and the right operand)
+      and one `k` at a time, innermost; the block's accumulator is hoisted
+      out of the `k` loop (`hoistLoopInvariantSubsets`), so the loop carries
+      it as a `vector<m x n>` value and each step is one
+      `vector.contract` that lowers to an outer product: `m` broadcast FMAs
+      of `n`-wide vectors, accumulators in registers;
+    * any other generic is tiled to rows of its innermost dimension (every
+      outer dimension 1) of at most `max-vector-size` elements and becomes
+      vector element-wise ops and `vector.multi_reduction`s.
+
+    Generics whose sizes are dynamic, whose tile sizes would not divide
+    their sizes, or whose bodies read tensors (`tensor.extract`, such as a
+    RoPE partner) are left alone and lower to loops as before.
+
+    ```mlir
+    // Before: one projection tile's accumulation, [64, 64] += [64, 64] x [64, 64].
+    %r = linalg.generic {indexing_maps = [(s, k, n) -> (s, k), (s, k, n) -> (k, n),
+                                          (s, k, n) -> (s, n)], ...}
+        ins(%x, %w : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>)
+    // After: scf.for over 4-row and 16-column blocks, and within each block
+    %sum = scf.for %k = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<4x16xf32>) {
+      %lhs = vector.transfer_read %x[%i, %k] ... : tensor<64x64xf32>, vector<4x1xf32>
+      %rhs = vector.transfer_read %w[%k, %j] ... : tensor<64x64xf32>, vector<1x16xf32>
+      %c = vector.contract {...} %lhs, %rhs, %a : vector<4x1xf32>, vector<1x16xf32> into vector<4x16xf32>
+      scf.yield %c : vector<4x16xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"registerTileM", "register-tile-m", "int64_t", /*default=*/"4",
+           "Rows of a contraction's register block (the largest divisor of "
+           "the row count not above this is used)">,
+    Option<"registerTileN", "register-tile-n", "int64_t", /*default=*/"16",
+           "Columns of a contraction's register block (f32: 16 is two AVX2 "
+           "registers; the largest divisor not above this is used)">,
+    Option<"maxVectorSize", "max-vector-size", "int64_t", /*default=*/"64",
+           "Longest row an element-wise or reduction tile is vectorized "
+           "over">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def AttnLowerKernelVectors : Pass<"attn-lower-kernel-vectors"> {
+  let summary = "Lower the vectorized CPU kernel tiles to 1-D vector ops and FMAs";
+  let description = [{
+    Runs on buffers, after `attn-vectorize-kernel-tiles` and bufferization,
+    before `convert-linalg-to-loops` and `convert-vector-to-llvm`. First
+    gives `scf.if` results that bufferization made fully dynamic their
+    static layout back when both branches yield the same one (a dynamic
+    innermost stride turns vector loads into element loops), and turns
+    `memref.copy` between strided views into `linalg.copy` loops (the
+    `memrefCopy` runtime function copies them element by element). Lowers each `vector.contract` to
+    `vector.outerproduct`s and those to broadcast FMAs (`vector.fma`) on
+    1-D vectors, so a register block is `m` FMAs per k; lowers
+    `vector.multi_reduction` to inner reductions, n-D transfers to unrolled
+    1-D loads and stores (`convert-vector-to-scf` full unrolling), and
+    broadcasts, transposes and shape casts to 1-D ops. `math.exp` on
+    vectors becomes MLIR's f32 polynomial approximation (LLVM would
+    otherwise call `expf` once per lane).
+
+    ```mlir
+    %c = vector.contract {...} %lhs, %rhs, %acc
+        : vector<4x1xf32>, vector<1x16xf32> into vector<4x16xf32>
+    // becomes, for each of the 4 rows r:
+    %a = vector.extract %lhs_column[r] : f32 from vector<4xf32>
+    %b = vector.broadcast %a : f32 to vector<16xf32>
+    %row = vector.fma %b, %rhs_row, %acc_r : vector<16xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // ATTNFUSE_DIALECT_ATTN_TRANSFORMS_PASSES_TD

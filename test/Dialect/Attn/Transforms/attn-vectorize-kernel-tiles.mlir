@@ -1,0 +1,147 @@
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles --canonicalize --cse -split-input-file | FileCheck %s
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=8 register-tile-n=8" --canonicalize -split-input-file | FileCheck %s --check-prefix=BLOCK8
+// RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: attn-vectorize-kernel-tiles: register-tile-m, register-tile-n and max-vector-size must be positive
+
+// A GEMM tile [8, 16] x [16, 32]: 4 x 16 register blocks; the k loop is
+// innermost and carries the block as a vector, each step one FMA of a
+// broadcast column of x and a row of W.
+// CHECK-LABEL: func.func @gemm_tile
+// CHECK: scf.for %[[I:.*]] = %c0 to %c8 step %c4
+// CHECK: scf.for %[[J:.*]] = %c0 to %c32 step %c16
+// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %{{.*}}[%[[I]], %[[J]]] [4, 16] [1, 1]
+// CHECK: %[[INIT:.*]] = vector.transfer_read %[[BLOCK]]{{.*}} vector<4x16xf32>
+// CHECK: %[[SUM:.*]] = scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%[[ACC:.*]] = %[[INIT]]) -> (vector<4x16xf32>)
+// CHECK: %[[LHS:.*]] = vector.transfer_read %arg0[%[[I]], %[[K]]]{{.*}} : tensor<8x16xf32>, vector<4x1x16xf32>
+// CHECK: %[[RHS:.*]] = vector.transfer_read %arg1[%[[K]], %[[J]]]{{.*}} : tensor<16x32xf32>, vector<4x1x16xf32>
+// CHECK: %[[L:.*]] = vector.shape_cast %[[LHS]]
+// CHECK: %[[R:.*]] = vector.shape_cast %[[RHS]]
+// CHECK: %[[FMA:.*]] = vector.fma %[[L]], %[[R]], %[[ACC]] : vector<4x16xf32>
+// CHECK: scf.yield %[[FMA]]
+// CHECK: vector.transfer_write %[[SUM]], %[[BLOCK]]
+// CHECK: tensor.insert_slice
+// BLOCK8-LABEL: func.func @gemm_tile
+// BLOCK8: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x8xf32>)
+// BLOCK8: vector.fma %{{.*}} : vector<8x8xf32>
+func.func @gemm_tile(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
+                     %acc: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(s, k, n) -> (s, k)>,
+                                        affine_map<(s, k, n) -> (k, n)>,
+                                        affine_map<(s, k, n) -> (s, n)>],
+                       iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : tensor<8x16xf32>, tensor<16x32xf32>)
+      outs(%acc : tensor<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+// bf16 operands, f32 accumulation: the factors are extended as vectors.
+// CHECK-LABEL: func.func @gemm_tile_bf16
+// CHECK: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<4x16xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<8x16xbf16>, vector<4x1x16xbf16>
+// CHECK: arith.extf %{{.*}} : vector<4x1x16xbf16> to vector<4x1x16xf32>
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %[[ACC]] : vector<4x16xf32>
+func.func @gemm_tile_bf16(%x: tensor<8x16xbf16>, %w: tensor<16x32xf32>,
+                          %acc: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(s, k, n) -> (s, k)>,
+                                        affine_map<(s, k, n) -> (k, n)>,
+                                        affine_map<(s, k, n) -> (s, n)>],
+                       iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : tensor<8x16xbf16>, tensor<16x32xf32>)
+      outs(%acc : tensor<8x32xf32>) {
+  ^bb0(%a: bf16, %b: f32, %c: f32):
+    %e = arith.extf %a : bf16 to f32
+    %p = arith.mulf %e, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+// A row reduction (the softmax maximum of a score tile): one 64-wide
+// vector.multi_reduction per row.
+// CHECK-LABEL: func.func @row_max
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<2x8x64xf32>, vector<1x1x64xf32>
+// CHECK: vector.multi_reduction <maximumf>, %[[ROW]], %{{.*}} [2] : vector<1x1x64xf32> to vector<1x1xf32>
+func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
+    -> tensor<2x8xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(g, i, j) -> (g, i, j)>,
+                                        affine_map<(g, i, j) -> (g, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%s : tensor<2x8x64xf32>) outs(%m : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %x = arith.maximumf %a, %c : f32
+    linalg.yield %x : f32
+  } -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}
+
+// -----
+
+// Element-wise rows: exp over 64-wide vectors, the outer dimension a loop.
+// CHECK-LABEL: func.func @exp_rows
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK: math.exp %{{.*}} : vector<1x64xf32>
+func.func @exp_rows(%a: tensor<4x64xf32>, %o: tensor<4x64xf32>)
+    -> tensor<4x64xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x64xf32>) outs(%o : tensor<4x64xf32>) {
+  ^bb0(%x: f32, %c: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  } -> tensor<4x64xf32>
+  return %r : tensor<4x64xf32>
+}
+
+// -----
+
+// Left alone: a transposing read (a key tile stored [d, keys]), dynamic
+// sizes, and a body that reads a tensor (a RoPE partner).
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: vector.
+func.func @left_alone(%k: tensor<64x16xf32>, %o: tensor<16x64xf32>,
+                      %a: tensor<?x64xf32>, %b: tensor<?x64xf32>)
+    -> (tensor<16x64xf32>, tensor<?x64xf32>, tensor<16x64xf32>) {
+  %t = linalg.generic {indexing_maps = [affine_map<(d, j) -> (j, d)>,
+                                        affine_map<(d, j) -> (d, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%k : tensor<64x16xf32>) outs(%o : tensor<16x64xf32>) {
+  ^bb0(%x: f32, %c: f32):
+    linalg.yield %x : f32
+  } -> tensor<16x64xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x64xf32>) outs(%b : tensor<?x64xf32>) {
+  ^bb0(%x: f32, %c: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  } -> tensor<?x64xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      outs(%o : tensor<16x64xf32>) {
+  ^bb0(%c: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %x = tensor.extract %t[%i, %j] : tensor<16x64xf32>
+    linalg.yield %x : f32
+  } -> tensor<16x64xf32>
+  return %t, %d, %g : tensor<16x64xf32>, tensor<?x64xf32>, tensor<16x64xf32>
+}
+
