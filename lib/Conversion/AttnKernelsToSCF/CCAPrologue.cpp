@@ -9,6 +9,9 @@
 //   c    = grouped convolution (k1 taps, one d x d mix per head) over m;
 //   q, k = QK-mean residual, L2 norm to sqrt(d), key temperature, RoPE;
 //   v    = x_t Wv^T (| x_{t-1} Wv_prev^T with the value shift).
+// The projections are tiled GEMMs over weights packed once into blocks of
+// W^T (see KernelBuilder::packWeightBlocks); x is zero-padded to whole
+// 64-wide reduction steps.
 // x is zero-padded by H tokens in front, which is exactly the zero padding
 // of u (the projections have no bias) and x_{-1} = 0 of attn.cca
 // (docs/semantics.md); the depthwise bias is still added at padded
@@ -56,15 +59,22 @@ public:
     shift = op.getValueShift();
     halo = std::max<int64_t>(padding, shift ? 1 : 0);
     blockS = op.getBlockS();
+    // The projections' GEMM tiles (the CPU defaults of attn-fuse).
+    blockK = std::min<int64_t>(64, width);
+    paddedWidth = llvm::divideCeil(width, blockK) * blockK;
+    blockN = 64;
   }
 
   SmallVector<Value> build();
 
 private:
-  /// `W^T` of a `[N, E]` weight in the compute type: `[E, N]`.
-  Value transposeWeight(Value weight);
-  /// `[rows, n]` = x-rows `[row0, row0 + rows)` of the block x `weightT`.
-  Value project(Value block, int64_t row0, int64_t rows, Value weightT);
+  /// A `[N, E]` weight for `project`: zero-padded to whole blocks and
+  /// packed into blocks of W^T (KernelBuilder::packWeightBlocks).
+  Value packWeight(Value weight);
+  /// `[rows, outputs]` = x-rows `[row0, row0 + rows)` of the block x W^T,
+  /// one tiled GEMM per block of `blockN` outputs.
+  Value project(Value block, int64_t row0, int64_t rows, Value packedWeight,
+                int64_t outputs);
   /// The three output tiles of one block.
   std::tuple<Value, Value, Value> buildBlock(Value block, Value s0);
 
@@ -73,6 +83,8 @@ private:
   KernelBuilder kb;
   int64_t width, numHeads, numKvHeads, headDim, group, heads, channels,
       keyLatent, k0, k1, padding, halo, blockS;
+  // Projection GEMM tiles: x is zero-padded to paddedWidth.
+  int64_t blockK, blockN, paddedWidth;
   bool shift;
 
   // Parameters prepared once, in the compute type.
@@ -82,28 +94,41 @@ private:
   RopeTables rope;
 };
 
-Value CCAPrologueLowering::transposeWeight(Value weight) {
-  int64_t rows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  return kb.convert(weight, {width, rows}, kb.computeType, kb.map(2, {1, 0}));
+Value CCAPrologueLowering::packWeight(Value weight) {
+  int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  int64_t paddedOutputs = llvm::divideCeil(outputs, blockN) * blockN;
+  Value padded = kb.padDimsTo(
+      weight, {{0, kb.index(paddedOutputs)}, {1, kb.index(paddedWidth)}});
+  padded = tensor::CastOp::create(
+      kb.builder, kb.loc,
+      RankedTensorType::get({paddedOutputs, paddedWidth}, kb.elementType),
+      padded);
+  return kb.packWeightBlocks(padded, blockN, blockK);
 }
 
 Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
-                                   Value weightT) {
+                                   Value packedWeight, int64_t outputs) {
   OpBuilder &b = kb.builder;
-  int64_t outputs = cast<RankedTensorType>(weightT.getType()).getDimSize(1);
+  int64_t numBlocks =
+      cast<RankedTensorType>(packedWeight.getType()).getDimSize(0);
   Value xRows = kb.slice(block, {b.getIndexAttr(row0), b.getIndexAttr(0)},
-                         {rows, width}, {rows, width});
-  Value init =
-      kb.fill(kb.empty({rows, outputs}, kb.computeType), kb.constant(0.0));
-  // Output features innermost: contiguous in W^T and in the result.
-  return kb.generic({xRows, weightT}, init,
-                    {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
-                    {kPar, kRed, kPar},
-                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                      Value product = arith::MulFOp::create(
-                          nb, l, kb.toCompute(nb, args[0]), args[1]);
-                      return arith::AddFOp::create(nb, l, args[2], product);
-                    });
+                         {rows, paddedWidth}, {rows, paddedWidth});
+  Value result = kb.empty({rows, numBlocks * blockN}, kb.computeType);
+  auto loop = scf::ForOp::create(
+      b, kb.loc, kb.index(0), kb.index(numBlocks), kb.index(1),
+      ValueRange{result},
+      [&](OpBuilder &, Location, Value featureBlock, ValueRange args) {
+        Value acc =
+            kb.fill(kb.empty({rows, blockN}, kb.computeType), kb.constant(0.0));
+        acc = kb.multiplyWeightBlock(acc, xRows, packedWeight, featureBlock);
+        scf::YieldOp::create(
+            b, kb.loc,
+            kb.insert(acc, args[0],
+                      {b.getIndexAttr(0), kb.mul(featureBlock, blockN)},
+                      {rows, blockN}));
+      });
+  return kb.slice(loop.getResult(0), {b.getIndexAttr(0), b.getIndexAttr(0)},
+                  {rows, outputs}, {rows, outputs});
 }
 
 std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
@@ -112,7 +137,7 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   MLIRContext *context = b.getContext();
   int64_t rows = blockS + halo;
   // Block row i holds token s0 - halo + i.
-  Value packed = project(block, 0, rows, packedWeightT); // [rows, C]
+  Value packed = project(block, 0, rows, packedWeightT, channels); // [rows, C]
 
   // m[j, c] = b_dw[c] + sum_t w_dw[c, t] u[j + t + (halo - P), c]: m row j
   // is padded-sequence position s0 + j.
@@ -249,8 +274,9 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   // previous token's (block row halo - 1 + i) in the second half.
   Value values;
   if (shift) {
-    Value current = project(block, halo, blockS, valueWeightT);
-    Value previous = project(block, halo - 1, blockS, previousWeightT);
+    Value current = project(block, halo, blockS, valueWeightT, keyLatent / 2);
+    Value previous =
+        project(block, halo - 1, blockS, previousWeightT, keyLatent / 2);
     Value both = kb.empty({blockS, keyLatent}, kb.computeType);
     both = kb.insert(current, both, {b.getIndexAttr(0), b.getIndexAttr(0)},
                      {blockS, keyLatent / 2});
@@ -258,7 +284,7 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
                        {b.getIndexAttr(0), b.getIndexAttr(keyLatent / 2)},
                        {blockS, keyLatent / 2});
   } else {
-    values = project(block, halo, blockS, valueWeightT);
+    values = project(block, halo, blockS, valueWeightT, keyLatent);
   }
   Value valueTile = kb.convert(values, kb.elementType);
   valueTile = tensor::ExpandShapeOp::create(
@@ -276,10 +302,10 @@ SmallVector<Value> CCAPrologueLowering::build() {
   // Parameters, once.
   Value packedWeight = tensor::ConcatOp::create(
       b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
-  packedWeightT = transposeWeight(packedWeight);
-  valueWeightT = transposeWeight(op.getWv());
+  packedWeightT = packWeight(packedWeight);
+  valueWeightT = packWeight(op.getWv());
   if (shift)
-    previousWeightT = transposeWeight(op.getWvPrev());
+    previousWeightT = packWeight(op.getWvPrev());
   // [C, 1, k0] -> [C, k0].
   depthwiseWeight =
       kb.convert(op.getConvDwWeight(), {channels, k0}, kb.computeType,
@@ -315,8 +341,9 @@ SmallVector<Value> CCAPrologueLowering::build() {
   // halo zero tokens in front, whole blocks behind.
   SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(halo),
                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> high = {
-      b.getIndexAttr(0), kb.sub(paddedTokens, tokens), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> high = {b.getIndexAttr(0),
+                                    kb.sub(paddedTokens, tokens),
+                                    b.getIndexAttr(paddedWidth - width)};
   Type elementType = kb.elementType;
   Value padValue = arith::ConstantOp::create(b, loc, elementType,
                                              b.getZeroAttr(elementType));
@@ -340,8 +367,9 @@ SmallVector<Value> CCAPrologueLowering::build() {
   }
   Value input = tensor::PadOp::create(
       b, loc,
-      RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic, width},
-                            elementType),
+      RankedTensorType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic, paddedWidth},
+          elementType),
       source, low, high, padValue);
 
   auto outputOf = [&](int64_t outHeads) {
@@ -360,9 +388,9 @@ SmallVector<Value> CCAPrologueLowering::build() {
         Value s0 = kb.mul(ivs[1], blockS);
         // Padded rows [s0, s0 + block_s + halo) are tokens
         // [s0 - halo, s0 + block_s).
-        Value block =
-            kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
-                     {1, blockS + halo, width}, {blockS + halo, width});
+        Value block = kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
+                               {1, blockS + halo, paddedWidth},
+                               {blockS + halo, paddedWidth});
         auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
         Value tiles[] = {queryTile, keyTile, valueTile};
         int64_t tileHeads[] = {numHeads, numKvHeads, numKvHeads};

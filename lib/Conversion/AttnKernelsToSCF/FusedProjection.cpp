@@ -48,7 +48,6 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     const int64_t blockK = std::min<int64_t>(op.getBlockK(), width);
     const int64_t paddedWidth = llvm::divideCeil(width, blockK) * blockK;
     const int64_t numFeatureBlocks = paddedFeatures / blockN;
-    const int64_t numSteps = paddedWidth / blockK;
 
     Value batch = kb.dim(op.getInput(), 0);
     Value tokens = kb.dim(op.getInput(), 1);
@@ -57,9 +56,7 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     Value input = kb.padDimsTo(op.getInput(),
                                {{1, paddedTokens}, {2, kb.index(paddedWidth)}});
 
-    // W^T in blocks, [N_padded / BN, E_padded / BK, BK, BN] in the compute
-    // type: packed[nb, kb, k, n] = W[nb * BN + n, kb * BK + k]. The packing
-    // loops run k innermost: contiguous reads of W, writes within a block.
+    // W^T in contiguous [BK, BN] blocks, in the compute type.
     Value weight = kb.padDimsTo(op.getWeight(), {{0, kb.index(paddedFeatures)},
                                                  {1, kb.index(paddedWidth)}});
     weight = tensor::CastOp::create(
@@ -67,19 +64,7 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
         RankedTensorType::get({paddedFeatures, paddedWidth},
                               inputType.getElementType()),
         weight);
-    Value weightBlocks = tensor::ExpandShapeOp::create(
-        rewriter, loc,
-        RankedTensorType::get({numFeatureBlocks, blockN, numSteps, blockK},
-                              inputType.getElementType()),
-        weight, ArrayRef<ReassociationIndices>{{0, 1}, {2, 3}});
-    Value packedWeight = kb.generic(
-        {weightBlocks},
-        kb.empty({numFeatureBlocks, numSteps, blockK, blockN}, kb.computeType),
-        {kb.map(4, {0, 2, 1, 3}), kb.map(4, {0, 1, 3, 2})},
-        {kPar, kPar, kPar, kPar},
-        [&](OpBuilder &nb, Location, ValueRange args) -> Value {
-          return kb.toCompute(nb, args[0]);
-        });
+    Value packedWeight = kb.packWeightBlocks(weight, blockN, blockK);
     Value bias;
     if (op.getBias()) {
       bias = kb.convert(kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
@@ -91,41 +76,15 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     Value output =
         kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, paddedFeatures},
                  kb.elementType, {batch, paddedTokens});
-    Value zero = kb.index(0), one = kb.index(1);
-
-    // acc += x[s0 : s0 + BS, k0 : k0 + BK] W^T[k0 : k0 + BK, n0 : n0 + BN]
-    // for k0 = step * BK, n0 = featureBlock * BN.
-    auto accumulate = [&](Value acc, Value batchIndex, Value s0,
-                          Value featureBlock, Value step) -> Value {
-      Value xTile = kb.slice(input, {batchIndex, s0, kb.mul(step, blockK)},
-                             {1, blockS, blockK}, {blockS, blockK});
-      Value wTile =
-          kb.slice(packedWeight, {featureBlock, step, kb.index(0), kb.index(0)},
-                   {1, 1, blockK, blockN}, {blockK, blockN});
-      return kb.generic(
-          {xTile, wTile}, acc,
-          {kb.map(3, {0, 1}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
-          {kPar, kRed, kPar},
-          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            Value x = kb.toCompute(nb, args[0]);
-            Value product = arith::MulFOp::create(nb, l, x, args[1]);
-            return arith::AddFOp::create(nb, l, args[2], product);
-          });
-    };
 
     auto tileBody = [&](Value batchIndex, Value s0,
                         Value featureBlock) -> KernelBuilder::TileWrite {
       Value n0 = kb.mul(featureBlock, blockN);
       Value acc =
           kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
-      auto kLoop = scf::ForOp::create(
-          rewriter, loc, zero, kb.index(numSteps), one, ValueRange{acc},
-          [&](OpBuilder &, Location, Value step, ValueRange args) {
-            scf::YieldOp::create(
-                rewriter, loc,
-                accumulate(args[0], batchIndex, s0, featureBlock, step));
-          });
-      acc = kLoop.getResult(0);
+      Value rows = kb.slice(input, {batchIndex, s0, kb.index(0)},
+                            {1, blockS, paddedWidth}, {blockS, paddedWidth});
+      acc = kb.multiplyWeightBlock(acc, rows, packedWeight, featureBlock);
 
       // Epilogue: bias, RoPE of the tile's heads, conversion.
       SmallVector<Value> inputs = {acc};

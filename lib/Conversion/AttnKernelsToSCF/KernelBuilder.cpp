@@ -130,6 +130,52 @@ Value KernelBuilder::padDimsTo(Value source,
                                zero);
 }
 
+Value KernelBuilder::packWeightBlocks(Value weight, int64_t blockN,
+                                      int64_t blockK) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  int64_t numBlocks = type.getDimSize(0) / blockN;
+  int64_t numSteps = type.getDimSize(1) / blockK;
+  Value blocks = tensor::ExpandShapeOp::create(
+      builder, loc,
+      RankedTensorType::get({numBlocks, blockN, numSteps, blockK},
+                            type.getElementType()),
+      weight, llvm::ArrayRef<mlir::ReassociationIndices>{{0, 1}, {2, 3}});
+  return generic(
+      {blocks}, empty({numBlocks, numSteps, blockK, blockN}, computeType),
+      {map(4, {0, 2, 1, 3}), map(4, {0, 1, 3, 2})}, {kPar, kPar, kPar, kPar},
+      [&](OpBuilder &b, Location, ValueRange args) -> Value {
+        return toCompute(b, args[0]);
+      });
+}
+
+Value KernelBuilder::multiplyWeightBlock(Value acc, Value rows, Value packed,
+                                         Value featureBlock) {
+  auto packedType = cast<RankedTensorType>(packed.getType());
+  int64_t numSteps = packedType.getDimSize(1);
+  int64_t blockK = packedType.getDimSize(2), blockN = packedType.getDimSize(3);
+  int64_t numRows = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+  auto loop = mlir::scf::ForOp::create(
+      builder, loc, index(0), index(numSteps), index(1), mlir::ValueRange{acc},
+      [&](OpBuilder &, Location, Value step, mlir::ValueRange args) {
+        Value rowTile = slice(rows, {index(0), mul(step, blockK)},
+                              {numRows, blockK}, {numRows, blockK});
+        Value weightTile =
+            slice(packed, {featureBlock, step, index(0), index(0)},
+                  {1, 1, blockK, blockN}, {blockK, blockN});
+        Value sum = generic(
+            {rowTile, weightTile}, args[0],
+            {map(3, {0, 1}), map(3, {1, 2}), map(3, {0, 2})},
+            {kPar, kRed, kPar},
+            [&](OpBuilder &b, Location l, ValueRange values) -> Value {
+              Value product = mlir::arith::MulFOp::create(
+                  b, l, toCompute(b, values[0]), values[1]);
+              return mlir::arith::AddFOp::create(b, l, values[2], product);
+            });
+        mlir::scf::YieldOp::create(builder, loc, sum);
+      });
+  return loop.getResult(0);
+}
+
 Value KernelBuilder::generic(ValueRange inputs, Value init,
                              ArrayRef<AffineMap> maps,
                              ArrayRef<utils::IteratorType> iterators,

@@ -96,6 +96,21 @@ public:
   /// `source` (static shape) with its elements converted to `type`.
   Value convert(Value source, Type type);
 
+  /// Blocks of W^T for tiled GEMMs: a static `[N, E]` weight (N a multiple
+  /// of `blockN`, E of `blockK`; callers pad) packed once into
+  /// `[N / blockN, E / blockK, blockK, blockN]` in the compute type,
+  /// `packed[nb, kb, k, n] = W[nb * blockN + n, kb * blockK + k]`. A GEMM
+  /// step then reads one contiguous block: the rows of a plain W^T lie
+  /// E * 4 bytes apart, which for E = 1024 maps them all to the same L1
+  /// sets. The packing loops run k innermost (contiguous reads of W).
+  Value packWeightBlocks(Value weight, int64_t blockN, int64_t blockK);
+  /// `acc + rows x W^T[:, featureBlock * blockN, + blockN)` for `rows`
+  /// `[m, E]` (static) and `packed` from packWeightBlocks: an scf.for over
+  /// the E / blockK steps, each one `[m, blockK] x [blockK, blockN]`
+  /// contraction on `acc` `[m, blockN]` (compute type).
+  Value multiplyWeightBlock(Value acc, Value rows, Value packed,
+                            Value featureBlock);
+
   /// Affine map of `numDims` loop dims to the results `dims`.
   mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<unsigned> dims);
 
