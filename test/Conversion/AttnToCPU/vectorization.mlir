@@ -2,7 +2,7 @@
 // LLVM sees them (attn-vectorize-kernel-tiles, attn-lower-kernel-vectors):
 // the GEMM tiles (the projection, Q K^T and P V) are 4 x 16 blocks whose
 // k steps are FMAs on <16 x float> accumulators, and exp is a polynomial on
-// 64-wide rows (no call of expf per lane). vectorize=false leaves the tiles
+// 16-wide rows (no call of expf per lane). vectorize=false leaves the tiles
 // to scalar loops.
 // RUN: attnfuse-opt %s --attn-to-cpu="runtime-checks=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mattr=+avx2,+fma -S | FileCheck %s
 // RUN: attnfuse-opt %s --attn-to-cpu="runtime-checks=false vectorize=false" | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mattr=+avx2,+fma -S | FileCheck %s --check-prefix=SCALAR
@@ -11,7 +11,7 @@
 // CHECK-NOT: @llvm.exp
 // CHECK: call <16 x float> @llvm.fmuladd.v16f32
 // CHECK-NOT: @llvm.exp
-// CHECK: call <64 x float> @llvm.fma.v64f32
+// CHECK: call <16 x float> @llvm.fma.v16f32
 // CHECK-NOT: @llvm.exp
 // CHECK-LABEL: define {{.*}} @gemm(
 // SCALAR-LABEL: define {{.*}} @flash_kv_gqa(

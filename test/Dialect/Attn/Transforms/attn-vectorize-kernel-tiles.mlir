@@ -1,5 +1,6 @@
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles --canonicalize --cse -split-input-file | FileCheck %s
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=8 register-tile-n=8" --canonicalize -split-input-file | FileCheck %s --check-prefix=BLOCK8
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="max-vector-size=64" --canonicalize -split-input-file | FileCheck %s --check-prefix=LONG
 // RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: attn-vectorize-kernel-tiles: register-tile-m, register-tile-n and max-vector-size must be positive
 
@@ -66,13 +67,18 @@ func.func @gemm_tile_bf16(%x: tensor<8x16xbf16>, %w: tensor<16x32xf32>,
 
 // -----
 
-// A row reduction (the softmax maximum of a score tile): one 64-wide
-// vector.multi_reduction per row.
+// A row reduction (the softmax maximum of a score tile): 16-wide chunks
+// (max-vector-size) of each row, one vector.multi_reduction each into the
+// row's running maximum.
 // CHECK-LABEL: func.func @row_max
-// CHECK: scf.for
-// CHECK: scf.for
-// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<2x8x64xf32>, vector<1x1x64xf32>
-// CHECK: vector.multi_reduction <maximumf>, %[[ROW]], %{{.*}} [2] : vector<1x1x64xf32> to vector<1x1xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<2x8x64xf32>, vector<1x1x16xf32>
+// CHECK: vector.multi_reduction <maximumf>, %[[ROW]], %{{.*}} [2] : vector<1x1x16xf32> to vector<1x1xf32>
+// LONG-LABEL: func.func @row_max
+// LONG-NOT: scf.for %{{.*}} = %c0 to %c64
+// LONG: vector.multi_reduction <maximumf>, %{{.*}}, %{{.*}} [2] : vector<1x1x64xf32> to vector<1x1xf32>
 func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
     -> tensor<2x8xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(g, i, j) -> (g, i, j)>,
@@ -88,10 +94,11 @@ func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
 
 // -----
 
-// Element-wise rows: exp over 64-wide vectors, the outer dimension a loop.
+// Element-wise rows: exp over 16-wide vectors, the outer dimensions loops.
 // CHECK-LABEL: func.func @exp_rows
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
-// CHECK: math.exp %{{.*}} : vector<1x64xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK: math.exp %{{.*}} : vector<1x16xf32>
 func.func @exp_rows(%a: tensor<4x64xf32>, %o: tensor<4x64xf32>)
     -> tensor<4x64xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,

@@ -185,9 +185,10 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
     Option<"registerTileN", "register-tile-n", "int64_t", /*default=*/"16",
            "Columns of a contraction's register block (f32: 16 is two AVX2 "
            "registers; the largest divisor not above this is used)">,
-    Option<"maxVectorSize", "max-vector-size", "int64_t", /*default=*/"64",
+    Option<"maxVectorSize", "max-vector-size", "int64_t", /*default=*/"16",
            "Longest row an element-wise or reduction tile is vectorized "
-           "over">
+           "over (16 f32 = two AVX2 registers; longer rows gain nothing at "
+           "run time and make LLVM's instruction selection slower)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
