@@ -8,16 +8,17 @@ using namespace attnfuse::kernels;
 
 RopeTables attnfuse::kernels::buildRopeTables(KernelBuilder &kb,
                                               attn::RopeAttr rope,
-                                              int64_t headDim,
-                                              Value positions) {
+                                              int64_t headDim, Value positions,
+                                              Value first) {
   RopeTables tables;
   if (!rope)
     return tables;
   tables.rotated = *rope.getRotatedDim(headDim);
   if (tables.rotated == 0)
     return tables;
+  tables.first = first;
   std::tie(tables.cosine, tables.sine) =
-      kb.ropeTables(rope, headDim, positions);
+      kb.ropeTables(rope, headDim, positions, first);
   return tables;
 }
 
@@ -53,10 +54,13 @@ Value attnfuse::kernels::applyRope(OpBuilder &b, Location loc,
       arith::RemSIOp::create(b, loc, dim, indexConstant(b, loc, half));
   column = arith::SelectOp::create(b, loc, inRotated, column,
                                    indexConstant(b, loc, 0));
-  Value cosine = tensor::ExtractOp::create(b, loc, rope.cosine,
-                                           ValueRange{position, column});
-  Value sine = tensor::ExtractOp::create(b, loc, rope.sine,
-                                         ValueRange{position, column});
+  Value row = position;
+  if (rope.first)
+    row = arith::SubIOp::create(b, loc, position, rope.first);
+  Value cosine =
+      tensor::ExtractOp::create(b, loc, rope.cosine, ValueRange{row, column});
+  Value sine =
+      tensor::ExtractOp::create(b, loc, rope.sine, ValueRange{row, column});
   Value elementCos = arith::MulFOp::create(b, loc, element, cosine);
   Value partnerSin = arith::MulFOp::create(b, loc, partner, sine);
   Value rotated = arith::SelectOp::create(

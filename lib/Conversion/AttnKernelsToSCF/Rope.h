@@ -7,17 +7,21 @@
 
 namespace attnfuse::kernels {
 
-/// Cosine and sine tables `[positions, r/2]` of one RoPE; empty (false)
-/// when there is nothing to rotate.
+/// Cosine and sine tables `[positions, r/2]` of one RoPE, row i for position
+/// `first + i` (i when `first` is null); empty (false) when there is nothing
+/// to rotate.
 struct RopeTables {
   mlir::Value cosine, sine;
+  mlir::Value first;
   int64_t rotated = 0;
   explicit operator bool() const { return rotated > 0; }
 };
 
-/// Tables for `rope` (may be null) over heads of `headDim` dims.
+/// Tables for `rope` (may be null) over heads of `headDim` dims, for the
+/// `positions` positions from `first` (0 when null).
 RopeTables buildRopeTables(KernelBuilder &kb, attn::RopeAttr rope,
-                           int64_t headDim, mlir::Value positions);
+                           int64_t headDim, mlir::Value positions,
+                           mlir::Value first = {});
 
 /// Index of the dimension that `dim` rotates with: `dim +- r/2` inside the
 /// rotated part, `dim` itself outside it.
