@@ -17,7 +17,8 @@ attnfuse.compile(..., num_threads=N) (the OpenMP threads of the kernels'
 parallel loops) and torch runs under torch.set_num_threads(N).
 GFLOP/s use the FLOPs of attn-cost-report. Then the compile time
 (attnfuse.compile, -O2 default) of each examples/*.mlir (--examples ''
-skips it; --decode-cache 0 skips the decode step).
+skips it; --decode-cache 0 skips the decode step; --cases decode-step runs
+the decode step alone).
 
     PYTHONPATH=build/python_packages python3 bench/cpu_vs_torch.py \\
         --seq 512,2048 --out bench/results/cpu-vs-torch
@@ -177,7 +178,13 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--examples", default="examples/*.mlir")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--cases", default="kv-gqa4,zaya1-ccgqa,decode-step",
+                        help="which of kv-gqa4, zaya1-ccgqa, decode-step to run")
     args = parser.parse_args()
+    cases = set(args.cases.split(","))
+    unknown = cases - {"kv-gqa4", "zaya1-ccgqa", "decode-step"}
+    if unknown:
+        parser.error(f"unknown --cases {sorted(unknown)}")
     import torch
     threads = [int(t) for t in args.threads.split(",")]
     seqs = [int(s) for s in args.seq.split(",") if s]
@@ -186,19 +193,19 @@ def main():
     rows = []
 
     kv = attnfuse.parse(cpu_layers.kv_layer())
-    for s in seqs:
+    for s in seqs if "kv-gqa4" in cases else []:
         compare("kv-gqa4", kv, s, torch_kv_layer, random_args(
             attnfuse.compile(kv, runtime_checks=False, opt_level=0), rng, s),
             threads, args.runs, rows, flops_of(kv, s))
     cca = attnfuse.parse(cpu_layers.cca_layer())
-    for s in cca_seqs:
+    for s in cca_seqs if "zaya1-ccgqa" in cases else []:
         fargs = random_args(attnfuse.compile(cca, runtime_checks=False, opt_level=0), rng, s)
         fargs[9] = rng.uniform(0.2, 1.5, fargs[9].shape).astype(np.float32)  # temp
         compare("zaya1-ccgqa", cca, s, torch_cca_layer, fargs, threads,
                 args.runs, rows, flops_of(cca, s))
 
     # Decode: one step at the last position of the cache.
-    if args.decode_cache > 0:
+    if args.decode_cache > 0 and "decode-step" in cases:
         decode_step(args, rng, threads, rows)
     compiles = compile_times(args.examples)
     report(args, rows, compiles, torch)

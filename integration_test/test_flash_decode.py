@@ -140,6 +140,10 @@ CASES = [
          query_rope=(500.0, 0.5), key_rope=(500.0, 0.5), positions=(2, 33, 12)),
     Case("contiguous-kv-window-mqa-f32", heads=4, kv_heads=1, window=5, scale=0.3,
          positions=(4, 30, 47)),
+    # Contiguous with a window and partial RoPE: the tables start at the
+    # first key tile of any window, the tiles before p are read in place.
+    Case("contiguous-v-rope-window-f32", value_dim=16, capacity=64, window=19,
+         query_rope=(10000.0, 0.5), key_rope=(10000.0, 0.5), positions=(50, 63, 27)),
     # bf16 and f16 storage, f32 arithmetic.
     Case("contiguous-kv-rope-bf16", dtype="bf16", query_rope=(10000.0, 1.0),
          key_rope=(10000.0, 1.0)),

@@ -6,14 +6,16 @@
 // cache that the page the block table names exists); then per KV head the
 // G query heads of the group, rotated at position p, stream over the keys
 // [lo, p] in tiles of block_kv rows with an f32 online softmax. Each key tile
-// is gathered once from the cache (row by row through the block table when
-// paged) and serves all G heads; for K=V the same gathered rows are the
-// value tile, un-rotated, while the key role is rotated on load.
+// is read once and serves all G heads; for K=V the same rows are the value
+// tile, un-rotated, while the key role is rotated on load.
 //
-// A tile that runs past p (or starts before the window) is masked; gathered
-// row indices are clamped to p so the gather never leaves the cache. The
-// splits of the GPU kernel do not exist here: one pass over the keys gives
-// the same result.
+// A contiguous cache's tiles that end at or before p are read in place. The
+// tile holding p (and every tile of a paged cache, row by row through the
+// block table) is gathered with the row indices clamped to p, so that the
+// read never leaves the cache; its rows past p (and those before the window)
+// are masked. The RoPE tables cover the positions of the tiles the step
+// reads, whatever the capacity. The splits of the GPU kernel do not exist
+// here: one pass over the keys gives the same result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,11 +116,46 @@ SmallVector<Value> FlashDecodeLowering::build() {
   } else {
     capacity = kb.dim(keyCache, 1);
   }
-  // Positions 0 .. capacity - 1 are the only ones a valid step rotates at.
-  queryRope = buildRopeTables(kb, op.getQueryRopeAttr(), headDim, capacity);
-  keyRope = op.getKeyRopeAttr() == op.getQueryRopeAttr()
-                ? queryRope
-                : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, capacity);
+  Value zero = kb.index(0), one = kb.index(1);
+  auto readPosition = [&](Value batchIndex) -> Value {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, op.getPositions(),
+                                  ValueRange{batchIndex}));
+  };
+  // First key row a sequence at `position` reads (masked before the window).
+  auto firstKeyBlock = [&](Value position) -> Value {
+    if (std::optional<int64_t> window = op.getWindow())
+      return kb.floorDiv(kb.max(zero, kb.sub(position, kb.index(*window - 1))),
+                         blockKV);
+    return zero;
+  };
+  if (op.getQueryRopeAttr() || op.getKeyRopeAttr()) {
+    // The RoPE tables cover the positions this step rotates at: the key
+    // tiles of every sequence, from its first to the one holding its
+    // position p (rows past p are rotated, then masked), not the whole
+    // capacity. Positions are clamped into the cache here only to bound the
+    // tables: one outside it fails its check before any rotation.
+    Value last = kb.sub(capacity, one);
+    auto range = scf::ForOp::create(
+        b, loc, zero, batch, one, ValueRange{capacity, zero},
+        [&](OpBuilder &, Location, Value batchIndex, ValueRange bounds) {
+          Value position = kb.min(kb.max(readPosition(batchIndex), zero), last);
+          Value start = kb.mul(firstKeyBlock(position), blockKV);
+          Value end = kb.mul(kb.ceilDiv(kb.add(position, 1), blockKV), blockKV);
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{kb.min(bounds[0], start), kb.max(bounds[1], end)});
+        });
+    Value first = range.getResult(0);
+    Value rows = kb.max(zero, kb.sub(range.getResult(1), first));
+    queryRope =
+        buildRopeTables(kb, op.getQueryRopeAttr(), headDim, rows, first);
+    keyRope =
+        op.getKeyRopeAttr() == op.getQueryRopeAttr()
+            ? queryRope
+            : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, rows, first);
+  }
 
   auto resultType = cast<RankedTensorType>(op.getResult().getType());
   Value output =
@@ -128,13 +165,6 @@ SmallVector<Value> FlashDecodeLowering::build() {
   if (!keyIsValue)
     init.push_back(op.getValueCache());
 
-  Value zero = kb.index(0), one = kb.index(1);
-  auto readPosition = [&](Value batchIndex) -> Value {
-    return arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        tensor::ExtractOp::create(b, loc, op.getPositions(),
-                                  ValueRange{batchIndex}));
-  };
   auto checkPosition = [&](Value position) {
     Value inside = arith::AndIOp::create(
         b, loc,
@@ -153,7 +183,7 @@ SmallVector<Value> FlashDecodeLowering::build() {
     if (std::optional<int64_t> window = op.getWindow())
       lo = kb.max(zero, kb.sub(position, kb.index(*window - 1)));
     Value hi = position;
-    Value loBlock = kb.floorDiv(lo, blockKV);
+    Value loBlock = firstKeyBlock(position);
     Value endBlock = kb.ceilDiv(kb.add(position, 1), blockKV);
     Value queryRows = loadQuery(batchIndex, kvHead, position);
     Value maxInit =
@@ -163,23 +193,41 @@ SmallVector<Value> FlashDecodeLowering::build() {
         kb.fill(kb.empty({group}, kb.computeType), kb.constant(0.0));
     Value accInit =
         kb.fill(kb.empty({group, valueDim}, kb.computeType), kb.constant(0.0));
-    auto keyLoop = scf::ForOp::create(
-        b, loc, loBlock, endBlock, one, ValueRange{maxInit, sumInit, accInit},
-        [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
-          Value key0 = kb.mul(keyBlock, blockKV);
-          // One gather per tile; for K=V it is also the values.
-          Value keySlab =
-              gatherRows(keys, headDim, batchIndex, kvHead, key0, position);
-          Value valueSlab = keyIsValue
-                                ? keySlab
-                                : gatherRows(values, valueDim, batchIndex,
-                                             kvHead, key0, position);
-          scf::YieldOp::create(
-              b, loc,
-              update(queryRows, keySlab, valueSlab, key0, lo, hi, state));
-        });
-    return store(keyLoop.getResult(2), keyLoop.getResult(1), batchIndex,
-                 kvHead);
+    // Tiles whose rows all lie at or before p are read in place from a
+    // contiguous cache; the tile holding p (when p + 1 is not a whole number
+    // of tiles), and every tile of a paged cache, is gathered row by row
+    // with the rows past p clamped to p.
+    Value wholeEnd =
+        op.isPaged()
+            ? loBlock
+            : kb.max(loBlock, kb.floorDiv(kb.add(position, 1), blockKV));
+    auto keyLoop = [&](Value fromBlock, Value toBlock, ValueRange state,
+                       bool gather) {
+      auto loop = scf::ForOp::create(
+          b, loc, fromBlock, toBlock, one, state,
+          [&](OpBuilder &, Location, Value keyBlock, ValueRange carried) {
+            Value key0 = kb.mul(keyBlock, blockKV);
+            auto readRows = [&](Value cache, int64_t dim) -> Value {
+              if (gather)
+                return gatherRows(cache, dim, batchIndex, kvHead, key0,
+                                  position);
+              return kb.slice(cache, {batchIndex, key0, kvHead, zero},
+                              {1, blockKV, 1, dim}, {blockKV, dim});
+            };
+            // One read per tile; for K=V it is also the values.
+            Value keySlab = readRows(keys, headDim);
+            Value valueSlab = keyIsValue ? keySlab : readRows(values, valueDim);
+            scf::YieldOp::create(
+                b, loc,
+                update(queryRows, keySlab, valueSlab, key0, lo, hi, carried));
+          });
+      return SmallVector<Value>(loop.getResults());
+    };
+    SmallVector<Value> state =
+        keyLoop(loBlock, wholeEnd, ValueRange{maxInit, sumInit, accInit},
+                /*gather=*/false);
+    state = keyLoop(wholeEnd, endBlock, state, /*gather=*/true);
+    return store(state[2], state[1], batchIndex, kvHead);
   };
 
   SmallVector<Value> loopResults;
@@ -331,12 +379,13 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
   Value fzero = kb.constant(0.0), fone = kb.constant(1.0);
   Value scaleValue = kb.constant(scale);
 
-  // Key rows in the compute type, rotated at their positions for the scores;
-  // clamped rows (masked) may sit past the table: rotate them at p instead.
-  Value keyTile = loadKeyTile(kb, keySlab, keyRope, key0, /*maxPosition=*/hi);
-  Value valueTile = kb.convert(valueSlab, kb.computeType);
+  // Key rows in the compute type as a [d, block_kv] tile, rotated at their
+  // positions (the tables cover the whole tile) for the scores.
+  Value keyTile = loadRotatedKeyTile(kb, keySlab, keyRope, key0);
+  Value valueTile = valueSlab;
+  if (kb.elementType != kb.computeType)
+    valueTile = kb.convert(valueSlab, kb.computeType);
 
-  // s[g, c] = scale * q[g] . k[c], -inf outside [lo, hi].
   Value products =
       kb.generic({queryRows, keyTile},
                  kb.fill(kb.empty({group, blockKV}, kb.computeType), fzero),
@@ -347,6 +396,7 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
                        arith::MulFOp::create(nb, l, args[0], args[1]);
                    return arith::AddFOp::create(nb, l, args[2], product);
                  });
+  // s[g, c] = scale * q[g] . k[c], -inf outside [lo, hi].
   Value scores = kb.generic(
       {}, products, {kb.map(2, {0, 1})}, {kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {

@@ -284,20 +284,35 @@ Value KernelBuilder::normalizeHeads(Value residual, Value tau,
 
 std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,
                                                   int64_t headDim,
-                                                  Value positions) {
+                                                  Value positions,
+                                                  Value first) {
   int64_t rotated = *rope.getRotatedDim(headDim);
   int64_t half = rotated / 2;
   // Angles in f64: position * theta^(-2i/r), as the reference computes them.
+  // Position first + 64 j + f takes its cosine and sine from those of
+  // (first + 64 j) and f by the angle-addition formulas, in f64: the
+  // transcendental functions run on positions / 64 + 64 rows instead of one
+  // per position. Rounded to f32, about 3 entries in 10^5 differ from the
+  // direct evaluation, by one ulp.
   double logTheta = std::log(rope.getThetaValue());
-  Value init = empty({ShapedType::kDynamic, half}, computeType, {positions});
-  auto table = [&](bool sine) {
+  constexpr int64_t fineRows = 64;
+  if (!first)
+    first = index(0);
+  auto f64 = builder.getF64Type();
+  // cos or sin of (offset + step * row) * frequency(pair), [rows, r/2] f64.
+  auto angleTable = [&](Value rows, Value offset, int64_t step, bool sine) {
+    SmallVector<Value> dynamicRows;
+    int64_t staticRows = ShapedType::kDynamic;
+    if (std::optional<int64_t> constantRows = getConstantIntValue(rows))
+      staticRows = *constantRows;
+    else
+      dynamicRows.push_back(rows);
     return generic(
-        {}, init, {map(2, {0, 1})},
+        {}, empty({staticRows, half}, f64, dynamicRows), {map(2, {0, 1})},
         {utils::IteratorType::parallel, utils::IteratorType::parallel},
         [&](OpBuilder &b, Location l, ValueRange) -> Value {
-          auto f64 = b.getF64Type();
           auto i64 = b.getI64Type();
-          Value position = linalg::IndexOp::create(b, l, 0);
+          Value row = linalg::IndexOp::create(b, l, 0);
           Value pair = linalg::IndexOp::create(b, l, 1);
           auto toF64 = [&](Value indexValue) -> Value {
             Value asInt = arith::IndexCastOp::create(b, l, i64, indexValue);
@@ -310,9 +325,40 @@ std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,
                   b.getF64FloatAttr(-2.0 * logTheta /
                                     static_cast<double>(rotated))));
           Value frequency = math::ExpOp::create(b, l, exponent);
+          Value position = arith::AddIOp::create(
+              b, l, offset,
+              arith::MulIOp::create(
+                  b, l, row, arith::ConstantIndexOp::create(b, l, step)));
           Value angle = arith::MulFOp::create(b, l, toF64(position), frequency);
-          Value result = sine ? Value(math::SinOp::create(b, l, angle))
-                              : Value(math::CosOp::create(b, l, angle));
+          return sine ? Value(math::SinOp::create(b, l, angle))
+                      : Value(math::CosOp::create(b, l, angle));
+        });
+  };
+  Value coarseRows = ceilDiv(positions, fineRows);
+  Value coarseCos = angleTable(coarseRows, first, fineRows, false);
+  Value coarseSin = angleTable(coarseRows, first, fineRows, true);
+  Value fineCos = angleTable(index(fineRows), index(0), 1, false);
+  Value fineSin = angleTable(index(fineRows), index(0), 1, true);
+
+  MLIRContext *context = builder.getContext();
+  AffineExpr row = getAffineDimExpr(0, context),
+             pair = getAffineDimExpr(1, context);
+  AffineMap coarseMap =
+      AffineMap::get(2, 0, {row.floorDiv(fineRows), pair}, context);
+  AffineMap fineMap = AffineMap::get(2, 0, {row % fineRows, pair}, context);
+  Value init = empty({ShapedType::kDynamic, half}, computeType, {positions});
+  auto table = [&](bool sine) {
+    return generic(
+        {coarseCos, coarseSin, fineCos, fineSin}, init,
+        {coarseMap, coarseMap, fineMap, fineMap, map(2, {0, 1})},
+        {utils::IteratorType::parallel, utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          // cos(a + b) = cos a cos b - sin a sin b,
+          // sin(a + b) = sin a cos b + cos a sin b.
+          Value lhs = arith::MulFOp::create(b, l, args[sine ? 1 : 0], args[2]);
+          Value rhs = arith::MulFOp::create(b, l, args[sine ? 0 : 1], args[3]);
+          Value result = sine ? Value(arith::AddFOp::create(b, l, lhs, rhs))
+                              : Value(arith::SubFOp::create(b, l, lhs, rhs));
           if (computeType.getWidth() < 64)
             result = arith::TruncFOp::create(b, l, computeType, result);
           return result;

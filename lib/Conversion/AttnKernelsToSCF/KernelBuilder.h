@@ -146,9 +146,10 @@ public:
                                      TileBodyFn body);
 
   /// Cosine and sine tables `[positions, r/2]` in the compute type for
-  /// `rope` over heads of `headDim`, positions 0 .. positions-1.
+  /// `rope` over heads of `headDim`, positions first .. first+positions-1
+  /// (row i is position first + i; first is 0 when null).
   std::pair<Value, Value> ropeTables(attn::RopeAttr rope, int64_t headDim,
-                                     Value positions);
+                                     Value positions, Value first = {});
 };
 
 } // namespace attnfuse::kernels

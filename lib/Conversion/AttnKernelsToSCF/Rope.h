@@ -7,17 +7,21 @@
 
 namespace attnfuse::kernels {
 
-/// Cosine and sine tables `[positions, r/2]` of one RoPE; empty (false)
-/// when there is nothing to rotate.
+/// Cosine and sine tables `[positions, r/2]` of one RoPE, row i for position
+/// `first + i` (i when `first` is null); empty (false) when there is nothing
+/// to rotate.
 struct RopeTables {
   mlir::Value cosine, sine;
+  mlir::Value first;
   int64_t rotated = 0;
   explicit operator bool() const { return rotated > 0; }
 };
 
-/// Tables for `rope` (may be null) over heads of `headDim` dims.
+/// Tables for `rope` (may be null) over heads of `headDim` dims, for the
+/// `positions` positions from `first` (0 when null).
 RopeTables buildRopeTables(KernelBuilder &kb, attn::RopeAttr rope,
-                           int64_t headDim, mlir::Value positions);
+                           int64_t headDim, mlir::Value positions,
+                           mlir::Value first = {});
 
 /// Index of the dimension that `dim` rotates with: `dim +- r/2` inside the
 /// rotated part, `dim` itself outside it.
@@ -34,11 +38,16 @@ mlir::Value applyRope(mlir::OpBuilder &b, mlir::Location loc,
 
 /// The key rows `keySlab` (`[rows, d]`, element type) as a `[d, rows]` tile
 /// in the compute type, row `c` rotated by `rope` (when set) at position
-/// `key0 + c`, or at `min(key0 + c, maxPosition)` with a `maxPosition`
-/// (rows past it are masked and may lie past the tables).
+/// `key0 + c`.
 mlir::Value loadKeyTile(KernelBuilder &kb, mlir::Value keySlab,
-                        const RopeTables &rope, mlir::Value key0,
-                        mlir::Value maxPosition = {});
+                        const RopeTables &rope, mlir::Value key0);
+
+/// loadKeyTile for a tile whose positions all lie in the tables (rows past
+/// the last valid key are rotated too, then masked): rotated in the rows'
+/// layout as `[rows, 2, r/2]` (a dim and its partner in the other half, every
+/// operand of the innermost loop contiguous), then transposed by one copy.
+mlir::Value loadRotatedKeyTile(KernelBuilder &kb, mlir::Value keySlab,
+                               const RopeTables &rope, mlir::Value key0);
 
 } // namespace attnfuse::kernels
 

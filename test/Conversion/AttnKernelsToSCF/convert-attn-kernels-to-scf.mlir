@@ -62,22 +62,34 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 
 // -----
 
-// A projection with a reduction of 40 in steps of 16: x and W zero-padded
-// to 48 in one copy each, W packed into [2, 3, 16, 16] blocks of W^T (k
-// innermost in the packing loops), three steps each reading one block, then
-// the bias and RoPE epilogue.
+// A projection with a reduction of 40 in steps of 16.
 // Projection: (batch, token block, feature block) tiles in parallel, each
-// with its whole reduction over the 40 input features.
+// with its whole reduction over the 40 input features; then the tokens past
+// the last whole block, (batch, token, feature block) in parallel.
 // PAR-LABEL: func.func @projection
 // PAR: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, 2) shared_outs(%[[ACC:.*]] = %{{.*}}) -> (tensor<?x?x32xf32>)
 // PAR: scf.forall.in_parallel
 // PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}] [1, 8, 16] [1, 1, 1] : tensor<8x16xf32> into tensor<?x?x32xf32>
+// PAR: scf.forall (%[[TB:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, 2) shared_outs(%[[TACC:.*]] = %{{.*}}) -> (tensor<?x?x32xf32>)
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[TACC]][%[[TB]], %{{.*}}, %{{.*}}] [1, 1, 16] [1, 1, 1] : tensor<1x16xf32> into tensor<?x?x32xf32>
+// Whole blocks of 8 tokens only when there is one: inside the branch, x
+// and W zero-padded to a width of 48 (one copy each), W packed into
+// [2, 3, 16, 16] blocks of W^T (k innermost in the packing loops), three
+// reduction steps each reading one block, then the bias and RoPE epilogue.
+// The last tokens % 8, one by one, never padded: W read in its own layout,
+// 16 rows of 40 as [16, 5, 8] against the token's row as [5, 8], partial
+// sums over 8 lanes, then their sum, the bias and RoPE at the token's index.
 // CHECK-LABEL: func.func @projection
-// CHECK: %[[X:.*]] = tensor.pad %{{.*}} low[0, 0, 0] high[0, %{{.*}}, 8]
-// CHECK: %[[W:.*]] = tensor.pad %{{.*}} low[0, 0] high[%{{.*}}, %{{.*}}]
+// CHECK: %[[TOKENS:.*]] = tensor.dim %arg0, %c1
+// CHECK: %[[BLOCKS:.*]] = arith.floordivsi %[[TOKENS]], %c8
+// CHECK: math.cos
+// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[BLOCKS]], %c0
+// CHECK: %[[BLOCKED:.*]] = scf.if %[[ANY]] -> (tensor<?x?x32xf32>) {
+// CHECK: %[[X:.*]] = tensor.pad %arg0 low[0, 0, 0] high[0, 0, 8]
+// CHECK: %[[W:.*]] = tensor.pad %arg1 low[0, 0] high[0, 8]
 // CHECK: %[[WB:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0, 1], [2, 3]] output_shape [2, 16, 3, 16]
 // CHECK: %[[PACKED:.*]] = linalg.generic {{.*}} ins(%[[WB]] : tensor<2x16x3x16xf32>) outs(%{{.*}} : tensor<2x3x16x16xf32>)
-// CHECK: math.cos
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for %[[NB:.*]] = %{{.*}} to %c2
@@ -86,6 +98,18 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 // CHECK: tensor.extract_slice %[[ROWS]][0, %{{.*}}] [8, 16] [1, 1] : tensor<8x48xf32> to tensor<8x16xf32>
 // CHECK: tensor.extract_slice %[[PACKED]][%[[NB]], %[[STEP]], 0, 0] [1, 1, 16, 16] [1, 1, 1, 1] : tensor<2x3x16x16xf32> to tensor<16x16xf32>
 // CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
+// CHECK: } else {
+// CHECK: %[[TAIL:.*]] = arith.subi %[[TOKENS]], %{{.*}}
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[BLOCKED]])
+// CHECK: scf.for %{{.*}} = %c0 to %[[TAIL]] step %c1
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg0[%{{.*}}, %{{.*}}, 0] [1, 1, 40] [1, 1, 1] : tensor<?x?x40xf32> to tensor<40xf32>
+// CHECK: %[[XL:.*]] = tensor.expand_shape %[[ROW]] {{\[\[}}0, 1]] output_shape [5, 8] : tensor<40xf32> into tensor<5x8xf32>
+// CHECK: %[[WROWS:.*]] = tensor.extract_slice %arg1[%{{.*}}, 0] [16, 40] [1, 1] : tensor<32x40xf32> to tensor<16x40xf32>
+// CHECK: %[[WL:.*]] = tensor.expand_shape %[[WROWS]] {{\[\[}}0], [1, 2]] output_shape [16, 5, 8] : tensor<16x40xf32> into tensor<16x5x8xf32>
+// CHECK: %[[PARTIAL:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[XL]], %[[WL]] : tensor<5x8xf32>, tensor<16x5x8xf32>) outs(%{{.*}} : tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[PARTIAL]] : tensor<16x8xf32>) outs(%{{.*}} : tensor<1x16xf32>)
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] [1, 1, 16] [1, 1, 1] : tensor<1x16xf32> into tensor<?x?x32xf32>
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8] : tensor<?x?x32xf32> into tensor<?x?x4x8xf32>
 // CHECK-NOT: attn.
 func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,

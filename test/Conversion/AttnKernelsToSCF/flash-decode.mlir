@@ -17,12 +17,22 @@
 // PAR-LABEL: func.func @decode_paged
 // PAR: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs
 
-// K=V cache with GQA-2 and key RoPE: per batch entry the position is
-// checked against the capacity, the new key is inserted at it, and per KV
-// head the two query heads stream over key tiles. Each tile is gathered
-// once from the updated cache; the same gathered rows are rotated for the
-// scores and multiplied un-rotated with the probabilities (K=V).
+// K=V cache with GQA-2 and key RoPE: the RoPE tables cover the positions
+// the step rotates at, [0, end of the key tile holding the largest p) over
+// the batch, not the 64 rows of the capacity. Per batch entry the position
+// is checked against the capacity, the new key is inserted at it, and per
+// KV head the two query heads stream over key tiles. Tiles whose rows all
+// lie at or before p are read in place from the updated cache, rotated in
+// their own layout as [32, 2, 8] (a dim and its partner) with the table
+// rows of the tile, then transposed; the same rows are multiplied
+// un-rotated with the probabilities (K=V). The tile holding p, when p + 1
+// is not a whole number of tiles, is gathered with the rows past p clamped.
 // CHECK-LABEL: func.func @decode_kv
+// CHECK: %[[RANGE:.*]]:2 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %c64, %{{.*}} = %c0) -> (index, index)
+// CHECK: arith.ceildivsi %{{.*}}, %c32
+// CHECK: %[[TABLEROWS:.*]] = arith.maxsi %{{.*}}, %c0
+// CHECK: math.cos
+// CHECK: %[[COS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xf32>)
 // CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %{{.*}}, %[[CACHE:.*]] = %arg2)
 // CHECK: %[[P:.*]] = tensor.extract %arg3[%[[B]]] : tensor<?xi32>
 // CHECK: cf.assert %{{.*}}, "attn.flash_decode: positions[b] is outside the cache capacity"
@@ -30,13 +40,22 @@
 // CHECK: %[[WRITTEN:.*]] = tensor.insert_slice %[[NEW]] into %[[CACHE]][%[[B]], %{{.*}}, 0, 0] [1, 1, 2, 16]
 // CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
 // CHECK: tensor.extract_slice %arg0[%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 16] [1, 1, 1, 1] : tensor<?x1x4x16xf32> to tensor<2x16xf32>
-// CHECK: scf.for {{.*}} -> (tensor<2xf32>, tensor<2xf32>, tensor<2x16xf32>)
-// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x16xf32>)
-// CHECK: tensor.extract %[[WRITTEN]][%[[B]], %{{.*}}, %[[H]], %{{.*}}] : tensor<?x64x2x16xf32>
-// CHECK-NOT: tensor.extract %[[WRITTEN]]
-// CHECK: linalg.generic {{.*}} ins(%[[ROWS]] : tensor<32x16xf32>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK: %[[STATE:.*]]:3 = scf.for {{.*}} -> (tensor<2xf32>, tensor<2xf32>, tensor<2x16xf32>)
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[WRITTEN]][%[[B]], %{{.*}}, %[[H]], 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<?x64x2x16xf32> to tensor<32x16xf32>
+// CHECK: %[[PAIRS:.*]] = tensor.expand_shape %[[ROWS]] {{\[\[}}0], [1, 2]] output_shape [32, 2, 8]
+// CHECK: %[[COSROWS:.*]] = tensor.extract_slice %[[COS]][%{{.*}}, 0] [32, 8] [1, 1] : tensor<?x8xf32> to tensor<32x8xf32>
+// CHECK: %[[ROT:.*]] = linalg.generic {{.*}} ins(%[[PAIRS]], %[[PAIRS]], %[[COSROWS]], %{{.*}} : tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x8xf32>, tensor<32x8xf32>) outs(%{{.*}} : tensor<32x2x8xf32>)
+// CHECK: %[[ROTROWS:.*]] = tensor.collapse_shape %[[ROT]] {{\[\[}}0], [1, 2]]
+// CHECK: %[[KT:.*]] = linalg.generic {{.*}} ins(%[[ROTROWS]] : tensor<32x16xf32>) outs(%{{.*}} : tensor<16x32xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[KT]] : tensor<2x16xf32>, tensor<16x32xf32>) outs(%{{.*}} : tensor<2x32xf32>)
 // CHECK: math.exp
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[ROWS]] : tensor<2x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16xf32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[STATE]]#0, %{{.*}} = %[[STATE]]#1, %{{.*}} = %[[STATE]]#2)
+// CHECK: %[[GATHERED:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: arith.minsi
+// CHECK: tensor.extract %[[WRITTEN]][%[[B]], %{{.*}}, %[[H]], %{{.*}}] : tensor<?x64x2x16xf32>
+// CHECK: tensor.expand_shape %[[GATHERED]] {{\[\[}}0], [1, 2]] output_shape [32, 2, 8]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[GATHERED]] : tensor<2x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16xf32>)
 // CHECK: scf.yield %{{.*}}, %[[WRITTEN]] : tensor<?x1x4x16xf32>, tensor<?x64x2x16xf32>
 // CHECK-NOT: attn.
 func.func @decode_kv(%q: tensor<?x1x4x16xf32>, %k: tensor<?x1x2x16xf32>,
@@ -53,7 +72,7 @@ func.func @decode_kv(%q: tensor<?x1x4x16xf32>, %k: tensor<?x1x2x16xf32>,
 
 // Paged separate K/V: the write goes to the page the block table names at
 // position / page_size (checked to exist), both caches are updated, and
-// the gathers go through the block table.
+// every tile is gathered through the block table (none is read in place).
 // CHECK-LABEL: func.func @decode_paged
 // CHECK: %[[P:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK: %[[PAGEIDX:.*]] = arith.divsi %[[P]], %c16
@@ -62,6 +81,7 @@ func.func @decode_kv(%q: tensor<?x1x4x16xf32>, %k: tensor<?x1x2x16xf32>,
 // CHECK: cf.assert %{{.*}}, "attn.flash_decode: block_table names a page outside the paged cache"
 // CHECK: %[[KC:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %[[SLOT]], 0, 0] [1, 1, 1, 32]
 // CHECK: %[[VC:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %[[SLOT]], 0, 0] [1, 1, 1, 48]
+// CHECK-NOT: tensor.extract_slice %[[KC]]
 // CHECK: tensor.extract %arg6
 // CHECK: tensor.extract %[[KC]]
 // CHECK: tensor.extract %arg6
@@ -80,4 +100,40 @@ func.func @decode_paged(%q: tensor<?x1x4x32xf16>, %k: tensor<?x1x1x32xf16>,
         -> (tensor<?x1x4x48xf16>, tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>)
   return %o, %kc, %vc
       : tensor<?x1x4x48xf16>, tensor<?x16x1x32xf16>, tensor<?x16x1x48xf16>
+}
+
+// -----
+
+// A sliding window with RoPE: the tables start at the first key tile of the
+// window (max(p - 39, 0) rounded down to a tile of 32), and every lookup
+// subtracts that first position: the query's at p, each in-place tile's
+// rows from its first key.
+// CHECK-LABEL: func.func @decode_window_rope
+// CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %c255 : index
+// CHECK: %[[LO:.*]] = arith.subi %[[CLAMPED]], %c39 : index
+// CHECK: %[[LOBLOCK:.*]] = arith.floordivsi %{{.*}}, %c32 : index
+// CHECK: %[[START:.*]] = arith.muli %[[LOBLOCK]], %c32 : index
+// CHECK: %[[FIRST:.*]] = arith.minsi %[[START]], %c256 : index
+// CHECK: math.cos
+// CHECK: %[[COS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xf32>)
+// CHECK: cf.assert
+// CHECK: %[[QROW:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK: tensor.extract %[[COS]][%[[QROW]], %{{.*}}] : tensor<?x8xf32>
+// CHECK: scf.for %[[BLOCK:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: %[[KEY0:.*]] = arith.muli %[[BLOCK]], %c32 : index
+// CHECK: %[[KROW:.*]] = arith.subi %[[KEY0]], %[[FIRST]] : index
+// CHECK: tensor.extract_slice %[[COS]][%[[KROW]], 0] [32, 8] [1, 1] : tensor<?x8xf32> to tensor<32x8xf32>
+// CHECK-NOT: attn.
+func.func @decode_window_rope(%q: tensor<1x1x2x16xf32>,
+                              %k: tensor<1x1x1x16xf32>,
+                              %cache: tensor<1x256x1x16xf32>,
+                              %pos: tensor<1xi32>)
+    -> (tensor<1x1x2x16xf32>, tensor<1x256x1x16xf32>) {
+  %o, %c = attn.flash_decode %q, %k cache(%cache) positions(%pos)
+      {block_kv = 32 : i64, window = 40 : i64,
+       query_rope = #attn.rope<theta = 10000.0>,
+       key_rope = #attn.rope<theta = 10000.0>}
+      : (tensor<1x1x2x16xf32>, tensor<1x1x1x16xf32>, tensor<1x256x1x16xf32>,
+         tensor<1xi32>) -> (tensor<1x1x2x16xf32>, tensor<1x256x1x16xf32>)
+  return %o, %c : tensor<1x1x2x16xf32>, tensor<1x256x1x16xf32>
 }
