@@ -558,7 +558,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (const RunSpec &run : runs) {
-    auto where = runList + ":" + Twine(run.line) + ": ";
+    // A std::string: a Twine must not outlive its operands.
+    std::string where = (runList + ":" + Twine(run.line) + ": ").str();
     auto inputs = loadInputs(run.inputs, argSpecs);
     if (!inputs)
       return fail(where + llvm::toString(inputs.takeError()));
