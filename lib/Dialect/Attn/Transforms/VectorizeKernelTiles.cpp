@@ -171,6 +171,16 @@ struct FuseMultiplyAdd : OpRewritePattern<arith::AddFOp> {
   }
 };
 
+/// Tiles of an operand indexed by a compound expression (a RoPE table read
+/// at `d0 floordiv 2`, a halo at `d0 + d1`) are over-approximated by tiling
+/// and could reach past the operand: only plain (projected, broadcast)
+/// dimension maps are tiled.
+bool hasPlainIndexing(linalg::GenericOp op) {
+  return llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return map.isProjectedPermutation(/*allowZeroInResults=*/true);
+  });
+}
+
 bool readsTensorsInBody(linalg::GenericOp op) {
   return op.getBody()
       ->walk([](tensor::ExtractOp) { return WalkResult::interrupt(); })
@@ -240,7 +250,7 @@ void AttnVectorizeKernelTilesPass::runOnOperation() {
   getOperation()->walk([&](linalg::GenericOp op) {
     if (op.hasPureTensorSemantics() && !op.hasDynamicShape() &&
         op.getNumDpsInits() == 1 && op.getNumLoops() > 0 &&
-        !readsTensorsInBody(op))
+        hasPlainIndexing(op) && !readsTensorsInBody(op))
       candidates.push_back(op);
   });
 
@@ -273,9 +283,17 @@ void AttnVectorizeKernelTilesPass::runOnOperation() {
       return signalPassFailure();
   }
   // Innermost loops first (post-order); hoisting replaces the loop it
-  // hoists from, never its parents.
+  // hoists from, never its parents. Only loops known to run (the register
+  // blocks' loops have static, non-zero trip counts): a slice hoisted out
+  // of a loop that runs zero times (a kernel's token tail, a key loop)
+  // would be read even when it is out of bounds.
   SmallVector<scf::ForOp> loops;
-  getOperation()->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  getOperation()->walk([&](scf::ForOp loop) {
+    std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+    if (lower && upper && *lower < *upper)
+      loops.push_back(loop);
+  });
   for (scf::ForOp loop : loops)
     hoistLoopInvariantSubsets(rewriter, loop);
 }

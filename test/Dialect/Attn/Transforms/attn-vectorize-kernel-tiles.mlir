@@ -115,16 +115,20 @@ func.func @exp_rows(%a: tensor<4x64xf32>, %o: tensor<4x64xf32>)
 // -----
 
 // Left alone: a transposing read (a key tile stored [d, keys]), dynamic
-// sizes, and a body that reads a tensor (a RoPE partner).
+// sizes, a body that reads a tensor (a RoPE partner), and a compound index
+// (a window at i + j, whose tiles tiling would over-approximate).
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: vector.
 // CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK: linalg.generic
+// CHECK: linalg.generic
 // CHECK-NOT: vector.
 func.func @left_alone(%k: tensor<64x16xf32>, %o: tensor<16x64xf32>,
-                      %a: tensor<?x64xf32>, %b: tensor<?x64xf32>)
-    -> (tensor<16x64xf32>, tensor<?x64xf32>, tensor<16x64xf32>) {
+                      %a: tensor<?x64xf32>, %b: tensor<?x64xf32>,
+                      %window: tensor<79xf32>)
+    -> (tensor<16x64xf32>, tensor<?x64xf32>, tensor<16x64xf32>,
+        tensor<16x64xf32>) {
   %t = linalg.generic {indexing_maps = [affine_map<(d, j) -> (j, d)>,
                                         affine_map<(d, j) -> (d, j)>],
                        iterator_types = ["parallel", "parallel"]}
@@ -149,6 +153,14 @@ func.func @left_alone(%k: tensor<64x16xf32>, %o: tensor<16x64xf32>,
     %x = tensor.extract %t[%i, %j] : tensor<16x64xf32>
     linalg.yield %x : f32
   } -> tensor<16x64xf32>
-  return %t, %d, %g : tensor<16x64xf32>, tensor<?x64xf32>, tensor<16x64xf32>
+  %w = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i + j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%window : tensor<79xf32>) outs(%o : tensor<16x64xf32>) {
+  ^bb0(%x: f32, %c: f32):
+    linalg.yield %x : f32
+  } -> tensor<16x64xf32>
+  return %t, %d, %g, %w : tensor<16x64xf32>, tensor<?x64xf32>,
+                          tensor<16x64xf32>, tensor<16x64xf32>
 }
 

@@ -161,8 +161,11 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
       vector element-wise ops and `vector.multi_reduction`s.
 
     Generics whose sizes are dynamic, whose tile sizes would not divide
-    their sizes, or whose bodies read tensors (`tensor.extract`, such as a
-    RoPE partner) are left alone and lower to loops as before.
+    their sizes, whose indexing maps are not plain dimensions (a compound
+    index such as `d0 + d1`: its tiles would be over-approximated past the
+    operand), whose innermost loop reads an operand transposed, or whose
+    bodies read tensors (`tensor.extract`, such as a RoPE partner) are left
+    alone and lower to loops as before.
 
     ```mlir
     // Before: one projection tile's accumulation, [64, 64] += [64, 64] x [64, 64].
