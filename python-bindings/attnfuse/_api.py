@@ -230,6 +230,9 @@ def compile(module, target="cpu", entry=None, **options):
     elem_type (bf16 or f16), block_q, block_kv, stages, ptxas (path), cubin
     (True), programs (True; False writes only the kernels, to launch by hand).
     """
+    if not isinstance(module, Module):
+        raise TypeError(f"compile needs an attnfuse.Module (attnfuse.parse(text) "
+                        f"or a builder), got {type(module).__name__}")
     if target == "cpu":
         return _compile_cpu(module, entry, **options)
     if target == "sm_90a":

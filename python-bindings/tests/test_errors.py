@@ -123,6 +123,12 @@ def test_compile_errors():
         attnfuse.compile(module, tile_m=4)
     with pytest.raises(ValueError, match="elem_type"):
         attnfuse.compile(module, target="sm_90a", elem_type="f32")
+    with pytest.raises(TypeError, match="attnfuse.parse"):
+        attnfuse.compile(str(module))
+    with pytest.raises(ValueError, match="vectorize"):
+        attnfuse.compile(module, vectorise=False)
+    with pytest.raises(ValueError, match="register_tile_n"):
+        attnfuse.compile(module, register_tile_n=0)
 
 
 def test_sm90a_kernels_of_a_padded_layer_take_the_mask(tmp_path):
