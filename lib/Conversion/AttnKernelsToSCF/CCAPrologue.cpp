@@ -68,9 +68,6 @@ public:
   SmallVector<Value> build();
 
 private:
-  /// A `[N, E]` weight for `project`: zero-padded to whole blocks and
-  /// packed into blocks of W^T (KernelBuilder::packWeightBlocks).
-  Value packWeight(Value weight);
   /// `[rows, outputs]` = x-rows `[row0, row0 + rows)` of the block x W^T,
   /// one tiled GEMM per block of `blockN` outputs.
   Value project(Value block, int64_t row0, int64_t rows, Value packedWeight,
@@ -93,18 +90,6 @@ private:
   Value temperature;
   RopeTables rope;
 };
-
-Value CCAPrologueLowering::packWeight(Value weight) {
-  int64_t outputs = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  int64_t paddedOutputs = llvm::divideCeil(outputs, blockN) * blockN;
-  Value padded = kb.padDimsTo(
-      weight, {{0, kb.index(paddedOutputs)}, {1, kb.index(paddedWidth)}});
-  padded = tensor::CastOp::create(
-      kb.builder, kb.loc,
-      RankedTensorType::get({paddedOutputs, paddedWidth}, kb.elementType),
-      padded);
-  return kb.packWeightBlocks(padded, blockN, blockK);
-}
 
 Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
                                    Value packedWeight, int64_t outputs) {
@@ -302,10 +287,10 @@ SmallVector<Value> CCAPrologueLowering::build() {
   // Parameters, once.
   Value packedWeight = tensor::ConcatOp::create(
       b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
-  packedWeightT = packWeight(packedWeight);
-  valueWeightT = packWeight(op.getWv());
+  packedWeightT = kb.packWeightBlocks(packedWeight, blockN, blockK);
+  valueWeightT = kb.packWeightBlocks(op.getWv(), blockN, blockK);
   if (shift)
-    previousWeightT = packWeight(op.getWvPrev());
+    previousWeightT = kb.packWeightBlocks(op.getWvPrev(), blockN, blockK);
   // [C, 1, k0] -> [C, k0].
   depthwiseWeight =
       kb.convert(op.getConvDwWeight(), {channels, k0}, kb.computeType,

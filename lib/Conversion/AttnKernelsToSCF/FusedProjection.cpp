@@ -132,18 +132,9 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(ifFullBlocks.thenBlock());
       Value input = op.getInput();
-      Value blocks = weight;
-      if (paddedWidth != width) {
+      if (paddedWidth != width)
         input = kb.padDimTo(input, 2, kb.index(paddedWidth));
-        blocks = kb.padDimTo(blocks, 1, kb.index(paddedWidth));
-      }
-      blocks = tensor::CastOp::create(
-          rewriter, loc,
-          RankedTensorType::get(
-              {paddedFeatures, paddedWidth},
-              cast<RankedTensorType>(weight.getType()).getElementType()),
-          blocks);
-      Value packedWeight = kb.packWeightBlocks(blocks, blockN, blockK);
+      Value packedWeight = kb.packWeightBlocks(op.getWeight(), blockN, blockK);
       // Every (token block, feature block) tile owns its output and its
       // whole reduction over the input features.
       Value tiled = kb.tileLoops(

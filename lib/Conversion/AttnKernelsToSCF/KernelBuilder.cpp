@@ -133,8 +133,23 @@ Value KernelBuilder::padDimsTo(Value source,
 Value KernelBuilder::packWeightBlocks(Value weight, int64_t blockN,
                                       int64_t blockK) {
   auto type = cast<RankedTensorType>(weight.getType());
-  int64_t numBlocks = type.getDimSize(0) / blockN;
-  int64_t numSteps = type.getDimSize(1) / blockK;
+  int64_t numBlocks = llvm::divideCeil(type.getDimSize(0), blockN);
+  int64_t numSteps = llvm::divideCeil(type.getDimSize(1), blockK);
+  if (numBlocks * blockN != type.getDimSize(0) ||
+      numSteps * blockK != type.getDimSize(1)) {
+    // Zero rows and columns up to whole blocks (static sizes).
+    auto paddedType = RankedTensorType::get(
+        {numBlocks * blockN, numSteps * blockK}, type.getElementType());
+    SmallVector<mlir::OpFoldResult> low(2, builder.getIndexAttr(0));
+    SmallVector<mlir::OpFoldResult> high = {
+        builder.getIndexAttr(numBlocks * blockN - type.getDimSize(0)),
+        builder.getIndexAttr(numSteps * blockK - type.getDimSize(1))};
+    Value zero = mlir::arith::ConstantOp::create(
+        builder, loc, type.getElementType(),
+        builder.getZeroAttr(type.getElementType()));
+    weight = mlir::tensor::PadOp::create(builder, loc, paddedType, weight, low,
+                                         high, zero);
+  }
   Value blocks = tensor::ExpandShapeOp::create(
       builder, loc,
       RankedTensorType::get({numBlocks, blockN, numSteps, blockK},

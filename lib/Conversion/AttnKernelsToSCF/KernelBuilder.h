@@ -96,9 +96,10 @@ public:
   /// `source` (static shape) with its elements converted to `type`.
   Value convert(Value source, Type type);
 
-  /// Blocks of W^T for tiled GEMMs: a static `[N, E]` weight (N a multiple
-  /// of `blockN`, E of `blockK`; callers pad) packed once into
-  /// `[N / blockN, E / blockK, blockK, blockN]` in the compute type,
+  /// Blocks of W^T for tiled GEMMs: a static `[N, E]` weight, zero-padded
+  /// to whole blocks, packed once into
+  /// `[ceil(N / blockN), ceil(E / blockK), blockK, blockN]` in the compute
+  /// type,
   /// `packed[nb, kb, k, n] = W[nb * blockN + n, kb * blockK + k]`. A GEMM
   /// step then reads one contiguous block: the rows of a plain W^T lie
   /// E * 4 bytes apart, which for E = 1024 maps them all to the same L1
