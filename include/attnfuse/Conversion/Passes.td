@@ -41,15 +41,18 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
 def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
   let summary = "Lower the fused attn kernel ops to tiled loops on tensors";
   let description = [{
-    The CPU form of the fused kernels: `attn.flash_attention`,
-    `attn.flash_decode`, `attn.fused_projection` and `attn.cca_prologue`
-    become `scf.for` loop
-    nests over the tiles their `block_*` attributes give, with
-    `linalg.generic` tile computations whose innermost dimension is
-    contiguous (so LLVM vectorizes it), `tensor` slices for the tiles and
-    f32 arithmetic for 16-bit element types. Inputs are zero-padded once to
-    whole tiles so every tile has a static shape. `attn.cca_decode_prologue`
-    (one token per sequence) becomes `linalg.generic` ops over the batch.
+    The CPU form of the fused kernels. `attn.flash_attention` is tiled
+    through its `TilingInterface` with upstream `scf::tileUsingSCF` (tile
+    sizes `[1, 1, block_q]` over batch, KV heads and query rows) and each
+    tile, an `attn.flash_attention` on the tile's slices, is decomposed
+    into linalg on tensors. `attn.flash_decode`, `attn.fused_projection`
+    and `attn.cca_prologue` become `scf.for` loop nests over the tiles
+    their `block_*` attributes give. Tiles are computed with
+    `linalg.generic` ops whose innermost dimension is contiguous, `tensor`
+    slices for the tiles and f32 arithmetic for 16-bit element types.
+    Inputs are zero-padded to whole tiles so every tile computation has a
+    static shape. `attn.cca_decode_prologue` (one token per sequence)
+    becomes `linalg.generic` ops over the batch.
 
     With `parallel=true` the independent outer loops become one
     `scf.forall` whose `shared_outs` are the outputs and whose iterations
@@ -67,6 +70,7 @@ def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
            "Make the independent outer tile loops one scf.forall">
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",

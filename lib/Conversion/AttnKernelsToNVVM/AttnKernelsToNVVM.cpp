@@ -91,16 +91,43 @@ public:
   void replaceWithLaunch(Operation *op, StringRef kernel,
                          DictionaryAttr launch) {
     OpBuilder b(op);
-    auto type = FunctionType::get(op->getContext(), op->getOperandTypes(),
-                                  op->getResultTypes());
+    // A destination-style op's result is the kernel's output buffer: its
+    // init only carries the shape, the launch does not read it.
+    SmallVector<Value> operands(op->getOperands());
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+      operands = dps.getDpsInputs();
+    SmallVector<Type> operandTypes;
+    for (Value operand : operands)
+      operandTypes.push_back(operand.getType());
+    auto type =
+        FunctionType::get(op->getContext(), operandTypes, op->getResultTypes());
     func::FuncOp decl = declareLaunch(
         op->getLoc(), kernel, op->getName().getStringRef(), type, launch);
-    auto call = func::CallOp::create(b, op->getLoc(), decl, op->getOperands());
+    auto call = func::CallOp::create(b, op->getLoc(), decl, operands);
+    SmallVector<Value> unread;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+      unread = llvm::to_vector(dps.getDpsInits());
     op->replaceAllUsesWith(call.getResults());
     op->erase();
+    // The init's shape computation (tensor.empty, tensor.dim) would be left
+    // in the host program, which runs no such ops.
+    for (Value value : unread)
+      eraseIfUnused(value);
   }
 
 private:
+  /// Erases the side-effect-free ops that computed `value` once nothing
+  /// reads them.
+  static void eraseIfUnused(Value value) {
+    Operation *producer = value.getDefiningOp();
+    if (!producer || !producer->use_empty() || !isMemoryEffectFree(producer))
+      return;
+    SmallVector<Value> operands(producer->getOperands());
+    producer->erase();
+    for (Value operand : operands)
+      eraseIfUnused(operand);
+  }
+
   ModuleOp module;
   SymbolTable symbols;
   std::map<std::string, std::string> byKey;

@@ -107,6 +107,10 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
+  if (op.getQueryRowOffset())
+    return op.emitOpError() << "a tile of query rows ('query_rows') is not "
+                               "supported by the sm_90a kernel, which tiles "
+                               "the whole attention itself";
   FailureOr<int64_t> maskBits =
       maskElementBits(op, "key_mask", op.getKeyMask());
   if (failed(maskBits))

@@ -44,6 +44,10 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
   Value input, weight, bias;
   RopeAttr rope;
   if (auto fp = dyn_cast<FusedProjectionOp>(op)) {
+    if (fp.getTokenOffset())
+      return fp.emitOpError() << "a tile of tokens ('token_offset') is not "
+                                 "supported by the sm_90a kernel, which "
+                                 "tiles the whole projection itself";
     input = fp.getInput();
     weight = fp.getWeight();
     bias = fp.getBias();

@@ -1,20 +1,25 @@
 //===- FlashAttention.cpp - attn.flash_attention to tiled loops -*- C++ -*-===//
 //
-// One loop nest per (batch, KV head, query block). The G = Hq / Hk query
-// heads of a group form one [G, block_q, d] tile that every key tile is
-// multiplied with, so a key/value tile is read once per group. A running
-// row maximum m, sum l and output accumulator live in the compute type
-// (f32 for 16-bit inputs) across the key loop (online softmax); the S x T
-// score matrix never exists.
+// The op is tiled with upstream scf::tileUsingSCF through its
+// TilingInterface, one tile per (batch, KV head, block_q query rows): an
+// `scf.forall` (or nested `scf.for`) whose body holds an attn.flash_attention
+// on the tile's slices. That tile op is then decomposed here into linalg
+// and arith on tiles: the G = Hq / Hk query heads of the group form one
+// [G, block_q, d] tile that every key tile is multiplied with, so a
+// key/value tile is read once per group. A running row maximum m, sum l and
+// output accumulator live in the compute type (f32 for 16-bit inputs)
+// across the key loop (online softmax); the S x T score matrix never
+// exists.
 //
 // Key tiles wholly after the causal diagonal, or wholly before the sliding
 // window, are not visited: the key loop bounds exclude them. Only tiles that
-// cross the diagonal, the window edge or the end of the keys take the masked
-// path. Q, K and V are zero-padded once to whole tiles so every tile has a
-// static shape; padded keys are masked and padded query rows dropped.
-// For K=V the one key tile read serves Q K^T (rotated on load when the
-// op says so) and P V (un-rotated). A key mask (a padded batch) is read
-// per key tile and masks every tile.
+// cross the diagonal or the window edge take the masked path; the last
+// partial key tile is read zero-padded to a whole tile after the loop over
+// the whole ones, and masked. The query rows are zero-padded to block_q so
+// every tile computation has a static shape; padded rows are not stored.
+// For K=V the one key tile read serves Q K^T (rotated on load when the op
+// says so) and P V (un-rotated). A key mask (a padded batch) is read per key
+// tile and masks every tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +29,7 @@
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
@@ -36,17 +42,19 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-/// Builds the tiled loops of one attn.flash_attention.
-class FlashAttentionLowering {
+/// Decomposes one tile of attn.flash_attention (batch 1, one KV head, at
+/// most block_q query rows, as tileUsingSCF produces with tile sizes
+/// [1, 1, block_q]) into linalg on tensors.
+class FlashAttentionTile {
 public:
-  FlashAttentionLowering(FlashAttentionOp op, OpBuilder &builder, bool parallel)
-      : op(op), parallel(parallel),
+  FlashAttentionTile(FlashAttentionOp op, OpBuilder &builder,
+                     const RopeTables &queryRope, const RopeTables &keyRope)
+      : op(op),
         kb(builder, op.getLoc(),
-           cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
+           cast<RankedTensorType>(op.getQuery().getType()).getElementType()),
+        queryRope(queryRope), keyRope(keyRope) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
-    auto keyType = cast<RankedTensorType>(op.getKey().getType());
-    numHeads = queryType.getDimSize(2);
-    group = numHeads / keyType.getDimSize(2);
+    group = queryType.getDimSize(2);
     headDim = queryType.getDimSize(3);
     valueDim =
         cast<RankedTensorType>(op.getValueOrKey().getType()).getDimSize(3);
@@ -57,100 +65,142 @@ public:
                               : 1.0 / std::sqrt(static_cast<double>(headDim));
   }
 
+  /// The tile's output, written into the op's init.
   Value build();
 
 private:
   /// `[G, block_q, d]` compute-type tile of the group's query heads.
-  Value loadQueryTile(Value batchIndex, Value kvHead, Value row0);
+  Value loadQueryTile();
   /// `[d, block_kv]` compute-type key tile (rotated on load when asked) and
-  /// `[block_kv, dv]` value tile, from one read for K=V.
-  std::pair<Value, Value> loadKeyValueTiles(Value batchIndex, Value kvHead,
-                                            Value key0);
+  /// `[block_kv, dv]` value tile, from one read for K=V. A `partial` tile
+  /// (the last keys) is read zero-padded to block_kv rows.
+  std::pair<Value, Value> loadKeyValueTiles(Value key0, bool partial);
   /// Scaled, biased and (when `masked`) masked scores `[G, block_q,
   /// block_kv]` of the query tile against the key tile at `key0`.
-  Value scores(Value queryTile, Value keyTile, Value batchIndex, Value kvHead,
-               Value row0, Value key0, bool masked);
+  Value scores(Value queryTile, Value keyTile, Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
-  /// The output tile acc / l of one query block.
-  KernelBuilder::TileWrite store(Value acc, Value sum, Value batchIndex,
-                                 Value kvHead, Value row0);
-  /// Keeps the key loop of one query block; returns its output tile.
-  KernelBuilder::TileWrite buildQueryBlock(Value batchIndex, Value kvHead,
-                                           Value queryBlock);
+  /// The output rows acc / l, written into the op's init.
+  Value store(Value acc, Value sum);
 
   FlashAttentionOp op;
-  bool parallel;
   KernelBuilder kb;
-  int64_t numHeads, group, headDim, valueDim, blockQ, blockKV;
+  const RopeTables &queryRope, &keyRope;
+  int64_t group, headDim, valueDim, blockQ, blockKV;
   bool keyIsValue;
   double scale;
 
-  // Values shared by every tile, set by build().
-  Value queries, keys, offset;
-  Value query, key, value, bias, keyMask;
-  RopeTables queryRope, keyRope;
+  // Set by build(): the tile's rows and the keys, the position of its first
+  // query row among the keys, the bias and key mask padded to whole tiles.
+  Value rows, keys, rowOffset, firstQuery, bias, keyMask;
 };
 
-Value FlashAttentionLowering::build() {
+Value FlashAttentionTile::build() {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
-  Value batch = kb.dim(op.getQuery(), 0);
-  queries = kb.dim(op.getQuery(), 1);
+  rows = kb.dim(op.getQuery(), 1);
   keys = kb.dim(op.getKey(), 1);
-  Value numQueryBlocks = kb.ceilDiv(queries, blockQ);
-  Value paddedQueries = kb.mul(numQueryBlocks, blockQ);
   Value paddedKeys = kb.mul(kb.ceilDiv(keys, blockKV), blockKV);
-  // Query i sits at position i + (T - S) of the keys.
-  offset = kb.sub(keys, queries);
-
-  query = kb.padDimTo(op.getQuery(), 1, paddedQueries);
-  key = kb.padDimTo(op.getKey(), 1, paddedKeys);
-  value = keyIsValue ? key : kb.padDimTo(op.getValue(), 1, paddedKeys);
+  // Row r of the tile is row rowOffset + r of an attention of rowCount rows,
+  // at key position rowOffset + r + (T - rowCount).
+  rowOffset = op.getQueryRowOffset();
+  Value rowCount = op.getQueryRowCount();
+  if (!rowOffset) {
+    rowOffset = kb.index(0);
+    rowCount = rows;
+  }
+  firstQuery = kb.add(rowOffset, kb.sub(keys, rowCount));
   if (Value biasOperand = op.getBias()) {
     int64_t rank = cast<RankedTensorType>(biasOperand.getType()).getRank();
-    bias = kb.padDimTo(kb.padDimTo(biasOperand, rank - 2, paddedQueries),
-                       rank - 1, paddedKeys);
+    bias = kb.padDimsTo(biasOperand,
+                        {{rank - 2, kb.index(blockQ)}, {rank - 1, paddedKeys}});
   }
-
   // Padded keys read a zero mask: masked like the keys past the end.
   if (Value mask = op.getKeyMask())
     keyMask = kb.padDimTo(mask, 1, paddedKeys);
 
-  Value positions = kb.max(paddedQueries, paddedKeys);
-  queryRope = buildRopeTables(kb, op.getQueryRopeAttr(), headDim, positions);
-  keyRope = op.getKeyRopeAttr() == op.getQueryRopeAttr()
-                ? queryRope
-                : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, positions);
+  Value queryTile = loadQueryTile();
+  // Visible keys of the tile: positions [loKey, hiKey).
+  Value lastQuery = kb.add(firstQuery, blockQ - 1);
+  Value hiKey = keys;
+  if (op.getCausal())
+    hiKey = kb.min(keys, kb.max(kb.add(lastQuery, 1), kb.index(0)));
+  Value loKey = kb.index(0);
+  if (std::optional<int64_t> window = op.getWindow())
+    loKey = kb.max(loKey, kb.sub(firstQuery, kb.index(*window - 1)));
+  Value loBlock = kb.floorDiv(loKey, blockKV);
+  Value hiBlock = kb.max(loBlock, kb.ceilDiv(hiKey, blockKV));
 
-  Value output =
-      kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, numHeads, valueDim},
-               kb.elementType, {batch, paddedQueries});
-  // Query blocks are independent: each owns its rows of the output and
-  // keeps its softmax state and key loop to itself.
-  Value tiled = kb.tileLoops(
-      {batch, kb.index(numHeads / group), numQueryBlocks}, ValueRange{output},
-      parallel, [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-        return {buildQueryBlock(ivs[0], ivs[1], ivs[2])};
-      })[0];
+  Value wholeBlocks = kb.floorDiv(keys, blockKV);
 
-  SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = {batch, queries, b.getIndexAttr(numHeads),
-                                     b.getIndexAttr(valueDim)};
-  SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-  Value result =
-      tensor::ExtractSliceOp::create(b, loc, tiled, offsets, sizes, strides);
-  if (result.getType() != op.getType())
-    result = tensor::CastOp::create(b, loc, op.getType(), result);
-  return result;
+  // One key tile into the softmax state.
+  auto step = [&](Value key0, ValueRange state, bool partial) {
+    Value keyTile, valueTile;
+    std::tie(keyTile, valueTile) = loadKeyValueTiles(key0, partial);
+    // A key mask can hide any key, and a partial tile has padded keys:
+    // those are masked everywhere. Otherwise only tiles crossing the
+    // diagonal or the window edge need the mask.
+    if (keyMask || partial)
+      return update(scores(queryTile, keyTile, key0, /*masked=*/true),
+                    valueTile, state);
+    Value lastKey = kb.add(key0, blockKV - 1);
+    Value needsMask;
+    auto maskWhen = [&](Value condition) {
+      needsMask = needsMask ? kb.orI(needsMask, condition) : condition;
+    };
+    if (op.getCausal())
+      maskWhen(kb.lessThan(firstQuery, lastKey));
+    if (std::optional<int64_t> window = op.getWindow())
+      maskWhen(kb.lessThan(kb.index(*window - 1), kb.sub(lastQuery, key0)));
+    if (!needsMask)
+      return update(scores(queryTile, keyTile, key0, /*masked=*/false),
+                    valueTile, state);
+    auto branch = scf::IfOp::create(
+        b, loc, needsMask,
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(
+              b, loc, scores(queryTile, keyTile, key0, /*masked=*/true));
+        },
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(
+              b, loc, scores(queryTile, keyTile, key0, /*masked=*/false));
+        });
+    return update(branch.getResult(0), valueTile, state);
+  };
+
+  Value maxInit =
+      kb.fill(kb.empty({group, blockQ}, kb.computeType),
+              kb.constant(-std::numeric_limits<double>::infinity()));
+  Value sumInit =
+      kb.fill(kb.empty({group, blockQ}, kb.computeType), kb.constant(0.0));
+  Value accInit = kb.fill(kb.empty({group, blockQ, valueDim}, kb.computeType),
+                          kb.constant(0.0));
+  auto keyLoop = scf::ForOp::create(
+      b, loc, loBlock, kb.max(loBlock, kb.min(hiBlock, wholeBlocks)),
+      kb.index(1), ValueRange{maxInit, sumInit, accInit},
+      [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
+        scf::YieldOp::create(b, loc,
+                             step(kb.mul(keyBlock, blockKV), state, false));
+      });
+  // The partial key tile, when there is one and the tile sees it.
+  auto tail = scf::IfOp::create(
+      b, loc, kb.lessThan(wholeBlocks, hiBlock),
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, loc,
+                             step(kb.mul(wholeBlocks, blockKV),
+                                  keyLoop.getResults(), /*partial=*/true));
+      },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, loc, keyLoop.getResults());
+      });
+  return store(tail.getResult(2), tail.getResult(1));
 }
 
-Value FlashAttentionLowering::loadQueryTile(Value batchIndex, Value kvHead,
-                                            Value row0) {
-  OpBuilder &b = kb.builder;
-  Value head0 = kb.mul(kvHead, group);
-  Value slab = kb.slice(query, {batchIndex, row0, head0, b.getIndexAttr(0)},
-                        {1, blockQ, group, headDim}, {blockQ, group, headDim});
+Value FlashAttentionTile::loadQueryTile() {
+  Value slab = kb.padDimTo(op.getQuery(), 1, kb.index(blockQ));
+  OpFoldResult zero = kb.builder.getIndexAttr(0);
+  slab = kb.slice(slab, {zero, zero, zero, zero}, {1, blockQ, group, headDim},
+                  {blockQ, group, headDim});
   Value init = kb.empty({group, blockQ, headDim}, kb.computeType);
   const RopeTables &rope = queryRope;
   return kb.generic(
@@ -167,31 +217,41 @@ Value FlashAttentionLowering::loadQueryTile(Value batchIndex, Value kvHead,
             nb, tensor::ExtractOp::create(
                     nb, l, slab,
                     ValueRange{row, head, ropePartner(nb, l, dim, rope)}));
-        Value position = arith::AddIOp::create(nb, l, row0, row);
+        Value position = arith::AddIOp::create(nb, l, rowOffset, row);
         return applyRope(nb, l, rope, element, partner, position, dim);
       });
 }
 
-std::pair<Value, Value>
-FlashAttentionLowering::loadKeyValueTiles(Value batchIndex, Value kvHead,
-                                          Value key0) {
+std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0,
+                                                              bool partial) {
   OpBuilder &b = kb.builder;
+  OpFoldResult zero = b.getIndexAttr(0);
+  auto rowsOf = [&](Value source, int64_t dim) {
+    if (!partial)
+      return kb.slice(source, {zero, key0, zero, zero}, {1, blockKV, 1, dim},
+                      {blockKV, dim});
+    // The last keys % block_kv rows, zero-padded to a whole tile.
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), kb.sub(keys, key0),
+                                       b.getIndexAttr(1), b.getIndexAttr(dim)};
+    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+    Value last = tensor::ExtractSliceOp::create(
+        b, kb.loc, source, SmallVector<OpFoldResult>{zero, key0, zero, zero},
+        sizes, strides);
+    Value padded = kb.padDimTo(last, 1, kb.index(blockKV));
+    return kb.slice(padded, {zero, zero, zero, zero}, {1, blockKV, 1, dim},
+                    {blockKV, dim});
+  };
   // One read of the key rows; for K=V it is also the value tile.
-  Value keySlab = kb.slice(key, {batchIndex, key0, kvHead, b.getIndexAttr(0)},
-                           {1, blockKV, 1, headDim}, {blockKV, headDim});
-  Value keyTile = loadKeyTile(kb, keySlab, keyRope, key0);
-  Value valueSlab =
-      keyIsValue
-          ? keySlab
-          : kb.slice(value, {batchIndex, key0, kvHead, b.getIndexAttr(0)},
-                     {1, blockKV, 1, valueDim}, {blockKV, valueDim});
+  Value keySlab = rowsOf(op.getKey(), headDim);
+  Value keyTile = keyRope ? loadRotatedKeyTile(kb, keySlab, keyRope, key0)
+                          : loadKeyTile(kb, keySlab, keyRope, key0);
+  Value valueSlab = keyIsValue ? keySlab : rowsOf(op.getValue(), valueDim);
   Value valueTile = kb.convert(valueSlab, kb.computeType);
   return {keyTile, valueTile};
 }
 
-Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
-                                     Value batchIndex, Value kvHead, Value row0,
-                                     Value key0, bool masked) {
+Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
+                                 bool masked) {
   // s[g, i, c] = sum_e q[g, i, e] k[e, c]: c innermost and contiguous.
   Value init = kb.fill(kb.empty({group, blockQ, blockKV}, kb.computeType),
                        kb.constant(0.0));
@@ -208,24 +268,23 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
   OpBuilder &b = kb.builder;
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
+  OpFoldResult zero = b.getIndexAttr(0);
   if (bias) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getRank() == 3) {
-      Value head0 = kb.mul(kvHead, group);
-      inputs.push_back(kb.slice(bias, {head0, row0, key0},
+      inputs.push_back(kb.slice(bias, {zero, zero, key0},
                                 {group, blockQ, blockKV},
                                 {group, blockQ, blockKV}));
       maps.push_back(kb.map(3, {0, 1, 2}));
     } else {
       inputs.push_back(
-          kb.slice(bias, {row0, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
+          kb.slice(bias, {zero, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
       maps.push_back(kb.map(3, {1, 2}));
     }
   }
   unsigned keyMaskArg = inputs.size();
   if (masked && keyMask) {
-    inputs.push_back(
-        kb.slice(keyMask, {batchIndex, key0}, {1, blockKV}, {blockKV}));
+    inputs.push_back(kb.slice(keyMask, {zero, key0}, {1, blockKV}, {blockKV}));
     maps.push_back(kb.map(3, {2}));
   }
   maps.push_back(kb.map(3, {0, 1, 2}));
@@ -234,7 +293,6 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
   bool causal = op.getCausal();
   std::optional<int64_t> window = op.getWindow();
   Value windowValue = window ? kb.index(*window) : Value();
-  (void)b;
   return kb.generic(
       inputs, products, maps, {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -246,8 +304,7 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
           return score;
         Value row = linalg::IndexOp::create(nb, l, 1);
         Value column = linalg::IndexOp::create(nb, l, 2);
-        Value queryPosition = arith::AddIOp::create(
-            nb, l, arith::AddIOp::create(nb, l, row0, row), offset);
+        Value queryPosition = arith::AddIOp::create(nb, l, firstQuery, row);
         Value keyPosition = arith::AddIOp::create(nb, l, key0, column);
         Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
                                             keyPosition, keys);
@@ -277,9 +334,8 @@ Value FlashAttentionLowering::scores(Value queryTile, Value keyTile,
       });
 }
 
-SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
-                                                  Value valueTile,
-                                                  ValueRange state) {
+SmallVector<Value> FlashAttentionTile::update(Value scoreTile, Value valueTile,
+                                              ValueRange state) {
   Value maxOld = state[0], sumOld = state[1], accOld = state[2];
   Value negInf = kb.constant(-std::numeric_limits<double>::infinity());
   Value fzero = kb.constant(0.0), fone = kb.constant(1.0);
@@ -352,17 +408,28 @@ SmallVector<Value> FlashAttentionLowering::update(Value scoreTile,
   return {maxNew, sumNew, accNew};
 }
 
-KernelBuilder::TileWrite FlashAttentionLowering::store(Value acc, Value sum,
-                                                       Value batchIndex,
-                                                       Value kvHead,
-                                                       Value row0) {
+Value FlashAttentionTile::store(Value acc, Value sum) {
   OpBuilder &b = kb.builder;
   Value fzero = kb.constant(0.0);
-  // o = acc / l, and 0 for a row that saw no key.
-  Value tile = kb.generic(
-      {acc, sum}, kb.empty({blockQ, group, valueDim}, kb.elementType),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {1, 0, 2})},
-      {kPar, kPar, kPar},
+  // Only the tile's rows of the padded block: [G, rows, ..].
+  auto firstRows = [&](Value tile, int64_t innerDim) {
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    SmallVector<OpFoldResult> offsets = {zero, zero},
+                              sizes = {b.getIndexAttr(group), rows};
+    if (innerDim) {
+      offsets.push_back(zero);
+      sizes.push_back(b.getIndexAttr(innerDim));
+    }
+    return tensor::ExtractSliceOp::create(
+        b, kb.loc, tile, offsets, sizes,
+        SmallVector<OpFoldResult>(sizes.size(), one));
+  };
+  // o = acc / l, and 0 for a row that saw no key, straight into the init
+  // [1, rows, G, dv].
+  return kb.generic(
+      {firstRows(acc, valueDim), firstRows(sum, 0)}, op.getInit(),
+      {kb.map(4, {2, 1, 3}), kb.map(4, {2, 1}), kb.map(4, {0, 1, 2, 3})},
+      {kPar, kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value empty = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
                                             args[1], fzero);
@@ -370,85 +437,10 @@ KernelBuilder::TileWrite FlashAttentionLowering::store(Value acc, Value sum,
         return kb.toElement(
             nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
       });
-  return {tile,
-          0,
-          {batchIndex, row0, kb.mul(kvHead, group), b.getIndexAttr(0)},
-          {1, blockQ, group, valueDim}};
 }
 
-KernelBuilder::TileWrite
-FlashAttentionLowering::buildQueryBlock(Value batchIndex, Value kvHead,
-                                        Value queryBlock) {
-  OpBuilder &b = kb.builder;
-  Location loc = kb.loc;
-  Value row0 = kb.mul(queryBlock, blockQ);
-  Value queryTile = loadQueryTile(batchIndex, kvHead, row0);
-
-  // Visible keys of the block: positions [loKey, hiKey).
-  Value firstQuery = kb.add(row0, offset);
-  Value lastQuery = kb.add(firstQuery, blockQ - 1);
-  Value hiKey = keys;
-  if (op.getCausal())
-    hiKey = kb.min(keys, kb.max(kb.add(lastQuery, 1), kb.index(0)));
-  Value loKey = kb.index(0);
-  if (std::optional<int64_t> window = op.getWindow())
-    loKey = kb.max(loKey, kb.sub(firstQuery, kb.index(*window - 1)));
-  Value loBlock = kb.floorDiv(loKey, blockKV);
-  Value hiBlock = kb.max(loBlock, kb.ceilDiv(hiKey, blockKV));
-
-  Value maxInit =
-      kb.fill(kb.empty({group, blockQ}, kb.computeType),
-              kb.constant(-std::numeric_limits<double>::infinity()));
-  Value sumInit =
-      kb.fill(kb.empty({group, blockQ}, kb.computeType), kb.constant(0.0));
-  Value accInit = kb.fill(kb.empty({group, blockQ, valueDim}, kb.computeType),
-                          kb.constant(0.0));
-
-  auto keyLoop = scf::ForOp::create(
-      b, loc, loBlock, hiBlock, kb.index(1),
-      ValueRange{maxInit, sumInit, accInit},
-      [&](OpBuilder &, Location, Value keyBlock, ValueRange state) {
-        Value key0 = kb.mul(keyBlock, blockKV);
-        Value keyTile, valueTile;
-        std::tie(keyTile, valueTile) =
-            loadKeyValueTiles(batchIndex, kvHead, key0);
-        // A key mask can hide any key: every tile is masked. Otherwise
-        // only tiles crossing the end of the keys, the diagonal or the
-        // window edge need the mask.
-        Value scoreTile;
-        if (keyMask) {
-          scoreTile = scores(queryTile, keyTile, batchIndex, kvHead, row0, key0,
-                             /*masked=*/true);
-        } else {
-          Value lastKey = kb.add(key0, blockKV - 1);
-          Value needsMask = kb.lessThan(kb.sub(keys, kb.index(1)), lastKey);
-          if (op.getCausal())
-            needsMask = kb.orI(needsMask, kb.lessThan(firstQuery, lastKey));
-          if (std::optional<int64_t> window = op.getWindow())
-            needsMask = kb.orI(needsMask, kb.lessThan(kb.index(*window - 1),
-                                                      kb.sub(lastQuery, key0)));
-          auto branch = scf::IfOp::create(
-              b, loc, needsMask,
-              [&](OpBuilder &, Location) {
-                scf::YieldOp::create(b, loc,
-                                     scores(queryTile, keyTile, batchIndex,
-                                            kvHead, row0, key0,
-                                            /*masked=*/true));
-              },
-              [&](OpBuilder &, Location) {
-                scf::YieldOp::create(b, loc,
-                                     scores(queryTile, keyTile, batchIndex,
-                                            kvHead, row0, key0,
-                                            /*masked=*/false));
-              });
-          scoreTile = branch.getResult(0);
-        }
-        scf::YieldOp::create(b, loc, update(scoreTile, valueTile, state));
-      });
-  return store(keyLoop.getResult(2), keyLoop.getResult(1), batchIndex, kvHead,
-               row0);
-}
-
+/// Tiles attn.flash_attention through its TilingInterface and decomposes
+/// each tile.
 struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
   LowerFlashAttention(MLIRContext *context, bool parallel)
       : OpRewritePattern(context), parallel(parallel) {}
@@ -456,8 +448,38 @@ struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
 
   LogicalResult matchAndRewrite(FlashAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    FlashAttentionLowering lowering(op, rewriter, parallel);
-    rewriter.replaceOp(op, lowering.build());
+    auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+    // The rotation tables serve every tile: built once, before the loops,
+    // for the positions of whole key tiles and whole query tiles (from the
+    // op's first row).
+    KernelBuilder kb(rewriter, op.getLoc(), queryType.getElementType());
+    int64_t headDim = queryType.getDimSize(3);
+    int64_t blockQ = op.getBlockQ(), blockKV = op.getBlockKv();
+    Value keyPositions =
+        kb.mul(kb.ceilDiv(kb.dim(op.getKey(), 1), blockKV), blockKV);
+    RopeTables keyRope =
+        buildRopeTables(kb, op.getKeyRopeAttr(), headDim, keyPositions);
+    Value queryPositions =
+        kb.mul(kb.ceilDiv(kb.dim(op.getQuery(), 1), blockQ), blockQ);
+    RopeTables queryRope =
+        buildRopeTables(kb, op.getQueryRopeAttr(), headDim, queryPositions,
+                        op.getQueryRowOffset());
+
+    scf::SCFTilingOptions options;
+    options.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+                          rewriter.getIndexAttr(op.getBlockQ())});
+    options.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
+                                 : scf::SCFTilingOptions::LoopType::ForOp);
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return rewriter.notifyMatchFailure(op, "tiling failed");
+    rewriter.replaceOp(op, tiled->replacements);
+
+    auto tile = cast<FlashAttentionOp>(tiled->tiledOps.front());
+    rewriter.setInsertionPoint(tile);
+    rewriter.replaceOp(
+        tile, FlashAttentionTile(tile, rewriter, queryRope, keyRope).build());
     return success();
   }
 };

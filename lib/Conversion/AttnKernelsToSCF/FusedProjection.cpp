@@ -1,17 +1,19 @@
 //===- FusedProjection.cpp - attn.fused_projection to tiled loops -*- C++ -*-=//
 //
-// A tiled GEMM: for every (batch, block_s tokens, block_n features) output
-// tile, an f32 accumulator sums x-tile x W^T-tile products over the model
-// width in steps of block_k, then one epilogue adds the bias, rotates the
-// tile's heads (RoPE) and stores it already split into heads. W is packed
-// once per call into contiguous [block_k, block_n] blocks of W^T, so the
-// innermost loop runs over contiguous output features and a tile step reads
-// one block (rows of a plain W^T lie E * 4 bytes apart: for E = 1024 every
-// row maps to the same L1 cache sets). The tokens past the last whole block
-// (a decode step's one token per sequence) are matrix-vector products over
-// W as it is laid out, with the same epilogue: no token padding, and no
-// packed copy of W when there is no whole block. Features are zero-padded
-// to whole tiles, and the width to whole reduction steps for the GEMM.
+// The op is tiled with upstream scf::tileUsingSCF through its
+// TilingInterface: one tile per (batch, block_s tokens, block_n features),
+// an attn.flash_projection of the tile's tokens by the tile's weight rows,
+// which is then decomposed here. A whole block of tokens is a GEMM: an f32
+// accumulator sums x-tile x W^T-tile products over the model width in steps
+// of block_k against W packed (once per call, before the tile loops) into
+// contiguous [block_k, block_n] blocks of W^T, so the innermost loop runs
+// over contiguous output features and a step reads one block (rows of a
+// plain W^T lie E * 4 bytes apart: for E = 1024 every row maps to the same
+// L1 cache sets). The tokens of a last partial block (a decode step's few
+// tokens) are matrix-vector products over W as it is laid out: no token
+// padding, and no packed copy of W when there is no whole block. One
+// epilogue adds the bias, rotates the tile's heads (RoPE) and writes the
+// tile into the op's init, already split into heads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +21,9 @@
 #include "Rope.h"
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -29,6 +33,219 @@ using namespace attnfuse::kernels;
 
 namespace {
 
+/// The largest divisor of `n` that is at most `limit` (at least 1).
+int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, std::max<int64_t>(limit, 1)); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+/// Decomposes one tile of attn.fused_projection: batch 1, at most block_s
+/// tokens and at most `blockN` features, the features of block
+/// `featureBlock` of `packedWeight` (null when the call has no whole block
+/// of tokens).
+class FusedProjectionTile {
+public:
+  FusedProjectionTile(FusedProjectionOp op, OpBuilder &builder, int64_t blockN,
+                      Value packedWeight, Value featureBlock,
+                      const RopeTables &rope)
+      : op(op),
+        kb(builder, op.getLoc(),
+           cast<RankedTensorType>(op.getInput().getType()).getElementType()),
+        blockN(blockN), packedWeight(packedWeight), featureBlock(featureBlock),
+        rope(rope) {}
+
+  /// The tile's output, written into the op's init.
+  Value build();
+
+private:
+  /// Bias and rotation of an `[rows, blockN]` accumulator for the tile's
+  /// rows `row0 ..`, converted to the element type into `dest`.
+  Value epilogue(Value acc, int64_t rows, Value row0, Value dest);
+  /// The GEMM of a whole block of tokens against the packed weight, into
+  /// `tile`.
+  Value multiplyBlock(Value tile);
+  /// One row of matrix-vector products per token, over W as laid out.
+  Value multiplyRows(Value tile);
+
+  FusedProjectionOp op;
+  KernelBuilder kb;
+  int64_t blockN;
+  Value packedWeight, featureBlock;
+
+  /// Rotation tables whose rows include the tile's token positions.
+  const RopeTables &rope;
+
+  // Set by build().
+  Value tokens, tokenOffset, bias, weight;
+};
+
+Value FusedProjectionTile::build() {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  const int64_t blockS = op.getBlockS();
+  tokens = kb.dim(op.getInput(), 1);
+  tokenOffset = op.getTokenOffset();
+  if (!tokenOffset)
+    tokenOffset = kb.index(0);
+  // W [block_n, E] as given and the bias [block_n] in the compute type.
+  weight = kb.padDimTo(op.getWeight(), 0, kb.index(blockN));
+  if (op.getBias())
+    bias = kb.convert(kb.padDimTo(op.getBias(), 0, kb.index(blockN)), {blockN},
+                      kb.computeType);
+
+  // Row r, feature h * d + i of a [block_s, block_n] tile is element
+  // [0, r, h, i] of the init (the tile's first rows and features: linalg
+  // takes the loop sizes from the first operand).
+  auto writeInit = [&](Value tile) -> Value {
+    int64_t features =
+        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
+    tile = tensor::ExtractSliceOp::create(
+        b, loc, tile, SmallVector<OpFoldResult>(2, b.getIndexAttr(0)),
+        SmallVector<OpFoldResult>{tokens, b.getIndexAttr(features)},
+        SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
+    int64_t headDim = op.getHeadDim();
+    MLIRContext *context = b.getContext();
+    AffineExpr row = getAffineDimExpr(1, context),
+               head = getAffineDimExpr(2, context),
+               dim = getAffineDimExpr(3, context);
+    return kb.generic(
+        {tile}, op.getInit(),
+        {AffineMap::get(4, 0, {row, head * headDim + dim}, context),
+         kb.map(4, {0, 1, 2, 3})},
+        {kPar, kPar, kPar, kPar},
+        [&](OpBuilder &, Location, ValueRange args) -> Value {
+          return args[0];
+        });
+  };
+  auto rowsIntoInit = [&]() {
+    return writeInit(multiplyRows(kb.empty({blockS, blockN}, kb.elementType)));
+  };
+  if (!packedWeight)
+    return rowsIntoInit();
+  // Each branch writes the init itself: both results are its buffer.
+  auto wholeBlock = scf::IfOp::create(
+      b, loc, kb.lessThan(tokens, kb.index(blockS)),
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, loc, rowsIntoInit());
+      },
+      [&](OpBuilder &, Location) {
+        scf::YieldOp::create(b, loc,
+                             writeInit(multiplyBlock(
+                                 kb.empty({blockS, blockN}, kb.elementType))));
+      });
+  return wholeBlock.getResult(0);
+}
+
+Value FusedProjectionTile::epilogue(Value acc, int64_t rows, Value row0,
+                                    Value dest) {
+  Value biased = acc;
+  if (bias)
+    biased = kb.generic(
+        {acc, bias}, kb.empty({rows, blockN}, kb.computeType),
+        {kb.map(2, {0, 1}), kb.map(2, {1}), kb.map(2, {0, 1})}, {kPar, kPar},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::AddFOp::create(nb, l, args[0], args[1]);
+        });
+  int64_t headDim = op.getHeadDim();
+  return kb.generic(
+      {biased}, dest, {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value element = args[0];
+        if (rope) {
+          // Tiles hold whole heads: the partner is in this tile.
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value column = linalg::IndexOp::create(nb, l, 1);
+          Value headDimValue = arith::ConstantIndexOp::create(nb, l, headDim);
+          Value dim = arith::RemSIOp::create(nb, l, column, headDimValue);
+          Value headStart = arith::SubIOp::create(nb, l, column, dim);
+          Value partnerColumn = arith::AddIOp::create(
+              nb, l, headStart, ropePartner(nb, l, dim, rope));
+          Value partner = tensor::ExtractOp::create(
+              nb, l, biased, ValueRange{row, partnerColumn});
+          Value position = arith::AddIOp::create(
+              nb, l, tokenOffset, arith::AddIOp::create(nb, l, row0, row));
+          element = applyRope(nb, l, rope, element, partner, position, dim);
+        }
+        return kb.toElement(nb, element);
+      });
+}
+
+Value FusedProjectionTile::multiplyBlock(Value tile) {
+  const int64_t blockS = op.getBlockS();
+  int64_t paddedWidth =
+      cast<RankedTensorType>(packedWeight.getType()).getDimSize(1) *
+      cast<RankedTensorType>(packedWeight.getType()).getDimSize(2);
+  Value input = op.getInput();
+  if (cast<RankedTensorType>(input.getType()).getDimSize(2) != paddedWidth)
+    input = kb.padDimTo(input, 2, kb.index(paddedWidth));
+  OpFoldResult zero = kb.builder.getIndexAttr(0);
+  Value rows = kb.slice(input, {zero, zero, zero}, {1, blockS, paddedWidth},
+                        {blockS, paddedWidth});
+  Value acc =
+      kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
+  acc = kb.multiplyWeightBlock(acc, rows, packedWeight, featureBlock);
+  return epilogue(acc, blockS, kb.index(0), tile);
+}
+
+Value FusedProjectionTile::multiplyRows(Value tile) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  const int64_t width =
+      cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
+  // Partial sums over up to 64 interleaved input features keep the
+  // innermost loop parallel and long enough for the loop vectorizer (a
+  // shorter one is unrolled first and stays scalar); they are added up at
+  // the end.
+  int64_t lanes = 64;
+  while (width % lanes != 0)
+    lanes /= 2;
+  const int64_t laneSteps = width / lanes;
+  Type weightElement =
+      cast<RankedTensorType>(weight.getType()).getElementType();
+  Value weightRows = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({blockN, laneSteps, lanes}, weightElement),
+      kb.slice(weight, {b.getIndexAttr(0), b.getIndexAttr(0)}, {blockN, width},
+               {blockN, width}),
+      ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  auto loop = scf::ForOp::create(
+      b, loc, kb.index(0), tokens, kb.index(1), ValueRange{tile},
+      [&](OpBuilder &, Location, Value token, ValueRange carried) {
+        OpFoldResult zero = b.getIndexAttr(0);
+        Value xRow = kb.slice(op.getInput(), {zero, token, zero}, {1, 1, width},
+                              {width});
+        xRow = tensor::ExpandShapeOp::create(
+            b, loc, RankedTensorType::get({laneSteps, lanes}, kb.elementType),
+            xRow, ArrayRef<ReassociationIndices>{{0, 1}});
+        Value partial = kb.generic(
+            {xRow, weightRows},
+            kb.fill(kb.empty({blockN, lanes}, kb.computeType),
+                    kb.constant(0.0)),
+            {kb.map(3, {1, 2}), kb.map(3, {0, 1, 2}), kb.map(3, {0, 2})},
+            {kPar, kRed, kPar},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              Value product = arith::MulFOp::create(
+                  nb, l, kb.toCompute(nb, args[0]), kb.toCompute(nb, args[1]));
+              return arith::AddFOp::create(nb, l, args[2], product);
+            });
+        Value acc = kb.generic(
+            {partial},
+            kb.fill(kb.empty({1, blockN}, kb.computeType), kb.constant(0.0)),
+            {kb.map(3, {1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              return arith::AddFOp::create(nb, l, args[1], args[0]);
+            });
+        Value row =
+            epilogue(acc, 1, token, kb.empty({1, blockN}, kb.elementType));
+        scf::YieldOp::create(
+            b, loc, kb.insert(row, carried[0], {token, zero}, {1, blockN}));
+      });
+  return loop.getResult(0);
+}
+
+/// Tiles attn.fused_projection through its TilingInterface and decomposes
+/// each tile.
 struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
   LowerFusedProjection(MLIRContext *context, bool parallel)
       : OpRewritePattern(context), parallel(parallel) {}
@@ -43,186 +260,87 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     const int64_t features =
         cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
     const int64_t headDim = op.getHeadDim();
+    const int64_t numHeads = features / headDim;
     const int64_t blockS = op.getBlockS();
-    // Tiles never exceed the (padded) feature count or the width.
-    const int64_t blockN = std::min<int64_t>(
-        op.getBlockN(), llvm::divideCeil(features, headDim) * headDim);
+
+    // A tile holds whole heads (about block_n features of them), or, for a
+    // head wider than block_n without rotation, a part of one head; its
+    // features divide the op's so every tile has a static shape.
+    OpFoldResult untiled = rewriter.getIndexAttr(0);
+    SmallVector<OpFoldResult> tileSizes = {rewriter.getIndexAttr(1),
+                                           rewriter.getIndexAttr(blockS)};
+    int64_t blockN;
+    if (static_cast<int64_t>(op.getBlockN()) < headDim && !op.getRopeAttr()) {
+      blockN = largestDivisorAtMost(headDim, op.getBlockN());
+      tileSizes.append(
+          {rewriter.getIndexAttr(1), rewriter.getIndexAttr(blockN)});
+    } else {
+      int64_t headsPerTile =
+          largestDivisorAtMost(numHeads, op.getBlockN() / headDim);
+      blockN = headsPerTile * headDim;
+      tileSizes.append({rewriter.getIndexAttr(headsPerTile), untiled});
+    }
     const int64_t blockK = std::min<int64_t>(op.getBlockK(), width);
-    const int64_t paddedWidth = llvm::divideCeil(width, blockK) * blockK;
-    const int64_t paddedFeatures = llvm::divideCeil(features, blockN) * blockN;
-    const int64_t numFeatureBlocks = paddedFeatures / blockN;
 
-    Value batch = kb.dim(op.getInput(), 0);
+    // The rotation tables serve every tile: built once, before the loops,
+    // for the positions of whole token blocks.
+    Value firstToken = op.getTokenOffset();
+    RopeTables rope = buildRopeTables(
+        kb, op.getRopeAttr(), headDim,
+        kb.mul(kb.ceilDiv(kb.dim(op.getInput(), 1), blockS), blockS),
+        firstToken);
+
+    // W packed into blocks once, before the tile loops, when there is a
+    // whole block of tokens; a decode step's tokens never read it.
+    Value packed;
     Value tokens = kb.dim(op.getInput(), 1);
-    Value numFullBlocks = kb.floorDiv(tokens, blockS);
-    Value tailStart = kb.mul(numFullBlocks, blockS);
-    Value zero = kb.index(0);
-
-    // W [N_padded, E] as given and the bias [N_padded] in the compute type.
-    Value weight = kb.padDimTo(op.getWeight(), 0, kb.index(paddedFeatures));
-    Value bias;
-    if (op.getBias()) {
-      bias = kb.convert(kb.padDimTo(op.getBias(), 0, kb.index(paddedFeatures)),
-                        {paddedFeatures}, kb.computeType);
-    }
-    RopeTables rope = buildRopeTables(kb, op.getRopeAttr(), headDim, tokens);
-
-    Value output =
-        kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, paddedFeatures},
-                 kb.elementType, {batch, tokens});
-
-    // Epilogue of an `[rows, BN]` accumulator for tokens s0 .. s0 + rows - 1
-    // and features n0 ..: bias, RoPE of the tile's heads, conversion.
-    auto epilogue = [&](Value acc, int64_t rows, Value batchIndex, Value s0,
-                        Value n0) -> KernelBuilder::TileWrite {
-      Value biased = acc;
-      if (bias)
-        biased = kb.generic(
-            {acc, kb.slice(bias, {n0}, {blockN}, {blockN})},
-            kb.empty({rows, blockN}, kb.computeType),
-            {kb.map(2, {0, 1}), kb.map(2, {1}), kb.map(2, {0, 1})},
-            {kPar, kPar},
-            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-              return arith::AddFOp::create(nb, l, args[0], args[1]);
-            });
-      Value tile = kb.generic(
-          {biased}, kb.empty({rows, blockN}, kb.elementType),
-          {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
-          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            Value element = args[0];
-            if (rope) {
-              // Tiles hold whole heads: the partner is in this tile.
-              Value row = linalg::IndexOp::create(nb, l, 0);
-              Value column = linalg::IndexOp::create(nb, l, 1);
-              Value headDimValue =
-                  arith::ConstantIndexOp::create(nb, l, headDim);
-              Value dim = arith::RemSIOp::create(nb, l, column, headDimValue);
-              Value headStart = arith::SubIOp::create(nb, l, column, dim);
-              Value partnerColumn = arith::AddIOp::create(
-                  nb, l, headStart, ropePartner(nb, l, dim, rope));
-              Value partner = tensor::ExtractOp::create(
-                  nb, l, biased, ValueRange{row, partnerColumn});
-              Value position = arith::AddIOp::create(nb, l, s0, row);
-              element = applyRope(nb, l, rope, element, partner, position, dim);
-            }
-            return kb.toElement(nb, element);
-          });
-      return {tile, 0, {batchIndex, s0, n0}, {1, rows, blockN}};
-    };
-
-    // Whole blocks of block_s tokens: a tiled GEMM against W^T packed into
-    // [block_k, block_n] blocks (only when there is a whole block).
-    auto blockBody = [&](Value input, Value packedWeight, Value batchIndex,
-                         Value s0,
-                         Value featureBlock) -> KernelBuilder::TileWrite {
-      Value acc =
-          kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
-      Value rows = kb.slice(input, {batchIndex, s0, zero},
-                            {1, blockS, paddedWidth}, {blockS, paddedWidth});
-      acc = kb.multiplyWeightBlock(acc, rows, packedWeight, featureBlock);
-      return epilogue(acc, blockS, batchIndex, s0,
-                      kb.mul(featureBlock, blockN));
-    };
-    auto hasFullBlocks = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::sgt, numFullBlocks, zero);
-    auto ifFullBlocks = scf::IfOp::create(
-        rewriter, loc, TypeRange{output.getType()}, hasFullBlocks,
-        /*withElseRegion=*/true);
     {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(ifFullBlocks.thenBlock());
-      Value input = op.getInput();
-      if (paddedWidth != width)
-        input = kb.padDimTo(input, 2, kb.index(paddedWidth));
-      Value packedWeight = kb.packWeightBlocks(op.getWeight(), blockN, blockK);
-      // Every (token block, feature block) tile owns its output and its
-      // whole reduction over the input features.
-      Value tiled = kb.tileLoops(
-          {batch, numFullBlocks, kb.index(numFeatureBlocks)},
-          ValueRange{output}, parallel,
-          [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-            return {blockBody(input, packedWeight, ivs[0],
-                              kb.mul(ivs[1], blockS), ivs[2])};
-          })[0];
-      scf::YieldOp::create(rewriter, loc, tiled);
-      rewriter.setInsertionPointToStart(ifFullBlocks.elseBlock());
-      scf::YieldOp::create(rewriter, loc, output);
+      auto packedType = RankedTensorType::get(
+          {features / blockN,
+           static_cast<int64_t>(llvm::divideCeil(width, blockK)), blockK,
+           blockN},
+          kb.computeType);
+      auto pack = scf::IfOp::create(
+          rewriter, loc, kb.lessThan(tokens, kb.index(blockS)),
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(
+                rewriter, loc,
+                kb.empty(packedType.getShape(), packedType.getElementType()));
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(
+                rewriter, loc,
+                kb.packWeightBlocks(op.getWeight(), blockN, blockK));
+          });
+      packed = pack.getResult(0);
+    }
+    // A statically short call (a decode step) needs no packed weight.
+    if (inputType.getDimSize(1) != ShapedType::kDynamic &&
+        inputType.getDimSize(1) < blockS) {
+      rewriter.eraseOp(packed.getDefiningOp());
+      packed = Value();
     }
 
-    // The last tokens % block_s tokens (all of them for a decode step's few
-    // tokens) one at a time, as matrix-vector products over W in its own
-    // layout: each weight row is read once and contiguously. Partial sums
-    // over up to 64 interleaved input features keep the innermost loop
-    // parallel and long enough for the loop vectorizer (a shorter one is
-    // unrolled first and stays scalar); they are added up at the end.
-    int64_t lanes = 64;
-    while (width % lanes != 0)
-      lanes /= 2;
-    const int64_t laneSteps = width / lanes;
-    auto tokenBody = [&](Value batchIndex, Value s,
-                         Value n0) -> KernelBuilder::TileWrite {
-      Value xRow = kb.slice(op.getInput(), {batchIndex, s, zero}, {1, 1, width},
-                            {width});
-      xRow = tensor::ExpandShapeOp::create(
-          rewriter, loc,
-          RankedTensorType::get({laneSteps, lanes}, kb.elementType), xRow,
-          ArrayRef<ReassociationIndices>{{0, 1}});
-      Value wRows =
-          kb.slice(weight, {n0, zero}, {blockN, width}, {blockN, width});
-      Type weightElement =
-          cast<RankedTensorType>(weight.getType()).getElementType();
-      wRows = tensor::ExpandShapeOp::create(
-          rewriter, loc,
-          RankedTensorType::get({blockN, laneSteps, lanes}, weightElement),
-          wRows, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-      Value partial = kb.generic(
-          {xRow, wRows},
-          kb.fill(kb.empty({blockN, lanes}, kb.computeType), kb.constant(0.0)),
-          {kb.map(3, {1, 2}), kb.map(3, {0, 1, 2}), kb.map(3, {0, 2})},
-          {kPar, kRed, kPar},
-          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            Value product = arith::MulFOp::create(
-                nb, l, kb.toCompute(nb, args[0]), kb.toCompute(nb, args[1]));
-            return arith::AddFOp::create(nb, l, args[2], product);
-          });
-      Value acc = kb.generic(
-          {partial},
-          kb.fill(kb.empty({1, blockN}, kb.computeType), kb.constant(0.0)),
-          {kb.map(3, {1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
-          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            return arith::AddFOp::create(nb, l, args[1], args[0]);
-          });
-      return epilogue(acc, 1, batchIndex, s, n0);
-    };
-    Value projected = kb.tileLoops(
-        {batch, kb.sub(tokens, tailStart), kb.index(numFeatureBlocks)},
-        ValueRange{ifFullBlocks.getResult(0)}, parallel,
-        [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-          return {tokenBody(ivs[0], kb.add(tailStart, ivs[1]),
-                            kb.mul(ivs[2], blockN))};
-        })[0];
+    scf::SCFTilingOptions options;
+    options.setTileSizes(tileSizes);
+    options.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
+                                 : scf::SCFTilingOptions::LoopType::ForOp);
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return rewriter.notifyMatchFailure(op, "tiling failed");
+    rewriter.replaceOp(op, tiled->replacements);
 
-    // Drop the feature padding and split the features into heads.
-    SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = {batch, tokens,
-                                       rewriter.getIndexAttr(features)};
-    SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
-    Value flat = tensor::ExtractSliceOp::create(rewriter, loc, projected,
-                                                offsets, sizes, strides);
-    auto resultType = cast<RankedTensorType>(op.getType());
-    auto headsType =
-        RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic,
-                               features / headDim, headDim},
-                              inputType.getElementType());
-    SmallVector<OpFoldResult> headsShape = {
-        batch, tokens, rewriter.getIndexAttr(features / headDim),
-        rewriter.getIndexAttr(headDim)};
-    Value heads = tensor::ExpandShapeOp::create(
-        rewriter, loc, headsType, flat,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}}, headsShape);
-    if (heads.getType() != resultType)
-      heads = tensor::CastOp::create(rewriter, loc, resultType, heads);
-    rewriter.replaceOp(op, heads);
+    auto tile = cast<FusedProjectionOp>(tiled->tiledOps.front());
+    rewriter.setInsertionPoint(tile);
+    // The tile's first feature is the offset of its weight rows.
+    auto weightRows = tile.getWeight().getDefiningOp<tensor::ExtractSliceOp>();
+    Value firstFeature = getValueOrCreateConstantIndexOp(
+        rewriter, loc, weightRows.getMixedOffsets()[0]);
+    Value featureBlock = kb.floorDiv(firstFeature, blockN);
+    rewriter.replaceOp(tile, FusedProjectionTile(tile, rewriter, blockN, packed,
+                                                 featureBlock, rope)
+                                 .build());
     return success();
   }
 };

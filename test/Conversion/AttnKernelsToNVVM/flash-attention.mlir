@@ -95,10 +95,15 @@
 // CHECK-SAME: attnfuse.op = "attn.flash_attention"
 func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
     -> tensor<?x?x16x64xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x16x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x16x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x16x64xbf16>
   %o = attn.flash_attention %q, %kv
-      {causal, block_q = 128 : i64, block_kv = 128 : i64,
+      outs(%o_init) {causal, block_q = 128 : i64, block_kv = 128 : i64,
        key_rope = #attn.rope<theta = 10000.0>}
-      : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x16x64xbf16>
+      : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x16x64xbf16>) -> tensor<?x?x16x64xbf16>
   return %o : tensor<?x?x16x64xbf16>
 }
 
@@ -126,8 +131,13 @@ func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
 // CHECK-SAME: dynamic_smem_bytes = 164920
 func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
                           %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
-  %o = attn.flash_attention %q, %k, %v {block_q = 128 : i64, block_kv = 128 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k, %v outs(%o_init) {block_q = 128 : i64, block_kv = 128 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
       -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }
@@ -146,11 +156,21 @@ func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>
 // CHECK-SAME: expr = "ceil_div(S, 16)"
 func.func @two_layers(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x1x64xbf16>,
                       %v: tensor<?x?x1x64xbf16>) -> tensor<?x?x8x64xbf16> {
-  %a = attn.flash_attention %q, %k, %v {causal, block_q = 128 : i64, block_kv = 128 : i64}
-      : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>)
+  %a_c0 = arith.constant 0 : index
+  %a_d0 = tensor.dim %q, %a_c0 : tensor<?x?x8x64xbf16>
+  %a_c1 = arith.constant 1 : index
+  %a_d1 = tensor.dim %q, %a_c1 : tensor<?x?x8x64xbf16>
+  %a_init = tensor.empty(%a_d0, %a_d1) : tensor<?x?x8x64xbf16>
+  %a = attn.flash_attention %q, %k, %v outs(%a_init) {causal, block_q = 128 : i64, block_kv = 128 : i64}
+      : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x8x64xbf16>)
       -> tensor<?x?x8x64xbf16>
-  %b = attn.flash_attention %a, %k, %v {causal, block_q = 128 : i64, block_kv = 128 : i64}
-      : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>)
+  %b_c0 = arith.constant 0 : index
+  %b_d0 = tensor.dim %a, %b_c0 : tensor<?x?x8x64xbf16>
+  %b_c1 = arith.constant 1 : index
+  %b_d1 = tensor.dim %a, %b_c1 : tensor<?x?x8x64xbf16>
+  %b_init = tensor.empty(%b_d0, %b_d1) : tensor<?x?x8x64xbf16>
+  %b = attn.flash_attention %a, %k, %v outs(%b_init) {causal, block_q = 128 : i64, block_kv = 128 : i64}
+      : (tensor<?x?x8x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x8x64xbf16>)
       -> tensor<?x?x8x64xbf16>
   return %b : tensor<?x?x8x64xbf16>
 }
@@ -173,10 +193,15 @@ func.func @two_layers(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x1x64xbf16>,
 // CHECK-SAME: window = 256
 func.func @window_qrope(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>,
                         %v: tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xbf16>
   %o = attn.flash_attention %q, %k, %v
-      {causal, window = 256 : i64, block_q = 128 : i64, block_kv = 128 : i64,
+      outs(%o_init) {causal, window = 256 : i64, block_q = 128 : i64, block_kv = 128 : i64,
        query_rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>)
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>)
       -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
@@ -200,7 +225,12 @@ func.func @window_qrope(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>,
 // CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_mask", value = "key_mask"}
 // CHECK-SAME: {dtype = "i32", layout = "row-major [batch, seq], contiguous", name = "key_mask", operand = 2 : i64
 func.func @flash_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
-  %o = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64, causal}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xbf16>
+  %o = attn.flash_attention %q, %k key_mask(%m) outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }

@@ -1,38 +1,58 @@
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file -verify-diagnostics
 
 func.func @head_dim_96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x96xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x96xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x96xbf16>
   // expected-error @+1 {{head_dim 96 is not supported by the sm_90a kernel (supported: 64, 128)}}
-  %o = attn.flash_attention %q, %k {block_q = 64 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16>
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16>
   return %o : tensor<?x?x4x96xbf16>
 }
 
 // -----
 
 func.func @f16_asked_bf16(%q: tensor<?x?x4x64xf16>, %k: tensor<?x?x4x64xf16>) -> tensor<?x?x4x64xf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xf16>
   // expected-error @+1 {{has 'f16' tensors but the sm_90a kernels were asked for elem-type=bf16}}
-  %o = attn.flash_attention %q, %k {block_q = 64 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x4x64xf16>, tensor<?x?x4x64xf16>) -> tensor<?x?x4x64xf16>
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x64xf16>, tensor<?x?x4x64xf16>, tensor<?x?x4x64xf16>) -> tensor<?x?x4x64xf16>
   return %o : tensor<?x?x4x64xf16>
 }
 
 // -----
 
 func.func @logit_bias(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?x4x64xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xbf16>
   // expected-error @+1 {{additive logit bias is not supported by the sm_90a kernel yet}}
-  %o = attn.flash_attention %q, %k bias(%b) {block_q = 64 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xbf16>) -> tensor<?x?x4x64xbf16>
+  %o = attn.flash_attention %q, %k bias(%b) outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
 
 // -----
 
 func.func @rope_not_chunked(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xbf16>
   // expected-error @+1 {{RoPE must rotate a multiple of 16 dims (got 8)}}
   %o = attn.flash_attention %q, %k
-      {block_q = 64 : i64, block_kv = 64 : i64,
+      outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64,
        key_rope = #attn.rope<theta = 10000.0, fraction = 0.125>}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
 
@@ -48,27 +68,42 @@ func.func @odd_features(%x: tensor<?x?x100xbf16>, %w: tensor<64x100xbf16>) -> te
 
 // The kernel's tiles are the op's block_q / block_kv (what attn-fuse chose).
 func.func @block_q_96(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
   // expected-error @+1 {{block_q 96 is not supported on sm_90a (64, 128, 192: one consumer warpgroup per 64 rows; attn-fuse's block-q sets it)}}
-  %o = attn.flash_attention %q, %k {block_q = 96 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 96 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }
 
 // -----
 
 func.func @block_kv_256(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
   // expected-error @+1 {{block_kv 256 is not supported on sm_90a (64, 128; attn-fuse's block-kv sets it)}}
-  %o = attn.flash_attention %q, %k {block_q = 128 : i64, block_kv = 256 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 128 : i64, block_kv = 256 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }
 
 // -----
 
 func.func @block_q_192_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
   // expected-error @+1 {{block_q 192 with head_dim 128 does not fit the consumer register budget (160); use block_q 128}}
-  %o = attn.flash_attention %q, %k {block_q = 192 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 192 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }
 
@@ -76,9 +111,14 @@ func.func @block_q_192_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf1
 
 // The kernels read i32 or i64 masks.
 func.func @flash_key_mask_i8(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi8>) -> tensor<?x?x4x64xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x64xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x64xbf16>
   // expected-error @+1 {{the sm_90a kernels read a key_mask of i32 or i64, got 'i8'}}
-  %o = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64, causal}
-      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi8>) -> tensor<?x?x4x64xbf16>
+  %o = attn.flash_attention %q, %k key_mask(%m) outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi8>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
 
@@ -145,4 +185,30 @@ func.func @rope_f64(%x: tensor<?x?x2x64xf64>, %pos: tensor<?xi64>) -> tensor<?x?
   // expected-error @+1 {{element type 'f64' is not supported on sm_90a (bf16, f16, or f32 converted by the host)}}
   %r = attn.rope %x positions(%pos : tensor<?xi64>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x2x64xf64>
   return %r : tensor<?x?x2x64xf64>
+}
+
+// -----
+
+func.func @query_rows(%q: tensor<1x?x4x64xbf16>, %k: tensor<1x?x1x64xbf16>,
+                      %init: tensor<1x?x4x64xbf16>, %offset: index, %count: index)
+    -> tensor<1x?x4x64xbf16> {
+  // expected-error @+1 {{a tile of query rows ('query_rows') is not supported by the sm_90a kernel, which tiles the whole attention itself}}
+  %o = attn.flash_attention %q, %k query_rows(%offset, %count) outs(%init)
+      {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<1x?x4x64xbf16>, tensor<1x?x1x64xbf16>, index, index, tensor<1x?x4x64xbf16>)
+      -> tensor<1x?x4x64xbf16>
+  return %o : tensor<1x?x4x64xbf16>
+}
+
+// -----
+
+func.func @token_offset(%x: tensor<1x?x1024xbf16>, %w: tensor<1024x1024xbf16>,
+                        %init: tensor<1x?x16x64xbf16>, %offset: index)
+    -> tensor<1x?x16x64xbf16> {
+  // expected-error @+1 {{a tile of tokens ('token_offset') is not supported by the sm_90a kernel, which tiles the whole projection itself}}
+  %y = attn.fused_projection %x, %w token_offset(%offset) outs(%init)
+      {head_dim = 64 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<1x?x1024xbf16>, tensor<1024x1024xbf16>, index, tensor<1x?x16x64xbf16>)
+      -> tensor<1x?x16x64xbf16>
+  return %y : tensor<1x?x16x64xbf16>
 }

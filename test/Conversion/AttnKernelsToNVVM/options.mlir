@@ -25,16 +25,26 @@
 // SMALL-SAME: setmaxnreg.inc.sync.aligned.u32 \09232
 func.func @mha(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
                %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
-  %o = attn.flash_attention %q, %k, %v {block_q = 64 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k, %v outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
       -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }
 
 func.func @mha128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
                   %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
-  %o = attn.flash_attention %q, %k, %v {block_q = 128 : i64, block_kv = 128 : i64}
-      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x8x128xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x8x128xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x8x128xbf16>
+  %o = attn.flash_attention %q, %k, %v outs(%o_init) {block_q = 128 : i64, block_kv = 128 : i64}
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>)
       -> tensor<?x?x8x128xbf16>
   return %o : tensor<?x?x8x128xbf16>
 }

@@ -41,10 +41,15 @@
 // CHECK-SAME: attnfuse.op = "attn.fused_projection"
 func.func @qproj(%x: tensor<?x?x1024xbf16>, %w: tensor<1024x1024xbf16>,
                  %b: tensor<1024xbf16>) -> tensor<?x?x16x64xbf16> {
+  %q_c0 = arith.constant 0 : index
+  %q_d0 = tensor.dim %x, %q_c0 : tensor<?x?x1024xbf16>
+  %q_c1 = arith.constant 1 : index
+  %q_d1 = tensor.dim %x, %q_c1 : tensor<?x?x1024xbf16>
+  %q_init = tensor.empty(%q_d0, %q_d1) : tensor<?x?x16x64xbf16>
   %q = attn.fused_projection %x, %w, %b
-      {head_dim = 64 : i64, rope = #attn.rope<theta = 10000.0>,
+      outs(%q_init) {head_dim = 64 : i64, rope = #attn.rope<theta = 10000.0>,
        block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
-      : (tensor<?x?x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024xbf16>)
+      : (tensor<?x?x1024xbf16>, tensor<1024x1024xbf16>, tensor<1024xbf16>, tensor<?x?x16x64xbf16>)
       -> tensor<?x?x16x64xbf16>
   return %q : tensor<?x?x16x64xbf16>
 }
@@ -64,9 +69,14 @@ func.func @qproj(%x: tensor<?x?x1024xbf16>, %w: tensor<1024x1024xbf16>,
 // CHECK-SAME: attnfuse.op = "attn.project"
 func.func @share(%x: tensor<?x?x512xbf16>, %w: tensor<512x512xbf16>)
     -> (tensor<?x?x8x64xbf16>, tensor<?x?x512xbf16>) {
+  %a_c0 = arith.constant 0 : index
+  %a_d0 = tensor.dim %x, %a_c0 : tensor<?x?x512xbf16>
+  %a_c1 = arith.constant 1 : index
+  %a_d1 = tensor.dim %x, %a_c1 : tensor<?x?x512xbf16>
+  %a_init = tensor.empty(%a_d0, %a_d1) : tensor<?x?x8x64xbf16>
   %a = attn.fused_projection %x, %w
-      {head_dim = 64 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
-      : (tensor<?x?x512xbf16>, tensor<512x512xbf16>) -> tensor<?x?x8x64xbf16>
+      outs(%a_init) {head_dim = 64 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<?x?x512xbf16>, tensor<512x512xbf16>, tensor<?x?x8x64xbf16>) -> tensor<?x?x8x64xbf16>
   %b = attn.project %x, %w : (tensor<?x?x512xbf16>, tensor<512x512xbf16>) -> tensor<?x?x512xbf16>
   return %a, %b : tensor<?x?x8x64xbf16>, tensor<?x?x512xbf16>
 }

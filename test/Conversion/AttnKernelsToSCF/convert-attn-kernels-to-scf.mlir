@@ -1,44 +1,65 @@
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-scf --canonicalize --cse -split-input-file | FileCheck %s
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-scf=parallel=true --canonicalize --cse -split-input-file | FileCheck %s --check-prefix=PAR
 
-// parallel=true: the independent outer loops are one scf.forall whose
-// iterations write their output tiles with tensor.parallel_insert_slice; the
-// key loop (the softmax reduction) stays a sequential scf.for inside.
+// attn.flash_attention is tiled through its TilingInterface by upstream
+// scf::tileUsingSCF, one tile per (batch, KV head, block_q query rows), and
+// each tile is decomposed into linalg. parallel=true: the tile loops are one
+// scf.forall writing into slices of the op's init; the key loop (the softmax
+// reduction) stays a sequential scf.for inside.
 // PAR-LABEL: func.func @flash_kv
 // PAR: %[[OUT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x4x16xf32>
-// PAR: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 2, %{{.*}}) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x16xf32>)
-// PAR-NOT: scf.forall
+// The key rotation tables serve every tile: built once, before the loop.
+// PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xf64>)
+// PAR: scf.forall (%[[B:.*]], %[[H:.*]], %[[R:.*]]) = (0, 0, 0) to (%{{.*}}, 2, %[[S:.*]]) step (1, 1, 16) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x16xf32>)
+// PAR: %[[ROWS:.*]] = affine.min #{{.*}}(%[[R]])[%[[S]]]
+// PAR: %[[H0:.*]] = affine.apply #{{.*}}(%[[H]])
+// PAR: tensor.extract_slice %arg0[%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1] : tensor<?x?x4x16xf32> to tensor<1x?x2x16xf32>
+// PAR: %[[KEYS:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16] [1, 1, 1, 1] : tensor<?x?x2x16xf32> to tensor<1x?x1x16xf32>
+// PAR: %[[DEST:.*]] = tensor.extract_slice %[[ACC]][%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1]
+// PAR-NOT: tensor<?x8xf64>
 // PAR: scf.for %{{.*}} iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
+// PAR: tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
+// The partial key tile after the loop, zero-padded to a whole tile.
+// PAR: scf.if %{{.*}} -> (tensor<2x16xf32>, tensor<2x16x16xf32>)
+// PAR: tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, %{{.*}}, 1, 16]
+// PAR: tensor.pad
+// PAR: %[[O:.*]] = linalg.generic {{.*}} outs(%[[DEST]] : tensor<1x?x2x16xf32>)
 // PAR: scf.forall.in_parallel
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<16x2x16xf32> into tensor<?x?x4x16xf32>
+// PAR-NEXT: tensor.parallel_insert_slice %[[O]] into %[[ACC]][%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<?x?x4x16xf32>
 
 // K=V with GQA-2 and RoPE on load: loops over batch, KV head and query
 // block; the key loop stops at the causal diagonal; one slice of the shared
 // tensor per key tile feeds both Q K^T (through the rotating load) and P V.
 // CHECK-LABEL: func.func @flash_kv
-// CHECK-DAG: %[[Q:.*]] = tensor.pad %arg0 low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
-// CHECK-DAG: %[[KV:.*]] = tensor.pad %arg1 low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
 // CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
 // CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
-// CHECK: scf.for
-// CHECK: tensor.extract_slice %[[Q]][%[[B]], %{{.*}}, %{{.*}}, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<?x?x4x16xf32> to tensor<16x2x16xf32>
+// CHECK: scf.for %[[R:.*]] = %c0 to %{{.*}} step %c16
+// CHECK: %[[KEYS:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16]
+// CHECK: %[[Q:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
+// CHECK: tensor.extract_slice %[[Q]][0, 0, 0, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> to tensor<16x2x16xf32>
 // CHECK: %[[HI:.*]] = arith.minsi
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
-// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[KV]][%[[B]], %{{.*}}, %[[H]], 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<?x?x2x16xf32> to tensor<32x16xf32>
-// CHECK-NOT: tensor.extract_slice %[[KV]]
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
+// CHECK-NOT: tensor.extract_slice %[[KEYS]]
 // CHECK: scf.if %{{.*}} -> (tensor<2x16x32xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: } else {
 // CHECK-NOT: arith.cmpi sle
 // CHECK: math.exp
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<2x16x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[R]], %{{.*}}, 0] [1, %{{.*}}, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<?x?x4x16xf32>
 // CHECK-NOT: attn.
 func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)
     -> tensor<?x?x4x16xf32> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x16xf32>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x16xf32>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x16xf32>
   %o = attn.flash_attention %q, %kv
-      {causal, block_q = 16 : i64, block_kv = 32 : i64,
+      outs(%o_init) {causal, block_q = 16 : i64, block_kv = 32 : i64,
        key_rope = #attn.rope<theta = 10000.0>}
-      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>) -> tensor<?x?x4x16xf32>
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x16xf32>) -> tensor<?x?x4x16xf32>
   return %o : tensor<?x?x4x16xf32>
 }
 
@@ -53,71 +74,86 @@ func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16>,
                              %v: tensor<1x20x2x8xbf16>) -> tensor<1x20x2x8xbf16> {
+  %o_init = tensor.empty() : tensor<1x20x2x8xbf16>
   %o = attn.flash_attention %q, %k, %v
-      {causal, window = 5 : i64, block_q = 8 : i64, block_kv = 8 : i64}
-      : (tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>)
+      outs(%o_init) {causal, window = 5 : i64, block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>, tensor<1x20x2x8xbf16>)
       -> tensor<1x20x2x8xbf16>
   return %o : tensor<1x20x2x8xbf16>
 }
 
 // -----
 
-// A projection with a reduction of 40 in steps of 16.
-// Projection: (batch, token block, feature block) tiles in parallel, each
-// with its whole reduction over the 40 input features; then the tokens past
-// the last whole block, (batch, token, feature block) in parallel.
+// A projection with a reduction of 40 in steps of 16, tiled through its
+// TilingInterface over (batch, 8 tokens, 2 heads = 16 features): the
+// rotation tables and W packed into [2, 3, 16, 16] blocks of W^T (zero-padded
+// to a width of 48, k innermost in the packing loops) are built once, before
+// the tile loops, and only when there is a whole block of 8 tokens.
 // PAR-LABEL: func.func @projection
-// PAR: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, 2) shared_outs(%[[ACC:.*]] = %{{.*}}) -> (tensor<?x?x32xf32>)
+// PAR: %[[OUT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x4x8xf32>
+// PAR: %[[PACKED:.*]] = scf.if %{{.*}} -> (tensor<2x3x16x16xf32>)
+// PAR: scf.forall (%[[B:.*]], %[[S0:.*]], %[[H0:.*]]) = (0, 0, 0) to (%{{.*}}, %[[S:.*]], 4) step (1, 8, 2) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x8xf32>)
+// PAR: %[[ROWS:.*]] = affine.min #{{.*}}(%[[S0]])[%[[S]]]
+// PAR: %[[N0:.*]] = affine.apply #{{.*}}(%[[H0]])
+// PAR: tensor.extract_slice %arg0[%[[B]], %[[S0]], 0] [1, %[[ROWS]], 40] [1, 1, 1] : tensor<?x?x40xf32> to tensor<1x?x40xf32>
+// PAR: tensor.extract_slice %arg1[%[[N0]], 0] [16, 40] [1, 1] : tensor<32x40xf32> to tensor<16x40xf32>
+// PAR: %[[DEST:.*]] = tensor.extract_slice %[[ACC]][%[[B]], %[[S0]], %[[H0]], 0] [1, %[[ROWS]], 2, 8] [1, 1, 1, 1]
+// PAR: %[[O:.*]] = scf.if %{{.*}} -> (tensor<1x?x2x8xf32>)
 // PAR: scf.forall.in_parallel
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ACC]][%[[B]], %{{.*}}, %{{.*}}] [1, 8, 16] [1, 1, 1] : tensor<8x16xf32> into tensor<?x?x32xf32>
-// PAR: scf.forall (%[[TB:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, %{{.*}}, 2) shared_outs(%[[TACC:.*]] = %{{.*}}) -> (tensor<?x?x32xf32>)
-// PAR: scf.forall.in_parallel
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[TACC]][%[[TB]], %{{.*}}, %{{.*}}] [1, 1, 16] [1, 1, 1] : tensor<1x16xf32> into tensor<?x?x32xf32>
-// Whole blocks of 8 tokens only when there is one: inside the branch, x
-// and W zero-padded to a width of 48 (one copy each), W packed into
-// [2, 3, 16, 16] blocks of W^T (k innermost in the packing loops), three
-// reduction steps each reading one block, then the bias and RoPE epilogue.
-// The last tokens % 8, one by one, never padded: W read in its own layout,
-// 16 rows of 40 as [16, 5, 8] against the token's row as [5, 8], partial
-// sums over 8 lanes, then their sum, the bias and RoPE at the token's index.
+// PAR-NEXT: tensor.parallel_insert_slice %[[O]] into %[[ACC]][%[[B]], %[[S0]], %[[H0]], 0] [1, %[[ROWS]], 2, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> into tensor<?x?x4x8xf32>
+
+// Each tile: fewer than 8 tokens (a last partial block, a decode step's
+// tokens) one by one, never padded: W's 16 rows of 40 read in their own
+// layout as [16, 5, 8] against the token's row as [5, 8], partial sums over
+// 8 lanes, then their sum, the bias and RoPE at the token's position. A
+// whole block: x zero-padded to a width of 48, three reduction steps each
+// reading one packed block, then the bias and RoPE epilogue. Both branches
+// write the tile's rows of the output, split into heads, into the init.
 // CHECK-LABEL: func.func @projection
-// CHECK: %[[TOKENS:.*]] = tensor.dim %arg0, %c1
-// CHECK: %[[BLOCKS:.*]] = arith.floordivsi %[[TOKENS]], %c8
 // CHECK: math.cos
-// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[BLOCKS]], %c0
-// CHECK: %[[BLOCKED:.*]] = scf.if %[[ANY]] -> (tensor<?x?x32xf32>) {
-// CHECK: %[[X:.*]] = tensor.pad %arg0 low[0, 0, 0] high[0, 0, 8]
+// CHECK: %[[PACKED:.*]] = scf.if %{{.*}} -> (tensor<2x3x16x16xf32>) {
 // CHECK: %[[W:.*]] = tensor.pad %arg1 low[0, 0] high[0, 8]
 // CHECK: %[[WB:.*]] = tensor.expand_shape %[[W]] {{\[\[}}0, 1], [2, 3]] output_shape [2, 16, 3, 16]
-// CHECK: %[[PACKED:.*]] = linalg.generic {{.*}} ins(%[[WB]] : tensor<2x16x3x16xf32>) outs(%{{.*}} : tensor<2x3x16x16xf32>)
-// CHECK: scf.for
-// CHECK: scf.for
-// CHECK: scf.for %[[NB:.*]] = %{{.*}} to %c2
-// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[X]][%{{.*}}, %{{.*}}, 0] [1, 8, 48] [1, 1, 1] : tensor<?x?x48xf32> to tensor<8x48xf32>
-// CHECK: scf.for %[[STEP:.*]] = %{{.*}} to %c3 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x16xf32>)
-// CHECK: tensor.extract_slice %[[ROWS]][0, %{{.*}}] [8, 16] [1, 1] : tensor<8x48xf32> to tensor<8x16xf32>
-// CHECK: tensor.extract_slice %[[PACKED]][%[[NB]], %[[STEP]], 0, 0] [1, 1, 16, 16] [1, 1, 1, 1] : tensor<2x3x16x16xf32> to tensor<16x16xf32>
-// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
-// CHECK: } else {
-// CHECK: %[[TAIL:.*]] = arith.subi %[[TOKENS]], %{{.*}}
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %[[BLOCKED]])
-// CHECK: scf.for %{{.*}} = %c0 to %[[TAIL]] step %c1
-// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg0[%{{.*}}, %{{.*}}, 0] [1, 1, 40] [1, 1, 1] : tensor<?x?x40xf32> to tensor<40xf32>
-// CHECK: %[[XL:.*]] = tensor.expand_shape %[[ROW]] {{\[\[}}0, 1]] output_shape [5, 8] : tensor<40xf32> into tensor<5x8xf32>
-// CHECK: %[[WROWS:.*]] = tensor.extract_slice %arg1[%{{.*}}, 0] [16, 40] [1, 1] : tensor<32x40xf32> to tensor<16x40xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[WB]] : tensor<2x16x3x16xf32>) outs(%{{.*}} : tensor<2x3x16x16xf32>)
+// CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
+// CHECK: scf.for %[[S0:.*]] = %c0 to %{{.*}} step %c8
+// CHECK: scf.for %[[H0:.*]] = %c0 to %c4 step %c2
+// CHECK: %[[ROWS:.*]] = affine.min
+// CHECK: %[[N0:.*]] = affine.apply #{{.*}}(%[[H0]])
+// CHECK: %[[X:.*]] = tensor.extract_slice %arg0[%[[B]], %[[S0]], 0] [1, %[[ROWS]], 40]
+// CHECK: %[[WROWS:.*]] = tensor.extract_slice %arg1[%[[N0]], 0] [16, 40] [1, 1] : tensor<32x40xf32> to tensor<16x40xf32>
+// CHECK: %[[DEST:.*]] = tensor.extract_slice %{{.*}}[%[[B]], %[[S0]], %[[H0]], 0] [1, %[[ROWS]], 2, 8]
+// CHECK: scf.if %{{.*}} -> (tensor<1x?x2x8xf32>) {
 // CHECK: %[[WL:.*]] = tensor.expand_shape %[[WROWS]] {{\[\[}}0], [1, 2]] output_shape [16, 5, 8] : tensor<16x40xf32> into tensor<16x5x8xf32>
+// CHECK: scf.for %[[T:.*]] = %c0 to %[[ROWS]] step %c1
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %[[X]][0, %[[T]], 0] [1, 1, 40] [1, 1, 1] : tensor<1x?x40xf32> to tensor<40xf32>
+// CHECK: %[[XL:.*]] = tensor.expand_shape %[[ROW]] {{\[\[}}0, 1]] output_shape [5, 8] : tensor<40xf32> into tensor<5x8xf32>
 // CHECK: %[[PARTIAL:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[XL]], %[[WL]] : tensor<5x8xf32>, tensor<16x5x8xf32>) outs(%{{.*}} : tensor<16x8xf32>)
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[PARTIAL]] : tensor<16x8xf32>) outs(%{{.*}} : tensor<1x16xf32>)
 // CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] [1, 1, 16] [1, 1, 1] : tensor<1x16xf32> into tensor<?x?x32xf32>
-// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8] : tensor<?x?x32xf32> into tensor<?x?x4x8xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T]], 0] [1, 16] [1, 1] : tensor<1x16xf32> into tensor<8x16xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[DEST]] : tensor<1x?x2x8xf32>)
+// CHECK: } else {
+// CHECK: %[[XP:.*]] = tensor.pad %[[X]] low[0, 0, 0] high[0, 0, 8]
+// CHECK: %[[XB:.*]] = tensor.extract_slice %[[XP]][0, 0, 0] [1, 8, 48] [1, 1, 1] : tensor<1x?x48xf32> to tensor<8x48xf32>
+// CHECK: scf.for %[[STEP:.*]] = %{{.*}} to %c3 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<8x16xf32>)
+// CHECK: tensor.extract_slice %[[XB]][0, %{{.*}}] [8, 16] [1, 1] : tensor<8x48xf32> to tensor<8x16xf32>
+// CHECK: tensor.extract_slice %[[PACKED]][%{{.*}}, %[[STEP]], 0, 0] [1, 1, 16, 16] [1, 1, 1, 1] : tensor<2x3x16x16xf32> to tensor<16x16xf32>
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x4xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[DEST]] : tensor<1x?x2x8xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[S0]], %[[H0]], 0] [1, %[[ROWS]], 2, 8] [1, 1, 1, 1] : tensor<1x?x2x8xf32> into tensor<?x?x4x8xf32>
 // CHECK-NOT: attn.
 func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,
                       %b: tensor<32xf32>) -> tensor<?x?x4x8xf32> {
+  %q_c0 = arith.constant 0 : index
+  %q_d0 = tensor.dim %x, %q_c0 : tensor<?x?x40xf32>
+  %q_c1 = arith.constant 1 : index
+  %q_d1 = tensor.dim %x, %q_c1 : tensor<?x?x40xf32>
+  %q_init = tensor.empty(%q_d0, %q_d1) : tensor<?x?x4x8xf32>
   %q = attn.fused_projection %x, %w, %b
-      {head_dim = 8 : i64, rope = #attn.rope<theta = 10000.0>,
+      outs(%q_init) {head_dim = 8 : i64, rope = #attn.rope<theta = 10000.0>,
        block_s = 8 : i64, block_n = 16 : i64, block_k = 16 : i64}
-      : (tensor<?x?x40xf32>, tensor<32x40xf32>, tensor<32xf32>)
+      : (tensor<?x?x40xf32>, tensor<32x40xf32>, tensor<32xf32>, tensor<?x?x4x8xf32>)
       -> tensor<?x?x4x8xf32>
   return %q : tensor<?x?x4x8xf32>
 }
@@ -226,25 +262,35 @@ func.func @prologue_padding_mask(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16
 
 // -----
 
-// A key mask: padded to whole key tiles with zeros (masked like the keys
-// past the end), one [block_kv] slice per key tile, and every tile takes
-// the masked path (no scf.if choosing the unmasked one).
+// A key mask: the tile's row of it padded to whole key tiles with zeros
+// (masked like the keys past the end), one [block_kv] slice per key tile,
+// and every tile takes the masked path (no scf.if choosing the unmasked
+// one; the only scf.if is the partial key tile's, after the key loop).
 // CHECK-LABEL: func.func @flash_key_mask
-// CHECK: %[[MASK:.*]] = tensor.pad %arg2 low[0, 0] high[0, %{{.*}}]
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg2[%{{.*}}, 0] [1, %{{.*}}] [1, 1] : tensor<?x?xi32> to tensor<1x?xi32>
+// CHECK: %[[MASK:.*]] = tensor.pad %[[ROW]] low[0, 0] high[0, %{{.*}}]
 // CHECK-NOT: scf.if
-// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[MASK]][%{{.*}}, %{{.*}}] [1, 8] [1, 1] : tensor<?x?xi32> to tensor<8xi32>
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[MASK]][0, %{{.*}}] [1, 8] [1, 1] : tensor<1x?xi32> to tensor<8xi32>
 // CHECK: linalg.generic {{.*}} ins(%[[TILE]] : tensor<8xi32>)
 // CHECK:   arith.cmpi sle
 // CHECK:   %[[REAL:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i32
 // CHECK:   %[[VISIBLE:.*]] = arith.andi %{{.*}}, %[[REAL]] : i1
 // CHECK:   arith.select %[[VISIBLE]]
 // CHECK-NOT: scf.if
+// CHECK: scf.yield {{.*}} : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8x16xf32>
+// CHECK: scf.if
+// CHECK-NOT: scf.if
 // CHECK-NOT: attn.
 func.func @flash_key_mask(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
                           %m: tensor<?x?xi32>) -> tensor<?x?x4x16xf32> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x16xf32>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x16xf32>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x16xf32>
   %o = attn.flash_attention %q, %k key_mask(%m)
-      {block_q = 8 : i64, block_kv = 8 : i64, causal}
-      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?xi32>)
+      outs(%o_init) {block_q = 8 : i64, block_kv = 8 : i64, causal}
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?xi32>, tensor<?x?x4x16xf32>)
       -> tensor<?x?x4x16xf32>
   return %o : tensor<?x?x4x16xf32>
 }

@@ -12,22 +12,21 @@
 
 // By default the fused kernels' outer tile loops run on the OpenMP runtime's
 // threads: one omp.parallel region with a worksharing loop over the
-// collapsed tile indices per tile loop (two per projection: its whole token
-// blocks and its last tokens one by one; one for flash attention), the
-// reductions sequential inside each iteration.
+// collapsed tile indices per kernel (the three projections and flash
+// attention), the reductions sequential inside each iteration.
 // CHECK-LABEL: llvm.func @layer(
 // CHECK: omp.parallel {
 // CHECK-NEXT: omp.wsloop {
 // CHECK-NEXT: omp.loop_nest (%{{.*}}, %{{.*}}) : i64 = ({{.*}}) to ({{.*}}) step ({{.*}}) collapse(2) {
 // CHECK: omp.yield
 // CHECK: omp.terminator
-// CHECK-COUNT-6: omp.wsloop
+// CHECK-COUNT-3: omp.wsloop
 // CHECK-NOT: omp.wsloop
 // CHECK: llvm.return
 
 // num-threads=2 fixes the team size of every region.
 // THREADS-LABEL: llvm.func @layer(
-// THREADS-COUNT-7: omp.parallel num_threads(%{{.*}} : i32)
+// THREADS-COUNT-4: omp.parallel num_threads(%{{.*}} : i32)
 
 // parallel=false: plain loops, no OpenMP.
 // SEQ-LABEL: llvm.func @layer(

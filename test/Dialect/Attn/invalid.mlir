@@ -3411,8 +3411,9 @@ func.func @sdpa_key_mask_rank(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>
 // -----
 
 func.func @flash_attention_key_mask_batch(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %m: tensor<1x16xi32>) {
+  %init = tensor.empty() : tensor<2x16x4x8xf32>
   // expected-error @+1 {{'key_mask' must have shape [batch, T] = [2, 16], got [1, 16]}}
-  %0 = attn.flash_attention %q, %k key_mask(%m) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<1x16xi32>) -> tensor<2x16x4x8xf32>
+  %0 = attn.flash_attention %q, %k key_mask(%m) outs(%init) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<1x16xi32>, tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32>
   return
 }
 
@@ -3423,5 +3424,29 @@ func.func @cca_prologue_padding_mask_seq(%x: tensor<2x8x16xf32>, %wq: tensor<16x
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
       : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x9xi32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_init_type(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x4xf32>) {
+  // expected-error @+1 {{'init' must have the result type 'tensor<2x16x4x8xf32>', got 'tensor<2x16x4x4xf32>'}}
+  %0 = attn.flash_attention %q, %k outs(%init) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x4x4xf32>) -> tensor<2x16x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_query_rows_offset_only(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x8xf32>, %offset: index) {
+  // expected-error @+1 {{'query_rows' takes an offset and a count}}
+  %0 = "attn.flash_attention"(%q, %k, %offset, %init) <{block_q = 64 : i64, block_kv = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1, 0, 1>}> : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, index, tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_projection_init_type(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>, %init: tensor<2x8x4x4xf16>) {
+  // expected-error @+1 {{'init' must have the result type 'tensor<2x8x4x4xf32>', got 'tensor<2x8x4x4xf16>'}}
+  %0 = attn.fused_projection %x, %w outs(%init) {head_dim = 4 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<2x8x4x4xf16>) -> tensor<2x8x4x4xf32>
   return
 }

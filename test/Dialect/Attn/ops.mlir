@@ -562,7 +562,7 @@ func.func @cca_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
 
 // CHECK-LABEL: func.func @kernels_padding_mask
 // CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg10)
-// CHECK: attn.flash_attention %{{.*}}, %{{.*}}, %{{.*}} key_mask(%arg10) {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK: attn.flash_attention %{{.*}}, %{{.*}}, %{{.*}} key_mask(%arg10) outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
 func.func @kernels_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
                                 %wk: tensor<8x16xf32>, %wvc: tensor<4x16xf32>,
                                 %wvp: tensor<4x16xf32>,
@@ -580,11 +580,43 @@ func.func @kernels_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
          tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>,
          tensor<2xf32>, tensor<?x?xi32>)
       -> (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x4xf32>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x4xf32>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x4xf32>
   %o = attn.flash_attention %q, %k, %v key_mask(%m)
-      {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64, causal}
       : (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>,
-         tensor<?x?xi32>) -> tensor<?x?x4x4xf32>
+         tensor<?x?xi32>, tensor<?x?x4x4xf32>) -> tensor<?x?x4x4xf32>
   return %o : tensor<?x?x4x4xf32>
+}
+
+// One tile of tokens of a projection, as tiling produces it.
+// CHECK-LABEL: func.func @fused_projection_token_offset
+// CHECK: attn.fused_projection %arg0, %arg1, %arg2 token_offset(%arg4) outs(%arg3) {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 4 : i64, rope = #attn.rope<theta = 10000.0>} : (tensor<1x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>, index, tensor<1x?x2x4xf32>) -> tensor<1x?x2x4xf32>
+func.func @fused_projection_token_offset(%x: tensor<1x?x16xf32>, %w: tensor<8x16xf32>,
+                                         %b: tensor<8xf32>, %init: tensor<1x?x2x4xf32>,
+                                         %offset: index) -> tensor<1x?x2x4xf32> {
+  %y = attn.fused_projection %x, %w, %b token_offset(%offset) outs(%init)
+      {head_dim = 4 : i64, rope = #attn.rope<theta = 10000.0>,
+       block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<1x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>, index, tensor<1x?x2x4xf32>)
+      -> tensor<1x?x2x4xf32>
+  return %y : tensor<1x?x2x4xf32>
+}
+
+// One tile of query rows of a bigger attention, as tiling produces it.
+// CHECK-LABEL: func.func @flash_attention_query_rows
+// CHECK: attn.flash_attention %arg0, %arg1 query_rows(%arg3, %arg4) outs(%arg2) {block_kv = 64 : i64, block_q = 64 : i64, causal} : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>, index, index, tensor<1x?x2x4xf32>) -> tensor<1x?x2x4xf32>
+func.func @flash_attention_query_rows(%q: tensor<1x?x2x4xf32>, %k: tensor<1x?x1x4xf32>,
+                                      %init: tensor<1x?x2x4xf32>, %offset: index,
+                                      %count: index) -> tensor<1x?x2x4xf32> {
+  %o = attn.flash_attention %q, %k query_rows(%offset, %count) outs(%init)
+      {block_q = 64 : i64, block_kv = 64 : i64, causal}
+      : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>, index, index, tensor<1x?x2x4xf32>)
+      -> tensor<1x?x2x4xf32>
+  return %o : tensor<1x?x2x4xf32>
 }
 
 //===----------------------------------------------------------------------===//

@@ -105,9 +105,14 @@ def key_mask_function(name, hq, hk, d):
     q, kv = f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>"
     return (
         f"func.func @{name}(%q: {q}, %k: {kv}, %v: {kv}, %m: tensor<?x?xi64>) -> {q} {{\n"
-        f"  %o = attn.flash_attention %q, %k, %v key_mask(%m)\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %c1 = arith.constant 1 : index\n"
+        f"  %b = tensor.dim %q, %c0 : {q}\n"
+        f"  %s = tensor.dim %q, %c1 : {q}\n"
+        f"  %init = tensor.empty(%b, %s) : {q}\n"
+        f"  %o = attn.flash_attention %q, %k, %v key_mask(%m) outs(%init)\n"
         f"      {{block_q = 128 : i64, block_kv = 128 : i64, causal}}\n"
-        f"      : ({q}, {kv}, {kv}, tensor<?x?xi64>) -> {q}\n"
+        f"      : ({q}, {kv}, {kv}, tensor<?x?xi64>, {q}) -> {q}\n"
         f"  return %o : {q}\n}}\n")
 
 

@@ -8,6 +8,9 @@
 
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "VerifyUtils.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -36,7 +39,7 @@ static LogicalResult verifySameElementType(Operation *op,
   Type expected = getElementTypeOrSelf(op->getOperand(0).getType());
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Type actual = getElementTypeOrSelf(operand.getType());
-    if (actual == expected || isa<IntegerType>(actual))
+    if (actual == expected || isa<IntegerType, IndexType>(actual))
       continue;
     StringRef name = index < operandNames.size() ? operandNames[index]
                                                  : StringRef("operand");
@@ -702,6 +705,10 @@ void SDPAOp::getCanonicalizationPatterns(RewritePatternSet &results,
 
 LogicalResult FusedProjectionOp::verify() {
   Operation *op = getOperation();
+  if (getInit().getType() != getResult().getType())
+    return emitOpError() << "'init' must have the result type "
+                         << getResult().getType() << ", got "
+                         << getInit().getType();
   if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
       failed(
@@ -762,12 +769,206 @@ LogicalResult CCAPrologueOp::verify() {
 }
 
 LogicalResult FlashAttentionOp::verify() {
+  if (getInit().getType() != getResult().getType())
+    return emitOpError() << "'init' must have the result type "
+                         << getResult().getType() << ", got "
+                         << getInit().getType();
+  if (static_cast<bool>(getQueryRowOffset()) !=
+      static_cast<bool>(getQueryRowCount()))
+    return emitOpError() << "'query_rows' takes an offset and a count";
   if (failed(verifyAttention(*this, getValueOrKey())))
     return failure();
   int64_t headDim = dimOf(getQuery(), 3);
   return failure(
       failed(verifyRope(getOperation(), getQueryRopeAttr(), headDim)) ||
       failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
+}
+
+/// The iteration space is (batch, token, head, head dim): every point owns
+/// its output element and reduces over the whole model width itself.
+SmallVector<utils::IteratorType> FusedProjectionOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> FusedProjectionOp::getIterationDomain(OpBuilder &builder) {
+  Location loc = getLoc();
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t dim = 0; dim < 4; ++dim)
+    domain.push_back(
+        {zero, tensor::getMixedSize(builder, loc, getInit(), dim), one});
+  return domain;
+}
+
+FailureOr<TilingResult>
+FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  int64_t headDim = getHeadDim();
+  std::optional<int64_t> tileHeads = getConstantIntValue(sizes[2]);
+  std::optional<int64_t> tileDims = getConstantIntValue(sizes[3]);
+  // The tile's weight rows must be one contiguous range: whole heads, or
+  // a part of one head. A RoPE pair spans its head: only whole heads.
+  bool wholeHeads = tileDims == headDim;
+  if (!wholeHeads && (getRopeAttr() || tileHeads != 1 || !tileDims))
+    return emitOpError() << "a tile takes whole heads, or a static part of "
+                            "one head without rope";
+  AffineExpr d0 = builder.getAffineDimExpr(0), d1 = builder.getAffineDimExpr(1);
+  OpFoldResult firstFeature = affine::makeComposedFoldedAffineApply(
+      builder, loc, d0 * headDim + d1, {offsets[2], offsets[3]});
+  OpFoldResult features = wholeHeads
+                              ? affine::makeComposedFoldedAffineApply(
+                                    builder, loc, d0 * headDim, {sizes[2]})
+                              : sizes[3];
+  if (!getConstantIntValue(features))
+    return emitOpError() << "a tile needs a static number of features (its "
+                            "weight rows)";
+  OpFoldResult zero = builder.getIndexAttr(0);
+  OpFoldResult width = tensor::getMixedSize(builder, loc, getInput(), 2);
+  SmallVector<Operation *> slices;
+  auto extract = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
+                     ArrayRef<OpFoldResult> sliceSizes) -> Value {
+    SmallVector<OpFoldResult> strides(sliceOffsets.size(),
+                                      builder.getIndexAttr(1));
+    auto slice = tensor::ExtractSliceOp::create(
+        builder, loc, source, sliceOffsets, sliceSizes, strides);
+    slices.push_back(slice);
+    return slice;
+  };
+  Value input = extract(getInput(), {offsets[0], offsets[1], zero},
+                        {sizes[0], sizes[1], width});
+  Value weight = extract(getWeight(), {firstFeature, zero}, {features, width});
+  Value bias =
+      getBias() ? extract(getBias(), {firstFeature}, {features}) : Value();
+  Value init = extract(getInit(), offsets, sizes);
+  // The tile's tokens keep their positions for the rotation.
+  Value tokenOffset = getValueOrCreateConstantIndexOp(builder, loc, offsets[1]);
+  if (Value enclosing = getTokenOffset())
+    tokenOffset = arith::AddIOp::create(builder, loc, enclosing, tokenOffset);
+
+  auto tiled = FusedProjectionOp::create(
+      builder, loc, init.getType(), input, weight, bias, tokenOffset, init,
+      builder.getI64IntegerAttr(wholeHeads ? headDim : *tileDims),
+      getRopeAttr(), getBlockSAttr(), getBlockNAttr(), getBlockKAttr());
+  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+}
+
+LogicalResult FusedProjectionOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.end());
+  resultSizes.assign(sizes.begin(), sizes.end());
+  return success();
+}
+
+/// The iteration space is (batch, kv head, query row): every point owns its
+/// output rows and reads all the keys of its batch and head, so all three
+/// dimensions are parallel and the reduction over keys stays in the op.
+SmallVector<utils::IteratorType> FlashAttentionOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> FlashAttentionOp::getIterationDomain(OpBuilder &builder) {
+  Location loc = getLoc();
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  return {{zero, tensor::getMixedSize(builder, loc, getQuery(), 0), one},
+          {zero, tensor::getMixedSize(builder, loc, getKey(), 2), one},
+          {zero, tensor::getMixedSize(builder, loc, getQuery(), 1), one}};
+}
+
+/// Offsets and sizes of the `[batch, seq, heads, dim]` slice of `tensor`
+/// that (batch, heads, rows) tile covers, `headsPerTile` heads per kv head.
+static void perHeadSlice(OpBuilder &builder, Location loc, Value tensor,
+                         ArrayRef<OpFoldResult> offsets,
+                         ArrayRef<OpFoldResult> sizes, OpFoldResult rowOffset,
+                         OpFoldResult rowCount, int64_t headsPerTile,
+                         SmallVectorImpl<OpFoldResult> &sliceOffsets,
+                         SmallVectorImpl<OpFoldResult> &sliceSizes) {
+  AffineExpr d0 = builder.getAffineDimExpr(0);
+  sliceOffsets.assign({offsets[0], rowOffset,
+                       affine::makeComposedFoldedAffineApply(
+                           builder, loc, d0 * headsPerTile, {offsets[1]}),
+                       builder.getIndexAttr(0)});
+  sliceSizes.assign({sizes[0], rowCount,
+                     affine::makeComposedFoldedAffineApply(
+                         builder, loc, d0 * headsPerTile, {sizes[1]}),
+                     tensor::getMixedSize(builder, loc, tensor, 3)});
+}
+
+FailureOr<TilingResult>
+FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
+                                         ArrayRef<OpFoldResult> offsets,
+                                         ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
+  OpFoldResult zero = builder.getIndexAttr(0);
+  OpFoldResult keys = tensor::getMixedSize(builder, loc, getKey(), 1);
+  SmallVector<Operation *> slices;
+  auto extract = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
+                     ArrayRef<OpFoldResult> sliceSizes) -> Value {
+    SmallVector<OpFoldResult> strides(sliceOffsets.size(),
+                                      builder.getIndexAttr(1));
+    auto slice = tensor::ExtractSliceOp::create(
+        builder, loc, source, sliceOffsets, sliceSizes, strides);
+    slices.push_back(slice);
+    return slice;
+  };
+  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+  auto headSlice = [&](Value tensor, OpFoldResult rowOffset,
+                       OpFoldResult rowCount, int64_t headsPerTile) {
+    perHeadSlice(builder, loc, tensor, offsets, sizes, rowOffset, rowCount,
+                 headsPerTile, sliceOffsets, sliceSizes);
+    return extract(tensor, sliceOffsets, sliceSizes);
+  };
+
+  Value query = headSlice(getQuery(), offsets[2], sizes[2], group);
+  Value key = headSlice(getKey(), zero, keys, 1);
+  Value value = getValue() ? headSlice(getValue(), zero, keys, 1) : Value();
+  Value init = headSlice(getInit(), offsets[2], sizes[2], group);
+  Value bias;
+  if (Value fullBias = getBias()) {
+    if (cast<RankedTensorType>(fullBias.getType()).getRank() == 3) {
+      AffineExpr d0 = builder.getAffineDimExpr(0);
+      bias = extract(fullBias,
+                     {affine::makeComposedFoldedAffineApply(
+                          builder, loc, d0 * group, {offsets[1]}),
+                      offsets[2], zero},
+                     {affine::makeComposedFoldedAffineApply(
+                          builder, loc, d0 * group, {sizes[1]}),
+                      sizes[2], keys});
+    } else {
+      bias = extract(fullBias, {offsets[2], zero}, {sizes[2], keys});
+    }
+  }
+  Value keyMask;
+  if (Value fullMask = getKeyMask())
+    keyMask = extract(fullMask, {offsets[0], zero}, {sizes[0], keys});
+
+  // The tile's rows keep their place among the whole attention's rows.
+  Value rowOffset = getValueOrCreateConstantIndexOp(builder, loc, offsets[2]);
+  Value rowCount = getQueryRowCount();
+  if (Value enclosingOffset = getQueryRowOffset())
+    rowOffset = arith::AddIOp::create(builder, loc, enclosingOffset, rowOffset);
+  else
+    rowCount = tensor::DimOp::create(builder, loc, getQuery(), 1);
+
+  auto tiled = FlashAttentionOp::create(
+      builder, loc, init.getType(), query, key, value, bias, keyMask, rowOffset,
+      rowCount, init, getCausalAttr(), getWindowAttr(), getScaleAttr(),
+      getQueryRopeAttr(), getKeyRopeAttr(), getBlockQAttr(), getBlockKvAttr());
+  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+}
+
+LogicalResult FlashAttentionOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
+  perHeadSlice(builder, getLoc(), getInit(), offsets, sizes, offsets[2],
+               sizes[2], group, resultOffsets, resultSizes);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -491,10 +491,21 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
       key = value;
     }
     bool keyIsValue = key == value;
+    // The result [B, S, Hq, dv] takes B, S and Hq from the query, dv from the
+    // value.
+    auto resultType = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> dynamicSizes;
+    for (int64_t dim = 0; dim < resultType.getRank(); ++dim)
+      if (resultType.isDynamicDim(dim))
+        dynamicSizes.push_back(tensor::DimOp::create(
+            rewriter, op.getLoc(), dim < 3 ? op.getQuery() : value, dim));
+    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), resultType,
+                                         dynamicSizes);
     rewriter.replaceOpWithNewOp<FlashAttentionOp>(
         op, op.getType(), query, key, keyIsValue ? Value() : value,
-        op.getBias(), op.getKeyMask(), op.getCausalAttr(), op.getWindowAttr(),
-        op.getScaleAttr(), queryRope, keyRope,
+        op.getBias(), op.getKeyMask(), /*query_row_offset=*/Value(),
+        /*query_row_count=*/Value(), init, op.getCausalAttr(),
+        op.getWindowAttr(), op.getScaleAttr(), queryRope, keyRope,
         rewriter.getI64IntegerAttr(tiles.blockQ),
         rewriter.getI64IntegerAttr(tiles.blockKV));
     return success();
@@ -637,6 +648,17 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
 // Phase 3: projections
 //===----------------------------------------------------------------------===//
 
+/// The init of a fused projection of `input` ([B, S, E]) of `type`
+/// ([B, S, H, d]): B and S from the input.
+Value emptyProjection(PatternRewriter &rewriter, Location loc,
+                      RankedTensorType type, Value input) {
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, dim));
+  return tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
+}
+
 /// `fused_projection(input, weight, bias)` of type `resultType`
 /// ([B, S, H, d]). One token per sequence (S = 1, a decode step) is projected
 /// as ONE sequence of B tokens ([1, B, E]): the GEMM tiles then cover the
@@ -648,11 +670,12 @@ Value createFusedProjection(PatternRewriter &rewriter, Location loc,
                             bool foldBatch) {
   int64_t headDim = resultType.getDimSize(3);
   auto build = [&](RankedTensorType type, Value source) -> Value {
-    return FusedProjectionOp::create(rewriter, loc, type, source, weight, bias,
-                                     rewriter.getI64IntegerAttr(headDim), rope,
-                                     rewriter.getI64IntegerAttr(blockS),
-                                     rewriter.getI64IntegerAttr(blockN),
-                                     rewriter.getI64IntegerAttr(blockK));
+    return FusedProjectionOp::create(
+        rewriter, loc, type, source, weight, bias,
+        /*token_offset=*/Value(), emptyProjection(rewriter, loc, type, source),
+        rewriter.getI64IntegerAttr(headDim), rope,
+        rewriter.getI64IntegerAttr(blockS), rewriter.getI64IntegerAttr(blockN),
+        rewriter.getI64IntegerAttr(blockK));
   };
   auto inputType = cast<RankedTensorType>(input.getType());
   if (!foldBatch || inputType.getDimSize(1) != 1 ||
@@ -733,9 +756,9 @@ struct FuseProjectionRope : OpRewritePattern<RoPEOp> {
         llvm::divideCeil(projection.getBlockN(), headDim) * headDim;
     rewriter.replaceOpWithNewOp<FusedProjectionOp>(
         rope, rope.getType(), projection.getInput(), projection.getWeight(),
-        projection.getBias(), projection.getHeadDimAttr(), rope.getRope(),
-        projection.getBlockSAttr(), rewriter.getI64IntegerAttr(blockN),
-        projection.getBlockKAttr());
+        projection.getBias(), projection.getTokenOffset(), projection.getInit(),
+        projection.getHeadDimAttr(), rope.getRope(), projection.getBlockSAttr(),
+        rewriter.getI64IntegerAttr(blockN), projection.getBlockKAttr());
     return success();
   }
 };

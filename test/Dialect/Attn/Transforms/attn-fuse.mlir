@@ -8,15 +8,15 @@
 // (query and key with the RoPE epilogue), attention a flash kernel that
 // reads three tensors.
 // CHECK-LABEL: func.func @none_rope
-// CHECK-DAG: %[[K:.*]] = attn.fused_projection %{{.*}}, %arg2, %arg5 {{{.*}}rope = #attn.rope<theta = 10000.0>}
-// CHECK-DAG: %[[V:.*]] = attn.fused_projection %{{.*}}, %arg3 {{{.*}}head_dim = 16 : i64}
-// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %{{.*}}, %arg1 {{{.*}}rope = #attn.rope<theta = 10000.0>}
-// CHECK: %[[O:.*]] = attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK-DAG: %[[K:.*]] = attn.fused_projection %{{.*}}, %arg2, %arg5 outs(%{{.*}}) {{{.*}}rope = #attn.rope<theta = 10000.0>}
+// CHECK-DAG: %[[V:.*]] = attn.fused_projection %{{.*}}, %arg3 outs(%{{.*}}) {{{.*}}head_dim = 16 : i64}
+// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %{{.*}}, %arg1 outs(%{{.*}}) {{{.*}}rope = #attn.rope<theta = 10000.0>}
+// CHECK: %[[O:.*]] = attn.flash_attention %[[Q]], %[[K]], %[[V]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
 // CHECK-NOT: attn.sdpa
 // CHECK-NOT: attn.rope
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[O]]
 // The up-projection is a one-head fused projection (a tiled GEMM).
-// CHECK: %[[UP:.*]] = attn.fused_projection %[[FLAT]], %arg4 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 64 : i64} : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x1x64xf32>
+// CHECK: %[[UP:.*]] = attn.fused_projection %[[FLAT]], %arg4 outs(%{{.*}}) {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 64 : i64} : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<?x?x1x64xf32>) -> tensor<?x?x1x64xf32>
 // CHECK: tensor.collapse_shape %[[UP]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x1x64xf32> into tensor<?x?x64xf32>
 // CHECK-NOT: attn.project
 // TILES-LABEL: func.func @none_rope
@@ -41,11 +41,11 @@ func.func @none_rope(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
 // and the flash kernel reads it for both roles, rotating the key role on
 // load. With RoPE fused into its epilogue, the query tile holds whole heads.
 // CHECK-LABEL: func.func @kv_gqa_rope
-// CHECK-DAG: %[[KV:.*]] = attn.fused_projection %arg0, %arg2 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 16 : i64} : {{.*}} -> tensor<?x?x1x16xf32>
-// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %arg0, %arg1 {{{.*}}rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-// CHECK: attn.flash_attention %[[Q]], %[[KV]] {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>, window = 8 : i64} : (tensor<?x?x4x16xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x4x16xf32>
+// CHECK-DAG: %[[KV:.*]] = attn.fused_projection %arg0, %arg2 outs(%{{.*}}) {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 16 : i64} : {{.*}} -> tensor<?x?x1x16xf32>
+// CHECK-DAG: %[[Q:.*]] = attn.fused_projection %arg0, %arg1 outs(%{{.*}}) {{{.*}}rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+// CHECK: attn.flash_attention %[[Q]], %[[KV]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>, window = 8 : i64} : (tensor<?x?x4x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x4x16xf32>) -> tensor<?x?x4x16xf32>
 // TILES-LABEL: func.func @kv_gqa_rope
-// TILES: attn.fused_projection %arg0, %arg1 {block_k = 8 : i64, block_n = 48 : i64
+// TILES: attn.fused_projection %arg0, %arg1 outs(%{{.*}}) {block_k = 8 : i64, block_n = 48 : i64
 func.func @kv_gqa_rope(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
                        %wk: tensor<16x64xf32>, %wo: tensor<64x64xf32>)
     -> tensor<?x?x64xf32> {
@@ -63,7 +63,7 @@ func.func @kv_gqa_rope(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
 // K=V without RoPE: one tensor for key and value, no rotation.
 // CHECK-LABEL: func.func @kv_plain
 // CHECK: %[[KV:.*]] = attn.fused_projection %arg0, %arg2
-// CHECK: attn.flash_attention %{{.*}}, %[[KV]] {block_kv = 64 : i64, block_q = 64 : i64} : (tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+// CHECK: attn.flash_attention %{{.*}}, %[[KV]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64} : (tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
 func.func @kv_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
                     %wk: tensor<16x16xf32>, %wo: tensor<16x16xf32>)
     -> tensor<2x8x16xf32> {
@@ -79,9 +79,9 @@ func.func @kv_plain(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>,
 // Q=K-V with RoPE and a logit bias: the shared query/key projection is
 // rotated once in its epilogue and read as both operands.
 // CHECK-LABEL: func.func @qk_rope_bias
-// CHECK-DAG: %[[QK:.*]] = attn.fused_projection %arg0, %arg1 {{{.*}}rope = #attn.rope<theta = 500.0>}
+// CHECK-DAG: %[[QK:.*]] = attn.fused_projection %arg0, %arg1 outs(%{{.*}}) {{{.*}}rope = #attn.rope<theta = 500.0>}
 // CHECK-DAG: %[[V:.*]] = attn.fused_projection %arg0, %arg2
-// CHECK: attn.flash_attention %[[QK]], %[[QK]], %[[V]] bias(%arg4) {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK: attn.flash_attention %[[QK]], %[[QK]], %[[V]] bias(%arg4) outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
 func.func @qk_rope_bias(%x: tensor<?x?x32xf32>, %wk: tensor<32x32xf32>,
                         %wv: tensor<32x32xf32>, %wo: tensor<32x32xf32>,
                         %bias: tensor<?x?xf32>) -> tensor<?x?x32xf32> {
@@ -98,8 +98,8 @@ func.func @qk_rope_bias(%x: tensor<?x?x32xf32>, %wk: tensor<32x32xf32>,
 // Q=K=V with RoPE: one un-rotated tensor serves all three roles; the flash
 // kernel rotates the query and key roles on load.
 // CHECK-LABEL: func.func @qkv_rope
-// CHECK: %[[T:.*]] = attn.fused_projection %arg0, %arg1 {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 8 : i64}
-// CHECK: attn.flash_attention %[[T]], %[[T]] {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
+// CHECK: %[[T:.*]] = attn.fused_projection %arg0, %arg1 outs(%{{.*}}) {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 8 : i64}
+// CHECK: attn.flash_attention %[[T]], %[[T]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
 // CHECK-NOT: attn.rope
 func.func @qkv_rope(%x: tensor<?x?x32xbf16>, %wk: tensor<32x32xbf16>,
                     %wo: tensor<32x32xbf16>) -> tensor<?x?x32xbf16> {
@@ -118,7 +118,7 @@ func.func @qkv_rope(%x: tensor<?x?x32xbf16>, %wk: tensor<32x32xbf16>,
 // over.
 // CHECK-LABEL: func.func @ccgqa
 // CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, eps = 1.1920928955078125E-7 : f64, head_dim = 16 : i64, norm = #attn.norm<clamp_eps>, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
-// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
 // CHECK-NOT: attn.causal_conv1d
 // CHECK-NOT: attn.qk_norm
 func.func @ccgqa(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
@@ -169,7 +169,7 @@ func.func @cca_plain(%x: tensor<1x9x16xf32>, %wq: tensor<16x16xf32>,
 // still becomes a flash kernel, a conv without the CCA context stays.
 // CHECK-LABEL: func.func @loose_primitives
 // CHECK: attn.causal_conv1d
-// CHECK: attn.flash_attention %arg0, %arg1, %arg2 {block_kv = 64 : i64, block_q = 64 : i64, scale = 2.500000e-01 : f64}
+// CHECK: attn.flash_attention %arg0, %arg1, %arg2 outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, scale = 2.500000e-01 : f64}
 func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
                             %v: tensor<1x4x1x8xf32>, %u: tensor<1x4x8xf32>,
                             %w: tensor<8x1x2xf32>)
@@ -193,9 +193,9 @@ func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
 // CHECK-LABEL: func.func @kv_decode_step
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<?x1x16xf32> into tensor<?x16xf32>
 // CHECK: %[[SEQ:.+]] = tensor.expand_shape %[[FLAT]] {{\[}}[0, 1], [2]] output_shape [1, %{{.+}}, 16] : tensor<?x16xf32> into tensor<1x?x16xf32>
-// CHECK: attn.fused_projection %[[SEQ]], %arg2 {{.+}} -> tensor<1x?x2x4xf32>
+// CHECK: attn.fused_projection %[[SEQ]], %arg2 outs(%{{.*}}) {{.+}} -> tensor<1x?x2x4xf32>
 // CHECK: %[[K:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 2, 4] : tensor<?x2x4xf32> into tensor<?x1x2x4xf32>
-// CHECK: attn.fused_projection %[[SEQ]], %arg1 {{.+}} -> tensor<1x?x4x4xf32>
+// CHECK: attn.fused_projection %[[SEQ]], %arg1 outs(%{{.*}}) {{.+}} -> tensor<1x?x4x4xf32>
 // CHECK: %[[Q:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 4, 4] : tensor<?x4x4xf32> into tensor<?x1x4x4xf32>
 // CHECK: %[[O:.+]], %[[KV:.+]] = attn.flash_decode %[[Q]], %[[K]] cache(%arg4) positions(%arg5) block_table(%arg6) {block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
 // CHECK-NOT: attn.cache_update
@@ -331,7 +331,7 @@ func.func @cca_decode_step(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>,
 // kernel masks them as keys.
 // CHECK-LABEL: func.func @ccgqa_padding_mask
 // CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg11) {block_s = 64 : i64
-// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] key_mask(%arg11) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 8 : i64}
+// CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] key_mask(%arg11) outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 8 : i64}
 // CHECK-NOT: attn.mask_tokens
 // CHECK-NOT: attn.sdpa
 func.func @ccgqa_padding_mask(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,

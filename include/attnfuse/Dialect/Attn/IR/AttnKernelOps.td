@@ -10,7 +10,11 @@
 #ifndef ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD
 #define ATTNFUSE_DIALECT_ATTN_IR_ATTNKERNELOPS_TD
 
-def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
+def Attn_FusedProjectionOp : Attn_Op<"fused_projection",
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "projection GEMM with bias, head split and RoPE epilogue";
   let description = [{
     `result[b, s, h, :] = rope((input[b, s] W^T + bias)[h * d : (h + 1) * d])`:
@@ -21,17 +25,31 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
     is stored (a rotation pair `(i, i + r/2)` lies in one head, so `block_n`
     is a multiple of `head_dim`).
 
+    With `token_offset(%t)` the rows are tokens `t .. t + seq - 1` of their
+    sequences: row `s` is rotated at position `t + s` (tiling produces it;
+    without it `t = 0`).
+
+    The op is destination-style (`outs` is the result's initial value,
+    fully overwritten) and implements `TilingInterface` over
+    `(batch, seq, heads, head_dim)`, all parallel (the reduction over `E`
+    stays in the op): a tile is an `attn.fused_projection` of its tokens by
+    the weight rows of its features. A tile takes whole heads, or a part of
+    one head without `rope`.
+
     ```mlir
-    %q = attn.fused_projection %x, %wq
+    %q = attn.fused_projection %x, %wq outs(%init)
         {head_dim = 64 : i64, rope = #attn.rope<theta = 10000.0>,
          block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
-        : (tensor<?x?x1024xf32>, tensor<1024x1024xf32>) -> tensor<?x?x16x64xf32>
+        : (tensor<?x?x1024xf32>, tensor<1024x1024xf32>, tensor<?x?x16x64xf32>)
+        -> tensor<?x?x16x64xf32>
     ```
 
     Semantics: docs/semantics.md#attnfused_projection
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
                        Optional<Attn_FloatTensor>:$bias,
+                       Optional<Index>:$token_offset,
+                       Attn_FloatTensor:$init,
                        Attn_PositiveI64Attr:$head_dim,
                        OptionalAttr<Attn_RopeAttr>:$rope,
                        Attn_PositiveI64Attr:$block_s,
@@ -39,10 +57,16 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection", [Pure]> {
                        Attn_PositiveI64Attr:$block_k);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict
+    $input `,` $weight (`,` $bias^)?
+    (`token_offset` `(` $token_offset^ `)`)? `outs` `(` $init `)` attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitMutable();
+    }
+  }];
 }
 
 def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
@@ -130,7 +154,10 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
 }
 
 def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "tiled attention with online softmax";
   let description = [{
     The result of `attn.sdpa` over `query [batch, S, Hq, d]`,
@@ -151,13 +178,26 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
       value tile.
     * `key_mask [batch, T]` (integers): keys whose mask is zero are masked,
       as in `attn.sdpa` (the padding of a batch).
+    * `query_rows(%offset, %count)`: the op computes query rows
+      `offset .. offset + S - 1` of an attention with `count` query rows
+      (the positions and the query rotation are those of the whole
+      attention). Tiling produces it; without it the op is the whole
+      attention (`offset = 0`, `count = S`).
+
+    The op is destination-style (`outs` is the result's initial value,
+    fully overwritten) and implements `TilingInterface` over
+    `(batch, kv_heads, S)`, all parallel: a tile of `g` KV heads and `n`
+    query rows is an `attn.flash_attention` on the matching `[.., n,
+    g * G, ..]` slices with `query_rows` set, reading every key of its
+    batch and heads.
 
     ```mlir
     // K=V with GQA-4 and RoPE on load.
-    %o = attn.flash_attention %q, %kv
+    %o = attn.flash_attention %q, %kv outs(%init)
         {block_q = 64 : i64, block_kv = 64 : i64, causal,
          key_rope = #attn.rope<theta = 10000.0>}
-        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>) -> tensor<?x?x16x64xf32>
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x16x64xf32>)
+        -> tensor<?x?x16x64xf32>
     ```
 
     Semantics: docs/semantics.md#attnflash_attention
@@ -166,6 +206,9 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
                        Optional<Attn_FloatTensor>:$value,
                        Optional<Attn_FloatTensor>:$bias,
                        Optional<Attn_MaskTensor>:$key_mask,
+                       Optional<Index>:$query_row_offset,
+                       Optional<Index>:$query_row_count,
+                       Attn_FloatTensor:$init,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale,
@@ -176,14 +219,18 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key (`,` $value^)? (`bias` `(` $bias^ `)`)?
-    (`key_mask` `(` $key_mask^ `)`)? attr-dict
-    `:` functional-type(operands, results)
+    (`key_mask` `(` $key_mask^ `)`)?
+    (`query_rows` `(` $query_row_offset^ `,` $query_row_count `)`)?
+    `outs` `(` $init `)` attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The tensor read for `P V`: the value, or the key for K=V.
     ::mlir::Value getValueOrKey() {
       return getValue() ? getValue() : getKey();
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitMutable();
     }
   }];
 }

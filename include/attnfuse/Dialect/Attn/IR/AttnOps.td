@@ -7,8 +7,10 @@ include "attnfuse/Dialect/Attn/IR/AttnBase.td"
 include "attnfuse/Dialect/Attn/IR/AttnAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
 
 def Attn_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Attn_PositiveI64Attr : ConfinedAttr<I64Attr, [IntPositive]>;
