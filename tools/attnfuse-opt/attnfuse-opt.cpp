@@ -1,7 +1,10 @@
 //===- attnfuse-opt.cpp - attn dialect optimizer driver ---------*- C++ -*-===//
 //
 // mlir-opt for AttnFuse: the attn dialect and passes, plus the upstream
-// dialects and passes the attn pipelines use.
+// dialects and passes the attn pipelines use, and the transform dialect's
+// interpreter with the structured (linalg) transform ops: the fused kernel
+// ops implement TilingInterface, so a transform script can tile them with
+// its own tile sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +12,9 @@
 #include "attnfuse/InitAllPasses.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -28,6 +34,9 @@ int main(int argc, char **argv) {
   mlir::registerConvertNVVMToLLVMPass();
   mlir::registerSCFToControlFlowPass();
   mlir::registerReconcileUnrealizedCastsPass();
+  registry.insert<mlir::transform::TransformDialect>();
+  mlir::linalg::registerTransformDialectExtension(registry);
+  mlir::transform::registerInterpreterPass();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "AttnFuse optimizer driver\n", registry));
 }
