@@ -35,18 +35,29 @@ def model(hq, hk, d, causal, window, keqv, key_rope, mask=None, shared_query=Fal
         assert hq == hk
         return f"""
 func.func @fa({kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
-  %o = attn.flash_attention %k, {kv_use} {{{", ".join(attrs)}}}
-      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}) -> tensor<?x?x{hq}x{d}xbf16>
+{init("%k", f"tensor<?x?x{hq}x{d}xbf16>")}
+  %o = attn.flash_attention %k, {kv_use} outs(%init) {{{", ".join(attrs)}}}
+      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}, tensor<?x?x{hq}x{d}xbf16>) -> tensor<?x?x{hq}x{d}xbf16>
   return %o : tensor<?x?x{hq}x{d}xbf16>
 }}
 """
     return f"""
 func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, {kv_args}) -> tensor<?x?x{hq}x{d}xbf16> {{
-  %o = attn.flash_attention %q, {kv_use} {{{", ".join(attrs)}}}
-      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}) -> tensor<?x?x{hq}x{d}xbf16>
+{init("%q", f"tensor<?x?x{hq}x{d}xbf16>")}
+  %o = attn.flash_attention %q, {kv_use} outs(%init) {{{", ".join(attrs)}}}
+      : (tensor<?x?x{hq}x{d}xbf16>, {kv_ty}, tensor<?x?x{hq}x{d}xbf16>) -> tensor<?x?x{hq}x{d}xbf16>
   return %o : tensor<?x?x{hq}x{d}xbf16>
 }}
 """
+
+
+def init(query, ty):
+    """The result's init (its shape: batch and S of the query), an attn.flash_attention operand."""
+    return (f"  %c0 = arith.constant 0 : index\n"
+            f"  %c1 = arith.constant 1 : index\n"
+            f"  %batch = tensor.dim {query}, %c0 : {ty}\n"
+            f"  %seq = tensor.dim {query}, %c1 : {ty}\n"
+            f"  %init = tensor.empty(%batch, %seq) : {ty}")
 
 
 def padding(rng, batch, t):

@@ -22,9 +22,15 @@ def model(k, n, d, rope, bias):
     b_ty = f", tensor<{n}xbf16>" if bias else ""
     return f"""
 func.func @proj(%x: tensor<?x?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>{b_arg}) -> tensor<?x?x{heads}x{d}xbf16> {{
-  %q = attn.fused_projection %x, %w{b_use}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %batch = tensor.dim %x, %c0 : tensor<?x?x{k}xbf16>
+  %seq = tensor.dim %x, %c1 : tensor<?x?x{k}xbf16>
+  %init = tensor.empty(%batch, %seq) : tensor<?x?x{heads}x{d}xbf16>
+  %q = attn.fused_projection %x, %w{b_use} outs(%init)
       {{head_dim = {d} : i64{rope_attr}, block_s = 64 : i64, block_n = {d} : i64, block_k = 64 : i64}}
-      : (tensor<?x?x{k}xbf16>, tensor<{n}x{k}xbf16>{b_ty}) -> tensor<?x?x{heads}x{d}xbf16>
+      : (tensor<?x?x{k}xbf16>, tensor<{n}x{k}xbf16>{b_ty}, tensor<?x?x{heads}x{d}xbf16>)
+      -> tensor<?x?x{heads}x{d}xbf16>
   return %q : tensor<?x?x{heads}x{d}xbf16>
 }}
 """
