@@ -12,7 +12,6 @@ CCGQA layer, compile: attnfuse.compile of examples/zaya1_ccgqa.mlir), S,
 threads, number of timed calls. Prints every call's time and the median.
 """
 
-import math
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ import attnfuse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cpu_layers  # noqa: E402
+from cpu_vs_torch import random_args  # noqa: E402
 
 
 def main():
@@ -44,13 +44,8 @@ def main():
     rng = np.random.default_rng(0)
     module = attnfuse.parse(cpu_layers.kv_layer() if case == "kv"
                             else cpu_layers.cca_layer())
-    signature = attnfuse.compile(module, runtime_checks=False, opt_level=0)
-    args = []
-    for _, shape in signature.arguments:
-        shape = [1 if i == 0 and s is None else seq if s is None else s
-                 for i, s in enumerate(shape)]
-        fan = shape[-1] if len(shape) > 1 else 1
-        args.append((rng.standard_normal(shape) / math.sqrt(fan)).astype(np.float32))
+    args = random_args(attnfuse.compile(module, runtime_checks=False, opt_level=0),
+                       rng, seq)
     if case == "cca":
         args[9] = rng.uniform(0.2, 1.5, args[9].shape).astype(np.float32)  # temp
     layer = attnfuse.compile(module, runtime_checks=False, opt_level=3,

@@ -93,9 +93,11 @@ public:
     OpBuilder b(op);
     // A destination-style op's result is the kernel's output buffer: its
     // init only carries the shape, the launch does not read it.
-    SmallVector<Value> operands(op->getOperands());
-    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+    SmallVector<Value> operands(op->getOperands()), unread;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
       operands = dps.getDpsInputs();
+      unread = llvm::to_vector(dps.getDpsInits());
+    }
     SmallVector<Type> operandTypes;
     for (Value operand : operands)
       operandTypes.push_back(operand.getType());
@@ -104,9 +106,6 @@ public:
     func::FuncOp decl = declareLaunch(
         op->getLoc(), kernel, op->getName().getStringRef(), type, launch);
     auto call = func::CallOp::create(b, op->getLoc(), decl, operands);
-    SmallVector<Value> unread;
-    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
-      unread = llvm::to_vector(dps.getDpsInits());
     op->replaceAllUsesWith(call.getResults());
     op->erase();
     // The init's shape computation (tensor.empty, tensor.dim) would be left

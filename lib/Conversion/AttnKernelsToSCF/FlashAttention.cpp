@@ -29,7 +29,6 @@
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
@@ -465,19 +464,14 @@ struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
         buildRopeTables(kb, op.getQueryRopeAttr(), headDim, queryPositions,
                         op.getQueryRowOffset());
 
-    scf::SCFTilingOptions options;
-    options.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-                          rewriter.getIndexAttr(op.getBlockQ())});
-    options.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
-                                 : scf::SCFTilingOptions::LoopType::ForOp);
-    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    FailureOr<Operation *> tiled =
+        tileKernelOp(rewriter, op,
+                     {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+                      rewriter.getIndexAttr(blockQ)},
+                     parallel);
     if (failed(tiled))
-      return rewriter.notifyMatchFailure(op, "tiling failed");
-    rewriter.replaceOp(op, tiled->replacements);
-
-    auto tile = cast<FlashAttentionOp>(tiled->tiledOps.front());
-    rewriter.setInsertionPoint(tile);
+      return failure();
+    auto tile = cast<FlashAttentionOp>(*tiled);
     rewriter.replaceOp(
         tile, FlashAttentionTile(tile, rewriter, queryRope, keyRope).build());
     return success();

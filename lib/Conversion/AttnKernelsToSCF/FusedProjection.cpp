@@ -23,7 +23,6 @@
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -284,17 +283,17 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
 
     // The rotation tables serve every tile: built once, before the loops,
     // for the positions of whole token blocks.
-    Value firstToken = op.getTokenOffset();
+    Value tokens = kb.dim(op.getInput(), 1);
     RopeTables rope = buildRopeTables(
         kb, op.getRopeAttr(), headDim,
-        kb.mul(kb.ceilDiv(kb.dim(op.getInput(), 1), blockS), blockS),
-        firstToken);
+        kb.mul(kb.ceilDiv(tokens, blockS), blockS), op.getTokenOffset());
 
     // W packed into blocks once, before the tile loops, when there is a
-    // whole block of tokens; a decode step's tokens never read it.
+    // whole block of tokens. A call statically shorter than a block (a
+    // decode step) has no packed weight at all.
     Value packed;
-    Value tokens = kb.dim(op.getInput(), 1);
-    {
+    int64_t staticTokens = inputType.getDimSize(1);
+    if (ShapedType::isDynamic(staticTokens) || staticTokens >= blockS) {
       auto packedType = RankedTensorType::get(
           {features / blockN,
            static_cast<int64_t>(llvm::divideCeil(width, blockK)), blockK,
@@ -314,25 +313,12 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
           });
       packed = pack.getResult(0);
     }
-    // A statically short call (a decode step) needs no packed weight.
-    if (inputType.getDimSize(1) != ShapedType::kDynamic &&
-        inputType.getDimSize(1) < blockS) {
-      rewriter.eraseOp(packed.getDefiningOp());
-      packed = Value();
-    }
 
-    scf::SCFTilingOptions options;
-    options.setTileSizes(tileSizes);
-    options.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
-                                 : scf::SCFTilingOptions::LoopType::ForOp);
-    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    FailureOr<Operation *> tiled =
+        tileKernelOp(rewriter, op, tileSizes, parallel);
     if (failed(tiled))
-      return rewriter.notifyMatchFailure(op, "tiling failed");
-    rewriter.replaceOp(op, tiled->replacements);
-
-    auto tile = cast<FusedProjectionOp>(tiled->tiledOps.front());
-    rewriter.setInsertionPoint(tile);
+      return failure();
+    auto tile = cast<FusedProjectionOp>(*tiled);
     // The tile's first feature is the offset of its weight rows.
     auto weightRows = tile.getWeight().getDefiningOp<tensor::ExtractSliceOp>();
     Value firstFeature = getValueOrCreateConstantIndexOp(

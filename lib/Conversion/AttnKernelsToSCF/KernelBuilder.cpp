@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
@@ -431,4 +432,22 @@ SmallVector<Value> KernelBuilder::tileLoops(ArrayRef<Value> upperBounds,
                               loop.getResults().end());
   };
   return nest(0, outputs);
+}
+
+FailureOr<Operation *>
+attnfuse::kernels::tileKernelOp(RewriterBase &rewriter, TilingInterface op,
+                                ArrayRef<OpFoldResult> tileSizes,
+                                bool parallel) {
+  scf::SCFTilingOptions options;
+  options.setTileSizes(tileSizes);
+  options.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
+                               : scf::SCFTilingOptions::LoopType::ForOp);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, op, options);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(op, tiled->replacements);
+  Operation *tile = tiled->tiledOps.front();
+  rewriter.setInsertionPoint(tile);
+  return tile;
 }

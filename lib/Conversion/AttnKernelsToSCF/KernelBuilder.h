@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
 
 namespace attnfuse::kernels {
 
@@ -152,6 +154,15 @@ public:
   std::pair<Value, Value> ropeTables(attn::RopeAttr rope, int64_t headDim,
                                      Value positions, Value first = {});
 };
+
+/// Tiles `op` through its TilingInterface with `tileSizes` (one
+/// `scf.forall` when `parallel`, nested `scf.for` otherwise), replaces it by
+/// the loops' results and returns the one tile op, with the insertion point
+/// before it. On failure (the op refuses the tile, with an error on it)
+/// the op is left in place.
+mlir::FailureOr<mlir::Operation *>
+tileKernelOp(mlir::RewriterBase &rewriter, mlir::TilingInterface op,
+             llvm::ArrayRef<mlir::OpFoldResult> tileSizes, bool parallel);
 
 } // namespace attnfuse::kernels
 

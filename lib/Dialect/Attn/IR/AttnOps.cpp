@@ -784,6 +784,26 @@ LogicalResult FlashAttentionOp::verify() {
       failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
 }
 
+namespace {
+/// The unit-stride operand slices of one tile, kept for its TilingResult.
+struct TileSlices {
+  TileSlices(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
+
+  Value extract(Value source, ArrayRef<OpFoldResult> offsets,
+                ArrayRef<OpFoldResult> sizes) {
+    SmallVector<OpFoldResult> strides(offsets.size(), builder.getIndexAttr(1));
+    auto slice = tensor::ExtractSliceOp::create(builder, loc, source, offsets,
+                                                sizes, strides);
+    ops.push_back(slice);
+    return slice;
+  }
+
+  OpBuilder &builder;
+  Location loc;
+  SmallVector<Operation *> ops;
+};
+} // namespace
+
 /// The iteration space is (batch, token, head, head dim): every point owns
 /// its output element and reduces over the whole model width itself.
 SmallVector<utils::IteratorType> FusedProjectionOp::getLoopIteratorTypes() {
@@ -826,22 +846,14 @@ FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
                             "weight rows)";
   OpFoldResult zero = builder.getIndexAttr(0);
   OpFoldResult width = tensor::getMixedSize(builder, loc, getInput(), 2);
-  SmallVector<Operation *> slices;
-  auto extract = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
-                     ArrayRef<OpFoldResult> sliceSizes) -> Value {
-    SmallVector<OpFoldResult> strides(sliceOffsets.size(),
-                                      builder.getIndexAttr(1));
-    auto slice = tensor::ExtractSliceOp::create(
-        builder, loc, source, sliceOffsets, sliceSizes, strides);
-    slices.push_back(slice);
-    return slice;
-  };
-  Value input = extract(getInput(), {offsets[0], offsets[1], zero},
-                        {sizes[0], sizes[1], width});
-  Value weight = extract(getWeight(), {firstFeature, zero}, {features, width});
-  Value bias =
-      getBias() ? extract(getBias(), {firstFeature}, {features}) : Value();
-  Value init = extract(getInit(), offsets, sizes);
+  TileSlices slices(builder, loc);
+  Value input = slices.extract(getInput(), {offsets[0], offsets[1], zero},
+                               {sizes[0], sizes[1], width});
+  Value weight =
+      slices.extract(getWeight(), {firstFeature, zero}, {features, width});
+  Value bias = getBias() ? slices.extract(getBias(), {firstFeature}, {features})
+                         : Value();
+  Value init = slices.extract(getInit(), offsets, sizes);
   // The tile's tokens keep their positions for the rotation.
   Value tokenOffset = getValueOrCreateConstantIndexOp(builder, loc, offsets[1]);
   if (Value enclosing = getTokenOffset())
@@ -851,7 +863,7 @@ FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
       builder, loc, init.getType(), input, weight, bias, tokenOffset, init,
       builder.getI64IntegerAttr(wholeHeads ? headDim : *tileDims),
       getRopeAttr(), getBlockSAttr(), getBlockNAttr(), getBlockKAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+  return TilingResult{{tiled}, {tiled.getResult()}, slices.ops};
 }
 
 LogicalResult FusedProjectionOp::getResultTilePosition(
@@ -905,22 +917,13 @@ FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
   int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
   OpFoldResult zero = builder.getIndexAttr(0);
   OpFoldResult keys = tensor::getMixedSize(builder, loc, getKey(), 1);
-  SmallVector<Operation *> slices;
-  auto extract = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
-                     ArrayRef<OpFoldResult> sliceSizes) -> Value {
-    SmallVector<OpFoldResult> strides(sliceOffsets.size(),
-                                      builder.getIndexAttr(1));
-    auto slice = tensor::ExtractSliceOp::create(
-        builder, loc, source, sliceOffsets, sliceSizes, strides);
-    slices.push_back(slice);
-    return slice;
-  };
+  TileSlices slices(builder, loc);
   SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
   auto headSlice = [&](Value tensor, OpFoldResult rowOffset,
                        OpFoldResult rowCount, int64_t headsPerTile) {
     perHeadSlice(builder, loc, tensor, offsets, sizes, rowOffset, rowCount,
                  headsPerTile, sliceOffsets, sliceSizes);
-    return extract(tensor, sliceOffsets, sliceSizes);
+    return slices.extract(tensor, sliceOffsets, sliceSizes);
   };
 
   Value query = headSlice(getQuery(), offsets[2], sizes[2], group);
@@ -931,20 +934,20 @@ FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
   if (Value fullBias = getBias()) {
     if (cast<RankedTensorType>(fullBias.getType()).getRank() == 3) {
       AffineExpr d0 = builder.getAffineDimExpr(0);
-      bias = extract(fullBias,
-                     {affine::makeComposedFoldedAffineApply(
-                          builder, loc, d0 * group, {offsets[1]}),
-                      offsets[2], zero},
-                     {affine::makeComposedFoldedAffineApply(
-                          builder, loc, d0 * group, {sizes[1]}),
-                      sizes[2], keys});
+      bias = slices.extract(fullBias,
+                            {affine::makeComposedFoldedAffineApply(
+                                 builder, loc, d0 * group, {offsets[1]}),
+                             offsets[2], zero},
+                            {affine::makeComposedFoldedAffineApply(
+                                 builder, loc, d0 * group, {sizes[1]}),
+                             sizes[2], keys});
     } else {
-      bias = extract(fullBias, {offsets[2], zero}, {sizes[2], keys});
+      bias = slices.extract(fullBias, {offsets[2], zero}, {sizes[2], keys});
     }
   }
   Value keyMask;
   if (Value fullMask = getKeyMask())
-    keyMask = extract(fullMask, {offsets[0], zero}, {sizes[0], keys});
+    keyMask = slices.extract(fullMask, {offsets[0], zero}, {sizes[0], keys});
 
   // The tile's rows keep their place among the whole attention's rows.
   Value rowOffset = getValueOrCreateConstantIndexOp(builder, loc, offsets[2]);
@@ -958,7 +961,7 @@ FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
       builder, loc, init.getType(), query, key, value, bias, keyMask, rowOffset,
       rowCount, init, getCausalAttr(), getWindowAttr(), getScaleAttr(),
       getQueryRopeAttr(), getKeyRopeAttr(), getBlockQAttr(), getBlockKvAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+  return TilingResult{{tiled}, {tiled.getResult()}, slices.ops};
 }
 
 LogicalResult FlashAttentionOp::getResultTilePosition(

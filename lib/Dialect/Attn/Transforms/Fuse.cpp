@@ -27,6 +27,19 @@ using namespace attnfuse::attn;
 
 namespace {
 
+/// The init of a fused kernel op's result of `type`: a tensor.empty whose
+/// dynamic dimension `dim` is that dimension of `sizeSource(dim)`.
+Value emptyResult(PatternRewriter &rewriter, Location loc,
+                  RankedTensorType type,
+                  llvm::function_ref<Value(int64_t)> sizeSource) {
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, sizeSource(dim), dim));
+  return tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
+}
+
 struct TileSizes {
   int64_t blockQ, blockKV, blockS, blockN, blockK, decodeBlockKV;
 };
@@ -493,14 +506,9 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
     bool keyIsValue = key == value;
     // The result [B, S, Hq, dv] takes B, S and Hq from the query, dv from the
     // value.
-    auto resultType = cast<RankedTensorType>(op.getType());
-    SmallVector<Value> dynamicSizes;
-    for (int64_t dim = 0; dim < resultType.getRank(); ++dim)
-      if (resultType.isDynamicDim(dim))
-        dynamicSizes.push_back(tensor::DimOp::create(
-            rewriter, op.getLoc(), dim < 3 ? op.getQuery() : value, dim));
-    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), resultType,
-                                         dynamicSizes);
+    Value init = emptyResult(
+        rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
+        [&](int64_t dim) { return dim < 3 ? op.getQuery() : value; });
     rewriter.replaceOpWithNewOp<FlashAttentionOp>(
         op, op.getType(), query, key, keyIsValue ? Value() : value,
         op.getBias(), op.getKeyMask(), /*query_row_offset=*/Value(),
@@ -648,17 +656,6 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
 // Phase 3: projections
 //===----------------------------------------------------------------------===//
 
-/// The init of a fused projection of `input` ([B, S, E]) of `type`
-/// ([B, S, H, d]): B and S from the input.
-Value emptyProjection(PatternRewriter &rewriter, Location loc,
-                      RankedTensorType type, Value input) {
-  SmallVector<Value> dynamicSizes;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim)
-    if (type.isDynamicDim(dim))
-      dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, dim));
-  return tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
-}
-
 /// `fused_projection(input, weight, bias)` of type `resultType`
 /// ([B, S, H, d]). One token per sequence (S = 1, a decode step) is projected
 /// as ONE sequence of B tokens ([1, B, E]): the GEMM tiles then cover the
@@ -672,7 +669,8 @@ Value createFusedProjection(PatternRewriter &rewriter, Location loc,
   auto build = [&](RankedTensorType type, Value source) -> Value {
     return FusedProjectionOp::create(
         rewriter, loc, type, source, weight, bias,
-        /*token_offset=*/Value(), emptyProjection(rewriter, loc, type, source),
+        /*token_offset=*/Value(),
+        emptyResult(rewriter, loc, type, [&](int64_t) { return source; }),
         rewriter.getI64IntegerAttr(headDim), rope,
         rewriter.getI64IntegerAttr(blockS), rewriter.getI64IntegerAttr(blockN),
         rewriter.getI64IntegerAttr(blockK));
