@@ -160,11 +160,21 @@ def step_ir(cfg):
     vp = ", %vp" if cfg.value_shift else ""
     ss = " shift_state(%ss)" if cfg.value_shift else ""
     rtypes = ", ".join(results)
+    # The outputs' inits precede the states among the operands.
+    operand_types = [t for _, t in ops]
+    first_state = [n for n, _ in ops].index("cs")
+    operand_types[first_state:first_state] = results[:3]
+    inits = "".join(f"  %init{i} = tensor.empty(%batch) : {t}\n"
+                    for i, t in enumerate(results[:3]))
     ir = (f"func.func @main({', '.join(f'%{n}: {t}' for n, t in ops)}) -> ({rtypes}) {{\n"
+          f"  %c0 = arith.constant 0 : index\n"
+          f"  %batch = tensor.dim %qr, %c0 : {ops[0][1]}\n"
+          f"{inits}"
           f"  {', '.join(names)} = attn.cca_decode_prologue %qr, %kr, %vc{vp}\n"
-          f"      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs){ss}\n"
+          f"      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)\n"
+          f"      outs(%init0, %init1, %init2) conv_state(%cs){ss}\n"
           f"      positions(%pos) {cfg.attrs()}\n"
-          f"      : ({', '.join(t for _, t in ops)}) -> ({rtypes})\n"
+          f"      : ({', '.join(operand_types)}) -> ({rtypes})\n"
           f"  return {', '.join(names)} : {rtypes}\n}}\n")
     return ir, [n for n, _ in ops]
 
@@ -227,6 +237,8 @@ def sequence_ir(cfg, batch, seq):
     lines.append(f"  %q0 = tensor.empty() : {qs_t}")
     lines.append(f"  %k0 = tensor.empty() : {kvs_t}")
     lines.append(f"  %v0 = tensor.empty() : {kvs_t}")
+    lines.append(f"  %qi = tensor.empty() : {q_t}")
+    lines.append(f"  %kvi = tensor.empty() : {kv_t}")
 
     def token(name, width, t):
         return (f"  %{name}_{t} = tensor.extract_slice %{name}[0, {t}, 0] [{B}, 1, {width}] "
@@ -246,7 +258,7 @@ def sequence_ir(cfg, batch, seq):
         in_types = [cfg.t(B, 1, cfg.lq), cfg.t(B, 1, cfg.lk), cfg.t(B, 1, cfg.lv)]
         if cfg.value_shift:
             in_types.append(cfg.t(B, 1, cfg.lk // 2))
-        in_types += [t_ for _, t_ in cfg.param_types()] + [cs_t]
+        in_types += [t_ for _, t_ in cfg.param_types()] + [q_t, kv_t, kv_t, cs_t]
         if cfg.value_shift:
             in_types.append(ss_t)
         in_types.append(cfg.t(B, elem="i32"))
@@ -254,7 +266,8 @@ def sequence_ir(cfg, batch, seq):
         lines.append(
             f"  %q_{t}, %k_{t}, %v_{t}, %cs{t + 1}{ss_out} = attn.cca_decode_prologue "
             f"%qr_{t}, %kr_{t}, %vc_{t}{vp} conv_dw(%dw, %dwb) conv_g(%gw, %gwb) "
-            f"temp(%temp) conv_state(%cs{t}){ss} positions(%pos_{t}) {cfg.attrs()} "
+            f"temp(%temp) outs(%qi, %kvi, %kvi) conv_state(%cs{t}){ss} "
+            f"positions(%pos_{t}) {cfg.attrs()} "
             f": ({', '.join(in_types)}) -> ({', '.join(out_types)})")
         for name, heads, whole, one in (("q", cfg.hq, qs_t, q_t), ("k", cfg.hk, kvs_t, kv_t),
                                         ("v", cfg.hk, kvs_t, kv_t)):

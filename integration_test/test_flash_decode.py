@@ -116,9 +116,17 @@ def function_ir(case, args):
     caches = "%kc" + ("" if case.key_is_value else ", %vc")
     table = " block_table(%bt)" if case.page_size else ""
     names = ["%o", "%kc2"] + ([] if case.key_is_value else ["%vc2"])
-    operand_types = ", ".join(t for _, _, _, t in args)
+    # The output's init follows the new rows among the operands.
+    new_count = 2 if case.key_is_value else 3
+    operand_types = ", ".join([t for _, _, _, t in args][:new_count] + [out_type]
+                              + [t for _, _, _, t in args][new_count:])
+    init = (f"  %c0 = arith.constant 0 : index\n"
+            f"  %batch = tensor.dim %q, %c0 : {types['q']}\n"
+            f"  %init = tensor.empty(%batch) : {out_type}\n"
+            if case.dynamic_batch else f"  %init = tensor.empty() : {out_type}\n")
     return (f"func.func @main({params}) -> ({', '.join(results)}) {{\n"
-            f"  {', '.join(names)} = attn.flash_decode {new} cache({caches}) "
+            f"{init}"
+            f"  {', '.join(names)} = attn.flash_decode {new} outs(%init) cache({caches}) "
             f"positions(%pos){table} {{{', '.join(attrs)}}}\n"
             f"      : ({operand_types}) -> ({', '.join(results)})\n"
             f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")

@@ -1171,10 +1171,15 @@ TEST(decode_manifest) {
 // manifest allows), the grid is (heads, B), and the RoPE tables follow T.
 static const char kDecodeStepModel[] = R"mlir(
 func.func @decode_step(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %qr, %c0 : tensor<?x1x1024xbf16>
+  %qi = tensor.empty(%batch) : tensor<?x1x8x128xbf16>
+  %kvi = tensor.empty(%batch) : tensor<?x1x2x128xbf16>
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi)
+      conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
 }
 )mlir";

@@ -24,10 +24,18 @@ def model():
     types = ", ".join(a.split(": ", 1)[1] for a in args.split(", %"))
     res = (f"{t(f'?x1x{HQ}x{D}')}, {t(f'?x1x{HK}x{D}')}, {t(f'?x1x{HK}x{D}')}, "
            f"{t(f'?x2x{C}')}, {t('?x1x64')}")
+    # The outputs' inits precede the states among the operands.
+    q_t, kv_t = t(f'?x1x{HQ}x{D}'), t(f'?x1x{HK}x{D}')
+    types = types.replace(f"{t('?x2x' + str(C))}", f"{q_t}, {kv_t}, {kv_t}, {t('?x2x' + str(C))}", 1)
     return f"""
 func.func @cd({args}) -> ({res}) {{
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %qr, %c0 : {t(f'?x1x{HQ * D}')}
+  %qi = tensor.empty(%batch) : {q_t}
+  %kvi = tensor.empty(%batch) : {kv_t}
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi)
+      conv_state(%cs) shift_state(%ss)
       positions(%pos) {{num_heads = {HQ} : i64, num_kv_heads = {HK} : i64, head_dim = {D} : i64,
        conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean,
        value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}}

@@ -41,14 +41,23 @@ func.func @cca(%x: tensor<?x?x{E}xbf16>, %wq: tensor<{HQ * D}x{E}xbf16>,
                %gw: tensor<{c}x{D}x{k1}xbf16>, %gwb: tensor<{c}xbf16>, %temp: tensor<{HK}xbf16>
                {mask_arg})
     -> (tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %batch = tensor.dim %x, %c0 : tensor<?x?x{E}xbf16>
+  %seq = tensor.dim %x, %c1 : tensor<?x?x{E}xbf16>
+  %q_init = tensor.empty(%batch, %seq) : tensor<?x?x{HQ}x{D}xbf16>
+  %k_init = tensor.empty(%batch, %seq) : tensor<?x?x{HK}x{D}xbf16>
+  %v_init = tensor.empty(%batch, %seq) : tensor<?x?x{HK}x{D}xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv){wvp_use}
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp){mask_use}
+      outs(%q_init, %k_init, %v_init)
       {{num_heads = {HQ} : i64, num_kv_heads = {HK} : i64, head_dim = {D} : i64,
        conv_kernel_sizes = array<i64: {k0}, {k1}>{opts}, block_s = 64 : i64}}
       : (tensor<?x?x{E}xbf16>, tensor<{HQ * D}x{E}xbf16>, tensor<{HK * D}x{E}xbf16>,
          tensor<{vrows}x{E}xbf16>{wvp_ty}, tensor<{c}x1x{k0}xbf16>,
          tensor<{c}xbf16>, tensor<{c}x{D}x{k1}xbf16>, tensor<{c}xbf16>, tensor<{HK}xbf16>
-         {mask_ty})
+         {mask_ty}, tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>,
+         tensor<?x?x{HK}x{D}xbf16>)
       -> (tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>)
   return %q, %k, %v : tensor<?x?x{HQ}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>, tensor<?x?x{HK}x{D}xbf16>
 }}

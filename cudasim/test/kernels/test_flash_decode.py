@@ -31,16 +31,22 @@ def model(hq, hk, d, keqv, rope):
     if keqv:
         return f"""
 func.func @decode(%q: {out}, %k: {kv}, %cache: {cache}, %pos: tensor<?xi32>) -> ({out}, {cache}) {{
-  %o, %c = attn.flash_decode %q, %k cache(%cache) positions(%pos) {{{attrs}}}
-      : ({out}, {kv}, {cache}, tensor<?xi32>) -> ({out}, {cache})
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %q, %c0 : {out}
+  %init = tensor.empty(%batch) : {out}
+  %o, %c = attn.flash_decode %q, %k outs(%init) cache(%cache) positions(%pos) {{{attrs}}}
+      : ({out}, {kv}, {out}, {cache}, tensor<?xi32>) -> ({out}, {cache})
   return %o, %c : {out}, {cache}
 }}
 """
     return f"""
 func.func @decode(%q: {out}, %k: {kv}, %v: {kv}, %kc: {cache}, %vc: {cache}, %pos: tensor<?xi32>)
     -> ({out}, {cache}, {cache}) {{
-  %o, %c, %cv = attn.flash_decode %q, %k, %v cache(%kc, %vc) positions(%pos) {{{attrs}}}
-      : ({out}, {kv}, {kv}, {cache}, {cache}, tensor<?xi32>) -> ({out}, {cache}, {cache})
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %q, %c0 : {out}
+  %init = tensor.empty(%batch) : {out}
+  %o, %c, %cv = attn.flash_decode %q, %k, %v outs(%init) cache(%kc, %vc) positions(%pos) {{{attrs}}}
+      : ({out}, {kv}, {kv}, {out}, {cache}, {cache}, tensor<?xi32>) -> ({out}, {cache}, {cache})
   return %o, %c, %cv : {out}, {cache}, {cache}
 }}
 """
@@ -122,9 +128,12 @@ def test_decode_paged_keqv_gqa4():
     text = f"""
 func.func @decode(%q: {out}, %k: {kv}, %kp: {cache}, %pos: tensor<?xi32>, %bt: tensor<?x?xi32>)
     -> ({out}, {cache}) {{
-  %o, %c = attn.flash_decode %q, %k cache(%kp) positions(%pos) block_table(%bt)
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %q, %c0 : {out}
+  %init = tensor.empty(%batch) : {out}
+  %o, %c = attn.flash_decode %q, %k outs(%init) cache(%kp) positions(%pos) block_table(%bt)
       {{block_kv = 64 : i64, num_splits = 2 : i64}}
-      : ({out}, {kv}, {cache}, tensor<?xi32>, tensor<?x?xi32>) -> ({out}, {cache})
+      : ({out}, {kv}, {out}, {cache}, tensor<?xi32>, tensor<?x?xi32>) -> ({out}, {cache})
   return %o, %c : {out}, {cache}
 }}
 """

@@ -41,26 +41,29 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
 def ConvertAttnKernelsToSCFPass : Pass<"convert-attn-kernels-to-scf"> {
   let summary = "Lower the fused attn kernel ops to tiled loops on tensors";
   let description = [{
-    The CPU form of the fused kernels. `attn.flash_attention` is tiled
-    through its `TilingInterface` with upstream `scf::tileUsingSCF` (tile
-    sizes `[1, 1, block_q]` over batch, KV heads and query rows) and each
-    tile, an `attn.flash_attention` on the tile's slices, is decomposed
-    into linalg on tensors. `attn.flash_decode`, `attn.fused_projection`
-    and `attn.cca_prologue` become `scf.for` loop nests over the tiles
-    their `block_*` attributes give. Tiles are computed with
+    The CPU form of the fused kernels. `attn.flash_attention`,
+    `attn.fused_projection`, `attn.cca_prologue` and `attn.flash_decode`
+    are tiled through their `TilingInterface` with upstream
+    `scf::tileUsingSCF` (tile sizes `[1, 1, block_q]` over batch, KV heads
+    and query rows; `block_s` tokens by about `block_n` features;
+    `[1, block_s]` over batch and tokens; one sequence and KV head, or one
+    KV head of every sequence of a paged cache) and each tile, the op on
+    the tile's slices, is decomposed into linalg on tensors (a decode tile
+    streams its keys in blocks of `block_kv`). Tiles are computed with
     `linalg.generic` ops whose innermost dimension is contiguous, `tensor`
     slices for the tiles and f32 arithmetic for 16-bit element types.
     Inputs are zero-padded to whole tiles so every tile computation has a
     static shape. `attn.cca_decode_prologue` (one token per sequence)
     becomes `linalg.generic` ops over the batch.
 
-    With `parallel=true` the independent outer loops become one
-    `scf.forall` whose `shared_outs` are the outputs and whose iterations
-    write their tiles with `tensor.parallel_insert_slice`: (batch, KV head,
-    query block) for `attn.flash_attention`, (batch, token block, feature
-    block) for `attn.fused_projection`, (batch, token block) for
-    `attn.cca_prologue` and (batch, KV head) for `attn.flash_decode`, whose
-    new cache rows are first written by a sequential loop over the batch.
+    With `parallel=true` the tile loops are one `scf.forall` whose
+    `shared_outs` are the inits (for `attn.flash_decode` the output's and
+    the caches) and whose iterations write their tiles with
+    `tensor.parallel_insert_slice`: (batch, KV head, query block) for
+    `attn.flash_attention`, (batch, token block, head block) for
+    `attn.fused_projection`, (batch, token block) for `attn.cca_prologue`
+    and (batch, KV head) for `attn.flash_decode`, whose tile writes its new
+    cache rows and then reads only its own cache slice.
     Every reduction (over keys, over the model width, the convolution taps)
     stays inside one iteration, so the results do not depend on how the
     iterations are spread over threads.

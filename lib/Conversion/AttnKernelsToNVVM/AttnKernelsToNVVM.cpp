@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -91,13 +92,11 @@ public:
   void replaceWithLaunch(Operation *op, StringRef kernel,
                          DictionaryAttr launch) {
     OpBuilder b(op);
-    // A destination-style op's result is the kernel's output buffer: its
-    // init only carries the shape, the launch does not read it.
-    SmallVector<Value> operands(op->getOperands()), unread;
-    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
-      operands = dps.getDpsInputs();
-      unread = llvm::to_vector(dps.getDpsInits());
-    }
+    SmallVector<Value> operands, unread;
+    llvm::SmallDenseSet<unsigned> outputOnly = outputOnlyInits(op);
+    for (OpOperand &operand : op->getOpOperands())
+      (outputOnly.contains(operand.getOperandNumber()) ? unread : operands)
+          .push_back(operand.get());
     SmallVector<Type> operandTypes;
     for (Value operand : operands)
       operandTypes.push_back(operand.getType());
@@ -114,7 +113,26 @@ public:
       eraseIfUnused(value);
   }
 
-private:
+  /// The inits of a destination-style op that only carry a result's shape:
+  /// the kernel writes those results into buffers of its own and does not
+  /// read them. The caches and states a decode op updates in place are
+  /// inits the kernel reads, so they stay launch operands.
+  static llvm::SmallDenseSet<unsigned> outputOnlyInits(Operation *op) {
+    llvm::SmallDenseSet<unsigned> numbers;
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    if (!dps)
+      return numbers;
+    int64_t count = dps.getNumDpsInits();
+    if (isa<attn::FlashDecodeOp>(op))
+      count = 1;
+    else if (isa<attn::CCADecodePrologueOp>(op))
+      count = 3;
+    for (OpOperand &init : dps.getDpsInitsMutable())
+      if (static_cast<int64_t>(numbers.size()) < count)
+        numbers.insert(init.getOperandNumber());
+    return numbers;
+  }
+
   /// Erases the side-effect-free ops that computed `value` once nothing
   /// reads them.
   static void eraseIfUnused(Value value) {
@@ -127,6 +145,7 @@ private:
       eraseIfUnused(operand);
   }
 
+private:
   ModuleOp module;
   SymbolTable symbols;
   std::map<std::string, std::string> byKey;
@@ -185,22 +204,30 @@ void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
   SmallVector<Type> splitResults = {workspaceType};
   for (Value cache : op.getResults().drop_front())
     splitResults.push_back(cache.getType());
+  // Every operand but the output's init, whose shape the combine kernel's
+  // result has.
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands())
+    if (operand != op.getInit())
+      operands.push_back(operand);
   func::FuncOp splitDecl = emitter.declareLaunch(
       loc, plan.name, op->getName().getStringRef(),
-      FunctionType::get(ctx, op->getOperandTypes(), splitResults),
+      FunctionType::get(ctx, ValueRange(operands).getTypes(), splitResults),
       describeFlashDecodeSplit(ctx, op, plan));
   func::FuncOp combineDecl = emitter.declareLaunch(
       loc, plan.combineName, op->getName().getStringRef(),
       FunctionType::get(ctx, {workspaceType}, {op.getResult().getType()}),
       describeFlashDecodeCombine(ctx, op, plan));
   OpBuilder b(op);
-  auto split = func::CallOp::create(b, loc, splitDecl, op->getOperands());
+  auto split = func::CallOp::create(b, loc, splitDecl, operands);
   auto combine =
       func::CallOp::create(b, loc, combineDecl, ValueRange{split.getResult(0)});
   SmallVector<Value> results = {combine.getResult(0)};
   llvm::append_range(results, split.getResults().drop_front());
+  Value init = op.getInit();
   op->replaceAllUsesWith(results);
   op->erase();
+  emitter.eraseIfUnused(init);
 }
 
 struct ConvertAttnKernelsToNVVMPass

@@ -54,6 +54,10 @@ std::string ProloguePlan::key() const {
 FailureOr<ProloguePlan>
 attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
                                 std::string &unsupported) {
+  if (op.getTokenOffset())
+    return op.emitOpError() << "a tile of tokens ('token_offset') is not "
+                               "supported by the sm_90a prologue kernel, "
+                               "which tiles the whole sequence itself";
   ProloguePlan p;
   FailureOr<int64_t> maskBits =
       maskElementBits(op, "padding_mask", op.getPaddingMask());

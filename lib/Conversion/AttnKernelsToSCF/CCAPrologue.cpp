@@ -1,6 +1,6 @@
 //===- CCAPrologue.cpp - attn.cca_prologue to tiled loops -------*- C++ -*-===//
 //
-// One iteration per (batch, block of block_s tokens) computes the block's
+// One tile per (batch, block of block_s tokens) computes the block's
 // attention inputs from x alone:
 //   u    = x W_u^T for the block and its halo of H = max(P, 1) earlier
 //          tokens (P = (k0 - 1) + (k1 - 1) for the convolutions, 1 for the
@@ -12,11 +12,13 @@
 // The projections are tiled GEMMs over weights packed once into blocks of
 // W^T (see KernelBuilder::packWeightBlocks); x is zero-padded to whole
 // 64-wide reduction steps.
-// x is zero-padded by H tokens in front, which is exactly the zero padding
-// of u (the projections have no bias) and x_{-1} = 0 of attn.cca
+// The op is tiled through its TilingInterface ([1, block_s] over (batch,
+// seq)); a tile reads its tokens and up to H earlier rows of x, zero-padded
+// to H rows in front at the sequence start, which is exactly the zero
+// padding of u (the projections have no bias) and x_{-1} = 0 of attn.cca
 // (docs/semantics.md); the depthwise bias is still added at padded
 // positions, as there.
-// Blocks are independent: the halo is recomputed, never carried.
+// Tiles are independent: the halo is recomputed, never carried.
 // With a padding mask, the padded tokens' rows of x are zeroed first: zero
 // projections, convolution inputs and delayed values, as attn.cca defines.
 //
@@ -41,8 +43,8 @@ namespace {
 
 class CCAPrologueLowering {
 public:
-  CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder, bool parallel)
-      : op(op), parallel(parallel),
+  CCAPrologueLowering(CCAPrologueOp op, OpBuilder &builder)
+      : op(op),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getInput().getType()).getElementType()) {
     width = cast<RankedTensorType>(op.getInput().getType()).getDimSize(2);
@@ -57,7 +59,7 @@ public:
     k1 = op.getConvKernelSizes()[1];
     padding = op.getConvPadding();
     shift = op.getValueShift();
-    halo = std::max<int64_t>(padding, shift ? 1 : 0);
+    halo = op.getHalo();
     blockS = op.getBlockS();
     // The projections' GEMM tiles (the CPU defaults of attn-fuse).
     blockK = std::min<int64_t>(64, width);
@@ -65,7 +67,11 @@ public:
     blockN = 64;
   }
 
-  SmallVector<Value> build();
+  /// What every tile shares, built at the builder's insertion point.
+  void buildShared();
+  /// The results of `tile` (a tile of op with at most block_s tokens of one
+  /// sequence), whose first token is token `s0` of the op's.
+  SmallVector<Value> buildTile(CCAPrologueOp tile, Value s0);
 
 private:
   /// `[rows, outputs]` = x-rows `[row0, row0 + rows)` of the block x W^T,
@@ -76,7 +82,6 @@ private:
   std::tuple<Value, Value, Value> buildBlock(Value block, Value s0);
 
   CCAPrologueOp op;
-  bool parallel;
   KernelBuilder kb;
   int64_t width, numHeads, numKvHeads, headDim, group, heads, channels,
       keyLatent, k0, k1, padding, halo, blockS;
@@ -279,12 +284,11 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   return {queryTile, keyTile, valueTile};
 }
 
-SmallVector<Value> CCAPrologueLowering::build() {
+void CCAPrologueLowering::buildShared() {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   MLIRContext *context = b.getContext();
 
-  // Parameters, once.
   Value packedWeight = tensor::ConcatOp::create(
       b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
   packedWeightT = kb.packWeightBlocks(packedWeight, blockN, blockK);
@@ -316,32 +320,49 @@ SmallVector<Value> CCAPrologueLowering::build() {
       ArrayRef<ReassociationIndices>{{0, 1}});
   temperature = kb.keyTemperatures(op.getTemp(), op.getTemperature() ==
                                                      TemperatureMode::clamped);
+  // Positions of whole token blocks from the op's first token.
+  Value tokens = kb.dim(op.getInits()[0], 1);
+  rope = buildRopeTables(kb, op.getRopeAttr(), headDim,
+                         kb.mul(kb.ceilDiv(tokens, blockS), blockS),
+                         op.getTokenOffset());
+}
 
-  Value batch = kb.dim(op.getInput(), 0);
-  Value tokens = kb.dim(op.getInput(), 1);
-  Value numBlocks = kb.ceilDiv(tokens, blockS);
-  Value paddedTokens = kb.mul(numBlocks, blockS);
-  rope = buildRopeTables(kb, op.getRopeAttr(), headDim, paddedTokens);
-
-  // halo zero tokens in front, whole blocks behind.
-  SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(halo),
-                                   b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> high = {b.getIndexAttr(0),
-                                    kb.sub(paddedTokens, tokens),
-                                    b.getIndexAttr(paddedWidth - width)};
+SmallVector<Value> CCAPrologueLowering::buildTile(CCAPrologueOp tile,
+                                                  Value s0) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
   Type elementType = kb.elementType;
   Value padValue = arith::ConstantOp::create(b, loc, elementType,
                                              b.getZeroAttr(elementType));
-  Value source = op.getInput();
-  if (Value mask = op.getPaddingMask()) {
-    // x[b, s] where mask[b, s] != 0, else a zero row.
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+
+  // The tile's input rows: its history, then its tokens (at most block_s).
+  // Only the last `halo` history rows are read.
+  Value tokens = kb.dim(tile.getInits()[0], 1);
+  Value inputRows = kb.dim(tile.getInput(), 1);
+  Value history = kb.sub(inputRows, tokens);
+  Value usedHistory = arith::MinUIOp::create(b, loc, history, kb.index(halo));
+  Value firstRow = kb.sub(history, usedHistory);
+  Value rows = kb.sub(inputRows, firstRow);
+  auto lastRows = [&](Value source, int64_t rank) {
+    SmallVector<OpFoldResult> offsets = {zero, firstRow}, sizes = {one, rows};
+    if (rank == 3) {
+      offsets.push_back(zero);
+      sizes.push_back(b.getIndexAttr(width));
+    }
+    return tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes,
+                                          SmallVector<OpFoldResult>(rank, one));
+  };
+  Value source = lastRows(tile.getInput(), 3);
+  if (Value mask = tile.getPaddingMask()) {
+    // x[s] where mask[s] != 0, else a zero row.
+    Value maskRows = lastRows(mask, 2);
     Type maskType = cast<RankedTensorType>(mask.getType()).getElementType();
     Value maskZero =
         arith::ConstantOp::create(b, loc, maskType, b.getZeroAttr(maskType));
     source = kb.generic(
-        {source, mask},
-        kb.empty({ShapedType::kDynamic, ShapedType::kDynamic, width},
-                 elementType, {batch, tokens}),
+        {source, maskRows},
+        kb.empty({1, ShapedType::kDynamic, width}, elementType, {rows}),
         {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
         {kPar, kPar, kPar},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -350,63 +371,48 @@ SmallVector<Value> CCAPrologueLowering::build() {
           return arith::SelectOp::create(nb, l, real, args[0], padValue);
         });
   }
-  Value input = tensor::PadOp::create(
+  // Zero rows for the halo before the sequence start and after the last
+  // token, zero columns to whole reduction steps: block row i holds token
+  // s0 - halo + i.
+  Value padded = tensor::PadOp::create(
       b, loc,
-      RankedTensorType::get(
-          {ShapedType::kDynamic, ShapedType::kDynamic, paddedWidth},
-          elementType),
-      source, low, high, padValue);
+      RankedTensorType::get({1, ShapedType::kDynamic, paddedWidth},
+                            elementType),
+      source,
+      SmallVector<OpFoldResult>{zero, kb.sub(kb.index(halo), usedHistory),
+                                zero},
+      SmallVector<OpFoldResult>{zero, kb.sub(kb.index(blockS), tokens),
+                                b.getIndexAttr(paddedWidth - width)},
+      padValue);
+  padded = tensor::CastOp::create(
+      b, loc,
+      RankedTensorType::get({1, blockS + halo, paddedWidth}, elementType),
+      padded);
+  Value block =
+      kb.slice(padded, {zero, zero, zero}, {1, blockS + halo, paddedWidth},
+               {blockS + halo, paddedWidth});
+  auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
 
-  auto outputOf = [&](int64_t outHeads) {
-    return kb.empty(
-        {ShapedType::kDynamic, ShapedType::kDynamic, outHeads, headDim},
-        elementType, {batch, paddedTokens});
-  };
-  // Blocks recompute their halo, so (batch, block) iterations are
-  // independent.
-  SmallVector<Value> tiled = kb.tileLoops(
-      {batch, numBlocks},
-      ValueRange{outputOf(numHeads), outputOf(numKvHeads),
-                 outputOf(numKvHeads)},
-      parallel, [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-        Value batchIndex = ivs[0];
-        Value s0 = kb.mul(ivs[1], blockS);
-        // Padded rows [s0, s0 + block_s + halo) are tokens
-        // [s0 - halo, s0 + block_s).
-        Value block = kb.slice(input, {batchIndex, s0, b.getIndexAttr(0)},
-                               {1, blockS + halo, paddedWidth},
-                               {blockS + halo, paddedWidth});
-        auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
-        Value tiles[] = {queryTile, keyTile, valueTile};
-        int64_t tileHeads[] = {numHeads, numKvHeads, numKvHeads};
-        SmallVector<KernelBuilder::TileWrite> writes;
-        for (auto [index, tile, outHeads] : llvm::enumerate(tiles, tileHeads))
-          writes.push_back(
-              {tile,
-               static_cast<unsigned>(index),
-               {batchIndex, s0, b.getIndexAttr(0), b.getIndexAttr(0)},
-               {1, blockS, outHeads, headDim}});
-        return writes;
-      });
-
+  // The tile's tokens of each block result, into its inits.
+  Value blockTiles[] = {queryTile, keyTile, valueTile};
   SmallVector<Value> results;
-  for (auto [loopResult, resultValue] :
-       llvm::zip_equal(tiled, op.getResults())) {
-    auto resultType = cast<RankedTensorType>(resultValue.getType());
-    SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes = {batch, tokens,
-                                       b.getIndexAttr(resultType.getDimSize(2)),
+  for (auto [blockTile, init] : llvm::zip_equal(blockTiles, tile.getInits())) {
+    int64_t outHeads = cast<RankedTensorType>(init.getType()).getDimSize(2);
+    SmallVector<OpFoldResult> sizes = {tokens, b.getIndexAttr(outHeads),
                                        b.getIndexAttr(headDim)};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    Value result = tensor::ExtractSliceOp::create(b, loc, loopResult, offsets,
-                                                  sizes, strides);
-    if (result.getType() != resultType)
-      result = tensor::CastOp::create(b, loc, resultType, result);
-    results.push_back(result);
+    Value rowsOfTile = tensor::ExtractSliceOp::create(
+        b, loc, blockTile, SmallVector<OpFoldResult>(3, zero), sizes,
+        SmallVector<OpFoldResult>(3, one));
+    sizes.insert(sizes.begin(), one);
+    results.push_back(tensor::InsertSliceOp::create(
+        b, loc, rowsOfTile, init, SmallVector<OpFoldResult>(4, zero), sizes,
+        SmallVector<OpFoldResult>(4, one)));
   }
   return results;
 }
 
+/// Tiles attn.cca_prologue through its TilingInterface, one tile per
+/// (sequence, block of block_s tokens), and decomposes each tile.
 struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
   LowerCCAPrologue(MLIRContext *context, bool parallel)
       : OpRewritePattern(context), parallel(parallel) {}
@@ -414,8 +420,22 @@ struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
 
   LogicalResult matchAndRewrite(CCAPrologueOp op,
                                 PatternRewriter &rewriter) const override {
-    CCAPrologueLowering lowering(op, rewriter, parallel);
-    rewriter.replaceOp(op, lowering.build());
+    // The packed weights, convolution parameters and rotation tables serve
+    // every tile: built once, before the loops.
+    CCAPrologueLowering lowering(op, rewriter);
+    lowering.buildShared();
+    FailureOr<Operation *> tiled = tileKernelOp(
+        rewriter, op,
+        {rewriter.getIndexAttr(1), rewriter.getIndexAttr(op.getBlockS())},
+        parallel);
+    if (failed(tiled))
+      return failure();
+    auto tile = cast<CCAPrologueOp>(*tiled);
+    // The tile's first token, relative to the op's: its row in the tables.
+    auto initRows = tile.getInits()[0].getDefiningOp<tensor::ExtractSliceOp>();
+    Value s0 = getValueOrCreateConstantIndexOp(rewriter, op.getLoc(),
+                                               initRows.getMixedOffsets()[1]);
+    rewriter.replaceOp(tile, lowering.buildTile(tile, s0));
     return success();
   }
 };

@@ -1,6 +1,9 @@
 //===- FlashDecode.cpp - attn.flash_decode to loops -------------*- C++ -*-===//
 //
-// The executable semantics of one decode step on tensors. Per batch entry b
+// The op is tiled through its TilingInterface, one tile per (sequence, KV
+// head) (per KV head for a paged cache, whose sequences share the pages),
+// after the RoPE tables every tile shares are built. A tile is the
+// executable semantics of one decode step on tensors. Per batch entry b
 // with p = positions[b]: the new key (and value) is inserted into the cache
 // at p (cf.assert first that p lies inside the capacity, and for a paged
 // cache that the page the block table names exists); then per KV head the
@@ -40,14 +43,13 @@ namespace {
 
 class FlashDecodeLowering {
 public:
-  FlashDecodeLowering(FlashDecodeOp op, OpBuilder &builder, bool parallel)
-      : op(op), parallel(parallel),
+  FlashDecodeLowering(FlashDecodeOp op, OpBuilder &builder)
+      : op(op),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
-    numHeads = queryType.getDimSize(2);
-    numKvHeads = cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
-    group = numHeads / numKvHeads;
+    group = queryType.getDimSize(2) /
+            cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
     headDim = queryType.getDimSize(3);
     valueDim =
         cast<RankedTensorType>(op.getValueOrKeyCache().getType()).getDimSize(3);
@@ -55,11 +57,23 @@ public:
     keyIsValue = op.isKeyValue();
     scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
                               : 1.0 / std::sqrt(static_cast<double>(headDim));
+    bind(op);
   }
 
-  SmallVector<Value> build();
+  /// The RoPE tables every tile shares, for the positions of all of op's
+  /// sequences, built at the builder's insertion point.
+  void buildShared();
+  /// The results of `tile`, a tile of op (any sequences and KV heads).
+  SmallVector<Value> buildTile(FlashDecodeOp tile);
 
 private:
+  /// Makes `kernelOp` (op or one of its tiles) the op whose operands the
+  /// helpers read.
+  void bind(FlashDecodeOp kernelOp);
+  /// Sequence `batchIndex`'s position p, from `positions`.
+  Value readPosition(Value batchIndex);
+  /// The first key block a sequence at `position` reads (the window's).
+  Value firstKeyBlock(Value position);
   /// Cache (row, slot) of token `token` of sequence `batchIndex`.
   std::pair<Value, Value> cacheSlot(OpBuilder &b, Location loc,
                                     Value batchIndex, Value token);
@@ -75,12 +89,11 @@ private:
   /// Online-softmax update of (m [G], l [G], acc [G, dv]) with one tile.
   SmallVector<Value> update(Value queryRows, Value keySlab, Value valueSlab,
                             Value key0, Value lo, Value hi, ValueRange state);
-  /// The output tile acc / l of one (sequence, KV head).
-  KernelBuilder::TileWrite store(Value acc, Value sum, Value batchIndex,
-                                 Value kvHead);
+  /// `output` with the tile acc / l of one (sequence, KV head) written.
+  Value store(Value acc, Value sum, Value batchIndex, Value kvHead,
+              Value output);
 
   FlashDecodeOp op;
-  bool parallel;
   KernelBuilder kb;
   int64_t numHeads, numKvHeads, group, headDim, valueDim, blockKV;
   bool keyIsValue;
@@ -104,11 +117,11 @@ std::pair<Value, Value> FlashDecodeLowering::cacheSlot(OpBuilder &b,
   return {arith::IndexCastOp::create(b, loc, b.getIndexType(), page), slot};
 }
 
-SmallVector<Value> FlashDecodeLowering::build() {
-  OpBuilder &b = kb.builder;
-  Location loc = kb.loc;
+void FlashDecodeLowering::bind(FlashDecodeOp kernelOp) {
+  op = kernelOp;
+  numKvHeads = cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
+  numHeads = numKvHeads * group;
   Value keyCache = op.getKeyCache();
-  Value batch = kb.dim(op.getQuery(), 0);
   if (op.isPaged()) {
     pageSize = kb.dim(keyCache, 1);
     numPages = kb.dim(keyCache, 0);
@@ -116,54 +129,61 @@ SmallVector<Value> FlashDecodeLowering::build() {
   } else {
     capacity = kb.dim(keyCache, 1);
   }
-  Value zero = kb.index(0), one = kb.index(1);
-  auto readPosition = [&](Value batchIndex) -> Value {
-    return arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        tensor::ExtractOp::create(b, loc, op.getPositions(),
-                                  ValueRange{batchIndex}));
-  };
-  // First key row a sequence at `position` reads (masked before the window).
-  auto firstKeyBlock = [&](Value position) -> Value {
-    if (std::optional<int64_t> window = op.getWindow())
-      return kb.floorDiv(kb.max(zero, kb.sub(position, kb.index(*window - 1))),
-                         blockKV);
-    return zero;
-  };
-  if (op.getQueryRopeAttr() || op.getKeyRopeAttr()) {
-    // The RoPE tables cover the positions this step rotates at: the key
-    // tiles of every sequence, from its first to the one holding its
-    // position p (rows past p are rotated, then masked), not the whole
-    // capacity. Positions are clamped into the cache here only to bound the
-    // tables: one outside it fails its check before any rotation.
-    Value last = kb.sub(capacity, one);
-    auto range = scf::ForOp::create(
-        b, loc, zero, batch, one, ValueRange{capacity, zero},
-        [&](OpBuilder &, Location, Value batchIndex, ValueRange bounds) {
-          Value position = kb.min(kb.max(readPosition(batchIndex), zero), last);
-          Value start = kb.mul(firstKeyBlock(position), blockKV);
-          Value end = kb.mul(kb.ceilDiv(kb.add(position, 1), blockKV), blockKV);
-          scf::YieldOp::create(
-              b, loc,
-              ValueRange{kb.min(bounds[0], start), kb.max(bounds[1], end)});
-        });
-    Value first = range.getResult(0);
-    Value rows = kb.max(zero, kb.sub(range.getResult(1), first));
-    queryRope =
-        buildRopeTables(kb, op.getQueryRopeAttr(), headDim, rows, first);
-    keyRope =
-        op.getKeyRopeAttr() == op.getQueryRopeAttr()
-            ? queryRope
-            : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, rows, first);
-  }
+}
 
-  auto resultType = cast<RankedTensorType>(op.getResult().getType());
-  Value output =
-      kb.empty(resultType.getShape(), resultType.getElementType(),
-               resultType.isDynamicDim(0) ? ValueRange{batch} : ValueRange{});
-  SmallVector<Value> init = {output, keyCache};
-  if (!keyIsValue)
-    init.push_back(op.getValueCache());
+Value FlashDecodeLowering::readPosition(Value batchIndex) {
+  OpBuilder &b = kb.builder;
+  return arith::IndexCastOp::create(
+      b, kb.loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, kb.loc, op.getPositions(),
+                                ValueRange{batchIndex}));
+}
+
+Value FlashDecodeLowering::firstKeyBlock(Value position) {
+  if (std::optional<int64_t> window = op.getWindow())
+    return kb.floorDiv(
+        kb.max(kb.index(0), kb.sub(position, kb.index(*window - 1))), blockKV);
+  return kb.index(0);
+}
+
+void FlashDecodeLowering::buildShared() {
+  if (!op.getQueryRopeAttr() && !op.getKeyRopeAttr())
+    return;
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  Value zero = kb.index(0), one = kb.index(1);
+  // The RoPE tables cover the positions this step rotates at: the key
+  // tiles of every sequence, from its first to the one holding its
+  // position p (rows past p are rotated, then masked), not the whole
+  // capacity. Positions are clamped into the cache here only to bound the
+  // tables: one outside it fails its check before any rotation.
+  Value last = kb.sub(capacity, one);
+  auto range = scf::ForOp::create(
+      b, loc, zero, kb.dim(op.getQuery(), 0), one, ValueRange{capacity, zero},
+      [&](OpBuilder &, Location, Value batchIndex, ValueRange bounds) {
+        Value position = kb.min(kb.max(readPosition(batchIndex), zero), last);
+        Value start = kb.mul(firstKeyBlock(position), blockKV);
+        Value end = kb.mul(kb.ceilDiv(kb.add(position, 1), blockKV), blockKV);
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{kb.min(bounds[0], start), kb.max(bounds[1], end)});
+      });
+  Value first = range.getResult(0);
+  Value rows = kb.max(zero, kb.sub(range.getResult(1), first));
+  queryRope = buildRopeTables(kb, op.getQueryRopeAttr(), headDim, rows, first);
+  keyRope =
+      op.getKeyRopeAttr() == op.getQueryRopeAttr()
+          ? queryRope
+          : buildRopeTables(kb, op.getKeyRopeAttr(), headDim, rows, first);
+}
+
+SmallVector<Value> FlashDecodeLowering::buildTile(FlashDecodeOp tile) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  bind(tile);
+  Value zero = kb.index(0), one = kb.index(1);
+  Value batch = kb.dim(op.getQuery(), 0);
+  SmallVector<Value> init(op.getDpsInits());
 
   auto checkPosition = [&](Value position) {
     Value inside = arith::AndIOp::create(
@@ -176,9 +196,9 @@ SmallVector<Value> FlashDecodeLowering::build() {
         "attn.flash_decode: positions[b] is outside the cache capacity");
   };
   // The G query heads of one KV head of sequence `batchIndex` over the keys
-  // [lo, p] of the updated caches: the output tile.
+  // [lo, p] of the updated caches, written into `output`.
   auto attendHead = [&](Value batchIndex, Value kvHead, Value position,
-                        Value keys, Value values) -> KernelBuilder::TileWrite {
+                        Value keys, Value values, Value output) -> Value {
     Value lo = zero;
     if (std::optional<int64_t> window = op.getWindow())
       lo = kb.max(zero, kb.sub(position, kb.index(*window - 1)));
@@ -227,64 +247,38 @@ SmallVector<Value> FlashDecodeLowering::build() {
         keyLoop(loBlock, wholeEnd, ValueRange{maxInit, sumInit, accInit},
                 /*gather=*/false);
     state = keyLoop(wholeEnd, endBlock, state, /*gather=*/true);
-    return store(state[2], state[1], batchIndex, kvHead);
+    return store(state[2], state[1], batchIndex, kvHead, output);
   };
 
+  // Sequence by sequence: the new rows go into the caches, then the KV
+  // heads of the tile attend to the updated caches.
   SmallVector<Value> loopResults;
-  if (parallel) {
-    // First every sequence's new rows go into the caches (a few rows, in
-    // order), then the (sequence, KV head) pairs attend independently,
-    // reading the updated caches only.
-    auto writeLoop = scf::ForOp::create(
-        b, loc, zero, batch, one, ValueRange(init).drop_front(),
-        [&](OpBuilder &, Location, Value batchIndex, ValueRange caches) {
-          Value position = readPosition(batchIndex);
-          checkPosition(position);
-          SmallVector<Value> updated = {writeNewToken(
-              caches[0], op.getKeyNew(), headDim, batchIndex, position)};
-          if (!keyIsValue)
-            updated.push_back(writeNewToken(caches[1], op.getValueNew(),
-                                            valueDim, batchIndex, position));
-          scf::YieldOp::create(b, loc, updated);
-        });
-    Value keys = writeLoop.getResult(0);
-    Value values = keyIsValue ? keys : writeLoop.getResult(1);
-    Value attended = kb.tileLoops(
-        {batch, kb.index(numKvHeads)}, ValueRange{output},
-        /*parallel=*/true,
-        [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-          return {
-              attendHead(ivs[0], ivs[1], readPosition(ivs[0]), keys, values)};
-        })[0];
-    loopResults = {attended};
-    llvm::append_range(loopResults, writeLoop.getResults());
-  } else {
-    auto batchLoop = scf::ForOp::create(
-        b, loc, zero, batch, one, init,
-        [&](OpBuilder &, Location, Value batchIndex, ValueRange args) {
-          Value position = readPosition(batchIndex);
-          checkPosition(position);
-          Value keys = writeNewToken(args[1], op.getKeyNew(), headDim,
-                                     batchIndex, position);
-          Value values = keyIsValue
-                             ? keys
-                             : writeNewToken(args[2], op.getValueNew(),
-                                             valueDim, batchIndex, position);
-          Value attended = kb.tileLoops(
-              {kb.index(numKvHeads)}, ValueRange{args[0]},
-              /*parallel=*/false,
-              [&](ValueRange ivs) -> SmallVector<KernelBuilder::TileWrite> {
-                return {attendHead(batchIndex, ivs[0], position, keys, values)};
-              })[0];
-          SmallVector<Value> results = {attended, keys};
-          if (!keyIsValue)
-            results.push_back(values);
-          scf::YieldOp::create(b, loc, results);
-        });
-    loopResults.assign(batchLoop.getResults().begin(),
-                       batchLoop.getResults().end());
-  }
-
+  auto batchLoop = scf::ForOp::create(
+      b, loc, zero, batch, one, init,
+      [&](OpBuilder &, Location, Value batchIndex, ValueRange args) {
+        Value position = readPosition(batchIndex);
+        checkPosition(position);
+        Value keys = writeNewToken(args[1], op.getKeyNew(), headDim, batchIndex,
+                                   position);
+        Value values = keyIsValue
+                           ? keys
+                           : writeNewToken(args[2], op.getValueNew(), valueDim,
+                                           batchIndex, position);
+        auto heads = scf::ForOp::create(
+            b, loc, zero, kb.index(numKvHeads), one, ValueRange{args[0]},
+            [&](OpBuilder &, Location, Value kvHead, ValueRange output) {
+              scf::YieldOp::create(b, loc,
+                                   attendHead(batchIndex, kvHead, position,
+                                              keys, values, output[0]));
+            });
+        Value attended = heads.getResult(0);
+        SmallVector<Value> results = {attended, keys};
+        if (!keyIsValue)
+          results.push_back(values);
+        scf::YieldOp::create(b, loc, results);
+      });
+  loopResults.assign(batchLoop.getResults().begin(),
+                     batchLoop.getResults().end());
   SmallVector<Value> results;
   for (auto [value, result] : llvm::zip(loopResults, op.getResults())) {
     Value cast = value;
@@ -471,9 +465,8 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
   return {maxNew, sumNew, accNew};
 }
 
-KernelBuilder::TileWrite FlashDecodeLowering::store(Value acc, Value sum,
-                                                    Value batchIndex,
-                                                    Value kvHead) {
+Value FlashDecodeLowering::store(Value acc, Value sum, Value batchIndex,
+                                 Value kvHead, Value output) {
   OpBuilder &b = kb.builder;
   Value fzero = kb.constant(0.0);
   Value tile = kb.generic(
@@ -486,11 +479,10 @@ KernelBuilder::TileWrite FlashDecodeLowering::store(Value acc, Value sum,
         return kb.toElement(
             nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
       });
-  return {
-      tile,
-      0,
+  return kb.insert(
+      tile, output,
       {batchIndex, b.getIndexAttr(0), kb.mul(kvHead, group), b.getIndexAttr(0)},
-      {1, 1, group, valueDim}};
+      {1, 1, group, valueDim});
 }
 
 struct LowerFlashDecode : OpRewritePattern<FlashDecodeOp> {
@@ -500,8 +492,18 @@ struct LowerFlashDecode : OpRewritePattern<FlashDecodeOp> {
 
   LogicalResult matchAndRewrite(FlashDecodeOp op,
                                 PatternRewriter &rewriter) const override {
-    FlashDecodeLowering lowering(op, rewriter, parallel);
-    rewriter.replaceOp(op, lowering.build());
+    FlashDecodeLowering lowering(op, rewriter);
+    lowering.buildShared();
+    // One tile per (sequence, KV head); the sequences of a paged cache
+    // share its pages, so there one tile per KV head takes every sequence.
+    OpFoldResult one = rewriter.getIndexAttr(1);
+    OpFoldResult batchTile = op.isPaged() ? rewriter.getIndexAttr(0) : one;
+    FailureOr<Operation *> tiled =
+        tileKernelOp(rewriter, op, {batchTile, one}, parallel);
+    if (failed(tiled))
+      return failure();
+    auto tile = cast<FlashDecodeOp>(*tiled);
+    rewriter.replaceOp(tile, lowering.buildTile(tile));
     return success();
   }
 };

@@ -9,7 +9,6 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
-#include <functional>
 
 using namespace mlir;
 using namespace attnfuse::kernels;
@@ -381,57 +380,6 @@ std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,
         });
   };
   return {table(false), table(true)};
-}
-
-SmallVector<Value> KernelBuilder::tileLoops(ArrayRef<Value> upperBounds,
-                                            ValueRange outputs, bool parallel,
-                                            TileBodyFn body) {
-  auto unitStrides = [&](size_t rank) {
-    return SmallVector<OpFoldResult>(rank, builder.getIndexAttr(1));
-  };
-  if (parallel) {
-    SmallVector<OpFoldResult> bounds(upperBounds.begin(), upperBounds.end());
-    auto forall = scf::ForallOp::create(builder, loc, bounds, outputs,
-                                        /*mapping=*/std::nullopt);
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPoint(forall.getTerminator());
-    SmallVector<TileWrite> writes = body(forall.getInductionVars());
-    builder.setInsertionPointToStart(forall.getTerminator().getBody());
-    for (const TileWrite &write : writes) {
-      tensor::ParallelInsertSliceOp::create(
-          builder, loc, write.tile, forall.getRegionIterArgs()[write.output],
-          write.offsets,
-          getAsIndexOpFoldResult(builder.getContext(), write.sizes),
-          unitStrides(write.sizes.size()));
-    }
-    return SmallVector<Value>(forall.getResults().begin(),
-                              forall.getResults().end());
-  }
-
-  // for i0 { for i1 { ... yield(insert_slice(tiles)) } }
-  Value zero = index(0), one = index(1);
-  SmallVector<Value> ivs;
-  std::function<SmallVector<Value>(size_t, ValueRange)> nest =
-      [&](size_t depth, ValueRange carried) -> SmallVector<Value> {
-    auto loop = scf::ForOp::create(
-        builder, loc, zero, upperBounds[depth], one, carried,
-        [&](OpBuilder &, Location, Value iv, ValueRange args) {
-          ivs.push_back(iv);
-          SmallVector<Value> updated(args.begin(), args.end());
-          if (depth + 1 < upperBounds.size()) {
-            updated = nest(depth + 1, args);
-          } else {
-            for (const TileWrite &write : body(ivs))
-              updated[write.output] = insert(write.tile, updated[write.output],
-                                             write.offsets, write.sizes);
-          }
-          ivs.pop_back();
-          scf::YieldOp::create(builder, loc, updated);
-        });
-    return SmallVector<Value>(loop.getResults().begin(),
-                              loop.getResults().end());
-  };
-  return nest(0, outputs);
 }
 
 FailureOr<Operation *>

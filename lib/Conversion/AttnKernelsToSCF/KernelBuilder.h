@@ -128,26 +128,6 @@ public:
   Value normalizeHeads(Value residual, Value tau, int64_t numQueryHeads,
                        double eps, bool clampEps);
 
-  /// One tile of a loop nest's result: `tile` goes into the nest's output
-  /// number `output` at `offsets` (static `sizes`, unit strides).
-  struct TileWrite {
-    Value tile;
-    unsigned output;
-    llvm::SmallVector<mlir::OpFoldResult> offsets;
-    llvm::SmallVector<int64_t> sizes;
-  };
-  using TileBodyFn =
-      llvm::function_ref<llvm::SmallVector<TileWrite>(mlir::ValueRange)>;
-  /// A loop nest over [0, upperBounds[i]) for every i whose iterations are
-  /// independent: `body` gets the induction variables and returns the tiles
-  /// the iteration writes into `outputs`, which no iteration may read.
-  /// Sequential: nested `scf.for` loops carrying the outputs. Parallel: one
-  /// `scf.forall` with the outputs as `shared_outs` and the writes as
-  /// `tensor.parallel_insert_slice`. Returns the final outputs.
-  llvm::SmallVector<Value> tileLoops(llvm::ArrayRef<Value> upperBounds,
-                                     mlir::ValueRange outputs, bool parallel,
-                                     TileBodyFn body);
-
   /// Cosine and sine tables `[positions, r/2]` in the compute type for
   /// `rope` over heads of `headDim`, positions first .. first+positions-1
   /// (row i is position first + i; first is 0 when null).

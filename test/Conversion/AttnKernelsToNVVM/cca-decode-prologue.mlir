@@ -31,10 +31,15 @@
 // CHECK-SAME: name = "shift_state_out"
 // CHECK-SAME: attnfuse.op = "attn.cca_decode_prologue"
 func.func @zaya1(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %di43_c0 = arith.constant 0 : index
+  %di43_b = tensor.dim %qr, %di43_c0 : tensor<?x1x1024xbf16>
+  %di43_init0 = tensor.empty(%di43_b) : tensor<?x1x8x128xbf16>
+  %di43_init1 = tensor.empty(%di43_b) : tensor<?x1x2x128xbf16>
+  %di43_init2 = tensor.empty(%di43_b) : tensor<?x1x2x128xbf16>
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di43_init0, %di43_init1, %di43_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
 }
 
@@ -51,10 +56,15 @@ func.func @zaya1(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: ten
 // CHECK-NOT: ex2.approx
 // CHECK: func.func private @[[K]]_launch
 func.func @zaya1_hf_norm(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %di44_c0 = arith.constant 0 : index
+  %di44_b = tensor.dim %qr, %di44_c0 : tensor<?x1x1024xbf16>
+  %di44_init0 = tensor.empty(%di44_b) : tensor<?x1x8x128xbf16>
+  %di44_init1 = tensor.empty(%di44_b) : tensor<?x1x2x128xbf16>
+  %di44_init2 = tensor.empty(%di44_b) : tensor<?x1x2x128xbf16>
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di44_init0, %di44_init1, %di44_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
 }
 
@@ -74,10 +84,15 @@ func.func @zaya1_hf_norm(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, 
 // CHECK-NOT: shift_state
 // CHECK-SAME: attnfuse.op = "attn.cca_decode_prologue"
 func.func @cca_d64_plain(%qr: tensor<?x1x256xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x256xbf16>, %dw: tensor<512x1x3xbf16>, %dwb: tensor<512xbf16>, %gw: tensor<512x64x2xbf16>, %gwb: tensor<512xbf16>, %temp: tensor<4xbf16>, %cs: tensor<?x3x512xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x3x512xbf16>) {
+  %di45_c0 = arith.constant 0 : index
+  %di45_b = tensor.dim %qr, %di45_c0 : tensor<?x1x256xbf16>
+  %di45_init0 = tensor.empty(%di45_b) : tensor<?x1x4x64xbf16>
+  %di45_init1 = tensor.empty(%di45_b) : tensor<?x1x4x64xbf16>
+  %di45_init2 = tensor.empty(%di45_b) : tensor<?x1x4x64xbf16>
   %r0, %r1, %r2, %r3 = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di45_init0, %di45_init1, %di45_init2) conv_state(%cs)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 3, 2>, temperature = #attn.temperature<raw>}
-      : (tensor<?x1x256xbf16>, tensor<?x1x256xbf16>, tensor<?x1x256xbf16>, tensor<512x1x3xbf16>, tensor<512xbf16>, tensor<512x64x2xbf16>, tensor<512xbf16>, tensor<4xbf16>, tensor<?x3x512xbf16>, tensor<?xi32>) -> (tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x3x512xbf16>)
+      : (tensor<?x1x256xbf16>, tensor<?x1x256xbf16>, tensor<?x1x256xbf16>, tensor<512x1x3xbf16>, tensor<512xbf16>, tensor<512x64x2xbf16>, tensor<512xbf16>, tensor<4xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x3x512xbf16>, tensor<?xi32>) -> (tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x3x512xbf16>)
   return %r0, %r1, %r2, %r3 : tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x4x64xbf16>, tensor<?x3x512xbf16>
 }
 
@@ -88,11 +103,16 @@ func.func @cca_d64_plain(%qr: tensor<?x1x256xbf16>, %kr: tensor<?x1x256xbf16>, %
 // CHECK: attn.cca_decode_prologue
 // CHECK-NOT: gpu.module
 func.func @tiny(%qr: tensor<?x1x32xbf16>, %kr: tensor<?x1x16xbf16>, %vc: tensor<?x1x8xbf16>, %vp: tensor<?x1x8xbf16>, %dw: tensor<48x1x2xbf16>, %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>, %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x48xbf16>, %ss: tensor<?x1x8xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>) {
+  %di46_c0 = arith.constant 0 : index
+  %di46_b = tensor.dim %qr, %di46_c0 : tensor<?x1x32xbf16>
+  %di46_init0 = tensor.empty(%di46_b) : tensor<?x1x4x8xbf16>
+  %di46_init1 = tensor.empty(%di46_b) : tensor<?x1x2x8xbf16>
+  %di46_init2 = tensor.empty(%di46_b) : tensor<?x1x2x8xbf16>
   // expected-warning @+1 {{the sm_90a decode prologue needs a head_dim that is a multiple of 32 and at most 256; attn.cca_decode_prologue stays on the host}}
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di46_init0, %di46_init1, %di46_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x32xbf16>, tensor<?x1x16xbf16>, tensor<?x1x8xbf16>, tensor<?x1x8xbf16>, tensor<48x1x2xbf16>, tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>, tensor<2xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>, tensor<?xi32>) -> (tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>)
+      : (tensor<?x1x32xbf16>, tensor<?x1x16xbf16>, tensor<?x1x8xbf16>, tensor<?x1x8xbf16>, tensor<48x1x2xbf16>, tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>, tensor<2xbf16>, tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>, tensor<?xi32>) -> (tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>
 }
 
@@ -102,10 +122,15 @@ func.func @tiny(%qr: tensor<?x1x32xbf16>, %kr: tensor<?x1x16xbf16>, %vc: tensor<
 // CHECK: attn.cca_decode_prologue
 // CHECK-NOT: gpu.module
 func.func @i64_positions(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi64>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
+  %di47_c0 = arith.constant 0 : index
+  %di47_b = tensor.dim %qr, %di47_c0 : tensor<?x1x1024xbf16>
+  %di47_init0 = tensor.empty(%di47_b) : tensor<?x1x8x128xbf16>
+  %di47_init1 = tensor.empty(%di47_b) : tensor<?x1x2x128xbf16>
+  %di47_init2 = tensor.empty(%di47_b) : tensor<?x1x2x128xbf16>
   // expected-warning @+1 {{the sm_90a decode prologue reads i32 positions; attn.cca_decode_prologue stays on the host}}
   %r0, %r1, %r2, %r3, %r4 = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di47_init0, %di47_init1, %di47_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, conv_kernel_sizes = array<i64: 2, 2>, temperature = #attn.temperature<clamped>, qk_mean, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi64>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
+      : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi64>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
 }

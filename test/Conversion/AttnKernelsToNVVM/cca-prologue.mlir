@@ -45,16 +45,23 @@ func.func @zaya1(%x: tensor<?x?x2048xbf16>, %wq: tensor<1024x2048xbf16>,
                  %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>,
                  %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) {
+  %cp_c0 = arith.constant 0 : index
+  %cp_c1 = arith.constant 1 : index
+  %cp_batch = tensor.dim %x, %cp_c0 : tensor<?x?x2048xbf16>
+  %cp_seq = tensor.dim %x, %cp_c1 : tensor<?x?x2048xbf16>
+  %cp_init0 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x8x128xbf16>
+  %cp_init1 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x128xbf16>
+  %cp_init2 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x128xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+      outs(%cp_init0, %cp_init1, %cp_init2) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 64 : i64}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
-         tensor<2xbf16>)
+         tensor<2xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
       -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
   return %q, %k, %v
       : tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>
@@ -79,16 +86,23 @@ func.func @zaya1_hf_norm(%x: tensor<?x?x2048xbf16>, %wq: tensor<1024x2048xbf16>,
                  %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>,
                  %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) {
+  %cp2_c0 = arith.constant 0 : index
+  %cp2_c1 = arith.constant 1 : index
+  %cp2_batch = tensor.dim %x, %cp2_c0 : tensor<?x?x2048xbf16>
+  %cp2_seq = tensor.dim %x, %cp2_c1 : tensor<?x?x2048xbf16>
+  %cp2_init0 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x8x128xbf16>
+  %cp2_init1 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x2x128xbf16>
+  %cp2_init2 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x2x128xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
+      outs(%cp2_init0, %cp2_init1, %cp2_init2) {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 64 : i64}
       : (tensor<?x?x2048xbf16>, tensor<1024x2048xbf16>, tensor<256x2048xbf16>,
          tensor<128x2048xbf16>, tensor<128x2048xbf16>, tensor<1280x1x2xbf16>,
          tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>,
-         tensor<2xbf16>)
+         tensor<2xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
       -> (tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
   return %q, %k, %v
       : tensor<?x?x8x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>
@@ -112,13 +126,20 @@ func.func @d64_k3(%x: tensor<?x?x1024xbf16>, %wq: tensor<256x1024xbf16>,
                   %gw: tensor<384x64x3xbf16>, %gwb: tensor<384xbf16>,
                   %temp: tensor<2xbf16>)
     -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %cp3_c0 = arith.constant 0 : index
+  %cp3_c1 = arith.constant 1 : index
+  %cp3_batch = tensor.dim %x, %cp3_c0 : tensor<?x?x1024xbf16>
+  %cp3_seq = tensor.dim %x, %cp3_c1 : tensor<?x?x1024xbf16>
+  %cp3_init0 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x4x64xbf16>
+  %cp3_init1 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x2x64xbf16>
+  %cp3_init2 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x2x64xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64,
+      outs(%cp3_init0, %cp3_init1, %cp3_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64,
        conv_kernel_sizes = array<i64: 3, 3>, block_s = 64 : i64}
       : (tensor<?x?x1024xbf16>, tensor<256x1024xbf16>, tensor<128x1024xbf16>,
          tensor<128x1024xbf16>, tensor<384x1x3xbf16>, tensor<384xbf16>,
-         tensor<384x64x3xbf16>, tensor<384xbf16>, tensor<2xbf16>)
+         tensor<384x64x3xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
       -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return %q, %k, %v
       : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
@@ -137,17 +158,24 @@ func.func @tiny(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
                 %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
                 %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>)
     -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %cp4_c0 = arith.constant 0 : index
+  %cp4_c1 = arith.constant 1 : index
+  %cp4_batch = tensor.dim %x, %cp4_c0 : tensor<?x?x16xbf16>
+  %cp4_seq = tensor.dim %x, %cp4_c1 : tensor<?x?x16xbf16>
+  %cp4_init0 = tensor.empty(%cp4_batch, %cp4_seq) : tensor<?x?x4x8xbf16>
+  %cp4_init1 = tensor.empty(%cp4_batch, %cp4_seq) : tensor<?x?x2x8xbf16>
+  %cp4_init2 = tensor.empty(%cp4_batch, %cp4_seq) : tensor<?x?x2x8xbf16>
   // expected-warning @+1 {{the sm_90a prologue needs a static model width that is a multiple of 64; attn.cca_prologue stays on the host}}
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+      outs(%cp4_init0, %cp4_init1, %cp4_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 4 : i64}
       : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
          tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
          tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
-         tensor<2xbf16>)
+         tensor<2xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
       -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
@@ -172,8 +200,15 @@ func.func @tiny(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
 // CHECK-SAME: {dtype = "i64", kind = "pointer", name = "padding_mask", value = "padding_mask"}
 // CHECK-SAME: {dtype = "i64", layout = "row-major [batch, seq], contiguous", name = "padding_mask", operand = 10 : i64
 func.func @padding_mask(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %cp5_c0 = arith.constant 0 : index
+  %cp5_c1 = arith.constant 1 : index
+  %cp5_batch = tensor.dim %x, %cp5_c0 : tensor<?x?x128xbf16>
+  %cp5_seq = tensor.dim %x, %cp5_c1 : tensor<?x?x128xbf16>
+  %cp5_init0 = tensor.empty(%cp5_batch, %cp5_seq) : tensor<?x?x4x64xbf16>
+  %cp5_init1 = tensor.empty(%cp5_batch, %cp5_seq) : tensor<?x?x2x64xbf16>
+  %cp5_init2 = tensor.empty(%cp5_batch, %cp5_seq) : tensor<?x?x2x64xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
-      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+      outs(%cp5_init0, %cp5_init1, %cp5_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
+      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi64>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return %q, %k, %v : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
 }

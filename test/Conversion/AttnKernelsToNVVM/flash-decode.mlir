@@ -36,11 +36,13 @@
 func.func @decode_kv(%q: tensor<?x1x16x128xbf16>, %k: tensor<?x1x4x128xbf16>,
                      %cache: tensor<?x?x4x128xbf16>, %pos: tensor<?xi32>)
     -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>) {
-  %o, %c = attn.flash_decode %q, %k cache(%cache) positions(%pos)
+  %di49_c0 = arith.constant 0 : index
+  %di49_b = tensor.dim %q, %di49_c0 : tensor<?x1x16x128xbf16>
+  %di49_init = tensor.empty(%di49_b) : tensor<?x1x16x128xbf16>
+  %o, %c = attn.flash_decode %q, %k outs(%di49_init) cache(%cache) positions(%pos)
       {block_kv = 64 : i64, query_rope = #attn.rope<theta = 10000.0>,
        key_rope = #attn.rope<theta = 10000.0>}
-      : (tensor<?x1x16x128xbf16>, tensor<?x1x4x128xbf16>, tensor<?x?x4x128xbf16>,
-         tensor<?xi32>) -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>)
+      : (tensor<?x1x16x128xbf16>, tensor<?x1x4x128xbf16>, tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?xi32>) -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>)
   return %o, %c : tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>
 }
 
@@ -63,11 +65,12 @@ func.func @decode_paged(%q: tensor<?x1x8x64xbf16>, %k: tensor<?x1x2x64xbf16>,
                         %vp: tensor<?x64x2x64xbf16>, %pos: tensor<?xi32>,
                         %bt: tensor<?x?xi32>)
     -> (tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>) {
-  %o, %kc, %vc = attn.flash_decode %q, %k, %v cache(%kp, %vp) positions(%pos)
+  %di50_c0 = arith.constant 0 : index
+  %di50_b = tensor.dim %q, %di50_c0 : tensor<?x1x8x64xbf16>
+  %di50_init = tensor.empty(%di50_b) : tensor<?x1x8x64xbf16>
+  %o, %kc, %vc = attn.flash_decode %q, %k, %v outs(%di50_init) cache(%kp, %vp) positions(%pos)
       block_table(%bt) {block_kv = 64 : i64, num_splits = 8 : i64}
-      : (tensor<?x1x8x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>,
-         tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?xi32>,
-         tensor<?x?xi32>)
+      : (tensor<?x1x8x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?xi32>, tensor<?x?xi32>)
         -> (tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>)
   return %o, %kc, %vc
       : tensor<?x1x8x64xbf16>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>

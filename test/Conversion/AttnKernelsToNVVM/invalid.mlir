@@ -125,10 +125,17 @@ func.func @flash_key_mask_i8(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16
 // -----
 
 func.func @cca_prologue_padding_mask_i1(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi1>) {
+  %cp_c0 = arith.constant 0 : index
+  %cp_c1 = arith.constant 1 : index
+  %cp_batch = tensor.dim %x, %cp_c0 : tensor<?x?x128xbf16>
+  %cp_seq = tensor.dim %x, %cp_c1 : tensor<?x?x128xbf16>
+  %cp_init0 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x4x64xbf16>
+  %cp_init1 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x64xbf16>
+  %cp_init2 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x64xbf16>
   // expected-error @+1 {{the sm_90a kernels read a padding_mask of i32 or i64, got 'i1'}}
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
-      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi1>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+      outs(%cp_init0, %cp_init1, %cp_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
+      : (tensor<?x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x?xi1>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return
 }
 
@@ -211,4 +218,14 @@ func.func @token_offset(%x: tensor<1x?x1024xbf16>, %w: tensor<1024x1024xbf16>,
       : (tensor<1x?x1024xbf16>, tensor<1024x1024xbf16>, index, tensor<1x?x16x64xbf16>)
       -> tensor<1x?x16x64xbf16>
   return %y : tensor<1x?x16x64xbf16>
+}
+
+// -----
+
+func.func @cca_prologue_token_offset(%x: tensor<1x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %t: index, %qi: tensor<1x?x4x64xbf16>, %ki: tensor<1x?x2x64xbf16>) {
+  // expected-error @+1 {{a tile of tokens ('token_offset') is not supported by the sm_90a prologue kernel, which tiles the whole sequence itself}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) token_offset(%t)
+      outs(%qi, %ki, %ki) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift, block_s = 64 : i64}
+      : (tensor<1x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, index, tensor<1x?x4x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>) -> (tensor<1x?x4x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>)
+  return
 }

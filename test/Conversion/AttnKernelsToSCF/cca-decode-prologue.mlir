@@ -21,14 +21,15 @@ func.func @cca_plain_step(%qr: tensor<3x1x32xf32>, %kr: tensor<3x1x32xf32>,
                           %cs: tensor<3x3x64xf32>, %pos: tensor<3xi64>)
     -> (tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>,
         tensor<3x3x64xf32>) {
+  %di41_init0 = tensor.empty() : tensor<3x1x4x8xf32>
+  %di41_init1 = tensor.empty() : tensor<3x1x4x8xf32>
+  %di41_init2 = tensor.empty() : tensor<3x1x4x8xf32>
   %q, %k, %v, %cs_out = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di41_init0, %di41_init1, %di41_init2) conv_state(%cs)
       positions(%pos)
       {num_heads = 4 : i64, num_kv_heads = 4 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 3, 2>}
-      : (tensor<3x1x32xf32>, tensor<3x1x32xf32>, tensor<3x1x32xf32>,
-         tensor<64x1x3xf32>, tensor<64xf32>, tensor<64x8x2xf32>,
-         tensor<64xf32>, tensor<4xf32>, tensor<3x3x64xf32>, tensor<3xi64>)
+      : (tensor<3x1x32xf32>, tensor<3x1x32xf32>, tensor<3x1x32xf32>, tensor<64x1x3xf32>, tensor<64xf32>, tensor<64x8x2xf32>, tensor<64xf32>, tensor<4xf32>, tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>, tensor<3x3x64xf32>, tensor<3xi64>)
       -> (tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>, tensor<3x1x4x8xf32>,
           tensor<3x3x64xf32>)
   return %q, %k, %v, %cs_out
@@ -54,17 +55,19 @@ func.func @shift_step(%qr: tensor<?x1x32xbf16>, %kr: tensor<?x1x16xbf16>,
                       %ss: tensor<?x1x8xbf16>, %pos: tensor<?xi32>)
     -> (tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>,
         tensor<?x2x48xbf16>, tensor<?x1x8xbf16>) {
+  %di42_c0 = arith.constant 0 : index
+  %di42_b = tensor.dim %qr, %di42_c0 : tensor<?x1x32xbf16>
+  %di42_init0 = tensor.empty(%di42_b) : tensor<?x1x4x8xbf16>
+  %di42_init1 = tensor.empty(%di42_b) : tensor<?x1x2x8xbf16>
+  %di42_init2 = tensor.empty(%di42_b) : tensor<?x1x2x8xbf16>
   %q, %k, %v, %cs_out, %ss_out = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di42_init0, %di42_init1, %di42_init2) conv_state(%cs)
       shift_state(%ss) positions(%pos)
       {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
-      : (tensor<?x1x32xbf16>, tensor<?x1x16xbf16>, tensor<?x1x8xbf16>,
-         tensor<?x1x8xbf16>, tensor<48x1x2xbf16>, tensor<48xbf16>,
-         tensor<48x8x2xbf16>, tensor<48xbf16>, tensor<2xbf16>,
-         tensor<?x2x48xbf16>, tensor<?x1x8xbf16>, tensor<?xi32>)
+      : (tensor<?x1x32xbf16>, tensor<?x1x16xbf16>, tensor<?x1x8xbf16>, tensor<?x1x8xbf16>, tensor<48x1x2xbf16>, tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>, tensor<2xbf16>, tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x2x48xbf16>, tensor<?x1x8xbf16>, tensor<?xi32>)
       -> (tensor<?x1x4x8xbf16>, tensor<?x1x2x8xbf16>, tensor<?x1x2x8xbf16>,
           tensor<?x2x48xbf16>, tensor<?x1x8xbf16>)
   return %q, %k, %v, %cs_out, %ss_out

@@ -160,22 +160,29 @@ func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,
 
 // -----
 
-// The CCA prologue: x padded by the halo of P = 2 tokens in front, one loop
-// over batch and one over token blocks writing Q, K and V.
-// CCA prologue: (batch, token block) in parallel, three outputs.
+// The CCA prologue is tiled through its TilingInterface, one tile per
+// (batch, block of block_s = 4 tokens): a tile reads its tokens and the halo
+// of P = 2 rows before them (none at the sequence start), zero-padded to a
+// static 6-row block, and writes Q, K and V of its tokens.
 // PAR-LABEL: func.func @prologue
-// PAR: scf.forall (%[[B:.*]], %{{.*}}) in (%{{.*}}, %{{.*}}) shared_outs(%[[Q:.*]] = %{{.*}}, %[[K:.*]] = %{{.*}}, %[[V:.*]] = %{{.*}}) -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// PAR: scf.forall (%[[B:[a-z0-9_]+]], %[[S0:[a-z0-9_]+]]) = (0, 0) to (%{{.*}}, %{{.*}}) step (1, 4) shared_outs(%[[Q:[a-z0-9_]+]] = %{{.*}}, %[[K:[a-z0-9_]+]] = %{{.*}}, %[[V:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// PAR: %[[FIRST:.*]] = affine.max #{{.*}}(%[[S0]], %{{.*}})
+// PAR: tensor.extract_slice %arg0[%[[B]], %[[FIRST]], 0] [1, %{{.*}}, 16] [1, 1, 1] : tensor<?x?x16xbf16> to tensor<1x?x16xbf16>
 // PAR: scf.forall.in_parallel
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[Q]][%[[B]], %{{.*}}, 0, 0] [1, 4, 4, 8]
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[K]][%[[B]], %{{.*}}, 0, 0] [1, 4, 2, 8]
-// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[V]][%[[B]], %{{.*}}, 0, 0] [1, 4, 2, 8]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[Q]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 4, 8]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[K]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 2, 8]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[V]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 2, 8]
 // CHECK-LABEL: func.func @prologue
-// CHECK: tensor.pad %arg0 low[0, 2, 0] high[0, %{{.*}}, 0]
-// CHECK: scf.for {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
-// CHECK: scf.for {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
-// CHECK: tensor.extract_slice %{{.*}} [1, 6, 16] [1, 1, 1] : tensor<?x?x16xbf16> to tensor<6x16xbf16>
+// CHECK: scf.for %[[B:[a-z0-9_]+]] = {{.*}} -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// CHECK: scf.for %[[S0:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c4 iter_args(%[[QO:[a-z0-9_]+]] = %{{.*}}, %[[KO:[a-z0-9_]+]] = %{{.*}}, %[[VO:[a-z0-9_]+]] = %{{.*}}) -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+// CHECK: %[[FIRST:.*]] = affine.max #{{.*}}(%[[S0]], %{{.*}})
+// CHECK: tensor.extract_slice %arg0[%[[B]], %[[FIRST]], 0] [1, %{{.*}}, 16] [1, 1, 1] : tensor<?x?x16xbf16> to tensor<1x?x16xbf16>
+// CHECK: tensor.pad %{{.*}} low[0, %{{.*}}, 0] high[0, %{{.*}}, 0]
+// CHECK: } : tensor<1x?x16xbf16> to tensor<1x6x16xbf16>
 // CHECK: math.sqrt
-// CHECK-COUNT-3: tensor.insert_slice
+// CHECK: tensor.insert_slice %{{.*}} into %[[QO]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 4, 8]
+// CHECK: tensor.insert_slice %{{.*}} into %[[KO]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 2, 8]
+// CHECK: tensor.insert_slice %{{.*}} into %[[VO]][%[[B]], %[[S0]], 0, 0] [1, %{{.*}}, 2, 8]
 // CHECK-NOT: attn.
 func.func @prologue(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
                     %wk: tensor<16x16xbf16>, %wv: tensor<8x16xbf16>,
@@ -183,16 +190,23 @@ func.func @prologue(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
                     %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
                     %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>)
     -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %cp_c0 = arith.constant 0 : index
+  %cp_c1 = arith.constant 1 : index
+  %cp_batch = tensor.dim %x, %cp_c0 : tensor<?x?x16xbf16>
+  %cp_seq = tensor.dim %x, %cp_c1 : tensor<?x?x16xbf16>
+  %cp_init0 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x4x8xbf16>
+  %cp_init1 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x8xbf16>
+  %cp_init2 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x8xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+      outs(%cp_init0, %cp_init1, %cp_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        temperature = #attn.temperature<clamped>,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 4 : i64}
       : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
          tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
          tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
-         tensor<2xbf16>)
+         tensor<2xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
       -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
@@ -213,16 +227,23 @@ func.func @prologue_clamp_eps(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
                     %dwb: tensor<48xbf16>, %gw: tensor<48x8x2xbf16>,
                     %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>)
     -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %cp2_c0 = arith.constant 0 : index
+  %cp2_c1 = arith.constant 1 : index
+  %cp2_batch = tensor.dim %x, %cp2_c0 : tensor<?x?x16xbf16>
+  %cp2_seq = tensor.dim %x, %cp2_c1 : tensor<?x?x16xbf16>
+  %cp2_init0 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x4x8xbf16>
+  %cp2_init1 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x2x8xbf16>
+  %cp2_init2 = tensor.empty(%cp2_batch, %cp2_seq) : tensor<?x?x2x8xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+      outs(%cp2_init0, %cp2_init1, %cp2_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        norm = #attn.norm<clamp_eps>, eps = 0.0078125 : f64,
        rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 4 : i64}
       : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
          tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
          tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
-         tensor<2xbf16>)
+         tensor<2xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
       -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>
@@ -234,10 +255,12 @@ func.func @prologue_clamp_eps(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
 // padding, so the projections, the convolutions and the delayed values of
 // every block read zeros there.
 // CHECK-LABEL: func.func @prologue_padding_mask
-// CHECK: %[[MASKED:.*]] = linalg.generic {{.*}} ins(%arg0, %arg10 : tensor<?x?x16xbf16>, tensor<?x?xi64>)
+// CHECK: tensor.extract_slice %arg0
+// CHECK: tensor.extract_slice %arg10
+// CHECK: %[[MASKED:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x?x16xbf16>, tensor<1x?xi64>)
 // CHECK:   %[[REAL:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i64
 // CHECK:   arith.select %[[REAL]], %{{.*}}, %{{.*}} : bf16
-// CHECK: tensor.pad %[[MASKED]] low[0, 2, 0] high[0, %{{.*}}, 0]
+// CHECK: tensor.pad %[[MASKED]] low[0, %{{.*}}, 0] high[0, %{{.*}}, 0]
 // CHECK-NOT: attn.
 func.func @prologue_padding_mask(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
                                  %wk: tensor<16x16xbf16>, %wv: tensor<8x16xbf16>,
@@ -246,15 +269,22 @@ func.func @prologue_padding_mask(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16
                                  %gwb: tensor<48xbf16>, %temp: tensor<2xbf16>,
                                  %m: tensor<?x?xi64>)
     -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>) {
+  %cp3_c0 = arith.constant 0 : index
+  %cp3_c1 = arith.constant 1 : index
+  %cp3_batch = tensor.dim %x, %cp3_c0 : tensor<?x?x16xbf16>
+  %cp3_seq = tensor.dim %x, %cp3_c1 : tensor<?x?x16xbf16>
+  %cp3_init0 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x4x8xbf16>
+  %cp3_init1 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x2x8xbf16>
+  %cp3_init2 = tensor.empty(%cp3_batch, %cp3_seq) : tensor<?x?x2x8xbf16>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
+      outs(%cp3_init0, %cp3_init1, %cp3_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        block_s = 4 : i64}
       : (tensor<?x?x16xbf16>, tensor<32x16xbf16>, tensor<16x16xbf16>,
          tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<48x1x2xbf16>,
          tensor<48xbf16>, tensor<48x8x2xbf16>, tensor<48xbf16>,
-         tensor<2xbf16>, tensor<?x?xi64>)
+         tensor<2xbf16>, tensor<?x?xi64>, tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
       -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
   return %q, %k, %v
       : tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>

@@ -20,11 +20,14 @@ func.func @heads(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di3_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di3_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di3_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{num_heads (4) must be a multiple of num_kv_heads (3)}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di3_init0, %di3_init1, %di3_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 3 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -45,11 +48,14 @@ func.func @kernel_sizes(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di4_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di4_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di4_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{conv_kernel_sizes must hold two positive kernel sizes [k0, k1], got [2, 0]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di4_init0, %di4_init1, %di4_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 0>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -70,11 +76,14 @@ func.func @odd_value_latent(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di5_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di5_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di5_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{value_shift splits the num_kv_heads * head_dim = 3 value channels in two halves; it must be even}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di5_init0, %di5_init1, %di5_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 3 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -94,11 +103,14 @@ func.func @missing_v_prev(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di6_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di6_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di6_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{value_shift needs 'v_prev'}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di6_init0, %di6_init1, %di6_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -118,11 +130,14 @@ func.func @stray_v_prev(%qr: tensor<2x1x16xf32>,
     %cs: tensor<2x2x24xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>) {
+  %di7_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di7_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di7_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'v_prev' is given but value_shift is not set}}
   %q, %k, %v, %cso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di7_init0, %di7_init1, %di7_init2) conv_state(%cs)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>)
   return %q, %k, %v, %cso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>
 }
@@ -142,11 +157,14 @@ func.func @missing_shift_state(%qr: tensor<2x1x16xf32>,
     %cs: tensor<2x2x24xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di8_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di8_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di8_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{value_shift needs 'shift_state'}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di8_init0, %di8_init1, %di8_init2) conv_state(%cs)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -166,11 +184,14 @@ func.func @stray_shift_state(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>) {
+  %di9_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di9_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di9_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'shift_state' is given but value_shift is not set}}
   %q, %k, %v, %cso = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di9_init0, %di9_init1, %di9_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>)
   return %q, %k, %v, %cso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>
 }
@@ -191,11 +212,14 @@ func.func @missing_shift_state_out(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>) {
+  %di10_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di10_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di10_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{value_shift needs 'shift_state_out'}}
   %q, %k, %v, %cso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di10_init0, %di10_init1, %di10_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>)
   return %q, %k, %v, %cso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>
 }
@@ -214,11 +238,14 @@ func.func @stray_shift_state_out(%qr: tensor<2x1x16xf32>,
     %cs: tensor<2x2x24xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di11_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di11_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di11_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'shift_state_out' is given but value_shift is not set}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di11_init0, %di11_init1, %di11_init2) conv_state(%cs)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -239,11 +266,14 @@ func.func @qr_rank(%qr: tensor<2x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di12_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di12_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di12_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'qr' must be a rank-3 tensor [batch, 1, num_heads * head_dim], got rank 2}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di12_init0, %di12_init1, %di12_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -264,11 +294,14 @@ func.func @qr_seq(%qr: tensor<2x3x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di13_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di13_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di13_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'qr' must have shape [batch, 1, num_heads * head_dim] = [2, 1, 16], got [2, 3, 16]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di13_init0, %di13_init1, %di13_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x3x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x3x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -289,11 +322,14 @@ func.func @kr_width(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di14_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di14_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di14_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'kr' must have shape [batch, 1, num_kv_heads * head_dim] = [2, 1, 8], got [2, 1, 4]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di14_init0, %di14_init1, %di14_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -314,11 +350,14 @@ func.func @kr_batch(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di15_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di15_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di15_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'kr' must have shape [batch, 1, num_kv_heads * head_dim] = [2, 1, 8], got [3, 1, 8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di15_init0, %di15_init1, %di15_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<3x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<3x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -339,11 +378,14 @@ func.func @v_cur_shifted(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di16_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di16_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di16_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'v_cur' must have shape [batch, 1, num_kv_heads * head_dim / 2] = [2, 1, 4], got [2, 1, 8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di16_init0, %di16_init1, %di16_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -362,11 +404,14 @@ func.func @v_cur_plain(%qr: tensor<2x1x16xf32>,
     %cs: tensor<2x2x24xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>) {
+  %di17_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di17_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di17_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'v_cur' must have shape [batch, 1, num_kv_heads * head_dim] = [2, 1, 8], got [2, 1, 4]}}
   %q, %k, %v, %cso = attn.cca_decode_prologue %qr, %kr, %vc
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di17_init0, %di17_init1, %di17_init2) conv_state(%cs)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>)
   return %q, %k, %v, %cso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>
 }
@@ -387,11 +432,14 @@ func.func @v_prev_width(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di18_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di18_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di18_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'v_prev' must have shape [batch, 1, num_kv_heads * head_dim / 2] = [2, 1, 4], got [2, 1, 8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di18_init0, %di18_init1, %di18_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x8xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -412,11 +460,14 @@ func.func @dw_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di19_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di19_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di19_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_dw_weight' must have shape [(num_heads + num_kv_heads) * head_dim, 1, k0] = [24, 1, 2], got [24, 1, 3]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di19_init0, %di19_init1, %di19_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x3xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x3xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -437,11 +488,14 @@ func.func @dw_dynamic(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di20_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di20_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di20_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_dw_weight' must have shape [(num_heads + num_kv_heads) * head_dim, 1, k0] = [24, 1, 2], got [?, 1, 2]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di20_init0, %di20_init1, %di20_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<?x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<?x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -462,11 +516,14 @@ func.func @dwb_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di21_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di21_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di21_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_dw_bias' must have shape [(num_heads + num_kv_heads) * head_dim] = [24], got [16]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di21_init0, %di21_init1, %di21_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<16xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<16xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -487,11 +544,14 @@ func.func @gw_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di22_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di22_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di22_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_g_weight' must have shape [(num_heads + num_kv_heads) * head_dim, head_dim, k1] = [24, 4, 2], got [24, 24, 2]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di22_init0, %di22_init1, %di22_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x24x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x24x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -512,11 +572,14 @@ func.func @gwb_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di23_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di23_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di23_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_g_bias' must have shape [(num_heads + num_kv_heads) * head_dim] = [24], got [8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di23_init0, %di23_init1, %di23_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<8xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<8xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -537,11 +600,14 @@ func.func @temp_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di24_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di24_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di24_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'temp' must have shape [num_kv_heads] = [2], got [4]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di24_init0, %di24_init1, %di24_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -562,11 +628,14 @@ func.func @conv_state_rows(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di25_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di25_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di25_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_state' must have shape [batch, (k0 - 1) + (k1 - 1), (num_heads + num_kv_heads) * head_dim] = [2, 2, 24], got [2, 3, 24]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di25_init0, %di25_init1, %di25_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x3x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x3x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -587,11 +656,14 @@ func.func @conv_state_channels(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di26_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di26_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di26_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_state' must have shape [batch, (k0 - 1) + (k1 - 1), (num_heads + num_kv_heads) * head_dim] = [2, 2, 24], got [2, 24, 2]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di26_init0, %di26_init1, %di26_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x24x2xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x24x2xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -612,11 +684,14 @@ func.func @shift_state_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x8xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di27_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di27_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di27_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'shift_state' must have shape [batch, 1, num_kv_heads * head_dim / 2] = [2, 1, 4], got [2, 1, 8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di27_init0, %di27_init1, %di27_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x8xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x8xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -637,11 +712,14 @@ func.func @positions_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2x1xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di28_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di28_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di28_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'positions' must have shape [batch] = [2], got [2, 1]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di28_init0, %di28_init1, %di28_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2x1xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2x1xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -662,11 +740,14 @@ func.func @query_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di29_init0 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di29_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di29_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'query' must have shape [batch, 1, num_heads, head_dim] = [2, 1, 4, 4], got [2, 1, 2, 4]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di29_init0, %di29_init1, %di29_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -687,11 +768,14 @@ func.func @key_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di30_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di30_init1 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di30_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'key' must have shape [batch, 1, num_kv_heads, head_dim] = [2, 1, 2, 4], got [2, 1, 4, 4]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di30_init0, %di30_init1, %di30_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -712,11 +796,14 @@ func.func @value_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x8xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di31_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di31_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di31_init2 = tensor.empty() : tensor<2x1x2x8xf32>
   // expected-error @+1 {{'value' must have shape [batch, 1, num_kv_heads, head_dim] = [2, 1, 2, 4], got [2, 1, 2, 8]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di31_init0, %di31_init1, %di31_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x8xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x8xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x8xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -737,11 +824,14 @@ func.func @conv_state_out_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x24xf32>, tensor<2x1x4xf32>) {
+  %di32_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di32_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di32_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_state_out' must have shape [batch, (k0 - 1) + (k1 - 1), (num_heads + num_kv_heads) * head_dim] = [2, 2, 24], got [2, 1, 24]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di32_init0, %di32_init1, %di32_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x24xf32>, tensor<2x1x4xf32>
 }
@@ -762,11 +852,14 @@ func.func @shift_state_out_shape(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x2xf32>) {
+  %di33_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di33_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di33_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'shift_state_out' must have shape [batch, 1, num_kv_heads * head_dim / 2] = [2, 1, 4], got [2, 1, 2]}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di33_init0, %di33_init1, %di33_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x2xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x2xf32>
 }
@@ -787,11 +880,14 @@ func.func @eps(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di34_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di34_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di34_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{eps must be positive, got 0}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di34_init0, %di34_init1, %di34_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift, eps = 0.0}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -812,11 +908,14 @@ func.func @eps_clamp_underflows(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di35_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di35_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di35_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{norm = clamp_eps needs eps >= 1.1e-19}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di35_init0, %di35_init1, %di35_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift, norm = #attn.norm<clamp_eps>, eps = 1.0e-30}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -837,11 +936,14 @@ func.func @rope_fraction(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di36_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di36_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di36_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{rope fraction 3.000000e-01 of head_dim 4 is not a whole number of dimensions}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di36_init0, %di36_init1, %di36_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.3>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -862,11 +964,14 @@ func.func @rope_odd(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di37_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di37_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di37_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{rope rotates 1 dimensions of each head; the rotated width must be even}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di37_init0, %di37_init1, %di37_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift, rope = #attn.rope<theta = 10000.0, fraction = 0.25>}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -887,11 +992,14 @@ func.func @element_type(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di38_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di38_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di38_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'conv_state' has element type 'bf16', expected 'f32' (the element type of 'qr')}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di38_init0, %di38_init1, %di38_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xbf16>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xbf16>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -912,11 +1020,14 @@ func.func @result_element_type(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xi32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf16>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
+  %di39_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di39_init1 = tensor.empty() : tensor<2x1x2x4xf16>
+  %di39_init2 = tensor.empty() : tensor<2x1x2x4xf32>
   // expected-error @+1 {{'key' has element type 'f16', expected 'f32' (the element type of 'qr')}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di39_init0, %di39_init1, %di39_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf16>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf16>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf16>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
 }
@@ -937,11 +1048,40 @@ func.func @positions_float(%qr: tensor<2x1x16xf32>,
     %ss: tensor<2x1x4xf32>,
     %pos: tensor<2xf32>)
     -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>) {
-  // expected-error @+1 {{operand #11 must be ranked tensor of signless integer values, but got 'tensor<2xf32>'}}
+  %di40_init0 = tensor.empty() : tensor<2x1x4x4xf32>
+  %di40_init1 = tensor.empty() : tensor<2x1x2x4xf32>
+  %di40_init2 = tensor.empty() : tensor<2x1x2x4xf32>
+  // expected-error @+1 {{operand #14 must be ranked tensor of signless integer values, but got 'tensor<2xf32>'}}
   %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs) shift_state(%ss)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%di40_init0, %di40_init1, %di40_init2) conv_state(%cs) shift_state(%ss)
       positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
-      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xf32>)
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xf32>)
       -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
   return %q, %k, %v, %cso, %sso : tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>
+}
+
+// -----
+
+// Each output's init has the output's type.
+func.func @query_init_type(%qr: tensor<2x1x16xf32>, %kr: tensor<2x1x8xf32>, %vc: tensor<2x1x4xf32>, %vp: tensor<2x1x4xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %cs: tensor<2x2x24xf32>, %ss: tensor<2x1x4xf32>, %pos: tensor<2xi32>, %qi: tensor<?x1x4x4xf32>, %kvi: tensor<2x1x2x4xf32>) {
+  // expected-error @+1 {{'query_init' must have the type 'tensor<2x1x4x4xf32>' of its result, got 'tensor<?x1x4x4xf32>'}}
+  %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi) conv_state(%cs) shift_state(%ss)
+      positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<?x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
+  return
+}
+
+// -----
+
+// The state is updated in place: the updated state has the state's type.
+func.func @conv_state_type(%qr: tensor<2x1x16xf32>, %kr: tensor<2x1x8xf32>, %vc: tensor<2x1x4xf32>, %vp: tensor<2x1x4xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %cs: tensor<?x2x24xf32>, %ss: tensor<2x1x4xf32>, %pos: tensor<2xi32>, %qi: tensor<2x1x4x4xf32>, %kvi: tensor<2x1x2x4xf32>) {
+  // expected-error @+1 {{'conv_state' must have the type 'tensor<2x2x24xf32>' of its result, got 'tensor<?x2x24xf32>'}}
+  %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi) conv_state(%cs) shift_state(%ss)
+      positions(%pos) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<2x1x16xf32>, tensor<2x1x8xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<?x2x24xf32>, tensor<2x1x4xf32>, tensor<2xi32>)
+      -> (tensor<2x1x4x4xf32>, tensor<2x1x2x4xf32>, tensor<2x1x2x4xf32>, tensor<2x2x24xf32>, tensor<2x1x4xf32>)
+  return
 }

@@ -3420,10 +3420,53 @@ func.func @flash_attention_key_mask_batch(%q: tensor<2x16x4x8xf32>, %k: tensor<2
 // -----
 
 func.func @cca_prologue_padding_mask_seq(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %m: tensor<2x9xi32>) {
+  %cp_init0 = tensor.empty() : tensor<2x8x4x4xf32>
+  %cp_init1 = tensor.empty() : tensor<2x8x2x4xf32>
+  %cp_init2 = tensor.empty() : tensor<2x8x2x4xf32>
   // expected-error @+1 {{'padding_mask' must have shape [batch, seq] = [2, 8], got [2, 9]}}
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
-      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x9xi32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+      outs(%cp_init0, %cp_init1, %cp_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x9xi32>, tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cca_prologue_outs_count(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %qi: tensor<2x8x4x4xf32>, %ki: tensor<2x8x2x4xf32>) {
+  // expected-error @+1 {{takes one 'outs' per result (query, key, value), got 2}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      outs(%qi, %ki) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cca_prologue_outs_type(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %qi: tensor<2x8x4x4xf32>, %ki: tensor<2x8x2x4xf32>) {
+  // expected-error @+1 {{'outs' #2 must have the type 'tensor<2x8x2x4xf32>' of result #2, got 'tensor<2x8x4x4xf32>'}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+      outs(%qi, %ki, %qi) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x4x4xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cca_prologue_token_offset_tokens(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %t: index, %qi: tensor<2x9x4x4xf32>, %ki: tensor<2x9x2x4xf32>) {
+  // expected-error @+1 {{with 'token_offset' the results' 9 tokens must be at most the input's 8}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) token_offset(%t)
+      outs(%qi, %ki, %ki) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, index, tensor<2x9x4x4xf32>, tensor<2x9x2x4xf32>, tensor<2x9x2x4xf32>) -> (tensor<2x9x4x4xf32>, tensor<2x9x2x4xf32>, tensor<2x9x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cca_prologue_token_offset_key_tokens(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>, %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>, %temp: tensor<2xf32>, %t: index, %qi: tensor<2x4x4x4xf32>, %ki: tensor<2x3x2x4xf32>, %vi: tensor<2x4x2x4xf32>) {
+  // expected-error @+1 {{'key' must have shape [batch, the query's tokens, num_kv_heads, head_dim] = [2, 4, 2, 4], got [2, 3, 2, 4]}}
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) token_offset(%t)
+      outs(%qi, %ki, %vi) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, index, tensor<2x4x4x4xf32>, tensor<2x3x2x4xf32>, tensor<2x4x2x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<2x3x2x4xf32>, tensor<2x4x2x4xf32>)
   return
 }
 

@@ -570,15 +570,22 @@ func.func @kernels_padding_mask(%x: tensor<?x?x16xf32>, %wq: tensor<16x16xf32>,
                                 %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
                                 %temp: tensor<2xf32>, %m: tensor<?x?xi32>)
     -> tensor<?x?x4x4xf32> {
+  %cp_c0 = arith.constant 0 : index
+  %cp_c1 = arith.constant 1 : index
+  %cp_batch = tensor.dim %x, %cp_c0 : tensor<?x?x16xf32>
+  %cp_seq = tensor.dim %x, %cp_c1 : tensor<?x?x16xf32>
+  %cp_init0 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x4x4xf32>
+  %cp_init1 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x4xf32>
+  %cp_init2 = tensor.empty(%cp_batch, %cp_seq) : tensor<?x?x2x4xf32>
   %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
       conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
-      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+      outs(%cp_init0, %cp_init1, %cp_init2) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
        conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
        block_s = 64 : i64}
       : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
          tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
          tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>,
-         tensor<2xf32>, tensor<?x?xi32>)
+         tensor<2xf32>, tensor<?x?xi32>, tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
       -> (tensor<?x?x4x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>)
   %o_c0 = arith.constant 0 : index
   %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x4xf32>
@@ -604,6 +611,29 @@ func.func @fused_projection_token_offset(%x: tensor<1x?x16xf32>, %w: tensor<8x16
       : (tensor<1x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>, index, tensor<1x?x2x4xf32>)
       -> tensor<1x?x2x4xf32>
   return %y : tensor<1x?x2x4xf32>
+}
+
+// One tile of tokens of a CCA prologue: 2 history rows before its 16 tokens.
+// CHECK-LABEL: func.func @cca_prologue_token_offset
+// CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) token_offset(%arg9) outs(%arg10, %arg11, %arg11) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64}
+func.func @cca_prologue_token_offset(%x: tensor<1x18x16xf32>, %wq: tensor<16x16xf32>,
+                                     %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>,
+                                     %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                                     %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                                     %temp: tensor<2xf32>, %t: index,
+                                     %qi: tensor<1x16x4x4xf32>, %ki: tensor<1x16x2x4xf32>)
+    -> tensor<1x16x4x4xf32> {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) token_offset(%t)
+      outs(%qi, %ki, %ki)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, block_s = 64 : i64}
+      : (tensor<1x18x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<8x16xf32>, tensor<24x1x2xf32>, tensor<24xf32>,
+         tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>, index,
+         tensor<1x16x4x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>)
+      -> (tensor<1x16x4x4xf32>, tensor<1x16x2x4xf32>, tensor<1x16x2x4xf32>)
+  return %q : tensor<1x16x4x4xf32>
 }
 
 // One tile of query rows of a bigger attention, as tiling produces it.

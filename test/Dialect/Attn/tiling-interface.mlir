@@ -156,3 +156,216 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// attn.cca_prologue over (batch, tokens): a tile of tokens [s0, s0 + 16)
+// reads input rows from max(0, s0 - 2) (the halo of P = 2 convolution rows
+// before its tokens, none before the sequence start) and carries its tokens'
+// position (token_offset) for the rotation. Tiling a tile again counts from
+// the tile's history.
+// CHECK-DAG: #[[HALO:.*]] = affine_map<(d0) -> (d0 - 2, 0)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d0 + d1 - d2)>
+// CHECK-LABEL: func.func @cca_prologue
+// CHECK: scf.forall (%[[B:[a-z0-9_]+]], %[[SB:[a-z0-9_]+]]) in (2, 3) shared_outs(%[[Q:[a-z0-9_]+]] = %arg11, %[[K:[a-z0-9_]+]] = %arg12, %[[V:[a-z0-9_]+]] = %arg13)
+// CHECK: %[[S0:.*]] = affine.apply #{{.*}}(%[[SB]])
+// CHECK: %[[N:.*]] = affine.min #{{.*}}(%[[S0]])
+// CHECK: %[[FIRST:.*]] = affine.max #[[HALO]](%[[S0]])
+// CHECK: %[[COUNT:.*]] = affine.apply #[[ROWS]](%[[S0]], %[[N]], %[[FIRST]])
+// CHECK: %[[X:.*]] = tensor.extract_slice %arg0[%[[B]], %[[FIRST]], 0] [1, %[[COUNT]], 16] [1, 1, 1] : tensor<2x40x16xf32> to tensor<1x?x16xf32>
+// CHECK: %[[M:.*]] = tensor.extract_slice %arg10[%[[B]], %[[FIRST]]] [1, %[[COUNT]]] [1, 1] : tensor<2x40xi32> to tensor<1x?xi32>
+// CHECK: tensor.extract_slice %[[Q]][%[[B]], %[[S0]], 0, 0] [1, %[[N]], 4, 4]
+// CHECK: scf.forall (%[[IB:[a-z0-9_]+]]) in (%{{.*}})
+// CHECK: %[[I0:.*]] = affine.apply #{{.*}}(%[[IB]])
+// CHECK: %[[INNER_FIRST:.*]] = affine.max
+// CHECK: tensor.extract_slice %[[X]][0, %[[INNER_FIRST]], 0]
+// CHECK: %[[T:.*]] = arith.addi %[[S0]], %[[I0]] : index
+// CHECK: attn.cca_prologue %{{.*}} wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%{{.*}}) token_offset(%[[T]]) outs(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}})
+// CHECK-SAME: -> (tensor<1x?x4x4xf32>, tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>)
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[Q]][%[[B]], %[[S0]], 0, 0] [1, %[[N]], 4, 4]
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[K]][%[[B]], %[[S0]], 0, 0] [1, %[[N]], 2, 4]
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[V]][%[[B]], %[[S0]], 0, 0] [1, %[[N]], 2, 4]
+func.func @cca_prologue(%x: tensor<2x40x16xf32>, %wq: tensor<16x16xf32>,
+                        %wk: tensor<8x16xf32>, %wv: tensor<4x16xf32>,
+                        %wvp: tensor<4x16xf32>, %dw: tensor<24x1x2xf32>,
+                        %dwb: tensor<24xf32>, %gw: tensor<24x4x2xf32>,
+                        %gwb: tensor<24xf32>, %temp: tensor<2xf32>,
+                        %m: tensor<2x40xi32>, %qi: tensor<2x40x4x4xf32>,
+                        %ki: tensor<2x40x2x4xf32>, %vi: tensor<2x40x2x4xf32>)
+    -> (tensor<2x40x4x4xf32>, tensor<2x40x2x4xf32>, tensor<2x40x2x4xf32>) {
+  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv) wv_prev(%wvp)
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) padding_mask(%m)
+      outs(%qi, %ki, %vi)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
+       rope = #attn.rope<theta = 10000.0>, block_s = 64 : i64}
+      : (tensor<2x40x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<4x16xf32>, tensor<4x16xf32>, tensor<24x1x2xf32>,
+         tensor<24xf32>, tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>,
+         tensor<2x40xi32>, tensor<2x40x4x4xf32>, tensor<2x40x2x4xf32>,
+         tensor<2x40x2x4xf32>)
+      -> (tensor<2x40x4x4xf32>, tensor<2x40x2x4xf32>, tensor<2x40x2x4xf32>)
+  return %q, %k, %v
+      : tensor<2x40x4x4xf32>, tensor<2x40x2x4xf32>, tensor<2x40x2x4xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.cca_prologue"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 16]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %inner, %loop2 = transform.structured.tile_using_forall %tiled tile_sizes [0, 8]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+// attn.flash_decode over (batch, kv heads): a tile writes the new key and
+// value rows of its sequence and KV head into its slice of the caches (the
+// inits) and attends its G = 2 query heads to that slice.
+// CHECK-LABEL: func.func @flash_decode
+// CHECK: scf.forall (%[[B:[a-z0-9_]+]], %[[H:[a-z0-9_]+]]) in (3, 2) shared_outs(%[[O:[a-z0-9_]+]] = %arg3, %[[KC:[a-z0-9_]+]] = %arg4, %[[VC:[a-z0-9_]+]] = %arg5)
+// CHECK: %[[Q:.*]] = tensor.extract_slice %arg0[%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 8]
+// CHECK: %[[K:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, 1, 1, 8]
+// CHECK: %[[V:.*]] = tensor.extract_slice %arg2[%[[B]], 0, %[[H]], 0] [1, 1, 1, 16]
+// CHECK: %[[INIT:.*]] = tensor.extract_slice %[[O]][%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 16]
+// CHECK: %[[KS:.*]] = tensor.extract_slice %[[KC]][%[[B]], 0, %[[H]], 0] [1, 32, 1, 8]
+// CHECK: %[[VS:.*]] = tensor.extract_slice %[[VC]][%[[B]], 0, %[[H]], 0] [1, 32, 1, 16]
+// CHECK: %[[P:.*]] = tensor.extract_slice %arg6[%[[B]]] [1] [1]
+// CHECK: %[[R:.*]], %[[RK:.*]], %[[RV:.*]] = attn.flash_decode %[[Q]], %[[K]], %[[V]] outs(%[[INIT]]) cache(%[[KS]], %[[VS]]) positions(%[[P]]) {block_kv = 16 : i64}
+// CHECK: tensor.parallel_insert_slice %[[R]] into %[[O]][%[[B]], 0, %{{.*}}, 0] [1, 1, 2, 16]
+// CHECK: tensor.parallel_insert_slice %[[RK]] into %[[KC]][%[[B]], 0, %[[H]], 0] [1, 32, 1, 8]
+// CHECK: tensor.parallel_insert_slice %[[RV]] into %[[VC]][%[[B]], 0, %[[H]], 0] [1, 32, 1, 16]
+func.func @flash_decode(%q: tensor<3x1x4x8xf32>, %k: tensor<3x1x2x8xf32>,
+                        %v: tensor<3x1x2x16xf32>, %init: tensor<3x1x4x16xf32>,
+                        %kc: tensor<3x32x2x8xf32>, %vc: tensor<3x32x2x16xf32>,
+                        %pos: tensor<3xi32>)
+    -> (tensor<3x1x4x16xf32>, tensor<3x32x2x8xf32>, tensor<3x32x2x16xf32>) {
+  %o, %kc2, %vc2 = attn.flash_decode %q, %k, %v outs(%init) cache(%kc, %vc)
+      positions(%pos) {block_kv = 16 : i64}
+      : (tensor<3x1x4x8xf32>, tensor<3x1x2x8xf32>, tensor<3x1x2x16xf32>,
+         tensor<3x1x4x16xf32>, tensor<3x32x2x8xf32>, tensor<3x32x2x16xf32>,
+         tensor<3xi32>)
+      -> (tensor<3x1x4x16xf32>, tensor<3x32x2x8xf32>, tensor<3x32x2x16xf32>)
+  return %o, %kc2, %vc2
+      : tensor<3x1x4x16xf32>, tensor<3x32x2x8xf32>, tensor<3x32x2x16xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.flash_decode"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+// The sequences of a paged cache share its pages: a tile of the batch is
+// refused, a tile of KV heads over the whole batch is not.
+func.func @flash_decode_paged(%q: tensor<3x1x4x8xf32>, %k: tensor<3x1x2x8xf32>,
+                              %init: tensor<3x1x4x8xf32>, %kp: tensor<8x4x2x8xf32>,
+                              %pos: tensor<3xi32>, %bt: tensor<3x4xi32>)
+    -> (tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>) {
+  // expected-error @+4 {{a tile of a paged cache takes the whole batch (its sequences share the pages)}}
+  // expected-error @+3 {{to tile operation}}
+  // expected-error @+2 {{failed to generate tiling loops}}
+  // expected-note @+1 {{when applied to this op}}
+  %o, %kp2 = attn.flash_decode %q, %k outs(%init) cache(%kp) positions(%pos)
+      block_table(%bt) {block_kv = 4 : i64}
+      : (tensor<3x1x4x8xf32>, tensor<3x1x2x8xf32>, tensor<3x1x4x8xf32>,
+         tensor<8x4x2x8xf32>, tensor<3xi32>, tensor<3x4xi32>)
+      -> (tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>)
+  return %o, %kp2 : tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.flash_decode"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{failed to apply}}
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @flash_decode_paged_heads
+// CHECK: scf.forall (%[[H:[a-z0-9_]+]]) in (2) shared_outs(%{{.*}} = %arg2, %[[KP:[a-z0-9_]+]] = %arg3)
+// CHECK: %[[PAGES:.*]] = tensor.extract_slice %[[KP]][0, 0, %[[H]], 0] [8, 4, 1, 8]
+// CHECK: attn.flash_decode %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} outs(%{{[a-z0-9_]+}}) cache(%[[PAGES]]) positions(%{{[a-z0-9_]+}}) block_table(%{{[a-z0-9_]+}})
+// CHECK-SAME: -> (tensor<3x1x2x8xf32>, tensor<8x4x1x8xf32>)
+func.func @flash_decode_paged_heads(%q: tensor<3x1x4x8xf32>, %k: tensor<3x1x2x8xf32>,
+                                    %init: tensor<3x1x4x8xf32>, %kp: tensor<8x4x2x8xf32>,
+                                    %pos: tensor<3xi32>, %bt: tensor<3x4xi32>)
+    -> (tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>) {
+  %o, %kp2 = attn.flash_decode %q, %k outs(%init) cache(%kp) positions(%pos)
+      block_table(%bt) {block_kv = 4 : i64}
+      : (tensor<3x1x4x8xf32>, tensor<3x1x2x8xf32>, tensor<3x1x4x8xf32>,
+         tensor<8x4x2x8xf32>, tensor<3xi32>, tensor<3x4xi32>)
+      -> (tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>)
+  return %o, %kp2 : tensor<3x1x4x8xf32>, tensor<8x4x2x8xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.flash_decode"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+// attn.cca_decode_prologue over the batch: a tile of sequences reads and
+// writes its rows of the states.
+// CHECK-LABEL: func.func @cca_decode_prologue
+// CHECK: scf.forall (%[[I:[a-z0-9_]+]]) in (2) shared_outs(%[[QO:[a-z0-9_]+]] = %arg9, %{{.*}} = %arg10, %{{.*}} = %arg10, %[[CS:[a-z0-9_]+]] = %arg11, %[[SS:[a-z0-9_]+]] = %arg12)
+// CHECK: %[[B0:.*]] = affine.apply #{{.*}}(%[[I]])
+// CHECK: %[[QI:.*]] = tensor.extract_slice %[[QO]][%[[B0]], 0, 0, 0] [2, 1, 4, 4]
+// CHECK: %[[CSI:.*]] = tensor.extract_slice %[[CS]][%[[B0]], 0, 0] [2, 2, 24]
+// CHECK: %[[QR:.*]] = tensor.extract_slice %arg0[%[[B0]], 0, 0] [2, 1, 16]
+// CHECK: %[[POS:.*]] = tensor.extract_slice %arg13[%[[B0]]] [2] [1]
+// CHECK: attn.cca_decode_prologue %[[QR]], %{{.*}}, %{{.*}}, %{{.*}} conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) outs(%[[QI]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) conv_state(%[[CSI]]) shift_state(%{{.*}}) positions(%[[POS]])
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[CS]][%[[B0]], 0, 0] [2, 2, 24]
+func.func @cca_decode_prologue(%qr: tensor<4x1x16xf32>, %kr: tensor<4x1x8xf32>,
+                               %vc: tensor<4x1x4xf32>, %vp: tensor<4x1x4xf32>,
+                               %dw: tensor<24x1x2xf32>, %dwb: tensor<24xf32>,
+                               %gw: tensor<24x4x2xf32>, %gwb: tensor<24xf32>,
+                               %temp: tensor<2xf32>, %qi: tensor<4x1x4x4xf32>,
+                               %kvi: tensor<4x1x2x4xf32>, %cs: tensor<4x2x24xf32>,
+                               %ss: tensor<4x1x4xf32>, %pos: tensor<4xi32>)
+    -> (tensor<4x1x4x4xf32>, tensor<4x2x24xf32>) {
+  %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi)
+      conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, value_shift}
+      : (tensor<4x1x16xf32>, tensor<4x1x8xf32>, tensor<4x1x4xf32>,
+         tensor<4x1x4xf32>, tensor<24x1x2xf32>, tensor<24xf32>,
+         tensor<24x4x2xf32>, tensor<24xf32>, tensor<2xf32>,
+         tensor<4x1x4x4xf32>, tensor<4x1x2x4xf32>, tensor<4x1x2x4xf32>,
+         tensor<4x2x24xf32>, tensor<4x1x4xf32>, tensor<4xi32>)
+      -> (tensor<4x1x4x4xf32>, tensor<4x1x2x4xf32>, tensor<4x1x2x4xf32>,
+          tensor<4x2x24xf32>, tensor<4x1x4xf32>)
+  return %q, %cso : tensor<4x1x4x4xf32>, tensor<4x2x24xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.cca_decode_prologue"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

@@ -154,11 +154,21 @@ def cca_function(name, E, hq, hk, d, k0, k1, toggles, mask=None):
     results = (f"tensor<?x?x{hq}x{d}xbf16>, tensor<?x?x{hk}x{d}xbf16>, "
                f"tensor<?x?x{hk}x{d}xbf16>")
     vprev = " wv_prev(%wvp)" if toggles else ""
+    inits = "".join(
+        f"  %init{i} = tensor.empty(%batch, %seq) : {t}\n"
+        for i, t in enumerate([f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>",
+                               f"tensor<?x?x{hk}x{d}xbf16>"]))
     return (
         f"func.func @cca_{name}({args}) -> ({results}) {{\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %c1 = arith.constant 1 : index\n"
+        f"  %batch = tensor.dim %x, %c0 : tensor<?x?x{E}xbf16>\n"
+        f"  %seq = tensor.dim %x, %c1 : tensor<?x?x{E}xbf16>\n"
+        f"{inits}"
         f"  %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wv){vprev} "
-        f"conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp){masked} {{{attrs}}}\n"
-        f"      : ({types}) -> ({results})\n"
+        f"conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp){masked} "
+        f"outs(%init0, %init1, %init2) {{{attrs}}}\n"
+        f"      : ({types}, {results}) -> ({results})\n"
         f"  return %q, %k, %v : {results}\n}}\n")
 
 
@@ -210,7 +220,13 @@ def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope, elem="b
     results = [f"?x1x{hq}x{d}xbf16", f"?x1x{hk}x{d}xbf16", f"?x1x{hk}x{d}xbf16",
                f"?x{p}x{c}xbf16"] + ([f"?x1x{lk // 2}xbf16"] if value_shift else [])
     args = ", ".join(f"%{n}: tensor<{t}>" for n, t in ops)
-    types = ", ".join(f"tensor<{t}>" for _, t in ops)
+    # The outputs' inits precede the states among the operands.
+    operand_types = [t for _, t in ops]
+    state = [n for n, _ in ops].index("cs")
+    operand_types[state:state] = results[:3]
+    types = ", ".join(f"tensor<{t}>" for t in operand_types)
+    inits = "".join(f"  %init{i} = tensor.empty(%batch) : tensor<{t}>\n"
+                    for i, t in enumerate(results[:3]))
     rtypes = ", ".join(f"tensor<{t}>" for t in results)
     names = ", ".join(f"%r{i}" for i in range(len(results)))
     vp = ", %vp" if value_shift else ""
@@ -218,8 +234,12 @@ def decode_function(name, hq, hk, d, k0, k1, qk_mean, value_shift, rope, elem="b
     return (
         f"func.func @decode_{name}({args.replace('bf16', elem)}) -> "
         f"({rtypes.replace('bf16', elem)}) {{\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %batch = tensor.dim %qr, %c0 : tensor<{ops[0][1]}>\n"
+        f"{inits}".replace('bf16', elem) +
         f"  {names} = attn.cca_decode_prologue %qr, %kr, %vc{vp} conv_dw(%dw, %dwb) "
-        f"conv_g(%gw, %gwb) temp(%temp) conv_state(%cs){ss} positions(%pos) {{{attrs}}}\n"
+        f"conv_g(%gw, %gwb) temp(%temp) outs(%init0, %init1, %init2) conv_state(%cs){ss} "
+        f"positions(%pos) {{{attrs}}}\n"
         f"      : ({types.replace('bf16', elem)}) -> ({rtypes.replace('bf16', elem)})\n"
         f"  return {names} : {rtypes.replace('bf16', elem)}\n}}\n")
 
@@ -256,9 +276,12 @@ def flash_decode_function(name, hq, hk, d, kv, paged, rope, elem="bf16"):
     def t(name, shape):
         return f"tensor<{shape}x{'i32' if name in ('pos', 'bt') else elem}>"
     params = ", ".join(f"%{n}: {t(n, s)}" for n, s in args)
-    types = ", ".join(t(n, s) for n, s in args)
     results = ([f"tensor<?x1x{hq}x{d}x{elem}>", t("kc", cache)]
                + ([] if kv else [t("vc", cache)]))
+    # The output's init follows the new rows among the operands.
+    operand_types = [t(n, s) for n, s in args]
+    operand_types.insert(2 if kv else 3, results[0])
+    types = ", ".join(operand_types)
     names = ["%o", "%kc2"] + ([] if kv else ["%vc2"])
     attrs = "block_kv = 64 : i64"
     if rope:
@@ -267,7 +290,11 @@ def flash_decode_function(name, hq, hk, d, kv, paged, rope, elem="bf16"):
     caches = "%kc" + ("" if kv else ", %vc")
     table = " block_table(%bt)" if paged else ""
     return (f"func.func @{name}({params}) -> ({', '.join(results)}) {{\n"
-            f"  {', '.join(names)} = attn.flash_decode {new} cache({caches}) positions(%pos){table}"
+            f"  %c0 = arith.constant 0 : index\n"
+            f"  %batch = tensor.dim %q, %c0 : {t('q', args[0][1])}\n"
+            f"  %init = tensor.empty(%batch) : {results[0]}\n"
+            f"  {', '.join(names)} = attn.flash_decode {new} outs(%init) cache({caches}) "
+            f"positions(%pos){table}"
             f" {{{attrs}}}\n      : ({types}) -> ({', '.join(results)})\n"
             f"  return {', '.join(names)} : {', '.join(results)}\n}}\n")
 

@@ -1,11 +1,13 @@
 //===- AttnCCADecodeKernelOps.cpp - attn.cca_decode_prologue ----*- C++ -*-===//
 //
-// Verifier of the CCA decode-step prologue kernel op. As for every attn op,
+// Verifier and TilingInterface of the CCA decode-step prologue kernel op.
+// As for every attn op,
 // each error names the operand, result or attribute at fault and states the
 // expected and the actual value.
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileSlices.h"
 #include "VerifyUtils.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -106,7 +108,6 @@ LogicalResult DecodePrologueVerifier::verify() {
       failed(presence("shift_state", op.getShiftState() != nullptr)) ||
       failed(presence("shift_state_out", op.getShiftStateOut() != nullptr)))
     return failure();
-
   auto qrType = cast<RankedTensorType>(op.getQr().getType());
   if (failed(verify::verifyRank(op, "qr", op.getQr(), 3,
                                 "[batch, 1, num_heads * head_dim]")))
@@ -155,13 +156,74 @@ LogicalResult DecodePrologueVerifier::verify() {
     return failure();
 
   if (failed(verify::verifyNormEps(op, op.getEps(), op.getNorm())) ||
-      failed(verify::verifyRope(op, op.getRopeAttr(), headDim)))
+      failed(verify::verifyRope(op, op.getRopeAttr(), headDim)) ||
+      failed(elementTypes()))
     return failure();
-  return elementTypes();
+  // Each init has its result's type: the states are updated in place.
+  StringRef initNames[] = {"query_init", "key_init", "value_init", "conv_state",
+                           "shift_state"};
+  for (auto [name, init, result] :
+       llvm::zip(initNames, op.getDpsInits(), op->getResults()))
+    if (init.getType() != result.getType())
+      return op.emitOpError()
+             << "'" << name << "' must have the type " << result.getType()
+             << " of its result, got " << init.getType();
+  return success();
 }
 
 } // namespace
 
 LogicalResult CCADecodePrologueOp::verify() {
   return DecodePrologueVerifier(*this).verify();
+}
+
+/// The iteration space is the batch: each sequence's step reads and writes
+/// only its own rows and states.
+SmallVector<utils::IteratorType> CCADecodePrologueOp::getLoopIteratorTypes() {
+  return {utils::IteratorType::parallel};
+}
+
+SmallVector<Range> CCADecodePrologueOp::getIterationDomain(OpBuilder &builder) {
+  return {{builder.getIndexAttr(0),
+           tensor::getMixedSize(builder, getLoc(), getQr(), 0),
+           builder.getIndexAttr(1)}};
+}
+
+FailureOr<TilingResult>
+CCADecodePrologueOp::getTiledImplementation(OpBuilder &builder,
+                                            ArrayRef<OpFoldResult> offsets,
+                                            ArrayRef<OpFoldResult> sizes) {
+  tiling::TileSlices slices(builder, getLoc());
+  auto rows = [&](Value value) {
+    return value ? slices.extractRows(value, offsets[0], sizes[0]) : Value();
+  };
+  Value queryInit = rows(getQueryInit()), keyInit = rows(getKeyInit());
+  Value valueInit = rows(getValueInit()), convState = rows(getConvState());
+  Value shiftState = rows(getShiftState());
+  SmallVector<Type> resultTypes = {queryInit.getType(), keyInit.getType(),
+                                   valueInit.getType(), convState.getType()};
+  if (shiftState)
+    resultTypes.push_back(shiftState.getType());
+  auto tiled = CCADecodePrologueOp::create(
+      builder, getLoc(), resultTypes, rows(getQr()), rows(getKr()),
+      rows(getVCur()), rows(getVPrev()), getConvDwWeight(), getConvDwBias(),
+      getConvGWeight(), getConvGBias(), getTemp(), queryInit, keyInit,
+      valueInit, convState, shiftState, rows(getPositions()), getNumHeadsAttr(),
+      getNumKvHeadsAttr(), getHeadDimAttr(), getConvKernelSizesAttr(),
+      getQkMeanAttr(), getValueShiftAttr(), getTemperatureAttr(), getEpsAttr(),
+      getNormAttr(), getRopeAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
+}
+
+LogicalResult CCADecodePrologueOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  Value init = getDpsInits()[resultNumber];
+  resultSizes = tensor::getMixedSizes(builder, getLoc(), init);
+  resultOffsets.assign(resultSizes.size(), builder.getIndexAttr(0));
+  resultOffsets[0] = offsets[0];
+  resultSizes[0] = sizes[0];
+  return success();
 }

@@ -1,12 +1,17 @@
-//===- AttnDecodeKernelOps.cpp - decode kernel op verifiers -----*- C++ -*-===//
+//===- AttnDecodeKernelOps.cpp - attn.flash_decode ----------------*- C++
+//-*-===//
 //
-// Verifier of attn.flash_decode. Every message names the operand, attribute
-// or result at fault and states the expected and the actual value.
+// Verifier and TilingInterface of attn.flash_decode. Every verifier message
+// names the operand, attribute or result at fault and states the expected
+// and the actual value.
 //
 //===----------------------------------------------------------------------===//
 
+#include "TileSlices.h"
 #include "VerifyUtils.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
@@ -151,6 +156,10 @@ LogicalResult FlashDecodeOp::verify() {
   if (failed(check.shape("result", getResult(),
                          {batchDim, oneDim, {numHeads, "heads"}, valueDimDim})))
     return failure();
+  if (getInit().getType() != getResult().getType())
+    return emitOpError() << "'init' must have the result type "
+                         << getResult().getType() << ", got "
+                         << getInit().getType();
   if (getKeyCacheOut().getType() != keyCache.getType())
     return emitOpError() << "result 'key_cache_out' has type "
                          << getKeyCacheOut().getType()
@@ -191,4 +200,114 @@ LogicalResult FlashDecodeOp::verify() {
       failed(verify::verifyRope(*this, getQueryRopeAttr(), headDim,
                                 "query_rope")) ||
       failed(verify::verifyRope(*this, getKeyRopeAttr(), headDim, "key_rope")));
+}
+
+//===----------------------------------------------------------------------===//
+// TilingInterface
+//===----------------------------------------------------------------------===//
+
+/// The iteration space is (batch, kv head): a point writes its new key (and
+/// value) row, then attends its G query heads to its cache rows, so both
+/// dimensions are parallel and the reduction over keys stays in the op.
+SmallVector<utils::IteratorType> FlashDecodeOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> FlashDecodeOp::getIterationDomain(OpBuilder &builder) {
+  Location loc = getLoc();
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  return {{zero, tensor::getMixedSize(builder, loc, getQuery(), 0), one},
+          {zero, tensor::getMixedSize(builder, loc, getKeyNew(), 2), one}};
+}
+
+/// Whether a tile of `size` from `offset` covers all of dimension `dim` of
+/// `tensor` (a dynamic size must be that dimension's tensor.dim).
+static bool coversDim(OpFoldResult offset, OpFoldResult size, Value tensor,
+                      int64_t dim) {
+  if (!isConstantIntValue(offset, 0))
+    return false;
+  int64_t staticSize = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  if (std::optional<int64_t> constant = getConstantIntValue(size))
+    return *constant == staticSize;
+  auto dimOp = dyn_cast_if_present<Value>(size)
+                   ? cast<Value>(size).getDefiningOp<tensor::DimOp>()
+                   : tensor::DimOp();
+  return dimOp && dimOp.getSource() == tensor &&
+         dimOp.getConstantIndex() == dim;
+}
+
+/// Offsets and sizes of the (batch, kv head) tile's slice of a
+/// `[rows, slots, heads, dim]` tensor whose heads dimension holds
+/// `headsPerKvHead` heads per kv head; rows are the batch unless `allRows`.
+static void decodeSlice(OpBuilder &builder, Location loc, Value tensor,
+                        ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> sizes, int64_t headsPerKvHead,
+                        bool allRows,
+                        SmallVectorImpl<OpFoldResult> &sliceOffsets,
+                        SmallVectorImpl<OpFoldResult> &sliceSizes) {
+  AffineExpr d0 = builder.getAffineDimExpr(0);
+  OpFoldResult zero = builder.getIndexAttr(0);
+  sliceOffsets.assign({allRows ? zero : offsets[0], zero,
+                       affine::makeComposedFoldedAffineApply(
+                           builder, loc, d0 * headsPerKvHead, {offsets[1]}),
+                       zero});
+  sliceSizes.assign(
+      {allRows ? tensor::getMixedSize(builder, loc, tensor, 0) : sizes[0],
+       tensor::getMixedSize(builder, loc, tensor, 1),
+       affine::makeComposedFoldedAffineApply(builder, loc, d0 * headsPerKvHead,
+                                             {sizes[1]}),
+       tensor::getMixedSize(builder, loc, tensor, 3)});
+}
+
+FailureOr<TilingResult>
+FlashDecodeOp::getTiledImplementation(OpBuilder &builder,
+                                      ArrayRef<OpFoldResult> offsets,
+                                      ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  if (isPaged() && !coversDim(offsets[0], sizes[0], getQuery(), 0))
+    return emitOpError() << "a tile of a paged cache takes the whole batch "
+                            "(its sequences share the pages)";
+  int64_t group = cast<RankedTensorType>(getQuery().getType()).getDimSize(2) /
+                  cast<RankedTensorType>(getKeyNew().getType()).getDimSize(2);
+  tiling::TileSlices slices(builder, loc);
+  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+  auto headSlice = [&](Value tensor, int64_t headsPerKvHead, bool allRows) {
+    decodeSlice(builder, loc, tensor, offsets, sizes, headsPerKvHead, allRows,
+                sliceOffsets, sliceSizes);
+    return slices.extract(tensor, sliceOffsets, sliceSizes);
+  };
+  Value query = headSlice(getQuery(), group, false);
+  Value keyNew = headSlice(getKeyNew(), 1, false);
+  Value valueNew = getValueNew() ? headSlice(getValueNew(), 1, false) : Value();
+  Value init = headSlice(getInit(), group, false);
+  Value keyCache = headSlice(getKeyCache(), 1, isPaged());
+  Value valueCache =
+      getValueCache() ? headSlice(getValueCache(), 1, isPaged()) : Value();
+  Value positions = slices.extractRows(getPositions(), offsets[0], sizes[0]);
+  Value blockTable = getBlockTable() ? slices.extractRows(getBlockTable(),
+                                                          offsets[0], sizes[0])
+                                     : Value();
+  SmallVector<Type> resultTypes = {init.getType(), keyCache.getType()};
+  if (valueCache)
+    resultTypes.push_back(valueCache.getType());
+  auto tiled = FlashDecodeOp::create(
+      builder, loc, resultTypes, query, keyNew, valueNew, init, keyCache,
+      valueCache, positions, blockTable, getWindowAttr(), getScaleAttr(),
+      getQueryRopeAttr(), getKeyRopeAttr(), getBlockKvAttr(),
+      getNumSplitsAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
+}
+
+LogicalResult FlashDecodeOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  int64_t group = cast<RankedTensorType>(getQuery().getType()).getDimSize(2) /
+                  cast<RankedTensorType>(getKeyNew().getType()).getDimSize(2);
+  Value init = getDpsInits()[resultNumber];
+  decodeSlice(builder, getLoc(), init, offsets, sizes,
+              resultNumber == 0 ? group : 1, resultNumber > 0 && isPaged(),
+              resultOffsets, resultSizes);
+  return success();
 }

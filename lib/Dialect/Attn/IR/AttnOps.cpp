@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "TileSlices.h"
 #include "VerifyUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -745,6 +746,15 @@ LogicalResult FusedProjectionOp::verify() {
 
 LogicalResult CCAPrologueOp::verify() {
   Operation *op = getOperation();
+  if (getInits().size() != getNumResults())
+    return emitOpError() << "takes one 'outs' per result (query, key, value), "
+                            "got "
+                         << getInits().size();
+  for (auto [index, init, result] : llvm::enumerate(getInits(), getResults()))
+    if (init.getType() != result.getType())
+      return emitOpError() << "'outs' #" << index << " must have the type "
+                           << result.getType() << " of result #" << index
+                           << ", got " << init.getType();
   if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
       failed(verifyCCAParameters(*this, dimOf(getInput(), 2))))
@@ -753,15 +763,29 @@ LogicalResult CCAPrologueOp::verify() {
   ExpectedDim batchDim{dimOf(getInput(), 0), "batch"};
   ExpectedDim seqDim{dimOf(getInput(), 1), "seq"};
   ExpectedDim headDim{static_cast<int64_t>(getHeadDim()), "head_dim"};
-  if (failed(
-          verifyShape(op, "query", getQuery(),
-                      {batchDim, seqDim, {numHeads, "num_heads"}, headDim})) ||
+  // A tile's results are its tokens; its input adds their history.
+  ExpectedDim tokensDim = seqDim;
+  if (getTokenOffset()) {
+    if (failed(verifyRank(op, "query", getQuery(), 4,
+                          "[batch, tokens, num_heads, head_dim]")))
+      return failure();
+    int64_t tokens = dimOf(getQuery(), 1);
+    if (!ShapedType::isDynamic(tokens) && !ShapedType::isDynamic(seqDim.size) &&
+        tokens > seqDim.size)
+      return emitOpError() << "with 'token_offset' the results' " << tokens
+                           << " tokens must be at most the input's "
+                           << seqDim.size;
+    tokensDim = {tokens, "the query's tokens"};
+  }
+  if (failed(verifyShape(
+          op, "query", getQuery(),
+          {batchDim, tokensDim, {numHeads, "num_heads"}, headDim})) ||
       failed(verifyShape(
           op, "key", getKey(),
-          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
+          {batchDim, tokensDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
       failed(verifyShape(
           op, "value", getValue(),
-          {batchDim, seqDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
+          {batchDim, tokensDim, {numKvHeads, "num_kv_heads"}, headDim})) ||
       failed(verifyTokenMask(op, "padding_mask", getPaddingMask(),
                              batchDim.size, seqDim.size, "seq")))
     return failure();
@@ -784,25 +808,7 @@ LogicalResult FlashAttentionOp::verify() {
       failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
 }
 
-namespace {
-/// The unit-stride operand slices of one tile, kept for its TilingResult.
-struct TileSlices {
-  TileSlices(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
-
-  Value extract(Value source, ArrayRef<OpFoldResult> offsets,
-                ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), builder.getIndexAttr(1));
-    auto slice = tensor::ExtractSliceOp::create(builder, loc, source, offsets,
-                                                sizes, strides);
-    ops.push_back(slice);
-    return slice;
-  }
-
-  OpBuilder &builder;
-  Location loc;
-  SmallVector<Operation *> ops;
-};
-} // namespace
+using tiling::TileSlices;
 
 /// The iteration space is (batch, token, head, head dim): every point owns
 /// its output element and reduces over the whole model width itself.
@@ -971,6 +977,91 @@ LogicalResult FlashAttentionOp::getResultTilePosition(
   int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
   perHeadSlice(builder, getLoc(), getInit(), offsets, sizes, offsets[2],
                sizes[2], group, resultOffsets, resultSizes);
+  return success();
+}
+
+/// The iteration space is (batch, token): a token's three results read its
+/// own input row and the halo before it, so both dimensions are parallel.
+SmallVector<utils::IteratorType> CCAPrologueOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> CCAPrologueOp::getIterationDomain(OpBuilder &builder) {
+  Location loc = getLoc();
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  return {{zero, tensor::getMixedSize(builder, loc, getInits()[0], 0), one},
+          {zero, tensor::getMixedSize(builder, loc, getInits()[0], 1), one}};
+}
+
+FailureOr<TilingResult>
+CCAPrologueOp::getTiledImplementation(OpBuilder &builder,
+                                      ArrayRef<OpFoldResult> offsets,
+                                      ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  // The op's input rows are its H = seq - R history rows, then its R tokens.
+  // Tile tokens [o, o + n) read input rows [max(0, H + o - halo), H + o + n).
+  AffineExpr d0 = builder.getAffineDimExpr(0), d1 = builder.getAffineDimExpr(1),
+             d2 = builder.getAffineDimExpr(2);
+  OpFoldResult inputRows = tensor::getMixedSize(builder, loc, getInput(), 1);
+  OpFoldResult tokens = tensor::getMixedSize(builder, loc, getInits()[0], 1);
+  OpFoldResult history = affine::makeComposedFoldedAffineApply(
+      builder, loc, d0 - d1, {inputRows, tokens});
+  OpFoldResult firstRow = affine::makeComposedFoldedAffineMax(
+      builder, loc,
+      AffineMap::get(2, 0,
+                     {d0 + d1 - getHalo(), builder.getAffineConstantExpr(0)},
+                     builder.getContext()),
+      {history, offsets[1]});
+  OpFoldResult rows = affine::makeComposedFoldedAffineApply(
+      builder, loc, d0 + d1 + d2 - builder.getAffineDimExpr(3),
+      {history, offsets[1], sizes[1], firstRow});
+
+  OpFoldResult zero = builder.getIndexAttr(0);
+  TileSlices slices(builder, loc);
+  Value input = slices.extract(
+      getInput(), {offsets[0], firstRow, zero},
+      {sizes[0], rows, tensor::getMixedSize(builder, loc, getInput(), 2)});
+  Value mask = getPaddingMask()
+                   ? slices.extract(getPaddingMask(), {offsets[0], firstRow},
+                                    {sizes[0], rows})
+                   : Value();
+  SmallVector<Value> inits;
+  SmallVector<Type> resultTypes;
+  for (Value init : getInits()) {
+    SmallVector<OpFoldResult> initOffsets = {offsets[0], offsets[1], zero,
+                                             zero};
+    SmallVector<OpFoldResult> initSizes = {
+        sizes[0], sizes[1], tensor::getMixedSize(builder, loc, init, 2),
+        tensor::getMixedSize(builder, loc, init, 3)};
+    inits.push_back(slices.extract(init, initOffsets, initSizes));
+    resultTypes.push_back(inits.back().getType());
+  }
+  // The tile's tokens keep their positions for the rotation.
+  Value tokenOffset = getValueOrCreateConstantIndexOp(builder, loc, offsets[1]);
+  if (Value enclosing = getTokenOffset())
+    tokenOffset = arith::AddIOp::create(builder, loc, enclosing, tokenOffset);
+
+  auto tiled = CCAPrologueOp::create(
+      builder, loc, resultTypes, input, getWq(), getWk(), getWv(), getWvPrev(),
+      getConvDwWeight(), getConvDwBias(), getConvGWeight(), getConvGBias(),
+      getTemp(), mask, tokenOffset, inits, getNumHeadsAttr(),
+      getNumKvHeadsAttr(), getHeadDimAttr(), getConvKernelSizesAttr(),
+      getQkMeanAttr(), getValueShiftAttr(), getTemperatureAttr(), getEpsAttr(),
+      getNormAttr(), getRopeAttr(), getBlockSAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
+}
+
+LogicalResult CCAPrologueOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  Value init = getInits()[resultNumber];
+  resultOffsets = {offsets[0], offsets[1], builder.getIndexAttr(0),
+                   builder.getIndexAttr(0)};
+  resultSizes = {sizes[0], sizes[1],
+                 tensor::getMixedSize(builder, getLoc(), init, 2),
+                 tensor::getMixedSize(builder, getLoc(), init, 3)};
   return success();
 }
 

@@ -40,6 +40,22 @@ Value emptyResult(PatternRewriter &rewriter, Location loc,
   return tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
 }
 
+/// A `[batch, tokens, heads, head_dim]` init of `type` whose sizes come
+/// from the op's own (verified) attributes, not from a tensor of that rank.
+Value headsInit(PatternRewriter &rewriter, Location loc, Type type,
+                OpFoldResult batch, OpFoldResult tokens, int64_t heads,
+                int64_t headDim) {
+  auto initType = cast<RankedTensorType>(type);
+  Value init =
+      tensor::EmptyOp::create(rewriter, loc,
+                              {batch, tokens, rewriter.getIndexAttr(heads),
+                               rewriter.getIndexAttr(headDim)},
+                              initType.getElementType());
+  if (init.getType() != initType)
+    init = tensor::CastOp::create(rewriter, loc, initType, init);
+  return init;
+}
+
 struct TileSizes {
   int64_t blockQ, blockKV, blockS, blockN, blockK, decodeBlockKV;
 };
@@ -269,13 +285,22 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
       return rewriter.notifyMatchFailure(norm, "operands do not dominate");
 
     rewriter.setInsertionPoint(sdpa);
+    SmallVector<Type> resultTypes = {query.getType(), key.getType(),
+                                     sdpa.getValue().getType()};
+    int64_t resultHeads[] = {numHeads, numKvHeads, numKvHeads};
+    SmallVector<Value> inits;
+    for (auto [type, heads] : llvm::zip_equal(resultTypes, resultHeads))
+      inits.push_back(
+          headsInit(rewriter, norm.getLoc(), type,
+                    tensor::getMixedSize(rewriter, norm.getLoc(), input, 0),
+                    tensor::getMixedSize(rewriter, norm.getLoc(), input, 1),
+                    heads, headDim));
     auto prologue = CCAPrologueOp::create(
-        rewriter, norm.getLoc(),
-        TypeRange{query.getType(), key.getType(), sdpa.getValue().getType()},
-        input, queryProjection.getWeight(), keyProjection.getWeight(),
-        currentWeight, previousWeight, depthwise.getWeight(),
-        depthwise.getBias(), grouped.getWeight(), grouped.getBias(),
-        norm.getTemp(), paddingMask, rewriter.getI64IntegerAttr(numHeads),
+        rewriter, norm.getLoc(), resultTypes, input,
+        queryProjection.getWeight(), keyProjection.getWeight(), currentWeight,
+        previousWeight, depthwise.getWeight(), depthwise.getBias(),
+        grouped.getWeight(), grouped.getBias(), norm.getTemp(), paddingMask,
+        /*token_offset=*/Value(), inits, rewriter.getI64IntegerAttr(numHeads),
         rewriter.getI64IntegerAttr(numKvHeads),
         rewriter.getI64IntegerAttr(headDim),
         rewriter.getDenseI64ArrayAttr({k0, k1}),
@@ -451,13 +476,22 @@ struct FuseCCADecodePrologue : OpRewritePattern<QKNormOp> {
                                      valueHeads.getType(), convState.getType()};
     if (shiftState)
       resultTypes.push_back(shiftState.getType());
+    // The outputs' inits: [batch, 1, heads, head_dim].
+    OpFoldResult batch = tensor::getMixedSize(rewriter, norm.getLoc(),
+                                              queryProjection.getResult(), 0);
+    int64_t resultHeads[] = {numHeads, numKvHeads, numKvHeads};
+    SmallVector<Value> inits;
+    for (auto [type, heads] :
+         llvm::zip(ArrayRef(resultTypes).take_front(3), resultHeads))
+      inits.push_back(headsInit(rewriter, norm.getLoc(), type, batch,
+                                rewriter.getIndexAttr(1), heads, headDim));
     auto prologue = CCADecodePrologueOp::create(
         rewriter, norm.getLoc(), resultTypes, queryProjection.getResult(),
         keyProjection.getResult(), currentProjection.getResult(),
         previousProjection ? previousProjection.getResult() : Value(),
         depthwise.getWeight(), depthwise.getBias(), grouped.getWeight(),
-        grouped.getBias(), norm.getTemp(), convState, shiftState, positions,
-        rewriter.getI64IntegerAttr(numHeads),
+        grouped.getBias(), norm.getTemp(), inits[0], inits[1], inits[2],
+        convState, shiftState, positions, rewriter.getI64IntegerAttr(numHeads),
         rewriter.getI64IntegerAttr(numKvHeads),
         rewriter.getI64IntegerAttr(headDim),
         rewriter.getDenseI64ArrayAttr({k0, k1}),
@@ -628,12 +662,16 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
                                      keys->update.getResult().getType()};
     if (values)
       resultTypes.push_back(values->update.getResult().getType());
+    Value init =
+        emptyResult(rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
+                    [&](int64_t) { return query; });
     auto decode = FlashDecodeOp::create(
         rewriter, op.getLoc(), resultTypes, query, keys->update.getNewRows(),
-        values ? values->update.getNewRows() : Value(), keys->update.getCache(),
-        values ? values->update.getCache() : Value(), positions,
-        keys->update.getBlockTable(), op.getWindowAttr(), op.getScaleAttr(),
-        queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.decodeBlockKV),
+        values ? values->update.getNewRows() : Value(), init,
+        keys->update.getCache(), values ? values->update.getCache() : Value(),
+        positions, keys->update.getBlockTable(), op.getWindowAttr(),
+        op.getScaleAttr(), queryRope, keyRope,
+        rewriter.getI64IntegerAttr(tiles.decodeBlockKV),
         rewriter.getI64IntegerAttr(0));
     rewriter.replaceOp(op, decode.getResult());
     // The view and its rotation are dead now; drop them before the writes

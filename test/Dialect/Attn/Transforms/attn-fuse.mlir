@@ -117,7 +117,7 @@ func.func @qkv_rope(%x: tensor<?x?x32xbf16>, %wk: tensor<32x32xbf16>,
 // one prologue kernel writing Q, K and V once; the norm form and eps carry
 // over.
 // CHECK-LABEL: func.func @ccgqa
-// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, eps = 1.1920928955078125E-7 : f64, head_dim = 16 : i64, norm = #attn.norm<clamp_eps>, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) outs({{.*}}) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, eps = 1.1920928955078125E-7 : f64, head_dim = 16 : i64, norm = #attn.norm<clamp_eps>, num_heads = 4 : i64, num_kv_heads = 2 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, temperature = #attn.temperature<clamped>, value_shift}
 // CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
 // CHECK-NOT: attn.causal_conv1d
 // CHECK-NOT: attn.qk_norm
@@ -145,7 +145,7 @@ func.func @ccgqa(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
 
 // CCA without QK-mean, value shift or RoPE (raw temperature, k = 3).
 // CHECK-LABEL: func.func @cca_plain
-// CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 3, 3>, head_dim = 8 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64}
+// CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) outs({{.*}}) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 3, 3>, head_dim = 8 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64}
 func.func @cca_plain(%x: tensor<1x9x16xf32>, %wq: tensor<16x16xf32>,
                      %wk: tensor<16x16xf32>, %wv: tensor<16x16xf32>,
                      %dw: tensor<32x1x3xf32>, %dwb: tensor<32xf32>,
@@ -197,7 +197,7 @@ func.func @loose_primitives(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x1x8xf32>,
 // CHECK: %[[K:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 2, 4] : tensor<?x2x4xf32> into tensor<?x1x2x4xf32>
 // CHECK: attn.fused_projection %[[SEQ]], %arg1 outs(%{{.*}}) {{.+}} -> tensor<1x?x4x4xf32>
 // CHECK: %[[Q:.+]] = tensor.expand_shape %{{.+}} output_shape [%{{.+}}, 1, 4, 4] : tensor<?x4x4xf32> into tensor<?x1x4x4xf32>
-// CHECK: %[[O:.+]], %[[KV:.+]] = attn.flash_decode %[[Q]], %[[K]] cache(%arg4) positions(%arg5) block_table(%arg6) {block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
+// CHECK: %[[O:.+]], %[[KV:.+]] = attn.flash_decode %[[Q]], %[[K]] outs(%{{[a-z0-9_]+}}) cache(%arg4) positions(%arg5) block_table(%arg6) {block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>, query_rope = #attn.rope<theta = 10000.0>}
 // CHECK-NOT: attn.cache_update
 // CHECK-NOT: attn.cache_gather
 // CHECK-NOT: attn.sdpa
@@ -293,8 +293,8 @@ func.func @none_prefill_chunk(%x: tensor<2x?x16xf32>, %wq: tensor<16x16xf32>,
 // attn.cca_decode_prologue (rolling both states), the attention over the
 // post-RoPE key cache and the value cache one attn.flash_decode.
 // CHECK-LABEL: func.func @cca_decode_step
-// CHECK: %[[Q:.+]], %[[K:.+]], %[[V:.+]], %[[CS:.+]], %[[SS:.+]] = attn.cca_decode_prologue %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) conv_state(%arg13) shift_state(%arg14) positions(%arg15) {conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, value_shift}
-// CHECK: %[[O:.+]], %[[KC:.+]], %[[VC:.+]] = attn.flash_decode %[[Q]], %[[K]], %[[V]] cache(%arg11, %arg12) positions(%arg15) {block_kv = 64 : i64}
+// CHECK: %[[Q:.+]], %[[K:.+]], %[[V:.+]], %[[CS:.+]], %[[SS:.+]] = attn.cca_decode_prologue %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) outs(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) conv_state(%arg13) shift_state(%arg14) positions(%arg15) {conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, qk_mean, rope = #attn.rope<theta = 10000.0, fraction = 0.5>, value_shift}
+// CHECK: %[[O:.+]], %[[KC:.+]], %[[VC:.+]] = attn.flash_decode %[[Q]], %[[K]], %[[V]] outs(%{{[a-z0-9_]+}}) cache(%arg11, %arg12) positions(%arg15) {block_kv = 64 : i64}
 // CHECK-NOT: attn.causal_conv1d
 // CHECK-NOT: attn.state_update
 // CHECK: return %{{.+}}, %[[KC]], %[[VC]], %[[CS]], %[[SS]]
@@ -330,7 +330,7 @@ func.func @cca_decode_step(%x: tensor<2x1x16xf32>, %wq: tensor<8x16xf32>,
 // (the mask_tokens of the decomposition is folded into it), the flash
 // kernel masks them as keys.
 // CHECK-LABEL: func.func @ccgqa_padding_mask
-// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg11) {block_s = 64 : i64
+// CHECK: %[[Q:.*]], %[[K:.*]], %[[V:.*]] = attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) wv_prev(%arg4) conv_dw(%arg5, %arg6) conv_g(%arg7, %arg8) temp(%arg9) padding_mask(%arg11) outs({{.*}}) {block_s = 64 : i64
 // CHECK: attn.flash_attention %[[Q]], %[[K]], %[[V]] key_mask(%arg11) outs(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 8 : i64}
 // CHECK-NOT: attn.mask_tokens
 // CHECK-NOT: attn.sdpa

@@ -70,7 +70,10 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection",
 }
 
 def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "fused CCA prologue: projections, convolutions, norm, RoPE";
   let description = [{
     Steps 1 to 6 of `attn.cca` in one kernel: the down-projections, both
@@ -90,15 +93,32 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     count as zero rows of `x`: their projections, their convolution inputs
     and their delayed values are zero, as `attn.cca` with the mask defines.
 
+    With `token_offset(%t)` the results are tokens `t .. t + R - 1` of their
+    sequences (`R` result tokens) and the input (and mask) rows are tokens
+    `t - H .. t + R - 1`: the `H = seq - R` rows before the results are their
+    history. Row `i` is rotated at position `t + i`; tokens the convolutions
+    or the value shift reach before the history count as zero rows, which
+    is exact when `H` covers the halo or `t - H = 0` (a tile of the sequence
+    start). Tiling produces it; without it `t = 0` and `R = seq`.
+
+    The op is destination-style (`outs` are the initial values of the three
+    results, fully overwritten) and implements `TilingInterface` over
+    `(batch, seq)`, both parallel: a tile is an `attn.cca_prologue` of its
+    tokens and their halo of `max(P, 1)` earlier input rows (fewer at the
+    start of the sequence).
+
     ```mlir
     %q, %k, %v = attn.cca_prologue %x wq(%wq) wk(%wk) wv(%wvc) wv_prev(%wvp)
         conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+        outs(%q_init, %k_init, %v_init)
         {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
          conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
          temperature = #attn.temperature<clamped>,
          rope = #attn.rope<theta = 10000.0, fraction = 0.5>, block_s = 64 : i64}
-        : (...) -> (tensor<?x?x8x128xf32>, tensor<?x?x2x128xf32>,
-                    tensor<?x?x2x128xf32>)
+        : (..., tensor<?x?x8x128xf32>, tensor<?x?x2x128xf32>,
+           tensor<?x?x2x128xf32>)
+        -> (tensor<?x?x8x128xf32>, tensor<?x?x2x128xf32>,
+            tensor<?x?x2x128xf32>)
     ```
 
     Semantics: docs/semantics.md#attncca_prologue
@@ -115,6 +135,8 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     Attn_FloatTensor:$conv_g_bias,
     Attn_FloatTensor:$temp,
     Optional<Attn_MaskTensor>:$padding_mask,
+    Optional<Index>:$token_offset,
+    Variadic<Attn_FloatTensor>:$inits,
     Attn_PositiveI64Attr:$num_heads,
     Attn_PositiveI64Attr:$num_kv_heads,
     Attn_PositiveI64Attr:$head_dim,
@@ -137,6 +159,7 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
     `temp` `(` $temp `)`
     (`padding_mask` `(` $padding_mask^ `)`)?
+    (`token_offset` `(` $token_offset^ `)`)? `outs` `(` $inits `)`
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -149,6 +172,14 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     }
     int64_t getConvPadding() {
       return getConvKernelSizes()[0] - 1 + getConvKernelSizes()[1] - 1;
+    }
+    /// The earlier input rows a token's results read: the convolutions'
+    /// `P`, at least 1 with the value shift.
+    int64_t getHalo() {
+      return std::max<int64_t>(getConvPadding(), getValueShift() ? 1 : 0);
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitsMutable();
     }
   }];
 }
@@ -236,7 +267,10 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
 }
 
 def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "one decode step: cache write and split-KV attention";
   let description = [{
     One generated token per sequence against a KV cache. For every batch
@@ -265,28 +299,40 @@ def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
 
     Results: the output `[B, 1, Hq, dv]` and the updated cache(s).
 
+    The op is destination-style: `outs(%init)` is the output's initial
+    value (its contents are not read) and the caches are the initial values
+    of the updated caches, so a cache is updated in place. It implements
+    `TilingInterface` over `(batch, kv heads)`, both parallel: a tile is an
+    `attn.flash_decode` of its sequences and KV heads on their query heads
+    and cache slices. The sequences of a paged cache share its pages, so a
+    tile of a paged cache takes the whole batch.
+
     ```mlir
     // K=V cache with GQA-4 and RoPE on load.
-    %o, %kc = attn.flash_decode %q, %k cache(%kcache) positions(%pos)
+    %o, %kc = attn.flash_decode %q, %k outs(%init) cache(%kcache)
+        positions(%pos)
         {block_kv = 64 : i64, query_rope = #attn.rope<theta = 10000.0>,
          key_rope = #attn.rope<theta = 10000.0>}
         : (tensor<?x1x16x64xbf16>, tensor<?x1x4x64xbf16>,
-           tensor<?x4096x4x64xbf16>, tensor<?xi32>)
+           tensor<?x1x16x64xbf16>, tensor<?x4096x4x64xbf16>, tensor<?xi32>)
           -> (tensor<?x1x16x64xbf16>, tensor<?x4096x4x64xbf16>)
     // Separate K and V in a paged cache.
-    %o2, %kc2, %vc2 = attn.flash_decode %q, %k, %v cache(%kp, %vp)
-        positions(%pos) block_table(%bt) {block_kv = 64 : i64}
+    %o2, %kc2, %vc2 = attn.flash_decode %q, %k, %v outs(%init)
+        cache(%kp, %vp) positions(%pos) block_table(%bt) {block_kv = 64 : i64}
         : (tensor<?x1x16x64xbf16>, tensor<?x1x4x64xbf16>,
-           tensor<?x1x4x64xbf16>, tensor<?x64x4x64xbf16>,
-           tensor<?x64x4x64xbf16>, tensor<?xi32>, tensor<?x?xi32>)
+           tensor<?x1x4x64xbf16>, tensor<?x1x16x64xbf16>,
+           tensor<?x64x4x64xbf16>, tensor<?x64x4x64xbf16>, tensor<?xi32>,
+           tensor<?x?xi32>)
           -> (tensor<?x1x16x64xbf16>, tensor<?x64x4x64xbf16>,
               tensor<?x64x4x64xbf16>)
     ```
 
     Semantics: docs/semantics.md#attnflash_decode
   }];
+  // The inits (the output's, then the caches) are consecutive operands.
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_new,
                        Optional<Attn_FloatTensor>:$value_new,
+                       Attn_FloatTensor:$init,
                        Attn_FloatTensor:$key_cache,
                        Optional<Attn_FloatTensor>:$value_cache,
                        RankedTensorOf<[AnySignlessInteger]>:$positions,
@@ -302,7 +348,7 @@ def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
                       Attn_FloatTensor:$key_cache_out,
                       Optional<Attn_FloatTensor>:$value_cache_out);
   let assemblyFormat = [{
-    $query `,` $key_new (`,` $value_new^)?
+    $query `,` $key_new (`,` $value_new^)? `outs` `(` $init `)`
     `cache` `(` $key_cache (`,` $value_cache^)? `)`
     `positions` `(` $positions `)`
     (`block_table` `(` $block_table^ `)`)?
@@ -318,11 +364,20 @@ def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
     }
     /// Whether the caches are paged through `block_table`.
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// The output's init, then the cache(s) the op updates in place.
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned first = getODSOperandIndexAndLength(3).first;
+      return ::mlir::MutableOperandRange(getOperation(), first,
+                                         isKeyValue() ? 2 : 3);
+    }
   }];
 }
 
 def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "one CCA decode step: convolutions from the state, norm, RoPE";
   let description = [{
     Steps 2 to 6 of `attn.cca` for one new token per sequence, from the
@@ -353,9 +408,16 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
     1, Lv]`, `v_prev` and `shift_state [B, 1, Lk / 2]` (only with
     `value_shift`), `conv_state [B, P, C]`, `positions [B]` (integers).
 
+    The op is destination-style: `outs(%q_init, %k_init, %v_init)` are the
+    initial values of `query`, `key` and `value` (contents not read) and
+    the states are the initial values of the updated states, so a state is
+    updated in place. It implements `TilingInterface` over the batch
+    (parallel): a tile is an `attn.cca_decode_prologue` of its sequences.
+
     ```mlir
     %q, %k, %v, %cs_out, %ss_out = attn.cca_decode_prologue %qr, %kr, %vc, %vp
-        conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) conv_state(%cs)
+        conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp)
+        outs(%q_init, %k_init, %v_init) conv_state(%cs)
         shift_state(%ss) positions(%pos)
         {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64,
          conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift,
@@ -364,7 +426,9 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
         : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>,
            tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>,
            tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>,
-           tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi32>)
+           tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>,
+           tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>,
+           tensor<?x1x128xbf16>, tensor<?xi32>)
         -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>,
             tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>,
             tensor<?x1x128xbf16>)
@@ -382,6 +446,10 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
     Attn_FloatTensor:$conv_g_weight,
     Attn_FloatTensor:$conv_g_bias,
     Attn_FloatTensor:$temp,
+    // The inits (the three outputs', then the states) are consecutive.
+    Attn_FloatTensor:$query_init,
+    Attn_FloatTensor:$key_init,
+    Attn_FloatTensor:$value_init,
     Attn_FloatTensor:$conv_state,
     Optional<Attn_FloatTensor>:$shift_state,
     RankedTensorOf<[AnySignlessInteger]>:$positions,
@@ -408,6 +476,7 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
     `conv_dw` `(` $conv_dw_weight `,` $conv_dw_bias `)`
     `conv_g` `(` $conv_g_weight `,` $conv_g_bias `)`
     `temp` `(` $temp `)`
+    `outs` `(` $query_init `,` $key_init `,` $value_init `)`
     `conv_state` `(` $conv_state `)`
     (`shift_state` `(` $shift_state^ `)`)?
     `positions` `(` $positions `)`
@@ -424,6 +493,12 @@ def Attn_CCADecodePrologueOp : Attn_Op<"cca_decode_prologue",
     /// P: the rows of the convolution state.
     int64_t getConvPadding() {
       return getConvKernelSizes()[0] - 1 + getConvKernelSizes()[1] - 1;
+    }
+    /// The outputs' inits, then the state(s) the op updates in place.
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned first = getODSOperandIndexAndLength(9).first;
+      return ::mlir::MutableOperandRange(getOperation(), first,
+                                         getShiftState() ? 5 : 4);
     }
   }];
 }
