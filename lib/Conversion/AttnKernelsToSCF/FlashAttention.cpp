@@ -68,14 +68,16 @@ public:
   Value build();
 
 private:
-  /// `[G, block_q, d]` compute-type tile of the group's query heads.
+  /// `[G, block_q, d]` compute-type tile of the group's query heads
+  /// (rotated when asked), times the softmax scale: the scores need no
+  /// pass of their own for it.
   Value loadQueryTile();
   /// `[d, block_kv]` compute-type key tile (rotated on load when asked) and
   /// `[block_kv, dv]` value tile, from one read for K=V. A `partial` tile
   /// (the last keys) is read zero-padded to block_kv rows.
   std::pair<Value, Value> loadKeyValueTiles(Value key0, bool partial);
-  /// Scaled, biased and (when `masked`) masked scores `[G, block_q,
-  /// block_kv]` of the query tile against the key tile at `key0`.
+  /// Biased and (when `masked`) masked scores `[G, block_q, block_kv]` of
+  /// the (scaled) query tile against the key tile at `key0`.
   Value scores(Value queryTile, Value keyTile, Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
@@ -202,13 +204,14 @@ Value FlashAttentionTile::loadQueryTile() {
                   {blockQ, group, headDim});
   Value init = kb.empty({group, blockQ, headDim}, kb.computeType);
   const RopeTables &rope = queryRope;
+  Value scaleValue = kb.constant(scale);
   return kb.generic(
       {slab}, init, {kb.map(3, {1, 0, 2}), kb.map(3, {0, 1, 2})},
       {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value element = kb.toCompute(nb, args[0]);
         if (!rope)
-          return element;
+          return arith::MulFOp::create(nb, l, element, scaleValue);
         Value head = linalg::IndexOp::create(nb, l, 0);
         Value row = linalg::IndexOp::create(nb, l, 1);
         Value dim = linalg::IndexOp::create(nb, l, 2);
@@ -217,7 +220,9 @@ Value FlashAttentionTile::loadQueryTile() {
                     nb, l, slab,
                     ValueRange{row, head, ropePartner(nb, l, dim, rope)}));
         Value position = arith::AddIOp::create(nb, l, rowOffset, row);
-        return applyRope(nb, l, rope, element, partner, position, dim);
+        return arith::MulFOp::create(
+            nb, l, applyRope(nb, l, rope, element, partner, position, dim),
+            scaleValue);
       });
 }
 
@@ -263,7 +268,10 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
         return arith::AddFOp::create(nb, l, args[2], product);
       });
 
-  // Scale, bias and mask in one pass over the tile.
+  // Bias and mask in one pass over the tile; an unmasked tile without
+  // bias is the products themselves.
+  if (!bias && !masked)
+    return products;
   OpBuilder &b = kb.builder;
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
@@ -287,7 +295,6 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
     maps.push_back(kb.map(3, {2}));
   }
   maps.push_back(kb.map(3, {0, 1, 2}));
-  Value scaleValue = kb.constant(scale);
   Value negInf = kb.constant(-std::numeric_limits<double>::infinity());
   bool causal = op.getCausal();
   std::optional<int64_t> window = op.getWindow();
@@ -295,7 +302,7 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
   return kb.generic(
       inputs, products, maps, {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value score = arith::MulFOp::create(nb, l, args.back(), scaleValue);
+        Value score = args.back();
         if (bias)
           score =
               arith::AddFOp::create(nb, l, score, kb.toCompute(nb, args[0]));
