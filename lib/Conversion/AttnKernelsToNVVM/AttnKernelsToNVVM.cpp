@@ -109,8 +109,7 @@ public:
     op->erase();
     // The init's shape computation (tensor.empty, tensor.dim) would be left
     // in the host program, which runs no such ops.
-    for (Value value : unread)
-      eraseIfUnused(value);
+    eraseIfUnused(unread);
   }
 
   /// The inits of a destination-style op that only carry a result's shape:
@@ -133,16 +132,26 @@ public:
     return numbers;
   }
 
-  /// Erases the side-effect-free ops that computed `value` once nothing
-  /// reads them.
-  static void eraseIfUnused(Value value) {
-    Operation *producer = value.getDefiningOp();
-    if (!producer || !producer->use_empty() || !isMemoryEffectFree(producer))
-      return;
-    SmallVector<Value> operands(producer->getOperands());
-    producer->erase();
-    for (Value operand : operands)
-      eraseIfUnused(operand);
+  /// Erases the side-effect-free ops that computed `values` (and, in turn,
+  /// their operands) once nothing reads them. A value may be listed twice
+  /// (one tensor.empty for two inits) or feed another listed value.
+  static void eraseIfUnused(ArrayRef<Value> values) {
+    SmallVector<Operation *> worklist;
+    for (Value value : values)
+      if (Operation *producer = value.getDefiningOp())
+        worklist.push_back(producer);
+    llvm::SmallPtrSet<Operation *, 8> erased;
+    while (!worklist.empty()) {
+      Operation *producer = worklist.pop_back_val();
+      if (erased.contains(producer) || !producer->use_empty() ||
+          !isMemoryEffectFree(producer))
+        continue;
+      for (Value operand : producer->getOperands())
+        if (Operation *definition = operand.getDefiningOp())
+          worklist.push_back(definition);
+      erased.insert(producer);
+      producer->erase();
+    }
   }
 
 private:

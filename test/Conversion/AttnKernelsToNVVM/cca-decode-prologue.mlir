@@ -134,3 +134,30 @@ func.func @i64_positions(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, 
       : (tensor<?x1x1024xbf16>, tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xbf16>, tensor<1280x1x2xbf16>, tensor<1280xbf16>, tensor<1280x128x2xbf16>, tensor<1280xbf16>, tensor<2xbf16>, tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>, tensor<?xi64>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>)
   return %r0, %r1, %r2, %r3, %r4 : tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>
 }
+
+// -----
+
+// One tensor.empty serves two inits (as CSE leaves it): the launch reads the
+// same operands as with distinct inits, and the init's shape computation
+// leaves the host program once.
+// CHECK-LABEL: func.func @shared_init
+// CHECK-NOT: tensor.empty
+// CHECK-NOT: tensor.dim
+// CHECK: call @attn_cca_decode_prologue_{{.*}}_launch(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9, %arg10, %arg11)
+// CHECK-NOT: tensor.empty
+// CHECK: return
+func.func @shared_init(%qr: tensor<?x1x256xbf16>, %kr: tensor<?x1x128xbf16>, %vc: tensor<?x1x64xbf16>, %vp: tensor<?x1x64xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x384xbf16>, %ss: tensor<?x1x64xbf16>, %pos: tensor<?xi32>)
+    -> (tensor<?x1x4x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x2x384xbf16>, tensor<?x1x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %batch = tensor.dim %qr, %c0 : tensor<?x1x256xbf16>
+  %qi = tensor.empty(%batch) : tensor<?x1x4x64xbf16>
+  %kvi = tensor.empty(%batch) : tensor<?x1x2x64xbf16>
+  %q, %k, %v, %cso, %sso = attn.cca_decode_prologue %qr, %kr, %vc, %vp
+      conv_dw(%dw, %dwb) conv_g(%gw, %gwb) temp(%temp) outs(%qi, %kvi, %kvi)
+      conv_state(%cs) shift_state(%ss) positions(%pos)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64,
+       conv_kernel_sizes = array<i64: 2, 2>, qk_mean, value_shift}
+      : (tensor<?x1x256xbf16>, tensor<?x1x128xbf16>, tensor<?x1x64xbf16>, tensor<?x1x64xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, tensor<?x1x4x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x2x384xbf16>, tensor<?x1x64xbf16>, tensor<?xi32>)
+      -> (tensor<?x1x4x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x2x384xbf16>, tensor<?x1x64xbf16>)
+  return %q, %k, %v, %cso, %sso : tensor<?x1x4x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x1x2x64xbf16>, tensor<?x2x384xbf16>, tensor<?x1x64xbf16>
+}
