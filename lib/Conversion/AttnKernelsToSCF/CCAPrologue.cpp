@@ -329,6 +329,8 @@ void CCAPrologueLowering::buildShared() {
 
 SmallVector<Value> CCAPrologueLowering::buildTile(CCAPrologueOp tile,
                                                   Value s0) {
+  // Tiling replaced op; the tile carries the same attributes.
+  op = tile;
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   Type elementType = kb.elementType;
@@ -433,7 +435,7 @@ struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
     auto tile = cast<CCAPrologueOp>(*tiled);
     // The tile's first token, relative to the op's: its row in the tables.
     auto initRows = tile.getInits()[0].getDefiningOp<tensor::ExtractSliceOp>();
-    Value s0 = getValueOrCreateConstantIndexOp(rewriter, op.getLoc(),
+    Value s0 = getValueOrCreateConstantIndexOp(rewriter, tile.getLoc(),
                                                initRows.getMixedOffsets()[1]);
     rewriter.replaceOp(tile, lowering.buildTile(tile, s0));
     return success();
