@@ -93,10 +93,7 @@ public:
                          DictionaryAttr launch) {
     OpBuilder b(op);
     SmallVector<Value> operands, unread;
-    llvm::SmallDenseSet<unsigned> outputOnly = outputOnlyInits(op);
-    for (OpOperand &operand : op->getOpOperands())
-      (outputOnly.contains(operand.getOperandNumber()) ? unread : operands)
-          .push_back(operand.get());
+    splitLaunchOperands(op, operands, unread);
     SmallVector<Type> operandTypes;
     for (Value operand : operands)
       operandTypes.push_back(operand.getType());
@@ -112,24 +109,28 @@ public:
     eraseIfUnused(unread);
   }
 
-  /// The inits of a destination-style op that only carry a result's shape:
-  /// the kernel writes those results into buffers of its own and does not
-  /// read them. The caches and states a decode op updates in place are
-  /// inits the kernel reads, so they stay launch operands.
-  static llvm::SmallDenseSet<unsigned> outputOnlyInits(Operation *op) {
-    llvm::SmallDenseSet<unsigned> numbers;
-    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-    if (!dps)
-      return numbers;
-    int64_t count = dps.getNumDpsInits();
-    if (isa<attn::FlashDecodeOp>(op))
-      count = 1;
-    else if (isa<attn::CCADecodePrologueOp>(op))
-      count = 3;
-    for (OpOperand &init : dps.getDpsInitsMutable())
-      if (static_cast<int64_t>(numbers.size()) < count)
-        numbers.insert(init.getOperandNumber());
-    return numbers;
+  /// Splits `op`'s operands (positionally: one value may fill several) into
+  /// the launch's `operands` and the `unread` inits that only carry a
+  /// result's shape: the kernel writes those results into buffers of its
+  /// own. The caches and states a decode op updates in place are inits the
+  /// kernel reads, so they stay launch operands.
+  static void splitLaunchOperands(Operation *op,
+                                  SmallVectorImpl<Value> &operands,
+                                  SmallVectorImpl<Value> &unread) {
+    llvm::SmallDenseSet<unsigned> outputOnly;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+      int64_t count = dps.getNumDpsInits();
+      if (isa<attn::FlashDecodeOp>(op))
+        count = 1;
+      else if (isa<attn::CCADecodePrologueOp>(op))
+        count = 3;
+      for (OpOperand &init : dps.getDpsInitsMutable())
+        if (static_cast<int64_t>(outputOnly.size()) < count)
+          outputOnly.insert(init.getOperandNumber());
+    }
+    for (OpOperand &operand : op->getOpOperands())
+      (outputOnly.contains(operand.getOperandNumber()) ? unread : operands)
+          .push_back(operand.get());
   }
 
   /// Erases the side-effect-free ops that computed `values` (and, in turn,
@@ -215,10 +216,8 @@ void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
     splitResults.push_back(cache.getType());
   // Every operand but the output's init, whose shape the combine kernel's
   // result has.
-  SmallVector<Value> operands;
-  for (Value operand : op->getOperands())
-    if (operand != op.getInit())
-      operands.push_back(operand);
+  SmallVector<Value> operands, unread;
+  KernelEmitter::splitLaunchOperands(op, operands, unread);
   func::FuncOp splitDecl = emitter.declareLaunch(
       loc, plan.name, op->getName().getStringRef(),
       FunctionType::get(ctx, ValueRange(operands).getTypes(), splitResults),
@@ -233,10 +232,9 @@ void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
       func::CallOp::create(b, loc, combineDecl, ValueRange{split.getResult(0)});
   SmallVector<Value> results = {combine.getResult(0)};
   llvm::append_range(results, split.getResults().drop_front());
-  Value init = op.getInit();
   op->replaceAllUsesWith(results);
   op->erase();
-  emitter.eraseIfUnused(init);
+  emitter.eraseIfUnused(unread);
 }
 
 struct ConvertAttnKernelsToNVVMPass

@@ -95,7 +95,7 @@ private:
 
   FlashDecodeOp op;
   KernelBuilder kb;
-  int64_t numHeads, numKvHeads, group, headDim, valueDim, blockKV;
+  int64_t numKvHeads, group, headDim, valueDim, blockKV;
   bool keyIsValue;
   double scale;
 
@@ -120,7 +120,6 @@ std::pair<Value, Value> FlashDecodeLowering::cacheSlot(OpBuilder &b,
 void FlashDecodeLowering::bind(FlashDecodeOp kernelOp) {
   op = kernelOp;
   numKvHeads = cast<RankedTensorType>(op.getKeyNew().getType()).getDimSize(2);
-  numHeads = numKvHeads * group;
   Value keyCache = op.getKeyCache();
   if (op.isPaged()) {
     pageSize = kb.dim(keyCache, 1);

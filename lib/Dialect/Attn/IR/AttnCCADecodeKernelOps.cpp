@@ -195,7 +195,7 @@ CCADecodePrologueOp::getTiledImplementation(OpBuilder &builder,
                                             ArrayRef<OpFoldResult> sizes) {
   tiling::TileSlices slices(builder, getLoc());
   auto rows = [&](Value value) {
-    return value ? slices.extractRows(value, offsets[0], sizes[0]) : Value();
+    return value ? slices.extractLeading(value, offsets, sizes) : Value();
   };
   Value queryInit = rows(getQueryInit()), keyInit = rows(getKeyInit());
   Value valueInit = rows(getValueInit()), convState = rows(getConvState());
@@ -220,10 +220,7 @@ LogicalResult CCADecodePrologueOp::getResultTilePosition(
     OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  Value init = getDpsInits()[resultNumber];
-  resultSizes = tensor::getMixedSizes(builder, getLoc(), init);
-  resultOffsets.assign(resultSizes.size(), builder.getIndexAttr(0));
-  resultOffsets[0] = offsets[0];
-  resultSizes[0] = sizes[0];
+  tiling::leadingDimsSlice(builder, getLoc(), getDpsInits()[resultNumber],
+                           offsets, sizes, resultOffsets, resultSizes);
   return success();
 }

@@ -283,10 +283,12 @@ FlashDecodeOp::getTiledImplementation(OpBuilder &builder,
   Value keyCache = headSlice(getKeyCache(), 1, isPaged());
   Value valueCache =
       getValueCache() ? headSlice(getValueCache(), 1, isPaged()) : Value();
-  Value positions = slices.extractRows(getPositions(), offsets[0], sizes[0]);
-  Value blockTable = getBlockTable() ? slices.extractRows(getBlockTable(),
-                                                          offsets[0], sizes[0])
-                                     : Value();
+  // The tile's sequences' positions and block-table rows.
+  Value positions = slices.extractLeading(getPositions(), offsets[0], sizes[0]);
+  Value blockTable =
+      getBlockTable()
+          ? slices.extractLeading(getBlockTable(), offsets[0], sizes[0])
+          : Value();
   SmallVector<Type> resultTypes = {init.getType(), keyCache.getType()};
   if (valueCache)
     resultTypes.push_back(valueCache.getType());

@@ -1016,24 +1016,17 @@ CCAPrologueOp::getTiledImplementation(OpBuilder &builder,
       builder, loc, d0 + d1 + d2 - builder.getAffineDimExpr(3),
       {history, offsets[1], sizes[1], firstRow});
 
-  OpFoldResult zero = builder.getIndexAttr(0);
   TileSlices slices(builder, loc);
-  Value input = slices.extract(
-      getInput(), {offsets[0], firstRow, zero},
-      {sizes[0], rows, tensor::getMixedSize(builder, loc, getInput(), 2)});
-  Value mask = getPaddingMask()
-                   ? slices.extract(getPaddingMask(), {offsets[0], firstRow},
-                                    {sizes[0], rows})
-                   : Value();
+  OpFoldResult rowOffsets[] = {offsets[0], firstRow};
+  OpFoldResult rowSizes[] = {sizes[0], rows};
+  Value input = slices.extractLeading(getInput(), rowOffsets, rowSizes);
+  Value mask = getPaddingMask() ? slices.extractLeading(getPaddingMask(),
+                                                        rowOffsets, rowSizes)
+                                : Value();
   SmallVector<Value> inits;
   SmallVector<Type> resultTypes;
   for (Value init : getInits()) {
-    SmallVector<OpFoldResult> initOffsets = {offsets[0], offsets[1], zero,
-                                             zero};
-    SmallVector<OpFoldResult> initSizes = {
-        sizes[0], sizes[1], tensor::getMixedSize(builder, loc, init, 2),
-        tensor::getMixedSize(builder, loc, init, 3)};
-    inits.push_back(slices.extract(init, initOffsets, initSizes));
+    inits.push_back(slices.extractLeading(init, offsets, sizes));
     resultTypes.push_back(inits.back().getType());
   }
   // The tile's tokens keep their positions for the rotation.
@@ -1056,12 +1049,8 @@ LogicalResult CCAPrologueOp::getResultTilePosition(
     OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  Value init = getInits()[resultNumber];
-  resultOffsets = {offsets[0], offsets[1], builder.getIndexAttr(0),
-                   builder.getIndexAttr(0)};
-  resultSizes = {sizes[0], sizes[1],
-                 tensor::getMixedSize(builder, getLoc(), init, 2),
-                 tensor::getMixedSize(builder, getLoc(), init, 3)};
+  tiling::leadingDimsSlice(builder, getLoc(), getInits()[resultNumber], offsets,
+                           sizes, resultOffsets, resultSizes);
   return success();
 }
 

@@ -14,6 +14,20 @@
 
 namespace attnfuse::attn::tiling {
 
+/// Offsets and sizes of the slice of `source` that takes `leadingOffsets` /
+/// `leadingSizes` along its leading dimensions and all of the others.
+inline void leadingDimsSlice(mlir::OpBuilder &builder, mlir::Location loc,
+                             mlir::Value source,
+                             llvm::ArrayRef<mlir::OpFoldResult> leadingOffsets,
+                             llvm::ArrayRef<mlir::OpFoldResult> leadingSizes,
+                             llvm::SmallVectorImpl<mlir::OpFoldResult> &offsets,
+                             llvm::SmallVectorImpl<mlir::OpFoldResult> &sizes) {
+  sizes.assign(mlir::tensor::getMixedSizes(builder, loc, source));
+  offsets.assign(sizes.size(), builder.getIndexAttr(0));
+  llvm::copy(leadingOffsets, offsets.begin());
+  llvm::copy(leadingSizes, sizes.begin());
+}
+
 /// The unit-stride operand slices of one tile, kept for its TilingResult.
 struct TileSlices {
   TileSlices(mlir::OpBuilder &builder, mlir::Location loc)
@@ -30,16 +44,13 @@ struct TileSlices {
     return slice;
   }
 
-  /// `source` sliced along its leading dimension only.
-  mlir::Value extractRows(mlir::Value source, mlir::OpFoldResult offset,
-                          mlir::OpFoldResult size) {
-    auto type = llvm::cast<mlir::RankedTensorType>(source.getType());
-    llvm::SmallVector<mlir::OpFoldResult> offsets(type.getRank(),
-                                                  builder.getIndexAttr(0));
-    llvm::SmallVector<mlir::OpFoldResult> sizes =
-        mlir::tensor::getMixedSizes(builder, loc, source);
-    offsets[0] = offset;
-    sizes[0] = size;
+  /// `source` sliced along its leading dimensions only (leadingDimsSlice).
+  mlir::Value extractLeading(mlir::Value source,
+                             llvm::ArrayRef<mlir::OpFoldResult> leadingOffsets,
+                             llvm::ArrayRef<mlir::OpFoldResult> leadingSizes) {
+    llvm::SmallVector<mlir::OpFoldResult> offsets, sizes;
+    leadingDimsSlice(builder, loc, source, leadingOffsets, leadingSizes,
+                     offsets, sizes);
     return extract(source, offsets, sizes);
   }
 

@@ -287,14 +287,15 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
     rewriter.setInsertionPoint(sdpa);
     SmallVector<Type> resultTypes = {query.getType(), key.getType(),
                                      sdpa.getValue().getType()};
+    // [batch, seq] of the input for all three.
+    OpFoldResult batch =
+        tensor::getMixedSize(rewriter, norm.getLoc(), input, 0);
+    OpFoldResult seq = tensor::getMixedSize(rewriter, norm.getLoc(), input, 1);
     int64_t resultHeads[] = {numHeads, numKvHeads, numKvHeads};
     SmallVector<Value> inits;
     for (auto [type, heads] : llvm::zip_equal(resultTypes, resultHeads))
       inits.push_back(
-          headsInit(rewriter, norm.getLoc(), type,
-                    tensor::getMixedSize(rewriter, norm.getLoc(), input, 0),
-                    tensor::getMixedSize(rewriter, norm.getLoc(), input, 1),
-                    heads, headDim));
+          headsInit(rewriter, norm.getLoc(), type, batch, seq, heads, headDim));
     auto prologue = CCAPrologueOp::create(
         rewriter, norm.getLoc(), resultTypes, input,
         queryProjection.getWeight(), keyProjection.getWeight(), currentWeight,
