@@ -11,6 +11,13 @@
 // across the key loop (online softmax); the S x T score matrix never
 // exists.
 //
+// The scores are computed transposed, [G, block_kv, block_q] (query rows
+// innermost), from the query tile stored [G, d, block_q] (transposed once
+// per query tile): the key and value tiles are used in their rows' layout,
+// with no transposing copy per key tile, and the softmax maxima and sums
+// over the keys are element-wise vector ops across key rows, not a
+// horizontal reduction per query row.
+//
 // Key tiles wholly after the causal diagonal, or wholly before the sliding
 // window, are not visited: the key loop bounds exclude them. Only tiles that
 // cross the diagonal or the window edge take the masked path; the last
@@ -68,16 +75,17 @@ public:
   Value build();
 
 private:
-  /// `[G, block_q, d]` compute-type tile of the group's query heads
+  /// `[G, d, block_q]` compute-type tile of the group's query heads
   /// (rotated when asked), times the softmax scale: the scores need no
   /// pass of their own for it.
   Value loadQueryTile();
-  /// `[d, block_kv]` compute-type key tile (rotated on load when asked) and
+  /// `[block_kv, d]` compute-type key tile (rotated on load when asked) and
   /// `[block_kv, dv]` value tile, from one read for K=V. A `partial` tile
   /// (the last keys) is read zero-padded to block_kv rows.
   std::pair<Value, Value> loadKeyValueTiles(Value key0, bool partial);
-  /// Biased and (when `masked`) masked scores `[G, block_q, block_kv]` of
-  /// the (scaled) query tile against the key tile at `key0`.
+  /// Biased and (when `masked`) masked transposed scores
+  /// `[G, block_kv, block_q]` of the key tile at `key0` against the
+  /// (scaled) query tile.
   Value scores(Value queryTile, Value keyTile, Value key0, bool masked);
   /// Online-softmax update of (m, l, acc) with one key tile.
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
@@ -202,19 +210,20 @@ Value FlashAttentionTile::loadQueryTile() {
   OpFoldResult zero = kb.builder.getIndexAttr(0);
   slab = kb.slice(slab, {zero, zero, zero, zero}, {1, blockQ, group, headDim},
                   {blockQ, group, headDim});
-  Value init = kb.empty({group, blockQ, headDim}, kb.computeType);
+  // Loops (g, e, i): the tile [G, d, block_q] from the rows [block_q, G, d].
+  Value init = kb.empty({group, headDim, blockQ}, kb.computeType);
   const RopeTables &rope = queryRope;
   Value scaleValue = kb.constant(scale);
   return kb.generic(
-      {slab}, init, {kb.map(3, {1, 0, 2}), kb.map(3, {0, 1, 2})},
+      {slab}, init, {kb.map(3, {2, 0, 1}), kb.map(3, {0, 1, 2})},
       {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value element = kb.toCompute(nb, args[0]);
         if (!rope)
           return arith::MulFOp::create(nb, l, element, scaleValue);
         Value head = linalg::IndexOp::create(nb, l, 0);
-        Value row = linalg::IndexOp::create(nb, l, 1);
-        Value dim = linalg::IndexOp::create(nb, l, 2);
+        Value dim = linalg::IndexOp::create(nb, l, 1);
+        Value row = linalg::IndexOp::create(nb, l, 2);
         Value partner = kb.toCompute(
             nb, tensor::ExtractOp::create(
                     nb, l, slab,
@@ -247,8 +256,7 @@ std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0,
   };
   // One read of the key rows; for K=V it is also the value tile.
   Value keySlab = rowsOf(op.getKey(), headDim);
-  Value keyTile = keyRope ? loadRotatedKeyTile(kb, keySlab, keyRope, key0)
-                          : loadKeyTile(kb, keySlab, keyRope, key0);
+  Value keyTile = loadRotatedKeyRows(kb, keySlab, keyRope, key0);
   Value valueSlab = keyIsValue ? keySlab : rowsOf(op.getValue(), valueDim);
   Value valueTile = kb.convert(valueSlab, kb.computeType);
   return {keyTile, valueTile};
@@ -256,12 +264,13 @@ std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0,
 
 Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
                                  bool masked) {
-  // s[g, i, c] = sum_e q[g, i, e] k[e, c]: c innermost and contiguous.
-  Value init = kb.fill(kb.empty({group, blockQ, blockKV}, kb.computeType),
+  // s[g, c, i] = sum_e k[c, e] q[g, e, i], loops (g, c, e, i): the query
+  // rows i innermost and contiguous.
+  Value init = kb.fill(kb.empty({group, blockKV, blockQ}, kb.computeType),
                        kb.constant(0.0));
   Value products = kb.generic(
-      {queryTile, keyTile}, init,
-      {kb.map(4, {0, 1, 2}), kb.map(4, {2, 3}), kb.map(4, {0, 1, 3})},
+      {keyTile, queryTile}, init,
+      {kb.map(4, {1, 2}), kb.map(4, {0, 2, 3}), kb.map(4, {0, 1, 3})},
       {kPar, kPar, kRed, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
@@ -276,23 +285,24 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   OpFoldResult zero = b.getIndexAttr(0);
+  // Loops (g, c, i); the bias is stored [.., i, c].
   if (bias) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getRank() == 3) {
       inputs.push_back(kb.slice(bias, {zero, zero, key0},
                                 {group, blockQ, blockKV},
                                 {group, blockQ, blockKV}));
-      maps.push_back(kb.map(3, {0, 1, 2}));
+      maps.push_back(kb.map(3, {0, 2, 1}));
     } else {
       inputs.push_back(
           kb.slice(bias, {zero, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
-      maps.push_back(kb.map(3, {1, 2}));
+      maps.push_back(kb.map(3, {2, 1}));
     }
   }
   unsigned keyMaskArg = inputs.size();
   if (masked && keyMask) {
     inputs.push_back(kb.slice(keyMask, {zero, key0}, {1, blockKV}, {blockKV}));
-    maps.push_back(kb.map(3, {2}));
+    maps.push_back(kb.map(3, {1}));
   }
   maps.push_back(kb.map(3, {0, 1, 2}));
   Value negInf = kb.constant(-std::numeric_limits<double>::infinity());
@@ -308,8 +318,8 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
               arith::AddFOp::create(nb, l, score, kb.toCompute(nb, args[0]));
         if (!masked)
           return score;
-        Value row = linalg::IndexOp::create(nb, l, 1);
-        Value column = linalg::IndexOp::create(nb, l, 2);
+        Value column = linalg::IndexOp::create(nb, l, 1);
+        Value row = linalg::IndexOp::create(nb, l, 2);
         Value queryPosition = arith::AddIOp::create(nb, l, firstQuery, row);
         Value keyPosition = arith::AddIOp::create(nb, l, key0, column);
         Value valid = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
@@ -351,18 +361,22 @@ SmallVector<Value> FlashAttentionTile::update(Value scoreTile, Value valueTile,
   };
   // The tile's row maxima, then alpha = exp(m - max(m, tile max)) before m
   // is overwritten in place. A row with no visible key so far keeps
-  // m = -inf: its correction factor is 1 and its p is 0, not NaN.
+  // m = -inf: its correction factor is 1. maxnum, not maximum: no NaN or
+  // signed-zero ordering in the reductions (x86 lowers maximum to a branchy
+  // sequence); a NaN score still reaches the output through its p.
+  // Reductions over the keys c of s[g, c, i]: loops (g, c, i), element-wise
+  // across the vectors of query rows i.
   Value tileMax = kb.generic(
       {scoreTile}, kb.fill(kb.empty({group, blockQ}, kb.computeType), negInf),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
+      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 2})}, {kPar, kRed, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        return arith::MaxNumFOp::create(nb, l, args[0], args[1]);
       });
   Value alpha = kb.generic(
       {maxOld, tileMax}, kb.empty({group, blockQ}, kb.computeType),
       {kb.map(2, {0, 1}), kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value maxNew = arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        Value maxNew = arith::MaxNumFOp::create(nb, l, args[0], args[1]);
         Value correction = math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, args[0], maxNew));
         return arith::SelectOp::create(nb, l, isNegInf(nb, l, maxNew), fone,
@@ -371,17 +385,18 @@ SmallVector<Value> FlashAttentionTile::update(Value scoreTile, Value valueTile,
   Value maxNew = kb.generic(
       {tileMax}, maxOld, {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        return arith::MaxNumFOp::create(nb, l, args[0], args[1]);
       });
-  // p = exp(s - m_new).
+  // p = exp(s - m_new), and 0 for a masked score (-inf), also when the
+  // row saw no key yet (m_new = -inf, where exp would give NaN).
   Value probabilities = kb.generic(
-      {scoreTile, maxNew}, kb.empty({group, blockQ, blockKV}, kb.computeType),
-      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
+      {scoreTile, maxNew}, kb.empty({group, blockKV, blockQ}, kb.computeType),
+      {kb.map(3, {0, 1, 2}), kb.map(3, {0, 2}), kb.map(3, {0, 1, 2})},
       {kPar, kPar, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value p = math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
-        return arith::SelectOp::create(nb, l, isNegInf(nb, l, args[1]), fzero,
+        return arith::SelectOp::create(nb, l, isNegInf(nb, l, args[0]), fzero,
                                        p);
       });
   // l_new = l * alpha + sum_c p.
@@ -392,11 +407,12 @@ SmallVector<Value> FlashAttentionTile::update(Value scoreTile, Value valueTile,
       });
   Value sumNew =
       kb.generic({probabilities}, sumScaled,
-                 {kb.map(3, {0, 1, 2}), kb.map(3, {0, 1})}, {kPar, kPar, kRed},
+                 {kb.map(3, {0, 1, 2}), kb.map(3, {0, 2})}, {kPar, kRed, kPar},
                  [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
                    return arith::AddFOp::create(nb, l, args[1], args[0]);
                  });
-  // acc_new = acc * alpha + p V: f innermost and contiguous.
+  // acc_new = acc * alpha + p V, loops (g, i, c, f): f innermost and
+  // contiguous; p is read as p[g, c, i].
   Value accScaled =
       kb.generic({alpha}, accOld, {kb.map(3, {0, 1}), kb.map(3, {0, 1, 2})},
                  {kPar, kPar, kPar},
@@ -405,7 +421,7 @@ SmallVector<Value> FlashAttentionTile::update(Value scoreTile, Value valueTile,
                  });
   Value accNew = kb.generic(
       {probabilities, valueTile}, accScaled,
-      {kb.map(4, {0, 1, 2}), kb.map(4, {2, 3}), kb.map(4, {0, 1, 3})},
+      {kb.map(4, {0, 2, 1}), kb.map(4, {2, 3}), kb.map(4, {0, 1, 3})},
       {kPar, kPar, kRed, kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value product = arith::MulFOp::create(nb, l, args[0], args[1]);

@@ -410,14 +410,14 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
       kb.generic({scores}, kb.fill(kb.empty({group}, kb.computeType), negInf),
                  {kb.map(2, {0, 1}), kb.map(2, {0})}, {kPar, kRed},
                  [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                   return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+                   return arith::MaxNumFOp::create(nb, l, args[0], args[1]);
                  });
   // alpha = exp(m_old - m_new); 1 while no key was visible (m = -inf).
   Value alpha = kb.generic(
       {maxOld, tileMax}, kb.empty({group}, kb.computeType),
       {kb.map(1, {0}), kb.map(1, {0}), kb.map(1, {0})}, {kPar},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value maxNew = arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        Value maxNew = arith::MaxNumFOp::create(nb, l, args[0], args[1]);
         Value correction = math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, args[0], maxNew));
         return arith::SelectOp::create(nb, l, isNegInf(nb, l, maxNew), fone,
@@ -426,7 +426,7 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
   Value maxNew =
       kb.generic({tileMax}, maxOld, {kb.map(1, {0}), kb.map(1, {0})}, {kPar},
                  [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                   return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+                   return arith::MaxNumFOp::create(nb, l, args[0], args[1]);
                  });
   Value probabilities = kb.generic(
       {scores, maxNew}, kb.empty({group, blockKV}, kb.computeType),
@@ -434,7 +434,7 @@ SmallVector<Value> FlashDecodeLowering::update(Value queryRows, Value keySlab,
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value p = math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
-        return arith::SelectOp::create(nb, l, isNegInf(nb, l, args[1]), fzero,
+        return arith::SelectOp::create(nb, l, isNegInf(nb, l, args[0]), fzero,
                                        p);
       });
   Value sumScaled =

@@ -70,30 +70,16 @@ Value attnfuse::kernels::applyRope(OpBuilder &b, Location loc,
   return arith::SelectOp::create(b, loc, inRotated, rotated, element);
 }
 
-Value attnfuse::kernels::loadKeyTile(KernelBuilder &kb, Value keySlab,
-                                     const RopeTables &rope, Value key0) {
-  constexpr utils::IteratorType par = utils::IteratorType::parallel;
+Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
+                                            const RopeTables &rope,
+                                            Value key0) {
   auto type = cast<RankedTensorType>(keySlab.getType());
   int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
-  return kb.generic(
-      {keySlab}, kb.empty({headDim, rows}, kb.computeType),
-      {kb.map(2, {1, 0}), kb.map(2, {0, 1})}, {par, par},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value element = kb.toCompute(nb, args[0]);
-        if (!rope)
-          return element;
-        Value dim = linalg::IndexOp::create(nb, l, 0);
-        Value row = linalg::IndexOp::create(nb, l, 1);
-        Value partner = kb.toCompute(
-            nb, tensor::ExtractOp::create(
-                    nb, l, keySlab,
-                    ValueRange{row, ropePartner(nb, l, dim, rope)}));
-        Value position = arith::AddIOp::create(nb, l, key0, row);
-        return applyRope(nb, l, rope, element, partner, position, dim);
-      });
+  Value source = rope ? loadRotatedKeyRows(kb, keySlab, rope, key0) : keySlab;
+  return kb.convert(source, {headDim, rows}, kb.computeType, kb.map(2, {1, 0}));
 }
 
-Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
+Value attnfuse::kernels::loadRotatedKeyRows(KernelBuilder &kb, Value keySlab,
                                             const RopeTables &rope,
                                             Value key0) {
   OpBuilder &b = kb.builder;
@@ -101,11 +87,8 @@ Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
   MLIRContext *context = b.getContext();
   auto type = cast<RankedTensorType>(keySlab.getType());
   int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
-  auto transposed = [&](Value tile) {
-    return kb.convert(tile, {headDim, rows}, kb.computeType, kb.map(2, {1, 0}));
-  };
   if (!rope)
-    return transposed(keySlab);
+    return kb.convert(keySlab, kb.computeType);
   int64_t rotated = rope.rotated, half = rotated / 2;
   OpFoldResult zero = b.getIndexAttr(0);
   auto firstColumns = [&](Value source) -> Value {
@@ -124,11 +107,10 @@ Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
   auto tableRows = [&](Value table) {
     return kb.slice(table, {tableRow, zero}, {rows, half}, {rows, half});
   };
-  // Rotated in the rows' own layout first, loops (c, a, i) over
-  // [rows, 2, r/2]: dim a r/2 + i of row c and its partner (1 - a) r/2 + i,
-  // x cos - partner sin in the first half (a = 0), x cos + partner sin in
-  // the second; every operand of the innermost loop is contiguous. Then one
-  // transposing copy.
+  // Loops (c, a, i) over [rows, 2, r/2]: dim a r/2 + i of row c and its
+  // partner (1 - a) r/2 + i, x cos - partner sin in the first half (a = 0),
+  // x cos + partner sin in the second; every operand of the innermost loop
+  // is contiguous.
   Value tile = kb.empty({rows, headDim}, kb.computeType);
   Value source = pairs(firstColumns(keySlab), type.getElementType());
   AffineExpr c = getAffineDimExpr(0, context), a = getAffineDimExpr(1, context),
@@ -164,5 +146,5 @@ Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
     rotatedRows =
         kb.insert(passed, tile, {zero, b.getIndexAttr(rotated)}, {rows, rest});
   }
-  return transposed(rotatedRows);
+  return rotatedRows;
 }

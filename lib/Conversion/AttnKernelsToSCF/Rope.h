@@ -38,15 +38,17 @@ mlir::Value applyRope(mlir::OpBuilder &b, mlir::Location loc,
 
 /// The key rows `keySlab` (`[rows, d]`, element type) as a `[d, rows]` tile
 /// in the compute type, row `c` rotated by `rope` (when set) at position
-/// `key0 + c`.
-mlir::Value loadKeyTile(KernelBuilder &kb, mlir::Value keySlab,
-                        const RopeTables &rope, mlir::Value key0);
-
-/// loadKeyTile for a tile whose positions all lie in the tables (rows past
-/// the last valid key are rotated too, then masked): rotated in the rows'
-/// layout as `[rows, 2, r/2]` (a dim and its partner in the other half, every
-/// operand of the innermost loop contiguous), then transposed by one copy.
+/// `key0 + c`, all in the tables (rows past the last valid key are rotated
+/// too, then masked): loadRotatedKeyRows, then transposed by one copy.
 mlir::Value loadRotatedKeyTile(KernelBuilder &kb, mlir::Value keySlab,
+                               const RopeTables &rope, mlir::Value key0);
+
+/// The key rows `keySlab` (`[rows, d]`, element type) as a `[rows, d]` tile
+/// in the compute type, rotated by `rope` (when set) at positions `key0 +
+/// c`, all in the tables: in the rows' layout as `[rows, 2, r/2]` (a dim and
+/// its partner in the other half, every operand of the innermost loop
+/// contiguous), so the rotation is vector code.
+mlir::Value loadRotatedKeyRows(KernelBuilder &kb, mlir::Value keySlab,
                                const RopeTables &rope, mlir::Value key0);
 
 } // namespace attnfuse::kernels

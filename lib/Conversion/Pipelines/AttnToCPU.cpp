@@ -184,7 +184,10 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
   if (options.vectorize) {
     // After attn-lower-kernel-vectors only 1-D vector ops remain.
     ConvertVectorToLLVMPassOptions vectorToLLVM;
-    vectorToLLVM.reassociateFPReductions = false; // same sums as the loops
+    // Row sums as trees of vector adds, not one chain of dependent scalar
+    // adds (a softmax row sum of 64 is 64 adds back to back otherwise). The
+    // order is fixed by the code, so results do not depend on the threads.
+    vectorToLLVM.reassociateFPReductions = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     pm.addPass(createUBToLLVMConversionPass()); // padding of transfer reads
   }

@@ -29,24 +29,29 @@
 
 // K=V with GQA-2 and RoPE on load: loops over batch, KV head and query
 // block; the key loop stops at the causal diagonal; one slice of the shared
-// tensor per key tile feeds both Q K^T (through the rotating load) and P V.
+// tensor per key tile feeds both Q K^T (through the rotating load, in the
+// rows' layout) and P V. The query tile is stored [G, d, block_q] and the
+// scores [G, block_kv, block_q]: no key tile is transposed.
 // CHECK-LABEL: func.func @flash_kv
 // CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
 // CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
 // CHECK: scf.for %[[R:.*]] = %c0 to %{{.*}} step %c16
 // CHECK: %[[KEYS:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16]
 // CHECK: %[[Q:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
-// CHECK: tensor.extract_slice %[[Q]][0, 0, 0, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> to tensor<16x2x16xf32>
+// CHECK: %[[QROWS:.*]] = tensor.extract_slice %[[Q]][0, 0, 0, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> to tensor<16x2x16xf32>
+// CHECK: %[[QT:.*]] = linalg.generic {{.*}} ins(%[[QROWS]] : tensor<16x2x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: %[[HI:.*]] = arith.minsi
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
 // CHECK: %[[TILE:.*]] = tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
 // CHECK-NOT: tensor.extract_slice %[[KEYS]]
-// CHECK: scf.if %{{.*}} -> (tensor<2x16x32xf32>)
+// CHECK: %[[ROTATED:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<32x2x8xf32> into tensor<32x16xf32>
+// CHECK: scf.if %{{.*}} -> (tensor<2x32x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[ROTATED]], %[[QT]] : tensor<32x16xf32>, tensor<2x16x16xf32>) outs(%{{.*}} : tensor<2x32x16xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: } else {
 // CHECK-NOT: arith.cmpi sle
 // CHECK: math.exp
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<2x16x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<2x32x16xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[R]], %{{.*}}, 0] [1, %{{.*}}, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<?x?x4x16xf32>
 // CHECK-NOT: attn.
 func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)

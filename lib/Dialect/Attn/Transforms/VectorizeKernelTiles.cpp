@@ -116,9 +116,15 @@ std::optional<TilePlan> planContraction(linalg::GenericOp op,
 
 /// Rows of the innermost loop dimension, every other dimension one at a
 /// time: element-wise maps and row reductions (softmax maxima and sums).
+/// A reduction row is longer: one horizontal reduction per row, not one per
+/// chunk. Reductions over an outer dimension (a column sum) loop innermost,
+/// so the row of results they accumulate stays in registers.
 std::optional<TilePlan> planRows(linalg::GenericOp op, ArrayRef<int64_t> ranges,
-                                 int64_t maxVectorSize) {
+                                 int64_t maxVectorSize,
+                                 int64_t maxReductionVectorSize) {
   int64_t inner = ranges.back();
+  if (linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    maxVectorSize = maxReductionVectorSize;
   if (inner > maxVectorSize && inner % maxVectorSize != 0)
     return std::nullopt;
   // A transposing read (the innermost loop dimension is an outer dimension
@@ -134,7 +140,11 @@ std::optional<TilePlan> planRows(linalg::GenericOp op, ArrayRef<int64_t> ranges,
   TilePlan plan;
   plan.tileSizes.assign(ranges.size(), 1);
   plan.tileSizes.back() = std::min(inner, maxVectorSize);
-  plan.interchange = llvm::to_vector(llvm::seq<int64_t>(0, ranges.size()));
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (bool reductions : {false, true})
+    for (unsigned d = 0, e = ranges.size(); d < e; ++d)
+      if (linalg::isReductionIterator(iterators[d]) == reductions)
+        plan.interchange.push_back(d);
   return plan;
 }
 
@@ -240,10 +250,11 @@ void AttnVectorizeKernelTilesPass::tileAndVectorize(RewriterBase &rewriter,
 }
 
 void AttnVectorizeKernelTilesPass::runOnOperation() {
-  if (registerTileM < 1 || registerTileN < 1 || maxVectorSize < 1) {
-    getOperation()->emitError("attn-vectorize-kernel-tiles: register-tile-m, "
-                              "register-tile-n and max-vector-size must be "
-                              "positive");
+  if (registerTileM < 1 || registerTileN < 1 || maxVectorSize < 1 ||
+      maxReductionVectorSize < 1) {
+    getOperation()->emitError(
+        "attn-vectorize-kernel-tiles: register-tile-m, register-tile-n, "
+        "max-vector-size and max-reduction-vector-size must be positive");
     return signalPassFailure();
   }
   SmallVector<linalg::GenericOp> candidates;
@@ -260,7 +271,7 @@ void AttnVectorizeKernelTilesPass::runOnOperation() {
     std::optional<TilePlan> plan =
         planContraction(op, ranges, registerTileM, registerTileN);
     if (!plan)
-      plan = planRows(op, ranges, maxVectorSize);
+      plan = planRows(op, ranges, maxVectorSize, maxReductionVectorSize);
     if (plan)
       tileAndVectorize(rewriter, op, *plan);
   }

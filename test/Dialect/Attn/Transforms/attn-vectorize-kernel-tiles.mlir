@@ -1,8 +1,9 @@
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles --canonicalize --cse -split-input-file | FileCheck %s
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=8 register-tile-n=8" --canonicalize -split-input-file | FileCheck %s --check-prefix=BLOCK8
-// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="max-vector-size=64" --canonicalize -split-input-file | FileCheck %s --check-prefix=LONG
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="max-vector-size=64 max-reduction-vector-size=16" --canonicalize -split-input-file | FileCheck %s --check-prefix=SHORT
 // RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: attn-vectorize-kernel-tiles: register-tile-m, register-tile-n and max-vector-size must be positive
+// RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="max-reduction-vector-size=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: attn-vectorize-kernel-tiles: register-tile-m, register-tile-n, max-vector-size and max-reduction-vector-size must be positive
 
 // A GEMM tile [8, 16] x [16, 32]: 4 x 16 register blocks; the k loop is
 // innermost and carries the block as a vector, each step one FMA of a
@@ -67,18 +68,19 @@ func.func @gemm_tile_bf16(%x: tensor<8x16xbf16>, %w: tensor<16x32xf32>,
 
 // -----
 
-// A row reduction (the softmax maximum of a score tile): 16-wide chunks
-// (max-vector-size) of each row, one vector.multi_reduction each into the
-// row's running maximum.
+// A row reduction (the softmax maximum of a score tile): each whole row
+// of 64 (max-reduction-vector-size) is one vector.multi_reduction into the
+// row's running maximum; with shorter reduction rows, 16-wide chunks each
+// reduced on their own.
 // CHECK-LABEL: func.func @row_max
 // CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
-// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<2x8x64xf32>, vector<1x1x16xf32>
-// CHECK: vector.multi_reduction <maximumf>, %[[ROW]], %{{.*}} [2] : vector<1x1x16xf32> to vector<1x1xf32>
-// LONG-LABEL: func.func @row_max
-// LONG-NOT: scf.for %{{.*}} = %c0 to %c64
-// LONG: vector.multi_reduction <maximumf>, %{{.*}}, %{{.*}} [2] : vector<1x1x64xf32> to vector<1x1xf32>
+// CHECK-NOT: scf.for %{{.*}} = %c0 to %c64
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg0{{.*}} : tensor<2x8x64xf32>, vector<1x1x64xf32>
+// CHECK: vector.multi_reduction <maxnumf>, %[[ROW]], %{{.*}} [2] : vector<1x1x64xf32> to vector<1x1xf32>
+// SHORT-LABEL: func.func @row_max
+// SHORT: scf.for %{{.*}} = %c0 to %c64 step %c16
+// SHORT: vector.multi_reduction <maxnumf>, %{{.*}}, %{{.*}} [2] : vector<1x1x16xf32> to vector<1x1xf32>
 func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
     -> tensor<2x8xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(g, i, j) -> (g, i, j)>,
@@ -86,7 +88,7 @@ func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
                        iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%s : tensor<2x8x64xf32>) outs(%m : tensor<2x8xf32>) {
   ^bb0(%a: f32, %c: f32):
-    %x = arith.maximumf %a, %c : f32
+    %x = arith.maxnumf %a, %c : f32
     linalg.yield %x : f32
   } -> tensor<2x8xf32>
   return %r : tensor<2x8xf32>
@@ -94,11 +96,15 @@ func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
 
 // -----
 
-// Element-wise rows: exp over 16-wide vectors, the outer dimensions loops.
+// Element-wise rows: exp over 16-wide vectors (max-vector-size), the outer
+// dimensions loops.
 // CHECK-LABEL: func.func @exp_rows
 // CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
 // CHECK: math.exp %{{.*}} : vector<1x16xf32>
+// SHORT-LABEL: func.func @exp_rows
+// SHORT-NOT: scf.for %{{.*}} = %c0 to %c64
+// SHORT: math.exp %{{.*}} : vector<1x64xf32>
 func.func @exp_rows(%a: tensor<4x64xf32>, %o: tensor<4x64xf32>)
     -> tensor<4x64xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,

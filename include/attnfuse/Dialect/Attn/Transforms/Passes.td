@@ -70,7 +70,7 @@ def AttnFuse : Pass<"attn-fuse"> {
 }
 
 def AttnOutlineLayers : Pass<"attn-outline-layers", "::mlir::ModuleOp"> {
-  let summary = "Outline identical attn layers into one function each";
+  let summary = "Outline identical attn layers (and element-wise ops) into one function each";
   let description = [{
     A model repeats the same layer: 40 `attn.cca` ops with the same
     attributes and types differ only in their weights. Every layer op
@@ -82,6 +82,12 @@ def AttnOutlineLayers : Pass<"attn-outline-layers", "::mlir::ModuleOp"> {
     lowering then compiles each distinct layer once instead of once per
     occurrence, and the layers of a decode module's `@prefill` and `@step`
     share their functions when they are the same layer.
+
+    Element-wise ops on tensors (the residual `arith.addf` after each layer:
+    any op with the `Elementwise` trait and ranked tensor results) repeat
+    between the layers and are outlined the same way, into `@<op>_<n>`
+    (`@addf_0`): their vectorized loops, once per occurrence in the caller,
+    would otherwise cost the JIT about as much as a layer.
 
     ```mlir
     // Before: two identical layers.
@@ -157,8 +163,9 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
       `vector.contract` that lowers to an outer product: `m` broadcast FMAs
       of `n`-wide vectors, accumulators in registers;
     * any other generic is tiled to rows of its innermost dimension (every
-      outer dimension 1) of at most `max-vector-size` elements and becomes
-      vector element-wise ops and `vector.multi_reduction`s.
+      outer dimension 1) of at most `max-vector-size` elements
+      (`max-reduction-vector-size` when the innermost loop is a reduction)
+      and becomes vector element-wise ops and `vector.multi_reduction`s.
 
     Generics whose sizes are dynamic, whose tile sizes would not divide
     their sizes, whose indexing maps are not plain dimensions (a compound
@@ -191,7 +198,13 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
     Option<"maxVectorSize", "max-vector-size", "int64_t", /*default=*/"16",
            "Longest row an element-wise or reduction tile is vectorized "
            "over (16 f32 = two AVX2 registers; longer rows gain nothing at "
-           "run time and make LLVM's instruction selection slower)">
+           "run time and make LLVM's instruction selection slower)">,
+    Option<"maxReductionVectorSize", "max-reduction-vector-size", "int64_t",
+           /*default=*/"64",
+           "Longest row a reduction over the innermost loop (a softmax row "
+           "maximum or sum) is vectorized over: the row is reduced "
+           "vertically across its registers and horizontally once, where "
+           "shorter chunks are each reduced horizontally">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
