@@ -403,6 +403,13 @@ JitFunction::create(ModuleOp module, StringRef entry,
       options.optLevel, /*sizeLevel=*/0, targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  // The GDB and perf listeners keep a copy of every object and write a perf
+  // jitdump file per compilation: opt-in, for profiling the kernels with
+  // `perf record -k 1` and `perf inject --jit`.
+  const char *profiling = std::getenv("ATTNFUSE_JIT_PROFILING");
+  bool listeners = profiling && StringRef(profiling) != "0";
+  engineOptions.enableGDBNotificationListener = listeners;
+  engineOptions.enablePerfNotificationListener = listeners;
   // The parallel loops call the OpenMP runtime (__kmpc_fork_call, ...).
   static constexpr llvm::StringLiteral openmpRuntime = ATTNFUSE_OPENMP_RUNTIME;
   SmallVector<StringRef, 1> sharedLibraries;

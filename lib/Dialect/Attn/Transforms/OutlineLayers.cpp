@@ -3,7 +3,10 @@
 // A model repeats the same layer with different weights. Lowered in place,
 // every occurrence becomes its own copy of the tiled loops, and the JIT
 // compiles the same code once per layer. Outlining each distinct layer into
-// a function called once per occurrence compiles it once.
+// a function called once per occurrence compiles it once. The element-wise
+// tensor ops between the layers (the residual adds) repeat as well: their
+// vectorized loops, once per layer in the calling function, cost LLVM as
+// much as a layer; they are outlined the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +34,12 @@ bool isLayerOp(Operation *op) {
   return isa<QKVAttentionOp, CCAOp, QKVDecodeOp, CCADecodeOp>(op);
 }
 
+/// An element-wise op on tensors, such as a residual `arith.addf`.
+bool isElementwiseTensorOp(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() > 0 &&
+         llvm::all_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
+}
+
 /// Two layers compile to the same code when they agree in everything but
 /// their operands and locations.
 bool isSameLayer(Operation *a, Operation *b) {
@@ -53,10 +62,11 @@ struct AttnOutlineLayersPass
       return signalPassFailure();
     }
 
-    // Group the layer ops of every function, in program order.
+    // Group the layer and element-wise tensor ops of every function, in
+    // program order.
     SmallVector<SmallVector<Operation *>> groups;
     module.walk([&](Operation *op) {
-      if (!isLayerOp(op))
+      if (!isLayerOp(op) && !isElementwiseTensorOp(op))
         return;
       for (SmallVector<Operation *> &group : groups) {
         if (isSameLayer(group.front(), op)) {
@@ -75,7 +85,9 @@ struct AttnOutlineLayersPass
         continue;
       Operation *first = group.front();
       StringRef kind = first->getName().stripDialect();
-      std::string name = (kind + "_layer_" + Twine(layersOfKind[kind]++)).str();
+      std::string name = (kind + (isLayerOp(first) ? "_layer_" : "_") +
+                          Twine(layersOfKind[kind]++))
+                             .str();
       func::FuncOp layer = outline(builder, module, first, name);
       // A clash with a symbol of the input renames the new function.
       symbols.insert(layer);

@@ -100,3 +100,45 @@ func.func @step(%x: tensor<2x1x16xf32>, %wq: tensor<16x16xf32>,
       : tensor<2x1x16xf32>, tensor<2x32x2x4xf32>, tensor<2x32x2x4xf32>
 }
 func.func private @qkv_decode_layer_0(tensor<2xf32>)
+
+// -----
+
+// Residual adds repeat between the layers: the two adds of one type share
+// @addf_0, the add of another element type stays in place; a scalar add
+// is not a tensor op.
+// CHECK-LABEL: func.func @residuals(
+// CHECK:         %[[Y0:.+]] = call @qkv_attention_layer_0(
+// CHECK:         %[[H0:.+]] = call @addf_0(%{{.+}}, %[[Y0]]) : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+// CHECK:         %[[Y1:.+]] = call @qkv_attention_layer_0(%[[H0]],
+// CHECK:         %[[H1:.+]] = call @addf_0(%[[H0]], %[[Y1]])
+// CHECK:         arith.addf %{{.+}}, %{{.+}} : tensor<4xf64>
+// CHECK:         arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK:         return %[[H1]]
+// CHECK-LABEL: func.func private @qkv_attention_layer_0(
+// CHECK-LABEL: func.func private @addf_0(
+// CHECK-SAME:      %[[A:.+]]: tensor<?x?x16xf32>, %[[B:.+]]: tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+// CHECK:         %[[S:.+]] = arith.addf %[[A]], %[[B]] : tensor<?x?x16xf32>
+// CHECK:         return %[[S]]
+// CHECK-NOT:   func.func
+// THREE-LABEL: func.func @residuals(
+// THREE-NOT:     call
+func.func @residuals(%x: tensor<?x?x16xf32>,
+                     %wq0: tensor<16x16xf32>, %wk0: tensor<8x16xf32>,
+                     %wo0: tensor<16x16xf32>, %wq1: tensor<16x16xf32>,
+                     %wk1: tensor<8x16xf32>, %wo1: tensor<16x16xf32>,
+                     %d: tensor<4xf64>, %s: f32)
+    -> (tensor<?x?x16xf32>, tensor<4xf64>, f32) {
+  %y0 = attn.qkv_attention <kv> %x wq(%wq0) wk(%wk0) wo(%wo0)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, causal}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %h0 = arith.addf %x, %y0 : tensor<?x?x16xf32>
+  %y1 = attn.qkv_attention <kv> %h0 wq(%wq1) wk(%wk1) wo(%wo1)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 4 : i64, causal}
+      : (tensor<?x?x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>,
+         tensor<16x16xf32>) -> tensor<?x?x16xf32>
+  %h1 = arith.addf %h0, %y1 : tensor<?x?x16xf32>
+  %e = arith.addf %d, %d : tensor<4xf64>
+  %t = arith.addf %s, %s : f32
+  return %h1, %e, %t : tensor<?x?x16xf32>, tensor<4xf64>, f32
+}
