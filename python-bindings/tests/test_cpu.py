@@ -188,6 +188,23 @@ def test_reference_lowering_and_tiles_agree():
         assert rel_err(function(*args).astype(np.float64), ref) <= 1e-5
 
 
+def test_nan_token_reaches_its_output_row_and_later_rows():
+    """A NaN in one token's input is not hidden by the softmax: its own
+    output row (whose every score is NaN) and every later row (which attend
+    to its key) are NaN, for the fused tiles and the reference lowering."""
+    module = attnfuse.qkv_attention(sharing="kv", embed_dim=32, num_heads=4,
+                                    num_kv_heads=2, rope_theta=1e4)
+    rng = np.random.default_rng(11)
+    for function in (attnfuse.compile(module, block_q=4, block_kv=4),
+                     attnfuse.compile(module, fused=False)):
+        args, _ = random_inputs(function, rng, linear_init)
+        x = args[0].copy()
+        x[0, 5, 3] = np.nan
+        y = function(x, *args[1:])
+        assert np.isnan(y[0, 5:]).all(axis=-1).all()
+        assert np.isfinite(y[1]).all()  # the other sequence
+
+
 def test_stack_with_residuals():
     config = dict(sharing="none", embed_dim=32, num_heads=4)
     module = attnfuse.qkv_attention(num_layers=2, **config)
