@@ -257,6 +257,10 @@ std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0,
   // One read of the key rows; for K=V it is also the value tile.
   Value keySlab = rowsOf(op.getKey(), headDim);
   Value keyTile = loadRotatedKeyRows(kb, keySlab, keyRope, key0);
+  // K=V without rotation: the key tile, in the rows' layout, is the value
+  // tile too (16-bit inputs would otherwise be extended twice).
+  if (keyIsValue && !keyRope)
+    return {keyTile, keyTile};
   Value valueSlab = keyIsValue ? keySlab : rowsOf(op.getValue(), valueDim);
   Value valueTile = kb.convert(valueSlab, kb.computeType);
   return {keyTile, valueTile};

@@ -123,7 +123,8 @@ std::optional<TilePlan> planRows(linalg::GenericOp op, ArrayRef<int64_t> ranges,
                                  int64_t maxVectorSize,
                                  int64_t maxReductionVectorSize) {
   int64_t inner = ranges.back();
-  if (linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (linalg::isReductionIterator(iterators.back()))
     maxVectorSize = maxReductionVectorSize;
   if (inner > maxVectorSize && inner % maxVectorSize != 0)
     return std::nullopt;
@@ -140,7 +141,6 @@ std::optional<TilePlan> planRows(linalg::GenericOp op, ArrayRef<int64_t> ranges,
   TilePlan plan;
   plan.tileSizes.assign(ranges.size(), 1);
   plan.tileSizes.back() = std::min(inner, maxVectorSize);
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   for (bool reductions : {false, true})
     for (unsigned d = 0, e = ranges.size(); d < e; ++d)
       if (linalg::isReductionIterator(iterators[d]) == reductions)
