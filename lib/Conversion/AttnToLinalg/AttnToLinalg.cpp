@@ -35,202 +35,10 @@ namespace attnfuse {
 using namespace mlir;
 using namespace attnfuse::attn;
 
+#include "LinalgBuilders.h"
+using namespace attnfuse::linalg_builders;
+
 namespace {
-
-using utils::IteratorType;
-constexpr IteratorType kPar = IteratorType::parallel;
-constexpr IteratorType kRed = IteratorType::reduction;
-
-//===----------------------------------------------------------------------===//
-// Helpers
-//===----------------------------------------------------------------------===//
-
-/// The type arithmetic runs in: f32 for 16-bit floats, else the element type.
-FloatType computeTypeFor(Type elementType) {
-  auto floatType = cast<FloatType>(elementType);
-  if (floatType.getWidth() < 32)
-    return Float32Type::get(elementType.getContext());
-  return floatType;
-}
-
-Type elementTypeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType();
-}
-
-/// Converts a scalar between float types (extf / truncf / no-op).
-Value convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
-  Type from = value.getType();
-  if (from == to)
-    return value;
-  if (cast<FloatType>(from).getWidth() < cast<FloatType>(to).getWidth())
-    return arith::ExtFOp::create(b, loc, to, value);
-  return arith::TruncFOp::create(b, loc, to, value);
-}
-
-Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
-  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
-}
-
-Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
-}
-
-/// A position, length or page index read as an `index`.
-Value toIndex(OpBuilder &b, Location loc, Value integer) {
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
-}
-
-/// Whether a mask element (any integer type) marks a real token.
-Value isNonZero(OpBuilder &b, Location loc, Value maskElement) {
-  Value zero = arith::ConstantOp::create(b, loc, maskElement.getType(),
-                                         b.getZeroAttr(maskElement.getType()));
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, maskElement,
-                               zero);
-}
-
-/// Size `dim` of `tensor`, static when known.
-OpFoldResult dimOf(OpBuilder &b, Location loc, Value tensor, int64_t dim) {
-  return tensor::getMixedSize(b, loc, tensor, dim);
-}
-
-/// `size + delta`, folded when `size` is static.
-OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult size,
-                      int64_t delta) {
-  if (std::optional<int64_t> known = getConstantIntValue(size))
-    return b.getIndexAttr(*known + delta);
-  if (delta == 0)
-    return size;
-  return arith::AddIOp::create(b, loc, cast<Value>(size),
-                               arith::ConstantIndexOp::create(b, loc, delta))
-      .getResult();
-}
-
-Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
-                  Type elementType) {
-  return tensor::EmptyOp::create(b, loc, sizes, elementType);
-}
-
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
-                   Type elementType, double value) {
-  Value empty = emptyTensor(b, loc, sizes, elementType);
-  Value scalar = floatConstant(b, loc, elementType, value);
-  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{empty})
-      .getResult(0);
-}
-
-using BodyFn = function_ref<void(OpBuilder &, Location, ValueRange)>;
-
-/// A linalg.generic with one result per init.
-linalg::GenericOp buildGeneric(OpBuilder &b, Location loc, ValueRange inputs,
-                               ValueRange inits, ArrayRef<AffineMap> maps,
-                               ArrayRef<IteratorType> iterators, BodyFn body) {
-  return linalg::GenericOp::create(b, loc, TypeRange(inits), inputs, inits,
-                                   maps, iterators, body);
-}
-
-/// `(d0, ..., d{n-1}) -> (dims...)`.
-AffineMap projection(MLIRContext *ctx, unsigned numLoops,
-                     ArrayRef<AffineExpr> results) {
-  return AffineMap::get(numLoops, 0, results, ctx);
-}
-
-/// Elementwise float conversion of a whole tensor (identity when the types
-/// already agree).
-Value convertTensor(OpBuilder &b, Location loc, Value tensor, Type to) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (type.getElementType() == to)
-    return tensor;
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
-  unsigned rank = type.getRank();
-  AffineMap id = b.getMultiDimIdentityMap(rank);
-  SmallVector<IteratorType> iters(rank, kPar);
-  return buildGeneric(b, loc, tensor, emptyTensor(b, loc, sizes, to), {id, id},
-                      iters,
-                      [&](OpBuilder &nb, Location nl, ValueRange args) {
-                        linalg::YieldOp::create(
-                            nb, nl, convertFloat(nb, nl, args[0], to));
-                      })
-      .getResult(0);
-}
-
-/// A `[sizes...]` tensor of compute type holding `bias` broadcast along the
-/// last dimension, or zeros without a bias.
-Value biasOrZeroInit(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
-                     Value bias, Type computeType) {
-  if (!bias)
-    return filledTensor(b, loc, sizes, computeType, 0.0);
-  unsigned rank = sizes.size();
-  MLIRContext *ctx = b.getContext();
-  AffineMap biasMap = projection(ctx, rank, {b.getAffineDimExpr(rank - 1)});
-  SmallVector<IteratorType> iters(rank, kPar);
-  return buildGeneric(b, loc, bias, emptyTensor(b, loc, sizes, computeType),
-                      {biasMap, b.getMultiDimIdentityMap(rank)}, iters,
-                      [&](OpBuilder &nb, Location nl, ValueRange args) {
-                        linalg::YieldOp::create(
-                            nb, nl, convertFloat(nb, nl, args[0], computeType));
-                      })
-      .getResult(0);
-}
-
-/// Sum over the last dimension (reduced away) of `tensor`, or of its squares,
-/// into a compute-type tensor.
-Value reduceLast(OpBuilder &b, Location loc, Value tensor, Type computeType,
-                 bool squares) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  unsigned rank = type.getRank();
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
-  sizes.pop_back();
-  Value init = filledTensor(b, loc, sizes, computeType, 0.0);
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineExpr> outDims;
-  for (unsigned i = 0; i + 1 < rank; ++i)
-    outDims.push_back(b.getAffineDimExpr(i));
-  SmallVector<IteratorType> iters(rank, kPar);
-  iters.back() = kRed;
-  return buildGeneric(
-             b, loc, tensor, init,
-             {b.getMultiDimIdentityMap(rank), projection(ctx, rank, outDims)},
-             iters,
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value x = convertFloat(nb, nl, args[0], computeType);
-               if (squares)
-                 x = arith::MulFOp::create(nb, nl, x, x);
-               linalg::YieldOp::create(
-                   nb, nl,
-                   arith::AddFOp::create(nb, nl, args[1], x).getResult());
-             })
-      .getResult(0);
-}
-
-/// `tensor[..., offset : offset + size]` along the last dimension.
-Value sliceLast(OpBuilder &b, Location loc, Value tensor, int64_t offset,
-                int64_t size) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  unsigned rank = type.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-  offsets.back() = b.getIndexAttr(offset);
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, tensor);
-  sizes.back() = b.getIndexAttr(size);
-  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc, tensor, offsets, sizes,
-                                        strides);
-}
-
-/// Casts `value` to `type` when the static information differs.
-Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
-  if (value.getType() == type)
-    return value;
-  return tensor::CastOp::create(b, loc, type, value);
-}
-
-/// Inserts `source` into `dest` at `offsets` (unit strides, full source).
-Value insertAt(OpBuilder &b, Location loc, Value source, Value dest,
-               ArrayRef<OpFoldResult> offsets) {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, source);
-  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, source, dest, offsets, sizes,
-                                       strides);
-}
 
 //===----------------------------------------------------------------------===//
 // attn.project: x W^T + b
@@ -599,101 +407,114 @@ struct ValueShiftLowering : OpConversionPattern<ValueShiftOp> {
 // attn.rope: NeoX rotate-half on the first r dims, position = index along S
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
+FailureOr<Value> attnfuse::linalg_builders::buildRotation(
+    OpBuilder &rewriter, Location loc, Value input, Value positions,
+    RopeAttr rope, bool transpose) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto type = cast<RankedTensorType>(input.getType());
+  Type elementType = type.getElementType();
+  Type computeType = computeTypeFor(elementType);
+  int64_t headDim = type.getDimSize(3);
+  FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
+  if (failed(rotated) || *rotated % 2 != 0)
+    return failure();
+  if (*rotated == 0)
+    return input;
+  int64_t rot = *rotated, half = rot / 2;
+  double theta = rope.getThetaValue();
+  // Inverse frequencies theta^(-2i/r), i < r/2, in f64.
+  Type f64 = rewriter.getF64Type();
+  SmallVector<double> invFreq;
+  for (int64_t i = 0; i < half; ++i)
+    invFreq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) /
+                                          static_cast<double>(rot)));
+  auto freqType = RankedTensorType::get({half}, f64);
+  Value freqs = arith::ConstantOp::create(
+      rewriter, loc, freqType,
+      DenseElementsAttr::get(freqType, ArrayRef<double>(invFreq)));
+
+  // (x1, x2) = (x[:half], x[half:r]):
+  //   out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin, angle = s * f_i.
+  Value first = sliceLast(rewriter, loc, input, 0, half);
+  Value second = sliceLast(rewriter, loc, input, half, half);
+  SmallVector<OpFoldResult> halfSizes =
+      tensor::getMixedSizes(rewriter, loc, first);
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+  // Token t of sequence b sits at t, or at positions[b] + t.
+  SmallVector<Value> inputs = {first, second, freqs};
+  SmallVector<AffineMap> maps = {id4, id4, projection(ctx, 4, {d3})};
+  if (positions) {
+    inputs.push_back(positions);
+    maps.push_back(projection(ctx, 4, {d0}));
+  }
+  maps.append({id4, id4});
+  auto rotatedHalves = buildGeneric(
+      rewriter, loc, inputs,
+      ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
+                 emptyTensor(rewriter, loc, halfSizes, elementType)},
+      maps, SmallVector<IteratorType>(4, kPar),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value pos = linalg::IndexOp::create(b, l, 1);
+        if (positions)
+          pos = arith::AddIOp::create(b, l, pos, toIndex(b, l, args[3]));
+        Value posInt = arith::IndexCastOp::create(b, l, b.getI64Type(), pos);
+        Value posFloat = arith::SIToFPOp::create(b, l, f64, posInt);
+        Value angle = arith::MulFOp::create(b, l, posFloat, args[2]);
+        Value cos =
+            convertFloat(b, l, math::CosOp::create(b, l, angle), computeType);
+        Value sin =
+            convertFloat(b, l, math::SinOp::create(b, l, angle), computeType);
+        // The transpose rotates by the opposite angle.
+        if (transpose)
+          sin = arith::NegFOp::create(b, l, sin);
+        Value x1 = convertFloat(b, l, args[0], computeType);
+        Value x2 = convertFloat(b, l, args[1], computeType);
+        Value out1 =
+            arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, x1, cos),
+                                  arith::MulFOp::create(b, l, x2, sin));
+        Value out2 =
+            arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, x2, cos),
+                                  arith::MulFOp::create(b, l, x1, sin));
+        linalg::YieldOp::create(
+            b, l,
+            ValueRange{convertFloat(b, l, out1, elementType),
+                       convertFloat(b, l, out2, elementType)});
+      });
+
+  OpFoldResult zero = rewriter.getIndexAttr(0);
+  Value result =
+      emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, input),
+                  elementType);
+  result = insertAt(rewriter, loc, rotatedHalves.getResult(0), result,
+                    {zero, zero, zero, zero});
+  result = insertAt(rewriter, loc, rotatedHalves.getResult(1), result,
+                    {zero, zero, zero, rewriter.getIndexAttr(half)});
+  if (rot < headDim)
+    result = insertAt(rewriter, loc,
+                      sliceLast(rewriter, loc, input, rot, headDim - rot),
+                      result, {zero, zero, zero, rewriter.getIndexAttr(rot)});
+  return result;
+}
+
+namespace {
+
 struct RoPELowering : OpConversionPattern<RoPEOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(RoPEOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
-    Value input = adaptor.getInput();
-    auto type = cast<RankedTensorType>(input.getType());
-    Type elementType = type.getElementType();
-    Type computeType = computeTypeFor(elementType);
-    int64_t headDim = type.getDimSize(3);
-    FailureOr<int64_t> rotated = op.getRope().getRotatedDim(headDim);
-    if (failed(rotated) || *rotated % 2 != 0)
+    FailureOr<Value> result =
+        buildRotation(rewriter, op.getLoc(), adaptor.getInput(),
+                      adaptor.getPositions(), op.getRope(), /*transpose=*/false);
+    if (failed(result))
       return rewriter.notifyMatchFailure(op, "invalid rotated width");
-    if (*rotated == 0) {
-      rewriter.replaceOp(op, input);
-      return success();
-    }
-    int64_t rot = *rotated, half = rot / 2;
-    double theta = op.getRope().getThetaValue();
-
-    // Inverse frequencies theta^(-2i/r), i < r/2, in f64.
-    Type f64 = rewriter.getF64Type();
-    SmallVector<double> invFreq;
-    for (int64_t i = 0; i < half; ++i)
-      invFreq.push_back(std::pow(theta, -2.0 * static_cast<double>(i) /
-                                            static_cast<double>(rot)));
-    auto freqType = RankedTensorType::get({half}, f64);
-    Value freqs = arith::ConstantOp::create(
-        rewriter, loc, freqType,
-        DenseElementsAttr::get(freqType, ArrayRef<double>(invFreq)));
-
-    // (x1, x2) = (x[:half], x[half:r]):
-    //   out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin, angle = s * f_i.
-    Value first = sliceLast(rewriter, loc, input, 0, half);
-    Value second = sliceLast(rewriter, loc, input, half, half);
-    SmallVector<OpFoldResult> halfSizes =
-        tensor::getMixedSizes(rewriter, loc, first);
-    AffineExpr d0, d1, d2, d3;
-    bindDims(ctx, d0, d1, d2, d3);
-    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
-    // Token t of sequence b sits at t, or at positions[b] + t.
-    Value positions = adaptor.getPositions();
-    SmallVector<Value> inputs = {first, second, freqs};
-    SmallVector<AffineMap> maps = {id4, id4, projection(ctx, 4, {d3})};
-    if (positions) {
-      inputs.push_back(positions);
-      maps.push_back(projection(ctx, 4, {d0}));
-    }
-    maps.append({id4, id4});
-    auto rotatedHalves = buildGeneric(
-        rewriter, loc, inputs,
-        ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
-                   emptyTensor(rewriter, loc, halfSizes, elementType)},
-        maps, SmallVector<IteratorType>(4, kPar),
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value pos = linalg::IndexOp::create(b, l, 1);
-          if (positions)
-            pos = arith::AddIOp::create(b, l, pos, toIndex(b, l, args[3]));
-          Value posInt = arith::IndexCastOp::create(b, l, b.getI64Type(), pos);
-          Value posFloat = arith::SIToFPOp::create(b, l, f64, posInt);
-          Value angle = arith::MulFOp::create(b, l, posFloat, args[2]);
-          Value cos =
-              convertFloat(b, l, math::CosOp::create(b, l, angle), computeType);
-          Value sin =
-              convertFloat(b, l, math::SinOp::create(b, l, angle), computeType);
-          Value x1 = convertFloat(b, l, args[0], computeType);
-          Value x2 = convertFloat(b, l, args[1], computeType);
-          Value out1 =
-              arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, x1, cos),
-                                    arith::MulFOp::create(b, l, x2, sin));
-          Value out2 =
-              arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, x2, cos),
-                                    arith::MulFOp::create(b, l, x1, sin));
-          linalg::YieldOp::create(
-              b, l,
-              ValueRange{convertFloat(b, l, out1, elementType),
-                         convertFloat(b, l, out2, elementType)});
-        });
-
-    OpFoldResult zero = rewriter.getIndexAttr(0);
-    Value result =
-        emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, input),
-                    elementType);
-    result = insertAt(rewriter, loc, rotatedHalves.getResult(0), result,
-                      {zero, zero, zero, zero});
-    result = insertAt(rewriter, loc, rotatedHalves.getResult(1), result,
-                      {zero, zero, zero, rewriter.getIndexAttr(half)});
-    if (rot < headDim)
-      result = insertAt(rewriter, loc,
-                        sliceLast(rewriter, loc, input, rot, headDim - rot),
-                        result, {zero, zero, zero, rewriter.getIndexAttr(rot)});
-    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    rewriter.replaceOp(op,
+                       castTo(rewriter, op.getLoc(), *result, op.getType()));
     return success();
   }
 };
@@ -741,6 +562,204 @@ struct MaskTokensLowering : OpConversionPattern<MaskTokensOp> {
   }
 };
 
+} // namespace
+
+AttentionProbabilities attnfuse::linalg_builders::buildAttentionProbabilities(
+    OpBuilder &rewriter, Location loc, const AttentionScores &spec) {
+  MLIRContext *ctx = rewriter.getContext();
+  Value query = spec.query, key = spec.key, bias = spec.bias;
+  auto queryType = cast<RankedTensorType>(query.getType());
+  Type computeType = computeTypeFor(queryType.getElementType());
+  int64_t numHeads = queryType.getDimSize(2);
+  int64_t numKvHeads = cast<RankedTensorType>(key.getType()).getDimSize(2);
+  int64_t group = numHeads / numKvHeads;
+  double scale = spec.scale;
+  bool causal = spec.causal;
+  std::optional<int64_t> window = spec.window;
+
+  OpFoldResult batch = dimOf(rewriter, loc, query, 0);
+  OpFoldResult queries = dimOf(rewriter, loc, query, 1);
+  OpFoldResult keys = dimOf(rewriter, loc, key, 1);
+  OpFoldResult heads = rewriter.getIndexAttr(numHeads);
+  SmallVector<OpFoldResult> scoreSizes = {batch, heads, queries, keys};
+  SmallVector<OpFoldResult> rowSizes = {batch, heads, queries};
+
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+  AffineMap rowMap = projection(ctx, 4, {d0, d1, d2});
+  SmallVector<IteratorType> par4(4, kPar);
+  SmallVector<IteratorType> rowReduce = {kPar, kPar, kPar, kRed};
+
+  // 1. scores[b, h, i, j] = q[b, i, h] . k[b, j, h / G].
+  Value scores =
+      buildGeneric(rewriter, loc, ValueRange{query, key},
+                   filledTensor(rewriter, loc, scoreSizes, computeType, 0.0),
+                   {projection(ctx, 5, {d0, d2, d1, d4}),
+                    projection(ctx, 5, {d0, d3, d1.floorDiv(group), d4}),
+                    projection(ctx, 5, {d0, d1, d2, d3})},
+                   {kPar, kPar, kPar, kPar, kRed},
+                   [&](OpBuilder &b, Location l, ValueRange args) {
+                     Value q = convertFloat(b, l, args[0], computeType);
+                     Value k = convertFloat(b, l, args[1], computeType);
+                     linalg::YieldOp::create(
+                         b, l,
+                         arith::AddFOp::create(
+                             b, l, args[2], arith::MulFOp::create(b, l, q, k))
+                             .getResult());
+                   })
+          .getResult(0);
+
+  // 2. logits = scale * scores + bias, -inf where masked. Query i sits at
+  // absolute position i + (T - S).
+  Value offset;
+  Value positions = spec.positions;
+  if ((causal || window) && !positions) {
+    std::optional<int64_t> s = getConstantIntValue(queries);
+    std::optional<int64_t> t = getConstantIntValue(keys);
+    offset =
+        s && t ? indexConstant(rewriter, loc, *t - *s)
+               : arith::SubIOp::create(
+                     rewriter, loc,
+                     getValueOrCreateConstantIndexOp(rewriter, loc, keys),
+                     getValueOrCreateConstantIndexOp(rewriter, loc, queries))
+                     .getResult();
+  }
+  Value scaleValue = floatConstant(rewriter, loc, computeType, scale);
+  Value negInf = floatConstant(rewriter, loc, computeType,
+                               -std::numeric_limits<double>::infinity());
+  Value windowValue =
+      window ? indexConstant(rewriter, loc, *window) : Value();
+  SmallVector<Value> logitInputs = {scores};
+  SmallVector<AffineMap> logitMaps = {id4};
+  if (bias) {
+    logitInputs.push_back(bias);
+    bool perHead = cast<RankedTensorType>(bias.getType()).getRank() == 3;
+    logitMaps.push_back(perHead ? projection(ctx, 4, {d1, d2, d3})
+                                : projection(ctx, 4, {d2, d3}));
+  }
+  // Per-sequence query offsets of a decoder: query i of sequence b sits at
+  // positions[b] + i.
+  unsigned positionsArg = logitInputs.size();
+  bool maskByPosition = (causal || window) && positions;
+  if (maskByPosition) {
+    logitInputs.push_back(positions);
+    logitMaps.push_back(projection(ctx, 4, {d0}));
+  }
+  // A padded batch: key j of sequence b is visible only where
+  // key_mask[b, j] != 0.
+  unsigned keyMaskArg = logitInputs.size();
+  Value keyMask = spec.keyMask;
+  if (keyMask) {
+    logitInputs.push_back(keyMask);
+    logitMaps.push_back(projection(ctx, 4, {d0, d3}));
+  }
+  logitMaps.push_back(id4);
+  Value logits =
+      buildGeneric(
+          rewriter, loc, logitInputs,
+          emptyTensor(rewriter, loc, scoreSizes, computeType), logitMaps,
+          par4,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value logit = arith::MulFOp::create(b, l, args[0], scaleValue);
+            if (bias)
+              logit = arith::AddFOp::create(
+                  b, l, logit, convertFloat(b, l, args[1], computeType));
+            if (causal || window) {
+              Value i = linalg::IndexOp::create(b, l, 2);
+              Value j = linalg::IndexOp::create(b, l, 3);
+              Value position = arith::AddIOp::create(
+                  b, l, i,
+                  maskByPosition ? toIndex(b, l, args[positionsArg])
+                                 : offset);
+              Value keep;
+              if (causal)
+                keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle,
+                                             j, position);
+              if (window) {
+                Value distance = arith::SubIOp::create(b, l, position, j);
+                Value inWindow = arith::CmpIOp::create(
+                    b, l, arith::CmpIPredicate::slt, distance, windowValue);
+                keep = keep ? arith::AndIOp::create(b, l, keep, inWindow)
+                                  .getResult()
+                            : inWindow;
+              }
+              logit = arith::SelectOp::create(b, l, keep, logit, negInf);
+            }
+            if (keyMask)
+              logit = arith::SelectOp::create(
+                  b, l, isNonZero(b, l, args[keyMaskArg]), logit, negInf);
+            linalg::YieldOp::create(b, l, logit);
+          })
+          .getResult(0);
+
+  // 3. Row maximum (-inf for a fully masked row).
+  Value rowMax =
+      buildGeneric(rewriter, loc, logits,
+                   filledTensor(rewriter, loc, rowSizes, computeType,
+                                -std::numeric_limits<double>::infinity()),
+                   {id4, rowMap}, rowReduce,
+                   [&](OpBuilder &b, Location l, ValueRange args) {
+                     linalg::YieldOp::create(
+                         b, l,
+                         arith::MaximumFOp::create(b, l, args[0], args[1])
+                             .getResult());
+                   })
+          .getResult(0);
+
+  // 4. p = exp(logit - max); 0 for a fully masked row (max = -inf), where
+  // exp(-inf - -inf) would be NaN.
+  Value zero = floatConstant(rewriter, loc, computeType, 0.0);
+  Value probs =
+      buildGeneric(
+          rewriter, loc, ValueRange{logits, rowMax},
+          emptyTensor(rewriter, loc, scoreSizes, computeType),
+          {id4, rowMap, id4}, par4,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+            Value e = math::ExpOp::create(b, l, shifted);
+            Value masked = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OEQ, args[1], negInf);
+            linalg::YieldOp::create(
+                b, l,
+                arith::SelectOp::create(b, l, masked, zero, e).getResult());
+          })
+          .getResult(0);
+
+  // 5. Row sums.
+  Value rowSum =
+      buildGeneric(
+          rewriter, loc, probs,
+          filledTensor(rewriter, loc, rowSizes, computeType, 0.0),
+          {id4, rowMap}, rowReduce,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                b, l,
+                arith::AddFOp::create(b, l, args[0], args[1]).getResult());
+          })
+          .getResult(0);
+  return {probs, rowSum};
+}
+
+namespace {
+
+/// The scores and masks of an attention op (attn.sdpa, attn.sdpa_grad).
+template <typename AttentionOp, typename Adaptor>
+AttentionScores attentionScores(AttentionOp op, Adaptor adaptor,
+                                int64_t headDim) {
+  AttentionScores scores;
+  scores.query = adaptor.getQuery();
+  scores.key = adaptor.getKey();
+  scores.bias = adaptor.getBias();
+  scores.keyMask = adaptor.getKeyMask();
+  scores.causal = op.getCausal();
+  scores.window = op.getWindow();
+  scores.scale = op.getScaleAttr()
+                     ? op.getScaleAttr().getValueAsDouble()
+                     : 1.0 / std::sqrt(static_cast<double>(headDim));
+  return scores;
+}
+
 struct SDPALowering : OpConversionPattern<SDPAOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -749,183 +768,31 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    Value query = adaptor.getQuery(), key = adaptor.getKey();
-    Value value = adaptor.getValue(), bias = adaptor.getBias();
+    Value query = adaptor.getQuery(), value = adaptor.getValue();
     auto queryType = cast<RankedTensorType>(query.getType());
     Type elementType = queryType.getElementType();
     Type computeType = computeTypeFor(elementType);
     int64_t numHeads = queryType.getDimSize(2);
     int64_t headDim = queryType.getDimSize(3);
-    int64_t numKvHeads = cast<RankedTensorType>(key.getType()).getDimSize(2);
+    int64_t numKvHeads =
+        cast<RankedTensorType>(adaptor.getKey().getType()).getDimSize(2);
     int64_t valueDim = cast<RankedTensorType>(value.getType()).getDimSize(3);
     int64_t group = numHeads / numKvHeads;
-    double scale = op.getScaleAttr()
-                       ? op.getScaleAttr().getValueAsDouble()
-                       : 1.0 / std::sqrt(static_cast<double>(headDim));
-    bool causal = op.getCausal();
-    std::optional<int64_t> window = op.getWindow();
+
+    // 1.-5. Masked logits, row maxima, exp(logit - max), row sums.
+    AttentionScores scores = attentionScores(op, adaptor, headDim);
+    scores.positions = adaptor.getPositions();
+    auto [probs, rowSum] =
+        buildAttentionProbabilities(rewriter, loc, scores);
 
     OpFoldResult batch = dimOf(rewriter, loc, query, 0);
     OpFoldResult queries = dimOf(rewriter, loc, query, 1);
-    OpFoldResult keys = dimOf(rewriter, loc, key, 1);
     OpFoldResult heads = rewriter.getIndexAttr(numHeads);
-    SmallVector<OpFoldResult> scoreSizes = {batch, heads, queries, keys};
-    SmallVector<OpFoldResult> rowSizes = {batch, heads, queries};
-
     AffineExpr d0, d1, d2, d3, d4;
     bindDims(ctx, d0, d1, d2, d3, d4);
     AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
-    AffineMap rowMap = projection(ctx, 4, {d0, d1, d2});
     SmallVector<IteratorType> par4(4, kPar);
-    SmallVector<IteratorType> rowReduce = {kPar, kPar, kPar, kRed};
-
-    // 1. scores[b, h, i, j] = q[b, i, h] . k[b, j, h / G].
-    Value scores =
-        buildGeneric(rewriter, loc, ValueRange{query, key},
-                     filledTensor(rewriter, loc, scoreSizes, computeType, 0.0),
-                     {projection(ctx, 5, {d0, d2, d1, d4}),
-                      projection(ctx, 5, {d0, d3, d1.floorDiv(group), d4}),
-                      projection(ctx, 5, {d0, d1, d2, d3})},
-                     {kPar, kPar, kPar, kPar, kRed},
-                     [&](OpBuilder &b, Location l, ValueRange args) {
-                       Value q = convertFloat(b, l, args[0], computeType);
-                       Value k = convertFloat(b, l, args[1], computeType);
-                       linalg::YieldOp::create(
-                           b, l,
-                           arith::AddFOp::create(
-                               b, l, args[2], arith::MulFOp::create(b, l, q, k))
-                               .getResult());
-                     })
-            .getResult(0);
-
-    // 2. logits = scale * scores + bias, -inf where masked. Query i sits at
-    // absolute position i + (T - S).
-    Value offset;
-    Value positions = adaptor.getPositions();
-    if ((causal || window) && !positions) {
-      std::optional<int64_t> s = getConstantIntValue(queries);
-      std::optional<int64_t> t = getConstantIntValue(keys);
-      offset =
-          s && t ? indexConstant(rewriter, loc, *t - *s)
-                 : arith::SubIOp::create(
-                       rewriter, loc,
-                       getValueOrCreateConstantIndexOp(rewriter, loc, keys),
-                       getValueOrCreateConstantIndexOp(rewriter, loc, queries))
-                       .getResult();
-    }
-    Value scaleValue = floatConstant(rewriter, loc, computeType, scale);
-    Value negInf = floatConstant(rewriter, loc, computeType,
-                                 -std::numeric_limits<double>::infinity());
-    Value windowValue =
-        window ? indexConstant(rewriter, loc, *window) : Value();
-    SmallVector<Value> logitInputs = {scores};
-    SmallVector<AffineMap> logitMaps = {id4};
-    if (bias) {
-      logitInputs.push_back(bias);
-      bool perHead = cast<RankedTensorType>(bias.getType()).getRank() == 3;
-      logitMaps.push_back(perHead ? projection(ctx, 4, {d1, d2, d3})
-                                  : projection(ctx, 4, {d2, d3}));
-    }
-    // Per-sequence query offsets of a decoder: query i of sequence b sits at
-    // positions[b] + i.
-    unsigned positionsArg = logitInputs.size();
-    bool maskByPosition = (causal || window) && positions;
-    if (maskByPosition) {
-      logitInputs.push_back(positions);
-      logitMaps.push_back(projection(ctx, 4, {d0}));
-    }
-    // A padded batch: key j of sequence b is visible only where
-    // key_mask[b, j] != 0.
-    unsigned keyMaskArg = logitInputs.size();
-    Value keyMask = adaptor.getKeyMask();
-    if (keyMask) {
-      logitInputs.push_back(keyMask);
-      logitMaps.push_back(projection(ctx, 4, {d0, d3}));
-    }
-    logitMaps.push_back(id4);
-    Value logits =
-        buildGeneric(
-            rewriter, loc, logitInputs,
-            emptyTensor(rewriter, loc, scoreSizes, computeType), logitMaps,
-            par4,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value logit = arith::MulFOp::create(b, l, args[0], scaleValue);
-              if (bias)
-                logit = arith::AddFOp::create(
-                    b, l, logit, convertFloat(b, l, args[1], computeType));
-              if (causal || window) {
-                Value i = linalg::IndexOp::create(b, l, 2);
-                Value j = linalg::IndexOp::create(b, l, 3);
-                Value position = arith::AddIOp::create(
-                    b, l, i,
-                    maskByPosition ? toIndex(b, l, args[positionsArg])
-                                   : offset);
-                Value keep;
-                if (causal)
-                  keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle,
-                                               j, position);
-                if (window) {
-                  Value distance = arith::SubIOp::create(b, l, position, j);
-                  Value inWindow = arith::CmpIOp::create(
-                      b, l, arith::CmpIPredicate::slt, distance, windowValue);
-                  keep = keep ? arith::AndIOp::create(b, l, keep, inWindow)
-                                    .getResult()
-                              : inWindow;
-                }
-                logit = arith::SelectOp::create(b, l, keep, logit, negInf);
-              }
-              if (keyMask)
-                logit = arith::SelectOp::create(
-                    b, l, isNonZero(b, l, args[keyMaskArg]), logit, negInf);
-              linalg::YieldOp::create(b, l, logit);
-            })
-            .getResult(0);
-
-    // 3. Row maximum (-inf for a fully masked row).
-    Value rowMax =
-        buildGeneric(rewriter, loc, logits,
-                     filledTensor(rewriter, loc, rowSizes, computeType,
-                                  -std::numeric_limits<double>::infinity()),
-                     {id4, rowMap}, rowReduce,
-                     [&](OpBuilder &b, Location l, ValueRange args) {
-                       linalg::YieldOp::create(
-                           b, l,
-                           arith::MaximumFOp::create(b, l, args[0], args[1])
-                               .getResult());
-                     })
-            .getResult(0);
-
-    // 4. p = exp(logit - max); 0 for a fully masked row (max = -inf), where
-    // exp(-inf - -inf) would be NaN.
     Value zero = floatConstant(rewriter, loc, computeType, 0.0);
-    Value probs =
-        buildGeneric(
-            rewriter, loc, ValueRange{logits, rowMax},
-            emptyTensor(rewriter, loc, scoreSizes, computeType),
-            {id4, rowMap, id4}, par4,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
-              Value e = math::ExpOp::create(b, l, shifted);
-              Value masked = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OEQ, args[1], negInf);
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::SelectOp::create(b, l, masked, zero, e).getResult());
-            })
-            .getResult(0);
-
-    // 5. Row sums.
-    Value rowSum =
-        buildGeneric(
-            rewriter, loc, probs,
-            filledTensor(rewriter, loc, rowSizes, computeType, 0.0),
-            {id4, rowMap}, rowReduce,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::AddFOp::create(b, l, args[0], args[1]).getResult());
-            })
-            .getResult(0);
 
     // 6. acc[b, i, h, e] = sum_j p[b, h, i, j] v[b, j, h / G, e].
     SmallVector<OpFoldResult> outSizes = {batch, queries, heads,
@@ -1313,7 +1180,10 @@ struct ConvertAttnToLinalgPass
     ConversionTarget target(*ctx);
     target.addIllegalOp<ProjectOp, CausalConv1DOp, QKMeanOp, QKNormOp,
                         ValueShiftOp, RoPEOp, MaskTokensOp, SDPAOp,
-                        CacheUpdateOp, CacheGatherOp, StateUpdateOp>();
+                        CacheUpdateOp, CacheGatherOp, StateUpdateOp,
+                        ProjectGradOp, CausalConv1DGradOp, QKMeanGradOp,
+                        QKNormGradOp, ValueShiftGradOp, RoPEGradOp,
+                        SDPAGradOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     attnfuse::populateAttnToLinalgPatterns(patterns);
@@ -1329,4 +1199,5 @@ void attnfuse::populateAttnToLinalgPatterns(RewritePatternSet &patterns) {
                QKNormLowering, ValueShiftLowering, RoPELowering,
                MaskTokensLowering, SDPALowering, CacheUpdateLowering,
                CacheGatherLowering, StateUpdateLowering>(patterns.getContext());
+  populateAttnGradToLinalgPatterns(patterns);
 }

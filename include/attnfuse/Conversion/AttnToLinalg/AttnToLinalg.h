@@ -17,10 +17,16 @@ namespace attnfuse {
 #include "attnfuse/Conversion/Passes.h.inc"
 
 /// Adds the patterns lowering every primitive attn op (project,
-/// causal_conv1d, qk_mean, qk_norm, value_shift, rope, sdpa) on tensors to
+/// causal_conv1d, qk_mean, qk_norm, value_shift, rope, sdpa) and their
+/// gradient ops on tensors to
 /// linalg, tensor, arith and math. Layer ops are not covered: decompose them
 /// first with `attn::populateAttnDecomposePatterns`.
 void populateAttnToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+/// Adds the patterns lowering the gradient ops (project_grad,
+/// causal_conv1d_grad, qk_mean_grad, qk_norm_grad, value_shift_grad,
+/// rope_grad, sdpa_grad) to linalg; part of populateAttnToLinalgPatterns.
+void populateAttnGradToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
 /// The largest RoPE frequency table (one f64 constant per rotated pair of
 /// dimensions) the CPU lowerings materialize: 2^20 pairs, 8 MiB.

@@ -619,7 +619,8 @@ OpFoldResult RoPEOp::fold(FoldAdaptor) {
 /// The checks `attn.sdpa` and `attn.flash_attention` share. `value` is the
 /// tensor read for `P V` (the key itself for K=V).
 template <typename AttentionOp>
-static LogicalResult verifyAttention(AttentionOp op, Value value) {
+static LogicalResult verifyAttention(AttentionOp op, Value value,
+                                     Value output) {
   Operation *operation = op.getOperation();
   Value query = op.getQuery(), key = op.getKey();
   if (failed(verifyQueryKeyHeads(operation, "query", query, "key", key,
@@ -636,7 +637,7 @@ static LogicalResult verifyAttention(AttentionOp op, Value value) {
                           {keys, "T"},
                           {numKvHeads, "kv_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyShape(operation, "result", op.getResult(),
+      failed(verifyShape(operation, "result", output,
                          {{batch, "batch"},
                           {queries, "S"},
                           {numHeads, "num_heads"},
@@ -666,7 +667,7 @@ LogicalResult MaskTokensOp::verify() {
 
 LogicalResult SDPAOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyAttention(*this, getValue())))
+  if (failed(verifyAttention(*this, getValue(), getResult())))
     return failure();
   if (!getPositions())
     return success();
@@ -698,6 +699,175 @@ struct DropNoOpSdpaWindow : OpRewritePattern<SDPAOp> {
 void SDPAOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                          MLIRContext *context) {
   results.add<DropNoOpSdpaWindow>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that gradient result `name` has exactly the type of the value it
+/// differentiates.
+static LogicalResult verifyGradType(Operation *op, StringRef name, Value grad,
+                                    StringRef primalName, Value primal) {
+  if (grad.getType() == primal.getType())
+    return success();
+  return op->emitOpError() << "result '" << name << "' must have the type of '"
+                           << primalName << "', " << primal.getType()
+                           << ", got " << grad.getType();
+}
+
+LogicalResult ProjectGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, in]")) ||
+      failed(verifyRank(op, "weight", getWeight(), 2,
+                        "[out_features, in_features]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 1, "in_features")))
+    return failure();
+  int64_t outFeatures = dimOf(getWeight(), 0);
+  if (failed(verifyShape(op, "weight", getWeight(),
+                         {{outFeatures, "out_features"},
+                          {dimOf(getInput(), 2), "in_features"}})) ||
+      failed(verifyShape(op, "result_grad", getResultGrad(),
+                         {{dimOf(getInput(), 0), "batch"},
+                          {dimOf(getInput(), 1), "seq"},
+                          {outFeatures, "out_features"}})) ||
+      failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
+                            getWeight())) ||
+      failed(verifyShape(op, "bias_grad", getBiasGrad(),
+                         {{outFeatures, "out_features"}})))
+    return failure();
+  return verifySameElementType(op, {"input", "weight", "result_grad"});
+}
+
+LogicalResult CausalConv1DGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(
+          verifyRank(op, "input", getInput(), 3, "[batch, seq, channels]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 2, "channel count")) ||
+      failed(verifyRank(op, "weight", getWeight(), 3,
+                        "[channels, channels / groups, kernel]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 2, "kernel size")))
+    return failure();
+  int64_t channels = dimOf(getInput(), 2), groups = getGroups();
+  if (channels % groups != 0)
+    return emitOpError() << "groups (" << groups
+                         << ") must divide the channel count (" << channels
+                         << ")";
+  int64_t kernel = dimOf(getWeight(), 2);
+  if (kernel < 1)
+    return emitOpError() << "'weight' must have at least one tap, got "
+                         << kernel;
+  if (failed(verifyShape(op, "weight", getWeight(),
+                         {{channels, "channels"},
+                          {channels / groups, "channels / groups"},
+                          {kernel, "kernel"}})))
+    return failure();
+  int64_t seq = dimOf(getInput(), 1);
+  int64_t outSeq = ShapedType::isDynamic(seq)
+                       ? ShapedType::kDynamic
+                       : seq + getPadding() - (kernel - 1);
+  if (outSeq != ShapedType::kDynamic && outSeq < 0)
+    return emitOpError() << "a kernel of " << kernel << " taps over " << seq
+                         << " time steps padded by " << getPadding()
+                         << " yields a negative length " << outSeq;
+  if (failed(verifyShape(op, "result_grad", getResultGrad(),
+                         {{dimOf(getInput(), 0), "batch"},
+                          {outSeq, "seq + padding - (kernel - 1)"},
+                          {channels, "channels"}})) ||
+      failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
+                            getInput())) ||
+      failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
+                            getWeight())) ||
+      failed(verifyShape(op, "bias_grad", getBiasGrad(),
+                         {{channels, "channels"}})))
+    return failure();
+  return verifySameElementType(op, {"input", "weight", "result_grad"});
+}
+
+LogicalResult QKMeanGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyQueryKeyHeads(op, "q_grad", getQGrad(), "k_grad", getKGrad(),
+                                 /*sameSeqAndDim=*/true)))
+    return failure();
+  return verifySameElementType(op, {"q_grad", "k_grad"});
+}
+
+LogicalResult QKNormGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyQueryKeyHeads(op, "q", getQ(), "k", getK(),
+                                 /*sameSeqAndDim=*/true)) ||
+      failed(
+          verifyShape(op, "temp", getTemp(), {{dimOf(getK(), 2), "kv_heads"}})))
+    return failure();
+  if (failed(verifyNormEps(op, getEps(), getNorm())))
+    return failure();
+  return verifySameElementType(op, {"q", "k", "temp", "q_out_grad",
+                                    "k_out_grad"});
+}
+
+LogicalResult ValueShiftGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "result_grad", getResultGrad(), 3,
+                        "[batch, seq, 2 * channels]")) ||
+      failed(verifyStaticDim(op, "result_grad", getResultGrad(), 2,
+                             "channel count")))
+    return failure();
+  int64_t width = dimOf(getResultGrad(), 2);
+  if (width % 2 != 0)
+    return emitOpError() << "'result_grad' must have an even channel count "
+                            "(current and previous halves), got "
+                         << width;
+  if (failed(verifyShape(op, "current_grad", getCurrentGrad(),
+                         {{dimOf(getResultGrad(), 0), "batch"},
+                          {dimOf(getResultGrad(), 1), "seq"},
+                          {width / 2, "channels / 2"}})))
+    return failure();
+  return verifySameElementType(op, {"result_grad"});
+}
+
+LogicalResult RoPEGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, "result_grad", getResultGrad(), 4,
+                        "[batch, seq, heads, head_dim]")) ||
+      failed(verifyStaticDim(op, "result_grad", getResultGrad(), 3,
+                             "head dim")))
+    return failure();
+  if (getPositions() &&
+      (failed(verifyRank(op, "positions", getPositions(), 1, "[batch]")) ||
+       failed(verifyPerSequence(op, "positions", getPositions(),
+                                dimOf(getResultGrad(), 0)))))
+    return failure();
+  return verifyRope(op, getRope(), dimOf(getResultGrad(), 3));
+}
+
+LogicalResult SDPAGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyAttention(*this, getValue(), getOutput())) ||
+      failed(verifyShape(op, "output_grad", getOutputGrad(),
+                         {{dimOf(getOutput(), 0), "batch"},
+                          {dimOf(getOutput(), 1), "S"},
+                          {dimOf(getOutput(), 2), "num_heads"},
+                          {dimOf(getOutput(), 3), "value_dim"}})) ||
+      failed(verifyGradType(op, "query_grad", getQueryGrad(), "query",
+                            getQuery())) ||
+      failed(verifyGradType(op, "key_grad", getKeyGrad(), "key", getKey())) ||
+      failed(verifyGradType(op, "value_grad", getValueGrad(), "value",
+                            getValue())))
+    return failure();
+  if (static_cast<bool>(getBias()) != static_cast<bool>(getBiasGrad()))
+    return emitOpError() << "has a 'bias_grad' result exactly when it has a "
+                            "'bias' operand";
+  if (getBias() &&
+      failed(verifyGradType(op, "bias_grad", getBiasGrad(), "bias", getBias())))
+    return failure();
+  SmallVector<StringRef> names = {"query", "key", "value", "output",
+                                  "output_grad"};
+  if (getBias())
+    names.push_back("bias");
+  return verifySameElementType(op, names);
 }
 
 //===----------------------------------------------------------------------===//
@@ -800,7 +970,7 @@ LogicalResult FlashAttentionOp::verify() {
   if (static_cast<bool>(getQueryRowOffset()) !=
       static_cast<bool>(getQueryRowCount()))
     return emitOpError() << "'query_rows' takes an offset and a count";
-  if (failed(verifyAttention(*this, getValueOrKey())))
+  if (failed(verifyAttention(*this, getValueOrKey(), getResult())))
     return failure();
   int64_t headDim = dimOf(getQuery(), 3);
   return failure(

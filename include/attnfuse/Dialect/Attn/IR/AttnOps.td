@@ -488,5 +488,6 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
 
 include "attnfuse/Dialect/Attn/IR/AttnDecodeOps.td"
 include "attnfuse/Dialect/Attn/IR/AttnKernelOps.td"
+include "attnfuse/Dialect/Attn/IR/AttnGradOps.td"
 
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNOPS_TD

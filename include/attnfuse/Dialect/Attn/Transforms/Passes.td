@@ -23,6 +23,45 @@ def AttnDecompose : Pass<"attn-decompose"> {
   ];
 }
 
+def AttnDifferentiate : Pass<"attn-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Add the vector-Jacobian product function of attn functions";
+  let description = [{
+    For a function `@f(args...) -> (results...)` of attn ops, adds the public
+    function `@f_vjp(args..., cotangents...) -> (gradients...)`: the
+    arguments of `@f`, then one cotangent per result (of the result's type),
+    returning the gradient of every argument named by `wrt` (of the
+    argument's type). `@f` itself is left as it is.
+
+    The gradient function recomputes the forward: its layer ops are
+    decomposed into primitives (as `attn-decompose` does) and each primitive
+    gets its vector-Jacobian product in reverse order, as a gradient op of
+    the dialect (`attn.project_grad`, `attn.causal_conv1d_grad`,
+    `attn.qk_mean_grad`, `attn.qk_norm_grad`, `attn.value_shift_grad`,
+    `attn.rope_grad`, `attn.sdpa_grad`) or as the transpose of a tensor op
+    (head splits, channel slices and concatenations, casts) or of a
+    residual `arith.addf` / `arith.subf`. A value read by several ops (the
+    shared tensor of K=V, a weight tied to two roles, the input of every
+    projection) gets the sum of their gradients. Both CPU lowerings run the
+    result.
+
+    Gradients of integer arguments (padding masks, positions) and through
+    decode ops, KV caches or calls are refused with a diagnostic.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "The function to differentiate (default: every public function "
+           "without a gradient function)">,
+    ListOption<"wrt", "wrt", "int64_t",
+               "Indices of the arguments to differentiate (default: every "
+               "floating-point tensor argument)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def AttnFuse : Pass<"attn-fuse"> {
   let summary = "Fuse attn primitives into prologue and flash-attention kernels";
   let description = [{
