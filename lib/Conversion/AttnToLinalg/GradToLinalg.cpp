@@ -198,17 +198,25 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     dyPad = insertAt(rewriter, loc, dy, dyPad,
                      {zero, rewriter.getIndexAttr(kernel - 1), zero});
 
-    // (b, s, ci, co, k): input step s is padded step s + padding, which tap
-    // k of output step s + padding - k reads:
-    // dx[b, s, ci] = sum_{co, k} dy[b, s + padding - k, g(ci) + co]
-    //                           * w[g(ci) + co, ci mod cpg, k].
-    AffineExpr b, s, ci, co, k;
-    bindDims(ctx, b, s, ci, co, k);
-    AffineExpr groupStart = ci.floorDiv(groupWidth) * groupWidth;
-    Value dx = contract(
-        rewriter, loc, dyPad, w, {b, s + (padding + kernel - 1) - k, groupStart + co},
-        {groupStart + co, ci % groupWidth, k}, {b, s, ci}, 5, 3,
-        {batch, seq, channelSize}, elementType);
+    // Input step s is padded step s + padding, which tap k of output step
+    // s + padding - k reads. Channels as (group, channel in group), so that
+    // every loop is a plain dimension of some operand:
+    // (b, s, g, ci, co, k): dx[b, s, g, ci] = sum_{co, k}
+    //     dy[b, s + padding - k, g, co] * w[g, co, ci, k].
+    int64_t groups = op.getGroups();
+    AffineExpr b, s, g, ci, co, k;
+    bindDims(ctx, b, s, g, ci, co, k);
+    Value dxGrouped = contract(
+        rewriter, loc, splitDim(rewriter, loc, dyPad, 2, groupWidth),
+        splitDim(rewriter, loc, w, 0, groupWidth),
+        {b, s + (padding + kernel - 1) - k, g, co}, {g, co, ci, k},
+        {b, s, g, ci}, 6, 4,
+        {batch, seq, rewriter.getIndexAttr(groups),
+         rewriter.getIndexAttr(groupWidth)},
+        elementType);
+    Value dx = tensor::CollapseShapeOp::create(
+        rewriter, loc, dxGrouped,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
 
     // The padded input, as the forward reads it.
     SmallVector<OpFoldResult> paddedSizes = {

@@ -620,7 +620,8 @@ OpFoldResult RoPEOp::fold(FoldAdaptor) {
 /// tensor read for `P V` (the key itself for K=V).
 template <typename AttentionOp>
 static LogicalResult verifyAttention(AttentionOp op, Value value,
-                                     Value output) {
+                                     Value output,
+                                     StringRef outputName = "result") {
   Operation *operation = op.getOperation();
   Value query = op.getQuery(), key = op.getKey();
   if (failed(verifyQueryKeyHeads(operation, "query", query, "key", key,
@@ -637,7 +638,7 @@ static LogicalResult verifyAttention(AttentionOp op, Value value,
                           {keys, "T"},
                           {numKvHeads, "kv_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyShape(operation, "result", output,
+      failed(verifyShape(operation, outputName, output,
                          {{batch, "batch"},
                           {queries, "S"},
                           {numHeads, "num_heads"},
@@ -845,7 +846,12 @@ LogicalResult RoPEGradOp::verify() {
 
 LogicalResult SDPAGradOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyAttention(*this, getValue(), getOutput())) ||
+  SmallVector<StringRef> names = {"query", "key", "value", "output",
+                                  "output_grad"};
+  if (getBias())
+    names.push_back("bias");
+  if (failed(verifySameElementType(op, names)) ||
+      failed(verifyAttention(*this, getValue(), getOutput(), "output")) ||
       failed(verifyShape(op, "output_grad", getOutputGrad(),
                          {{dimOf(getOutput(), 0), "batch"},
                           {dimOf(getOutput(), 1), "S"},
@@ -863,11 +869,7 @@ LogicalResult SDPAGradOp::verify() {
   if (getBias() &&
       failed(verifyGradType(op, "bias_grad", getBiasGrad(), "bias", getBias())))
     return failure();
-  SmallVector<StringRef> names = {"query", "key", "value", "output",
-                                  "output_grad"};
-  if (getBias())
-    names.push_back("bias");
-  return verifySameElementType(op, names);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

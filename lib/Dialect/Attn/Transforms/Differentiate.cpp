@@ -287,13 +287,6 @@ LogicalResult GradientBuilder::backprop(Operation *op) {
                    arith::NegFOp::create(b, loc, gradOf(neg.getResult())));
         return success();
       })
-      .Case<QKVDecodeOp, CCADecodeOp, CacheUpdateOp, CacheGatherOp,
-            StateUpdateOp, FlashDecodeOp, CCADecodePrologueOp>(
-          [&](Operation *decode) {
-            return decode->emitOpError(
-                "cannot be differentiated: gradients through decode steps "
-                "and KV caches are not supported");
-          })
       .Case([&](func::CallOp call) {
         return call.emitOpError("cannot be differentiated: inline the callee "
                                 "@")
@@ -388,6 +381,24 @@ struct AttnDifferentiatePass
                   "cotangent";
     FailureOr<SmallVector<int64_t>> selected = selectArguments(func);
     if (failed(selected))
+      return failure();
+    // Decode steps update caches in place and fused kernels are the output
+    // of attn-fuse: neither has gradient rules.
+    WalkResult refused = func.walk([](Operation *op) {
+      if (isa<QKVDecodeOp, CCADecodeOp, CacheUpdateOp, CacheGatherOp,
+              StateUpdateOp, FlashDecodeOp, CCADecodePrologueOp>(op)) {
+        op->emitOpError("cannot be differentiated: gradients through decode "
+                        "steps and KV caches are not supported");
+        return WalkResult::interrupt();
+      }
+      if (isa<FlashAttentionOp, FusedProjectionOp, CCAPrologueOp>(op)) {
+        op->emitOpError("is a fused kernel op: run attn-differentiate "
+                        "before attn-fuse");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (refused.wasInterrupted())
       return failure();
 
     // @f_vjp(args..., cotangents...) -> (gradients of the selected args).

@@ -1,0 +1,86 @@
+// RUN: attnfuse-opt %s | attnfuse-opt | FileCheck %s
+// RUN: attnfuse-opt %s --mlir-print-op-generic | attnfuse-opt | FileCheck %s
+
+// Round trip of every gradient op, in the custom and the generic form.
+
+// CHECK-LABEL: func.func @project_grad
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.project_grad %arg0, %arg1, %arg2 : (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<?x?x8xf32>) -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>)
+func.func @project_grad(%x: tensor<?x?x16xf32>, %w: tensor<8x16xf32>,
+                        %dy: tensor<?x?x8xf32>) {
+  %dx, %dw, %db = attn.project_grad %x, %w, %dy
+      : (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<?x?x8xf32>)
+      -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @causal_conv1d_grad
+// CHECK: attn.causal_conv1d_grad %arg0, %arg1, %arg2 {groups = 3 : i64, padding = 2 : i64} : (tensor<2x7x12xbf16>, tensor<12x4x2xbf16>, tensor<2x8x12xbf16>) -> (tensor<2x7x12xbf16>, tensor<12x4x2xbf16>, tensor<12xbf16>)
+func.func @causal_conv1d_grad(%u: tensor<2x7x12xbf16>, %w: tensor<12x4x2xbf16>,
+                              %dm: tensor<2x8x12xbf16>) {
+  %dx, %dw, %db = attn.causal_conv1d_grad %u, %w, %dm
+      {groups = 3 : i64, padding = 2 : i64}
+      : (tensor<2x7x12xbf16>, tensor<12x4x2xbf16>, tensor<2x8x12xbf16>)
+      -> (tensor<2x7x12xbf16>, tensor<12x4x2xbf16>, tensor<12xbf16>)
+  return
+}
+
+// CHECK-LABEL: func.func @qk_mean_grad
+// CHECK: attn.qk_mean_grad %arg0, %arg1 : tensor<1x5x4x8xf32>, tensor<1x5x2x8xf32>
+func.func @qk_mean_grad(%dq: tensor<1x5x4x8xf32>, %dk: tensor<1x5x2x8xf32>) {
+  %dqr, %dkr = attn.qk_mean_grad %dq, %dk
+      : tensor<1x5x4x8xf32>, tensor<1x5x2x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @qk_norm_grad
+// CHECK: attn.qk_norm_grad %arg0, %arg1, %arg2, %arg3, %arg4 {eps = 1.1920928955078125E-7 : f64, norm = #attn.norm<clamp_eps>, temperature = #attn.temperature<clamped>} : tensor<1x5x4x8xf32>, tensor<1x5x2x8xf32>, tensor<2xf32>
+func.func @qk_norm_grad(%q: tensor<1x5x4x8xf32>, %k: tensor<1x5x2x8xf32>,
+                        %temp: tensor<2xf32>, %dq: tensor<1x5x4x8xf32>,
+                        %dk: tensor<1x5x2x8xf32>) {
+  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %temp, %dq, %dk
+      {temperature = #attn.temperature<clamped>,
+       norm = #attn.norm<clamp_eps>, eps = 1.1920928955078125e-07 : f64}
+      : tensor<1x5x4x8xf32>, tensor<1x5x2x8xf32>, tensor<2xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @value_shift_grad
+// CHECK: attn.value_shift_grad %arg0 : (tensor<?x?x16xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>)
+func.func @value_shift_grad(%dv: tensor<?x?x16xf32>) {
+  %dc, %dp = attn.value_shift_grad %dv
+      : (tensor<?x?x16xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @rope_grad
+// CHECK: attn.rope_grad %arg0 {rope = #attn.rope<theta = 10000.0, fraction = 0.5>} : tensor<?x?x4x8xf32>
+// CHECK: attn.rope_grad %arg0 positions(%arg1 : tensor<2xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x4x8xf32>
+func.func @rope_grad(%g: tensor<?x?x4x8xf32>, %pos: tensor<2xi32>) {
+  %0 = attn.rope_grad %g {rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : tensor<?x?x4x8xf32>
+  %1 = attn.rope_grad %g positions(%pos : tensor<2xi32>)
+      {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @sdpa_grad
+// CHECK: attn.sdpa_grad %arg0, %arg1, %arg2, %arg3, %arg4 {causal, window = 3 : i64} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+// CHECK: attn.sdpa_grad %arg0, %arg1, %arg1, %arg3, %arg4 bias(%arg5) key_mask(%arg6) {scale = 2.500000e-01 : f64} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<4x?x?xf32>, tensor<?x?xi64>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<4x?x?xf32>)
+func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
+                     %v: tensor<?x?x2x8xf32>, %o: tensor<?x?x4x8xf32>,
+                     %do: tensor<?x?x4x8xf32>, %bias: tensor<4x?x?xf32>,
+                     %mask: tensor<?x?xi64>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do {causal, window = 3 : i64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+  // K=V: one tensor in both roles, a bias and a key mask.
+  %gq, %gk, %gv, %gb = attn.sdpa_grad %q, %k, %k, %o, %do bias(%bias)
+      key_mask(%mask) {scale = 0.25 : f64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<4x?x?xf32>,
+         tensor<?x?xi64>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+          tensor<4x?x?xf32>)
+  return
+}
