@@ -267,10 +267,11 @@ struct ConvertAttnKernelsToNVVMPass
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<attn::FlashAttentionOp, attn::FlashDecodeOp,
-              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
-              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
-              attn::CacheGatherOp, attn::RoPEOp, attn::SDPAOp>(op))
+      if (isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
+              attn::FlashDecodeOp, attn::FusedProjectionOp, attn::ProjectOp,
+              attn::CCAPrologueOp, attn::CCADecodePrologueOp,
+              attn::CacheUpdateOp, attn::CacheGatherOp, attn::RoPEOp,
+              attn::SDPAOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -292,6 +293,11 @@ struct ConvertAttnKernelsToNVVMPass
     // reporting the same problem for every layer.
     KernelEmitter emitter(module);
     for (Operation *op : ops) {
+      if (isa<attn::FlashAttentionGradOp>(op)) {
+        op->emitOpError() << "is not supported on sm_90a yet (the backward "
+                             "runs on the CPU: attn-to-cpu)";
+        return signalPassFailure();
+      }
       if (auto fa = dyn_cast<attn::FlashAttentionOp>(op)) {
         FailureOr<FlashPlan> plan = planFlashAttention(fa, options);
         if (failed(plan))

@@ -23,6 +23,7 @@ using namespace mlir;
 void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns,
                                                 bool parallel) {
   populateFlashAttentionToSCFPatterns(patterns, parallel);
+  populateFlashAttentionGradToSCFPatterns(patterns, parallel);
   populateFlashDecodeToSCFPatterns(patterns, parallel);
   populateFusedProjectionToSCFPatterns(patterns, parallel);
   populateCCAPrologueToSCFPatterns(patterns, parallel);

@@ -229,3 +229,11 @@ func.func @cca_prologue_token_offset(%x: tensor<1x?x128xbf16>, %wq: tensor<256x1
       : (tensor<1x?x128xbf16>, tensor<256x128xbf16>, tensor<128x128xbf16>, tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>, tensor<384x64x2xbf16>, tensor<384xbf16>, tensor<2xbf16>, index, tensor<1x?x4x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>) -> (tensor<1x?x4x64xbf16>, tensor<1x?x2x64xbf16>, tensor<1x?x2x64xbf16>)
   return
 }
+
+// -----
+
+func.func @flash_attention_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %dq0: tensor<?x?x4x64xbf16>, %dk0: tensor<?x?x2x64xbf16>) -> tensor<?x?x4x64xbf16> {
+  // expected-error @+1 {{'attn.flash_attention_grad' op is not supported on sm_90a yet}}
+  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%dq0, %dk0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+  return %dq : tensor<?x?x4x64xbf16>
+}

@@ -84,3 +84,30 @@ func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
           tensor<4x?x?xf32>)
   return
 }
+
+// CHECK-LABEL: func.func @flash_attention_grad
+// CHECK: attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3, %arg4 outs(%arg5, %arg6, %arg7) {block_kv = 32 : i64, block_q = 16 : i64, causal, window = 3 : i64} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+// CHECK: attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3, %arg4 key_mask(%arg8) outs(%arg5, %arg6, %arg7) {block_kv = 8 : i64, block_q = 8 : i64, scale = 2.500000e-01 : f64} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?xi32>, tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+func.func @flash_attention_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
+                                %v: tensor<?x?x2x6xf32>, %o: tensor<?x?x4x6xf32>,
+                                %do: tensor<?x?x4x6xf32>,
+                                %dq0: tensor<?x?x4x8xf32>,
+                                %dk0: tensor<?x?x2x8xf32>,
+                                %dv0: tensor<?x?x2x6xf32>,
+                                %mask: tensor<?x?xi32>) {
+  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %v, %o, %do
+      outs(%dq0, %dk0, %dv0)
+      {causal, window = 3 : i64, block_q = 16 : i64, block_kv = 32 : i64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>,
+         tensor<?x?x4x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?x4x8xf32>,
+         tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+  %gq, %gk, %gv = attn.flash_attention_grad %q, %k, %v, %o, %do
+      key_mask(%mask) outs(%dq0, %dk0, %dv0)
+      {scale = 0.25 : f64, block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>,
+         tensor<?x?x4x6xf32>, tensor<?x?x4x6xf32>, tensor<?x?xi32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
+  return
+}

@@ -287,3 +287,91 @@ func.func @sdpa_grad_element_type(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf3
   %0:3 = attn.sdpa_grad %q, %k, %k, %o, %do : (tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xbf16>) -> (tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>)
   return
 }
+
+// -----
+
+func.func @flash_attention_grad_init_type(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x4x8xf32>, %dq0: tensor<2x5x4x8xf32>, %dk0: tensor<2x6x2x8xf32>, %bad: tensor<2x5x2x8xf32>) {
+  // expected-error @+1 {{'outs' #2 must have the type 'tensor<2x6x2x8xf32>' of result #2, got 'tensor<2x5x2x8xf32>'}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %o, %o outs(%dq0, %dk0, %bad) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_element_type(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x4x8xf32>, %do: tensor<2x5x4x8xbf16>, %dq0: tensor<2x5x4x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{'output_grad' has element type 'bf16', expected 'f32' (the element type of 'query')}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %o, %do outs(%dq0, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xbf16>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_heads(%q: tensor<2x5x3x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x3x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{the 3 heads of 'query' must be a multiple of the 2 heads of 'key'}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %o, %o outs(%o, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x3x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x3x8xf32>, tensor<2x5x3x8xf32>, tensor<2x5x3x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x3x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_value_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %v: tensor<2x5x2x8xf32>, %o: tensor<2x5x4x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{'value' must have shape [batch, T, kv_heads, value_dim] = [2, 6, 2, 8], got [2, 5, 2, 8]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %v, %o, %o outs(%q, %dk0, %v) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_output_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x4x4xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{'output' must have shape [batch, S, num_heads, value_dim] = [2, 5, 4, 8], got [2, 5, 4, 4]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %o, %o outs(%q, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_cotangent_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x4x8xf32>, %do: tensor<2x6x4x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{'output_grad' must have shape [batch, S, num_heads, value_dim] = [2, 5, 4, 8], got [2, 6, 4, 8]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %o, %do outs(%q, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_key_mask(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %m: tensor<2x5xi32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{'key_mask' must have shape [batch, T] = [2, 6], got [2, 5]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q key_mask(%m) outs(%q, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5xi32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_window(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{window must be a positive number of keys, got 0}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %dk0, %dk0) {window = 0 : i64, block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_scale(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{scale must be a positive finite number, got -1}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %dk0, %dk0) {scale = -1.0 : f64, block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_result_type(%q: tensor<2x?x4x8xf32>, %k: tensor<2x6x2x8xf32>, %dq0: tensor<2x5x4x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{result 'query_grad' must have the type of 'query', 'tensor<2x?x4x8xf32>', got 'tensor<2x5x4x8xf32>'}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%dq0, %dk0, %dk0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x?x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x?x4x8xf32>, tensor<2x?x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_block(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %dk0: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{attribute 'block_q' failed to satisfy constraint}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %dk0, %dk0) {block_q = 0 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}

@@ -70,6 +70,55 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// attn.flash_attention_grad over (batch, kv heads): a tile of 2 KV heads
+// reads all the rows of its G * 2 = 4 query heads and of its 2 KV heads,
+// and writes the same slices of the three gradients.
+// CHECK-LABEL: func.func @flash_attention_grad
+// CHECK: scf.forall (%[[B:.*]], %[[HB:.*]]) in (2, 2) shared_outs(%[[DQ:.*]] = %arg4, %[[DK:.*]] = %arg5, %[[DV:.*]] = %arg6)
+// CHECK: %[[H:.*]] = affine.apply #{{.*}}(%[[HB]])
+// CHECK: %[[H0:.*]] = affine.apply #{{.*}}(%[[H]])
+// CHECK: %[[Q:.*]] = tensor.extract_slice %arg0[%[[B]], 0, %[[H0]], 0] [1, 40, 4, 8] [1, 1, 1, 1] : tensor<2x40x8x8xf32> to tensor<1x40x4x8xf32>
+// CHECK: %[[K:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, 24, 2, 8] [1, 1, 1, 1] : tensor<2x24x4x8xf32> to tensor<1x24x2x8xf32>
+// CHECK: %[[V:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, 24, 2, 8]
+// CHECK: %[[O:.*]] = tensor.extract_slice %arg2[%[[B]], 0, %{{.*}}, 0] [1, 40, 4, 8]
+// CHECK: %[[DO:.*]] = tensor.extract_slice %arg3[%[[B]], 0, %{{.*}}, 0] [1, 40, 4, 8]
+// CHECK: %[[DQ0:.*]] = tensor.extract_slice %[[DQ]][%[[B]], 0, %{{.*}}, 0] [1, 40, 4, 8]
+// CHECK: %[[DK0:.*]] = tensor.extract_slice %[[DK]][%[[B]], 0, %[[H]], 0] [1, 24, 2, 8]
+// CHECK: %[[DV0:.*]] = tensor.extract_slice %[[DV]][%[[B]], 0, %[[H]], 0] [1, 24, 2, 8]
+// CHECK: %[[M:.*]] = tensor.extract_slice %arg7[%[[B]], 0] [1, 24] [1, 1]
+// CHECK: %[[GQ:.*]], %[[GK:.*]], %[[GV:.*]] = attn.flash_attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]] key_mask(%[[M]]) outs(%[[DQ0]], %[[DK0]], %[[DV0]]) {block_kv = 16 : i64, block_q = 16 : i64, causal}
+// CHECK: tensor.parallel_insert_slice %[[GQ]] into %[[DQ]][%[[B]], 0, %{{.*}}, 0] [1, 40, 4, 8]
+// CHECK: tensor.parallel_insert_slice %[[GK]] into %[[DK]][%[[B]], 0, %[[H]], 0] [1, 24, 2, 8]
+// CHECK: tensor.parallel_insert_slice %[[GV]] into %[[DV]][%[[B]], 0, %[[H]], 0] [1, 24, 2, 8]
+func.func @flash_attention_grad(
+    %q: tensor<2x40x8x8xf32>, %k: tensor<2x24x4x8xf32>,
+    %o: tensor<2x40x8x8xf32>, %do: tensor<2x40x8x8xf32>,
+    %dq0: tensor<2x40x8x8xf32>, %dk0: tensor<2x24x4x8xf32>,
+    %dv0: tensor<2x24x4x8xf32>, %mask: tensor<2x24xi32>)
+    -> (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x24x4x8xf32>) {
+  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %k, %o, %do
+      key_mask(%mask) outs(%dq0, %dk0, %dv0)
+      {causal, block_q = 16 : i64, block_kv = 16 : i64}
+      : (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x24x4x8xf32>,
+         tensor<2x40x8x8xf32>, tensor<2x40x8x8xf32>, tensor<2x24xi32>,
+         tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x24x4x8xf32>)
+      -> (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x24x4x8xf32>)
+  return %dq, %dk, %dv
+      : tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x24x4x8xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.flash_attention_grad"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
 // attn.fused_projection over (batch, tokens, heads, head dim): a tile of
 // tokens carries their position (token_offset); a tile of half a head
 // (no rope) is a projection with heads of 4 dims by its 4 weight rows.

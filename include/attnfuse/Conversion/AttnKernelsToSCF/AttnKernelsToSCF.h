@@ -17,6 +17,10 @@ namespace attnfuse {
 /// attn.flash_attention -> tiled scf.for loops with online softmax.
 void populateFlashAttentionToSCFPatterns(mlir::RewritePatternSet &patterns,
                                          bool parallel = false);
+/// attn.flash_attention_grad -> loops over query tiles (L, D, dQ), then
+/// over key tiles (dK, dV), per batch entry and KV head.
+void populateFlashAttentionGradToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                             bool parallel = false);
 /// attn.flash_decode -> a cache write and loops over key tiles with online
 /// softmax per sequence and KV head.
 void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns,

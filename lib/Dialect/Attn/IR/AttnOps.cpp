@@ -616,8 +616,16 @@ OpFoldResult RoPEOp::fold(FoldAdaptor) {
 // SDPAOp
 //===----------------------------------------------------------------------===//
 
-/// The checks `attn.sdpa` and `attn.flash_attention` share. `value` is the
-/// tensor read for `P V` (the key itself for K=V).
+/// The additive logit bias of an attention op; attn.flash_attention_grad
+/// has none.
+template <typename AttentionOp> static Value getLogitBias(AttentionOp op) {
+  return op.getBias();
+}
+static Value getLogitBias(FlashAttentionGradOp) { return {}; }
+
+/// The checks the attention ops (attn.sdpa, attn.flash_attention and their
+/// gradients) share. `value` is the tensor read for `P V` (the key itself
+/// for K=V).
 template <typename AttentionOp>
 static LogicalResult verifyAttention(AttentionOp op, Value value,
                                      Value output,
@@ -643,8 +651,8 @@ static LogicalResult verifyAttention(AttentionOp op, Value value,
                           {queries, "S"},
                           {numHeads, "num_heads"},
                           {valueDim, "value_dim"}})) ||
-      failed(verifyLogitBias(operation, "bias", op.getBias(), numHeads, queries,
-                             keys)) ||
+      failed(verifyLogitBias(operation, "bias", getLogitBias(op), numHeads,
+                             queries, keys)) ||
       failed(verifyWindow(operation, op.getWindow())) ||
       failed(verifyScale(operation, op.getScaleAttr())) ||
       failed(verifyTokenMask(operation, "key_mask", op.getKeyMask(), batch,
@@ -653,7 +661,7 @@ static LogicalResult verifyAttention(AttentionOp op, Value value,
   SmallVector<StringRef> names = {"query", "key"};
   if (value != key)
     names.push_back("value");
-  if (op.getBias())
+  if (getLogitBias(op))
     names.push_back("bias");
   return verifySameElementType(operation, names);
 }
@@ -980,6 +988,35 @@ LogicalResult FlashAttentionOp::verify() {
       failed(verifyRope(getOperation(), getKeyRopeAttr(), headDim)));
 }
 
+LogicalResult FlashAttentionGradOp::verify() {
+  Operation *op = getOperation();
+  for (auto [index, init, result] :
+       llvm::enumerate(getDpsInits(), op->getResults()))
+    if (init.getType() != result.getType())
+      return emitOpError() << "'outs' #" << index << " must have the type "
+                           << result.getType() << " of result #" << index
+                           << ", got " << init.getType();
+  SmallVector<StringRef> names = {"query", "key", "value", "output",
+                                  "output_grad"};
+  if (getKeyMask())
+    names.push_back("key_mask");
+  names.append({"outs #0", "outs #1", "outs #2"});
+  if (failed(verifySameElementType(op, names)) ||
+      failed(verifyAttention(*this, getValue(), getOutput(), "output")) ||
+      failed(verifyShape(op, "output_grad", getOutputGrad(),
+                         {{dimOf(getOutput(), 0), "batch"},
+                          {dimOf(getOutput(), 1), "S"},
+                          {dimOf(getOutput(), 2), "num_heads"},
+                          {dimOf(getOutput(), 3), "value_dim"}})))
+    return failure();
+  return failure(
+      failed(verifyGradType(op, "query_grad", getQueryGrad(), "query",
+                            getQuery())) ||
+      failed(verifyGradType(op, "key_grad", getKeyGrad(), "key", getKey())) ||
+      failed(verifyGradType(op, "value_grad", getValueGrad(), "value",
+                            getValue())));
+}
+
 using tiling::TileSlices;
 
 /// The iteration space is (batch, token, head, head dim): every point owns
@@ -1149,6 +1186,82 @@ LogicalResult FlashAttentionOp::getResultTilePosition(
   int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
   perHeadSlice(builder, getLoc(), getInit(), offsets, sizes, offsets[2],
                sizes[2], group, resultOffsets, resultSizes);
+  return success();
+}
+
+/// The iteration space is (batch, kv head): the gradients of a KV head and
+/// of its query heads depend on nothing else, so both are parallel; the
+/// reductions over query rows and keys stay in the op.
+SmallVector<utils::IteratorType> FlashAttentionGradOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+}
+
+SmallVector<Range>
+FlashAttentionGradOp::getIterationDomain(OpBuilder &builder) {
+  Location loc = getLoc();
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  return {{zero, tensor::getMixedSize(builder, loc, getQuery(), 0), one},
+          {zero, tensor::getMixedSize(builder, loc, getKey(), 2), one}};
+}
+
+/// Offsets and sizes of the slice of the `[batch, rows, heads, dim]`
+/// operand `tensor` that a (batch, kv heads) tile of attn.flash_attention_grad
+/// covers: all its rows, `headsPerTile` heads per KV head (G on the query
+/// side, 1 on the key side).
+static void gradHeadSlice(OpBuilder &builder, Location loc, Value tensor,
+                          ArrayRef<OpFoldResult> offsets,
+                          ArrayRef<OpFoldResult> sizes, int64_t headsPerTile,
+                          SmallVectorImpl<OpFoldResult> &sliceOffsets,
+                          SmallVectorImpl<OpFoldResult> &sliceSizes) {
+  perHeadSlice(builder, loc, tensor, offsets, sizes, builder.getIndexAttr(0),
+               tensor::getMixedSize(builder, loc, tensor, 1), headsPerTile,
+               sliceOffsets, sliceSizes);
+}
+
+/// Heads per KV head of operand or result `tensor`: G on the query side.
+static int64_t gradHeadsPerTile(FlashAttentionGradOp op, Value tensor) {
+  return dimOf(tensor, 2) / dimOf(op.getKey(), 2);
+}
+
+FailureOr<TilingResult>
+FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
+                                             ArrayRef<OpFoldResult> offsets,
+                                             ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  TileSlices slices(builder, loc);
+  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+  auto headSlice = [&](Value tensor) {
+    gradHeadSlice(builder, loc, tensor, offsets, sizes,
+                  gradHeadsPerTile(*this, tensor), sliceOffsets, sliceSizes);
+    return slices.extract(tensor, sliceOffsets, sliceSizes);
+  };
+  SmallVector<Value> operands =
+      llvm::map_to_vector(ValueRange{getQuery(), getKey(), getValue(),
+                                     getOutput(), getOutputGrad()},
+                          headSlice);
+  SmallVector<Value> inits = llvm::map_to_vector(getDpsInits(), headSlice);
+  Value keyMask;
+  if (Value fullMask = getKeyMask())
+    keyMask = slices.extract(
+        fullMask, {offsets[0], builder.getIndexAttr(0)},
+        {sizes[0], tensor::getMixedSize(builder, loc, fullMask, 1)});
+
+  auto tiled = FlashAttentionGradOp::create(
+      builder, loc, ValueRange(inits).getTypes(), operands[0], operands[1],
+      operands[2], operands[3], operands[4], keyMask, inits[0], inits[1],
+      inits[2], getCausalAttr(), getWindowAttr(), getScaleAttr(),
+      getBlockQAttr(), getBlockKvAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
+}
+
+LogicalResult FlashAttentionGradOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  Value init = getDpsInits()[resultNumber];
+  gradHeadSlice(builder, getLoc(), init, offsets, sizes,
+                gradHeadsPerTile(*this, init), resultOffsets, resultSizes);
   return success();
 }
 

@@ -3,7 +3,8 @@
 // Forms the fused kernel ops from the primitives `attn-decompose` produces,
 // in three phases so that the larger fusions see their producers intact:
 //   1. the CCA chain feeding an attn.sdpa -> attn.cca_prologue;
-//   2. attn.sdpa -> attn.flash_attention (K=V and RoPE-on-load recognized);
+//   2. attn.sdpa -> attn.flash_attention (K=V and RoPE-on-load recognized),
+//      attn.sdpa_grad without a bias -> attn.flash_attention_grad;
 //   3. head-split projections (and their RoPE) -> attn.fused_projection;
 //   4. the remaining projections (the up-projection) -> attn.fused_projection
 //      with one head, a tiled GEMM.
@@ -557,6 +558,37 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
   TileSizes tiles;
 };
 
+/// The gradients of a bias-free attention: the memory-O(S) backward.
+/// With a bias, dbias is an S x T tensor and the reference lowering keeps
+/// the op.
+struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
+  FuseFlashAttentionGrad(MLIRContext *context, TileSizes tiles)
+      : OpRewritePattern(context), tiles(tiles) {}
+
+  LogicalResult matchAndRewrite(SDPAGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getBias())
+      return rewriter.notifyMatchFailure(op, "dbias is an S x T tensor");
+    Location loc = op.getLoc();
+    // Each gradient takes its shape from the value it differentiates.
+    auto initFor = [&](Value primal) {
+      return emptyResult(rewriter, loc,
+                         cast<RankedTensorType>(primal.getType()),
+                         [&](int64_t) { return primal; });
+    };
+    rewriter.replaceOpWithNewOp<FlashAttentionGradOp>(
+        op, op.getResultTypes(), op.getQuery(), op.getKey(), op.getValue(),
+        op.getOutput(), op.getOutputGrad(), op.getKeyMask(),
+        initFor(op.getQuery()), initFor(op.getKey()), initFor(op.getValue()),
+        op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        rewriter.getI64IntegerAttr(tiles.blockQ),
+        rewriter.getI64IntegerAttr(tiles.blockKV));
+    return success();
+  }
+
+  TileSizes tiles;
+};
+
 /// One side (key or value) of a decode step's cache access: the write of
 /// the new rows and, for a paged cache, the per-sequence view.
 struct CacheWrite {
@@ -856,7 +888,8 @@ void attnfuse::attn::populateAttnFusePatterns(RewritePatternSet &patterns,
     patterns.add<FuseCCADecodePrologue>(context);
     return;
   case AttnFusePhase::Attention:
-    patterns.add<FuseFlashDecode, FuseFlashAttention>(context, tiles);
+    patterns.add<FuseFlashDecode, FuseFlashAttention, FuseFlashAttentionGrad>(
+        context, tiles);
     return;
   case AttnFusePhase::Projections:
     patterns.add<FuseHeadProjection>(context, tiles);

@@ -353,3 +353,41 @@ func.func @ccgqa_padding_mask(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
          tensor<64x64xf32>, tensor<?x?xi32>) -> tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
 }
+
+// -----
+
+// The gradients of a bias-free attention: the memory-O(S) backward, with
+// empty inits shaped like the values they differentiate. With a bias (dbias
+// is S x T) the reference lowering keeps attn.sdpa_grad.
+// CHECK-LABEL: func.func @sdpa_grad
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[B:.*]] = tensor.dim %arg0, %[[C0]]
+// CHECK-DAG: %[[S:.*]] = tensor.dim %arg0, %[[C1]]
+// CHECK-DAG: %[[KB:.*]] = tensor.dim %arg1, %[[C0]]
+// CHECK-DAG: %[[T:.*]] = tensor.dim %arg1, %[[C1]]
+// CHECK-DAG: %[[DQ0:.*]] = tensor.empty(%[[B]], %[[S]]) : tensor<?x?x4x8xf32>
+// CHECK-DAG: %[[DK0:.*]] = tensor.empty(%[[KB]], %[[T]]) : tensor<?x?x2x8xf32>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.flash_attention_grad %arg0, %arg1, %arg1, %arg2, %arg3 key_mask(%arg4) outs(%[[DQ0]], %[[DK0]], %[[DK0]]) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 16 : i64}
+// CHECK: attn.sdpa_grad %arg0, %arg1, %arg1, %arg2, %arg3 bias(%arg5)
+// CHECK-NOT: attn.flash_attention_grad
+// TILES-LABEL: func.func @sdpa_grad
+// TILES: attn.flash_attention_grad {{.*}}{block_kv = 32 : i64, block_q = 128 : i64, causal, window = 16 : i64}
+func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
+                     %o: tensor<?x?x4x8xf32>, %do: tensor<?x?x4x8xf32>,
+                     %mask: tensor<?x?xi64>, %bias: tensor<?x?xf32>)
+    -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+        tensor<?x?x4x8xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %k, %o, %do key_mask(%mask)
+      {causal, window = 16 : i64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?xi64>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+  %bq, %bk, %bv, %bb = attn.sdpa_grad %q, %k, %k, %o, %do bias(%bias)
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+          tensor<?x?xf32>)
+  return %dq, %dk, %dv, %bq : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>,
+      tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>
+}

@@ -266,6 +266,84 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
   }];
 }
 
+def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
+    [Pure, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
+  let summary = "tiled attention backward (FlashAttention-2) without S x T";
+  let description = [{
+    The results of `attn.sdpa_grad` without a bias: the gradients
+    `(dq, dk, dv)` of `o = attn.sdpa q, k, v` (same masks and scale `s`)
+    for the cotangent `do` of `o`, over `query [batch, S, Hq, d]`,
+    `key [batch, T, Hk, d]`, `value [batch, T, Hk, dv]`, the forward's
+    `output` and `output_grad` (both `[batch, S, Hq, dv]`), computed
+    FlashAttention-2-style so that no `S x T` tensor exists:
+
+    1. per `block_q` query rows: `D_i = sum_c do_ic o_ic`, the log-sum-exp
+       `L_i` of the row's scores (an online maximum and sum over `block_kv`
+       keys at a time), then `dq_i = s sum_j dS_ij k_j` over the key tiles
+       again, with `P_ij = exp(s_ij - L_i)`, `dP_ij = do_i . v_j` and
+       `dS_ij = P_ij (dP_ij - D_i)`;
+    2. per `block_kv` keys: `dk_j = s sum_i dS_ij q_i` and
+       `dv_j = sum_i P_ij do_i` over the query tiles, `P` recomputed from
+       `L`, summed over the `G = Hq / Hk` query heads of each KV head.
+
+    `L` and `D` take `O(S)` memory per KV head; arithmetic is in f32 for
+    16-bit inputs, rounded once when stored. A fully masked row gets zero
+    gradients. `causal`, `window` and `key_mask [batch, T]` (integers) mask
+    as in `attn.sdpa`.
+
+    The op is destination-style (`outs` are the initial values of the three
+    results, fully overwritten) and implements `TilingInterface` over
+    `(batch, kv_heads)`, both parallel: a tile of `g` KV heads is an
+    `attn.flash_attention_grad` on the `[.., g * G, ..]` query-side slices
+    and the `[.., g, ..]` key-side slices of its batch entries, over every
+    query row and key.
+
+    ```mlir
+    %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %v, %o, %do
+        outs(%dq_init, %dk_init, %dv_init)
+        {block_q = 64 : i64, block_kv = 64 : i64, causal}
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<?x?x16x64xf32>, tensor<?x?x16x64xf32>,
+           tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
+        -> (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
+    ```
+
+    Semantics: docs/semantics.md#attnflash_attention_grad
+  }];
+  // The inits are consecutive operands.
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                       Attn_FloatTensor:$value, Attn_FloatTensor:$output,
+                       Attn_FloatTensor:$output_grad,
+                       Optional<Attn_MaskTensor>:$key_mask,
+                       Attn_FloatTensor:$query_grad_init,
+                       Attn_FloatTensor:$key_grad_init,
+                       Attn_FloatTensor:$value_grad_init,
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$scale,
+                       Attn_PositiveI64Attr:$block_q,
+                       Attn_PositiveI64Attr:$block_kv);
+  let results = (outs Attn_FloatTensor:$query_grad,
+                      Attn_FloatTensor:$key_grad,
+                      Attn_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $output_grad
+    (`key_mask` `(` $key_mask^ `)`)?
+    `outs` `(` $query_grad_init `,` $key_grad_init `,` $value_grad_init `)`
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned first = getODSOperandIndexAndLength(6).first;
+      return ::mlir::MutableOperandRange(getOperation(), first, 3);
+    }
+  }];
+}
+
 def Attn_FlashDecodeOp : Attn_Op<"flash_decode",
     [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
      DeclareOpInterfaceMethods<TilingInterface,
