@@ -267,6 +267,8 @@ private:
                 {dim(query, 0), dim(query, 1), dim(query, 2), dim(value, 3)});
       return;
     }
+    if (visitGradient(op))
+      return;
     if (auto update = dyn_cast<attn::CacheUpdateOp>(op)) {
       Value rows = update.getNewRows(), cache = update.getCache();
       unsigned batch = dim(rows, 0);
@@ -402,6 +404,113 @@ private:
       return;
     }
     // Anything else: results sized by their types alone.
+  }
+
+  /// The gradient ops: each cotangent has the shape of what it is the
+  /// cotangent of, and each gradient the shape of what it differentiates.
+  bool visitGradient(Operation *op) {
+    if (auto project = dyn_cast<attn::ProjectGradOp>(op)) {
+      Value input = project.getInput(), weight = project.getWeight();
+      Value grad = project.getResultGrad();
+      require(dim(input, 2), dim(weight, 1),
+              "'input' in_features == 'weight' in_features");
+      require(dim(grad, 0), dim(input, 0),
+              "'result_grad' batch == 'input' batch");
+      require(dim(grad, 1), dim(input, 1), "'result_grad' seq == 'input' seq");
+      require(dim(grad, 2), dim(weight, 0),
+              "'result_grad' features == 'weight' out_features");
+      setResult(project.getInputGrad(), sizesOf(input), "input_grad");
+      setResult(project.getWeightGrad(), sizesOf(weight), "weight_grad");
+      setResult(project.getBiasGrad(), {dim(weight, 0)}, "bias_grad");
+      return true;
+    }
+    if (auto conv = dyn_cast<attn::CausalConv1DGradOp>(op)) {
+      Value input = conv.getInput(), weight = conv.getWeight();
+      Value grad = conv.getResultGrad();
+      auto weightType = cast<RankedTensorType>(weight.getType());
+      require(dim(weight, 0), dim(input, 2), "'weight' channels == channels");
+      require(dim(grad, 0), dim(input, 0),
+              "'result_grad' batch == 'input' batch");
+      require(dim(grad, 2), dim(input, 2),
+              "'result_grad' channels == channels");
+      if (!weightType.isDynamicDim(2))
+        require(dim(grad, 1),
+                sum(dim(input, 1),
+                    conv.getPadding() - (weightType.getDimSize(2) - 1)),
+                "'result_grad' seq == seq + padding - (kernel - 1)");
+      setResult(conv.getInputGrad(), sizesOf(input), "input_grad");
+      setResult(conv.getWeightGrad(), sizesOf(weight), "weight_grad");
+      setResult(conv.getBiasGrad(), {dim(input, 2)}, "bias_grad");
+      return true;
+    }
+    if (auto mean = dyn_cast<attn::QKMeanGradOp>(op)) {
+      requireQueryKeyHeads(mean.getQGrad(), "q_grad", mean.getKGrad(),
+                           "k_grad", /*sameSeqAndDim=*/true);
+      setResult(mean.getQRawGrad(), sizesOf(mean.getQGrad()));
+      setResult(mean.getKRawGrad(), sizesOf(mean.getKGrad()));
+      return true;
+    }
+    if (auto norm = dyn_cast<attn::QKNormGradOp>(op)) {
+      requireQueryKeyHeads(norm.getQ(), "q", norm.getK(), "k",
+                           /*sameSeqAndDim=*/true);
+      require(dim(norm.getTemp(), 0), dim(norm.getK(), 2),
+              "'temp' size == 'k' kv_heads");
+      requireSameShape(norm.getQOutGrad(), "'q_out_grad'", norm.getQ(), "'q'");
+      requireSameShape(norm.getKOutGrad(), "'k_out_grad'", norm.getK(), "'k'");
+      setResult(norm.getQGrad(), sizesOf(norm.getQ()));
+      setResult(norm.getKGrad(), sizesOf(norm.getK()));
+      setResult(norm.getTempGrad(), sizesOf(norm.getTemp()));
+      return true;
+    }
+    if (auto shift = dyn_cast<attn::ValueShiftGradOp>(op)) {
+      Value grad = shift.getResultGrad();
+      auto type = cast<RankedTensorType>(grad.getType());
+      unsigned half =
+          type.isDynamicDim(2) ? unknown() : constant(type.getDimSize(2) / 2);
+      setResult(shift.getCurrentGrad(), {dim(grad, 0), dim(grad, 1), half});
+      setResult(shift.getPreviousGrad(), {dim(grad, 0), dim(grad, 1), half});
+      return true;
+    }
+    if (auto rope = dyn_cast<attn::RoPEGradOp>(op)) {
+      if (Value positions = rope.getPositions())
+        require(dim(positions, 0), dim(rope.getResultGrad(), 0),
+                "'positions' size == 'result_grad' batch");
+      setResult(rope.getInputGrad(), sizesOf(rope.getResultGrad()));
+      return true;
+    }
+    auto sdpa = dyn_cast<attn::SDPAGradOp>(op);
+    if (!sdpa)
+      return false;
+    Value query = sdpa.getQuery(), key = sdpa.getKey(), value = sdpa.getValue();
+    requireQueryKeyHeads(query, "query", key, "key", /*sameSeqAndDim=*/false);
+    require(dim(value, 0), dim(query, 0), "'value' batch == 'query' batch");
+    require(dim(value, 1), dim(key, 1), "'value' T == 'key' T");
+    require(dim(value, 2), dim(key, 2), "'value' kv_heads == 'key' kv_heads");
+    std::vector<unsigned> outputSizes = {dim(query, 0), dim(query, 1),
+                                         dim(query, 2), dim(value, 3)};
+    for (auto [operand, name] : {std::pair(sdpa.getOutput(), "output"),
+                                 std::pair(sdpa.getOutputGrad(),
+                                           "output_grad")})
+      for (auto [i, size] : llvm::enumerate(outputSizes))
+        require(dim(operand, i), size,
+                "'" + Twine(name) + "' dimension " + Twine(i) +
+                    " == that of the attention's output");
+    if (Value bias = sdpa.getBias()) {
+      auto rank = cast<RankedTensorType>(bias.getType()).getRank();
+      int64_t first = rank == 3 ? 1 : 0;
+      require(dim(bias, first), dim(query, 1), "'bias' S == 'query' S");
+      require(dim(bias, first + 1), dim(key, 1), "'bias' T == 'key' T");
+      setResult(sdpa.getBiasGrad(), sizesOf(bias), "bias_grad");
+    }
+    if (Value keyMask = sdpa.getKeyMask()) {
+      require(dim(keyMask, 0), dim(query, 0),
+              "'key_mask' batch == 'query' batch");
+      require(dim(keyMask, 1), dim(key, 1), "'key_mask' T == 'key' T");
+    }
+    setResult(sdpa.getQueryGrad(), sizesOf(query), "query_grad");
+    setResult(sdpa.getKeyGrad(), sizesOf(key), "key_grad");
+    setResult(sdpa.getValueGrad(), sizesOf(value), "value_grad");
+    return true;
   }
 
   /// Query `[B, S, Hq, d]` and key `[B, S', Hk, d]` heads.
