@@ -1,6 +1,7 @@
 """AttnFuse from Python: build attn IR from layer configs, price it, compile
 it for the CPU (run with numpy arrays) or for sm_90a (PTX, cubins, manifest;
-launch with torch tensors through the runtime).
+launch with torch tensors through the runtime), differentiate it
+(attnfuse.grad: a vector-Jacobian product function to compile like any other).
 
     import attnfuse
     m = attnfuse.cca(embed_dim=256, num_heads=4, num_kv_heads=2, head_dim=32,
@@ -16,7 +17,7 @@ nn.Modules) is imported on first use, so `import attnfuse` needs no torch.
 
 from . import builders
 from ._api import (CpuFunction, MLIRError, Module, cca, cca_decode, compile,
-                   cost, parse, qkv_attention, qkv_decode)
+                   cost, grad, parse, qkv_attention, qkv_decode)
 from .bf16 import from_bf16, to_bf16
 from .importer import from_hf_config, hf_config_text
 from .runtime import (AttnFuseRuntimeError, NoDriverError, SM90aArtifacts,
@@ -27,7 +28,7 @@ __all__ = [
     "AttnFuseRuntimeError", "CpuFunction", "MLIRError", "Module",
     "NoDriverError", "SM90aArtifacts", "SM90aFunction", "builders", "cca", "cca_decode",
     "compile", "cost", "from_bf16", "from_hf_config", "hf_config_text",
-    "hf_weight_names", "load_hf_weights", "parse", "qkv_attention",
+    "grad", "hf_weight_names", "load_hf_weights", "parse", "qkv_attention",
     "qkv_decode", "to_bf16",
 ]
 

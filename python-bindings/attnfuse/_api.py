@@ -1,6 +1,7 @@
 """Modules, cost reports and compilation on top of the _attnfuse extension."""
 
 import json
+import numbers
 import os
 import re
 import tempfile
@@ -203,6 +204,103 @@ def _pick_entry(module, entry):
         return "model"
     raise ValueError(f"entry: the module has several functions "
                      f"({', '.join(functions)}); name one")
+
+
+_FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
+
+
+def _gradient_indices(module, entry, wrt, specs):
+    """The argument indices `wrt` names (None: every float argument)."""
+    names = module.argument_names(entry)
+
+    def describe(index):
+        if names and index < len(names):
+            return f"argument #{index} ({names[index]!r})"
+        return f"argument #{index}"
+
+    if wrt is None:
+        indices = [i for i, (dtype, _) in enumerate(specs)
+                   if dtype in _FLOAT_DTYPES]
+        if not indices:
+            raise ValueError(f"wrt: {entry!r} has no floating-point argument "
+                             f"to differentiate")
+        return indices
+    if isinstance(wrt, (str, numbers.Integral)):
+        wrt = [wrt]
+    indices = []
+    for item in wrt:
+        if isinstance(item, str):
+            if not names:
+                raise ValueError(f"wrt: {entry!r} has no argument names (a "
+                                 f"parsed module); give argument indices, "
+                                 f"not {item!r}")
+            if item not in names:
+                raise ValueError(f"wrt: {entry!r} has no argument {item!r} "
+                                 f"(arguments: {', '.join(names)})")
+            index = names.index(item)
+        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
+            if not 0 <= item < len(specs):
+                raise ValueError(f"wrt: {entry!r} has {len(specs)} arguments, "
+                                 f"no argument #{item}")
+            index = int(item)
+        else:
+            raise ValueError(f"wrt: an argument name or index, got {item!r}")
+        if specs[index][0] not in _FLOAT_DTYPES:
+            raise ValueError(f"wrt: {describe(index)} of {entry!r} is "
+                             f"{specs[index][0]}, not a floating-point "
+                             f"tensor: it has no gradient")
+        if index in indices:
+            raise ValueError(f"wrt: {describe(index)} is named twice")
+        indices.append(index)
+    if not indices:
+        raise ValueError("wrt: no argument to differentiate")
+    return indices
+
+
+def grad(module, entry=None, wrt=None):
+    """The vector-Jacobian product of a function, as a new Module.
+
+    Runs `attn-differentiate` on a copy of `module`, which keeps `entry` and
+    adds `{entry}_vjp(arguments..., cotangents...) -> (gradients...)`: the
+    arguments of `entry` in order, then one cotangent per result of `entry`
+    (of the result's type), returning the gradient of each `wrt` argument in
+    order (of that argument's type). Compile it with
+    `attnfuse.compile(gmodule, entry=f"{entry}_vjp")`.
+
+    module: an attnfuse.Module (a builder's layer stack, attnfuse.parse).
+    entry: the function to differentiate (default: the only function, else
+        `model`).
+    wrt: None (every floating-point argument: the input and every weight),
+        or argument indices and/or argument names (the builder's names,
+        `module.argument_names(entry)`, e.g. "x", "l0_wq"): a list, or
+        one of them.
+        Integer arguments (a padding `mask`, positions) have no gradient:
+        naming one raises ValueError, as does an unknown name.
+
+    The returned module knows the argument names of the `_vjp` function
+    (when `entry`'s are known): those of `entry`, then one per cotangent,
+    `d_out` for a single result (`d_out0`, `d_out1`, ... for several).
+    MLIRError when the pass refuses the function (a decode function, an op
+    without a gradient).
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"grad needs an attnfuse.Module (attnfuse.parse(text) "
+                        f"or a builder), got {type(module).__name__}")
+    entry = _pick_entry(module, entry)
+    specs, results = module.signature(entry)
+    indices = _gradient_indices(module, entry, wrt, specs)
+    gradient = module.run_pipeline(
+        f"attn-differentiate{{function={entry} "
+        f"wrt={','.join(str(i) for i in indices)}}}")
+    gradient._argument_names = dict(module._argument_names)
+    names = module.argument_names(entry)
+    if names:
+        cotangents = (["d_out"] if len(results) == 1 else
+                      [f"d_out{i}" for i in range(len(results))])
+        gradient._argument_names[f"{entry}_vjp"] = list(names) + cotangents
+    gradient.hf_layers = dict(module.hf_layers)
+    gradient.hf_kind = module.hf_kind
+    return gradient
 
 
 def compile(module, target="cpu", entry=None, **options):

@@ -18,8 +18,19 @@ tensors it runs the callable that the GPU compiler returns for the module
 (set_gpu_compiler; by default attnfuse.compile(module, target="sm_90a")).
 A fake implementation computes the results' shapes and dtypes from the
 function's signature, so torch.compile(fullgraph=True) and torch.export
-capture the op as one node. The ops are for inference: they have no
-backward.
+capture the op as one node.
+
+The ops are differentiable. The forward saves its inputs only (nothing
+S x T); the backward calls a second op, `attnfuse::<name>_vjp`, the gradient
+function that attnfuse.grad(module, entry) adds to the module (the
+forward's arguments and one cotangent per result in, the gradient of every
+floating-point argument out; integer arguments such as padding masks get
+none), which recomputes what it needs of the forward. It is registered on
+the first forward that records autograd, so torch.compile captures forward
+and backward as one node each. The gradient op has no backward itself
+(double backward is refused), and runs on CPU tensors (on CUDA tensors only
+through a GPU compiler that compiles it: attnfuse has no sm_90a backward
+kernels yet).
 
 QKVAttention (projection sharing none/kv/qk/qkv, GQA/MQA, RoPE, causal,
 window) and CCAAttention (CCA/CCGQA with the parameters of transformers'
@@ -127,11 +138,20 @@ class CompiledLayer:
     function's [(element type, shape)] with None for a dynamic size.
     cpu_function() and gpu_function() compile on first use and keep what
     they compiled.
+
+    The op is differentiable through gradient_layer(), the layer of the
+    gradient function `<entry>_vjp` (see attnfuse.grad), whose own
+    `forward` is this layer; a gradient layer has no backward.
     """
 
-    def __init__(self, module, entry, name, options, result_shapes):
+    def __init__(self, module, entry, name, options, result_shapes,
+                 forward=None):
         self.module = module
         self.entry = entry
+        # The layer this one is the gradient function of, or None.
+        self.forward = forward
+        self._gradient = None
+        self._gradient_error = None
         self.arguments, self.results = module.signature(entry)
         names = module.argument_names(entry)
         if not names or len(names) != len(self.arguments) or not all(
@@ -195,6 +215,20 @@ class CompiledLayer:
     def _describe(self, index):
         return f"argument #{index} ({self.argument_names[index]!r})"
 
+    def _check_cotangents(self, tensors):
+        """A gradient layer's cotangents have the shapes of the forward's
+        results for the forward's arguments (its first arguments)."""
+        count = len(self.forward.arguments)
+        expected = self.forward._shapes(tensors[:count])
+        for result, (tensor, shape) in enumerate(zip(tensors[count:],
+                                                     expected)):
+            if tuple(tensor.shape) != tuple(shape):
+                raise ValueError(
+                    f"{self._describe(count + result)} of {self.entry!r} is "
+                    f"the cotangent of result #{result} of "
+                    f"{self.forward.entry!r}, which has shape {list(shape)} "
+                    f"for these arguments: got {list(tensor.shape)}")
+
     def _check(self, tensors):
         """The argument checks of the CPU path, on torch tensors (shapes
         may be symbolic); -> the device of the arguments."""
@@ -219,6 +253,8 @@ class CompiledLayer:
                 raise ValueError(f"{what} of {self.entry!r} is on "
                                  f"{tensor.device}, argument #0 on {device}: "
                                  f"every argument must be on one device")
+        if self.forward is not None:
+            self._check_cotangents(tensors)
         return device
 
     def _shapes(self, tensors):
@@ -265,14 +301,90 @@ class CompiledLayer:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _setup_context(self, ctx, inputs, output):
-        pass
+        if self.forward is not None:
+            return
+        # Registers the gradient op now, outside the traced backward (under
+        # torch.compile this runs while AOTAutograd traces the op).
+        self._gradient_or_error()
+        ctx.save_for_backward(*inputs)
 
     def _backward(self, ctx, *grads):
-        raise NotImplementedError(
-            f"{self.qualname} has no backward: attnfuse layers are for "
-            f"inference; run them under torch.no_grad() or "
-            f"torch.inference_mode(), or with parameters that do not "
-            f"require grad")
+        if self.forward is not None:
+            raise NotImplementedError(
+                f"double backward through {self.forward.qualname} is not "
+                f"supported: its gradient op {self.qualname} has no backward")
+        gradient = self._gradient
+        if gradient is None:
+            raise NotImplementedError(
+                f"{self.qualname} has no backward: differentiating "
+                f"{self.entry!r} failed: {self._gradient_error}") \
+                from self._gradient_error
+        inputs = ctx.saved_tensors
+        shapes = None
+        cotangents = []
+        for index, (grad, (dtype, _)) in enumerate(zip(grads, self.results)):
+            if grad is None:  # an unused result
+                if shapes is None:
+                    shapes = self._shapes(inputs)
+                grad = inputs[0].new_zeros(shapes[index],
+                                           dtype=TORCH_DTYPES[dtype])
+            else:
+                grad = _as(grad, TORCH_DTYPES[dtype]).contiguous()
+            cotangents.append(grad)
+        outputs = gradient.op(*inputs, *cotangents)
+        if isinstance(outputs, torch.Tensor):
+            outputs = (outputs,)
+        outputs = iter(outputs)
+        return tuple(next(outputs) if _is_floating(dtype) else None
+                     for dtype, _ in self.arguments)
+
+    def _gradient_or_error(self):
+        with _layers_lock:
+            if self._gradient is None and self._gradient_error is None:
+                try:
+                    self._gradient = self._gradient_layer()
+                except Exception as error:  # raised by the backward
+                    self._gradient_error = error
+            return self._gradient
+
+    def _gradient_layer(self):
+        module = _api.grad(self.module, self.entry)
+        entry = f"{self.entry}_vjp"
+        if entry not in module.functions():
+            raise ValueError(f"attnfuse.grad gave no function {entry!r}")
+        arguments, results = module.signature(entry)
+        expected = self.arguments + self.results
+        floating = [spec for spec in self.arguments if _is_floating(spec[0])]
+        if arguments != expected or results != floating:
+            raise ValueError(
+                f"{entry!r} has the signature {_signature_text(arguments)} "
+                f"-> {_signature_text(results)}; the gradient of "
+                f"{self.entry!r} needs {_signature_text(expected)} -> "
+                f"{_signature_text(floating)}")
+        if not module.argument_names(entry):
+            cotangents = (["d_out"] if len(self.results) == 1 else
+                          [f"d_out{i}" for i in range(len(self.results))])
+            module._argument_names[entry] = (self.argument_names
+                                             + cotangents)
+        return _register(module, entry, f"{self.name}_vjp", self.options,
+                         None, forward=self)
+
+    def gradient_layer(self):
+        """The CompiledLayer of the gradient function (`<entry>_vjp` of
+        attnfuse.grad(module, entry), the op `<qualname>_vjp`): the
+        function's arguments followed by one cotangent per result, in
+        their types; the gradient of every floating-point argument out, in
+        argument order. Built on first use (the first forward that records
+        autograd builds it too); raises what differentiating the function
+        raised. A gradient layer has none."""
+        if self.forward is not None:
+            raise NotImplementedError(
+                f"double backward through {self.forward.qualname} is not "
+                f"supported: its gradient op {self.qualname} has no backward")
+        gradient = self._gradient_or_error()
+        if gradient is None:
+            raise self._gradient_error
+        return gradient
 
     def cpu_function(self):
         """The function JIT-compiled for the CPU (attnfuse.CpuFunction)."""
@@ -287,6 +399,15 @@ class CompiledLayer:
         (set_gpu_compiler)."""
         with self._lock:
             if self._gpu is None:
+                if self.forward is not None \
+                        and _gpu_compiler is _default_gpu_compiler:
+                    raise NotImplementedError(
+                        f"{self.qualname} (the backward of "
+                        f"{self.forward.qualname}) cannot run on CUDA "
+                        f"tensors yet: attnfuse has no sm_90a backward "
+                        f"kernels. Train with CPU tensors, or register a GPU "
+                        f"compiler that compiles {self.entry!r} with "
+                        f"attnfuse.torch.set_gpu_compiler")
                 gpu = _gpu_compiler(self.module, self.entry)
                 if not callable(gpu):
                     raise TypeError(f"the GPU compiler returned "
@@ -297,6 +418,15 @@ class CompiledLayer:
 
 def _shape_text(shape):
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _signature_text(specs):
+    return "(" + ", ".join(f"{dtype}{_shape_text(shape)}"
+                           for dtype, shape in specs) + ")"
+
+
+def _is_floating(dtype):
+    return TORCH_DTYPES[dtype].is_floating_point
 
 
 _BUILDERS = {"cca": _api.cca, "qkv_attention": _api.qkv_attention}
@@ -322,7 +452,8 @@ def compile_layer(module, *, entry=None, name=None, result_shapes=None,
     Compiling the same module text with the same entry, options and name
     again returns the same CompiledLayer (one op); a name already taken by
     another layer is refused. The CPU code is JIT-compiled on the first CPU
-    call.
+    call. The op's backward is the op `<name>_vjp` (gradient_layer()),
+    compiled with the same options.
     """
     if isinstance(module, dict):
         config = dict(module)
@@ -342,8 +473,11 @@ def compile_layer(module, *, entry=None, name=None, result_shapes=None,
     if result_shapes is not None and not callable(result_shapes):
         raise TypeError(f"result_shapes must be callable, got "
                         f"{type(result_shapes).__name__}")
-    text = str(module)
-    key = (text, entry, tuple(sorted(options.items())))
+    return _register(module, entry, name, options, result_shapes)
+
+
+def _register(module, entry, name, options, result_shapes, forward=None):
+    key = (str(module), entry, tuple(sorted(options.items())))
     if name is None:
         digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
         name = f"{re.sub(r'[^A-Za-z0-9_]', '_', entry)}_{digest}"
@@ -355,7 +489,8 @@ def compile_layer(module, *, entry=None, name=None, result_shapes=None,
         if any(other.name == name for other in _layers.values()):
             raise ValueError(f"name: an op attnfuse::{name} exists already "
                              f"(for another layer)")
-        layer = CompiledLayer(module, entry, name, options, result_shapes)
+        layer = CompiledLayer(module, entry, name, options, result_shapes,
+                              forward)
         _layers[key] = layer
         return layer
 
@@ -367,6 +502,7 @@ def _release_compiled_code():
     with _layers_lock:
         for layer in _layers.values():
             layer.module = layer._cpu = layer._gpu = None
+            layer._gradient_error = None  # its traceback holds modules
 
 
 # The layer modules look their op up by configuration. Under torch.compile
@@ -428,7 +564,9 @@ class QKVAttention(nn.Module):
     (float32, float16 or bfloat16; parameters of another dtype are cast).
     The layer is compiled once per configuration and dtype; CPU tensors
     run the CPU JIT, CUDA tensors the GPU compiler's callable (see
-    set_gpu_compiler). Inference only: the op has no backward.
+    set_gpu_compiler). Differentiable: gradients reach x and every
+    parameter through the op's gradient op (CPU tensors; see
+    CompiledLayer.gradient_layer).
     """
 
     def __init__(self, embed_dim, num_heads, num_kv_heads=None,
@@ -544,7 +682,9 @@ class CCAAttention(nn.Module):
     position_embeddings: ZAYA's (cos, sin); the layer rotates at positions
     0..S-1 itself, and checks (outside torch.compile) that the given ones
     are those. A KV cache (past_key_values) is not supported: run the HF
-    model with use_cache=False. Inference only: the op has no backward.
+    model with use_cache=False. Differentiable (CPU tensors): gradients
+    reach hidden_states and every parameter, qk_norm.temp and the
+    convolutions' biases included, as through ZayaAttention.
     """
 
     def __init__(self, embed_dim, num_heads, num_kv_heads=None,

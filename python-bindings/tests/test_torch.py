@@ -172,14 +172,6 @@ def test_op_checks_arguments_like_the_cpu_path(kv_layer):
         assert fake.shape == (3, 7, E) and fake.dtype == torch.float32
 
 
-def test_op_has_no_backward_and_says_so(kv_layer):
-    x, weights = inputs(), kv_weights()
-    y = kv_layer(x.requires_grad_(), *weights)
-    with pytest.raises(NotImplementedError, match=r"attnfuse::model_\w+ has "
-                       r"no backward: attnfuse layers are for inference"):
-        y.sum().backward()
-
-
 def test_compile_layer_errors():
     with pytest.raises(ValueError, match="'kind' set to 'cca' or "
                        "'qkv_attention', got 'mha'"):
