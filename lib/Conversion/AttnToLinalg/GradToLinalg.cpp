@@ -31,18 +31,27 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value acc, Value x, Value y,
   return arith::AddFOp::create(b, loc, acc, product);
 }
 
-/// A contraction `out[outDims] += lhs[lhsDims] * rhs[rhsDims]` over
-/// `numLoops` loops (the first `numParallel` parallel), accumulated in the
-/// compute type from zeros of `sizes`, then rounded to `elementType`.
+/// `numLoops` iterators, the first `numParallel` parallel and the others
+/// reductions.
+SmallVector<IteratorType> parallelThenReduce(unsigned numLoops,
+                                             unsigned numParallel) {
+  SmallVector<IteratorType> iterators(numLoops, kRed);
+  std::fill_n(iterators.begin(), numParallel, kPar);
+  return iterators;
+}
+
+/// A contraction `out[outDims] += lhs[lhsDims] * rhs[rhsDims]` over the
+/// loops of `iterators` (nested in that order: the loop over contiguous
+/// rows goes last), accumulated in the compute type from zeros of `sizes`,
+/// then rounded to `elementType`.
 Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
                ArrayRef<AffineExpr> lhsDims, ArrayRef<AffineExpr> rhsDims,
-               ArrayRef<AffineExpr> outDims, unsigned numLoops,
-               unsigned numParallel, ArrayRef<OpFoldResult> sizes,
+               ArrayRef<AffineExpr> outDims,
+               ArrayRef<IteratorType> iterators, ArrayRef<OpFoldResult> sizes,
                Type elementType, double factor = 1.0) {
   MLIRContext *ctx = b.getContext();
   Type computeType = computeTypeFor(elementType);
-  SmallVector<IteratorType> iterators(numLoops, kRed);
-  std::fill_n(iterators.begin(), numParallel, kPar);
+  unsigned numLoops = iterators.size();
   Value acc =
       buildGeneric(b, loc, ValueRange{lhs, rhs},
                    filledTensor(b, loc, sizes, computeType, 0.0),
@@ -77,12 +86,11 @@ Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
 /// `out[outDims] = sum of in[inDims]` over the loops not in `outDims`.
 Value sumInto(OpBuilder &b, Location loc, Value input,
               ArrayRef<AffineExpr> inDims, ArrayRef<AffineExpr> outDims,
-              unsigned numLoops, unsigned numParallel,
-              ArrayRef<OpFoldResult> sizes, Type elementType) {
+              ArrayRef<IteratorType> iterators, ArrayRef<OpFoldResult> sizes,
+              Type elementType) {
   MLIRContext *ctx = b.getContext();
   Type computeType = computeTypeFor(elementType);
-  SmallVector<IteratorType> iterators(numLoops, kRed);
-  std::fill_n(iterators.begin(), numParallel, kPar);
+  unsigned numLoops = iterators.size();
   Value acc =
       buildGeneric(b, loc, input, filledTensor(b, loc, sizes, computeType, 0.0),
                    {projection(ctx, numLoops, inDims),
@@ -148,15 +156,20 @@ struct ProjectGradLowering : OpConversionPattern<ProjectGradOp> {
     OpFoldResult in = dimOf(rewriter, loc, x, 2);
     OpFoldResult out = dimOf(rewriter, loc, w, 0);
 
-    // (b, s, e, n): dx[b, s, e] = sum_n dy[b, s, n] w[n, e].
-    Value dx = contract(rewriter, loc, dy, w, {d0, d1, d3}, {d3, d2},
-                        {d0, d1, d2}, 4, 3, {batch, seq, in}, elementType);
-    // (n, e, b, s): dw[n, e] = sum_{b, s} dy[b, s, n] x[b, s, e].
-    Value dw = contract(rewriter, loc, dy, x, {d2, d3, d0}, {d2, d3, d1},
-                        {d0, d1}, 4, 2, {out, in}, elementType);
-    // (n, b, s): db[n] = sum_{b, s} dy[b, s, n].
-    Value db = sumInto(rewriter, loc, dy, {d1, d2, d0}, {d0}, 3, 1, {out},
-                       elementType);
+    // Loops (b, s, n, e), e innermost: rows of w, x and the results are
+    // read and written contiguously (an axpy per (b, s, n), which LLVM
+    // vectorizes), not strided dot products.
+    // dx[b, s, e] = sum_n dy[b, s, n] w[n, e].
+    Value dx = contract(rewriter, loc, dy, w, {d0, d1, d2}, {d2, d3},
+                        {d0, d1, d3}, {kPar, kPar, kRed, kPar},
+                        {batch, seq, in}, elementType);
+    // dw[n, e] = sum_{b, s} dy[b, s, n] x[b, s, e].
+    Value dw = contract(rewriter, loc, dy, x, {d0, d1, d2}, {d0, d1, d3},
+                        {d2, d3}, {kRed, kRed, kPar, kPar}, {out, in},
+                        elementType);
+    // (b, s, n): db[n] = sum_{b, s} dy[b, s, n].
+    Value db = sumInto(rewriter, loc, dy, {d0, d1, d2}, {d2},
+                       {kRed, kRed, kPar}, {out}, elementType);
     rewriter.replaceOp(
         op, {castTo(rewriter, loc, dx, op.getInputGrad().getType()),
              castTo(rewriter, loc, dw, op.getWeightGrad().getType()),
@@ -210,7 +223,7 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
         rewriter, loc, splitDim(rewriter, loc, dyPad, 2, groupWidth),
         splitDim(rewriter, loc, w, 0, groupWidth),
         {b, s + (padding + kernel - 1) - k, g, co}, {g, co, ci, k},
-        {b, s, g, ci}, 6, 4,
+        {b, s, g, ci}, parallelThenReduce(6, 4),
         {batch, seq, rewriter.getIndexAttr(groups),
          rewriter.getIndexAttr(groupWidth)},
         elementType);
@@ -231,8 +244,7 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     bindDims(ctx, c, cl, tap, bb, t);
     Value dw = contract(
         rewriter, loc, dy, padded, {bb, t, c},
-        {bb, t + tap, c.floorDiv(groupWidth) * groupWidth + cl}, {c, cl, tap},
-        5, 3,
+        {bb, t + tap, c.floorDiv(groupWidth) * groupWidth + cl}, {c, cl, tap}, parallelThenReduce(5, 3),
         {channelSize, rewriter.getIndexAttr(groupWidth),
          rewriter.getIndexAttr(kernel)},
         elementType);
@@ -240,7 +252,7 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     // (c, b, t): db[c] = sum_{b, t} dy[b, t, c].
     AffineExpr e0, e1, e2;
     bindDims(ctx, e0, e1, e2);
-    Value db = sumInto(rewriter, loc, dy, {e1, e2, e0}, {e0}, 3, 1,
+    Value db = sumInto(rewriter, loc, dy, {e1, e2, e0}, {e0}, parallelThenReduce(3, 1),
                        {channelSize}, elementType);
     rewriter.replaceOp(
         op, {castTo(rewriter, loc, dx, op.getInputGrad().getType()),
@@ -661,12 +673,12 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
 
     // (b, h, i, e): D[b, h, i] = sum_e do[b, i, h, e] o[b, i, h, e].
     Value rowDot = contract(rewriter, loc, outputGrad, output,
-                            {d0, d2, d1, d3}, {d0, d2, d1, d3}, {d0, d1, d2}, 4,
-                            3, rowSizes, computeType);
+                            {d0, d2, d1, d3}, {d0, d2, d1, d3}, {d0, d1, d2},
+                            parallelThenReduce(4, 3), rowSizes, computeType);
     // (b, h, i, j, e): dP[b, h, i, j] = sum_e do[b, i, h, e] v[b, j, h/G, e].
     Value probsGrad = contract(
         rewriter, loc, outputGrad, value, {d0, d2, d1, d4},
-        {d0, d3, d1.floorDiv(group), d4}, {d0, d1, d2, d3}, 5, 4, scoreSizes,
+        {d0, d3, d1.floorDiv(group), d4}, {d0, d1, d2, d3}, parallelThenReduce(5, 4), scoreSizes,
         computeType);
     // dS = P (dP - D).
     Value scoresGrad =
@@ -688,8 +700,9 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
     OpFoldResult kvHeads = rewriter.getIndexAttr(numKvHeads);
     // (b, i, h, e, j): dq[b, i, h, e] = s sum_j dS[b, h, i, j] k[b, j, h/G, e].
     Value dq = contract(rewriter, loc, scoresGrad, key, {d0, d2, d1, d4},
-                        {d0, d4, d2.floorDiv(group), d3}, {d0, d1, d2, d3}, 5,
-                        4, {batch, queries, heads, headDimSize}, elementType,
+                        {d0, d4, d2.floorDiv(group), d3}, {d0, d1, d2, d3},
+                        parallelThenReduce(5, 4),
+                        {batch, queries, heads, headDimSize}, elementType,
                         scale);
     // (b, j, hk, e, g, i): dk[b, j, hk, e] = s sum_{g, i}
     //     dS[b, hk G + g, i, j] q[b, i, hk G + g, e].
@@ -698,7 +711,7 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
     Value dk = contract(rewriter, loc, groupedScoresGrad,
                         splitDim(rewriter, loc, query, 2, group),
                         {d0, d2, d4, d5, d1}, {d0, d5, d2, d4, d3},
-                        {d0, d1, d2, d3}, 6, 4,
+                        {d0, d1, d2, d3}, parallelThenReduce(6, 4),
                         {batch, keys, kvHeads, headDimSize}, elementType,
                         scale);
     // dv[b, j, hk, e] = sum_{g, i} P[b, hk G + g, i, j] do[b, i, hk G + g, e].
@@ -706,7 +719,7 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
                         splitDim(rewriter, loc, normalized, 1, group),
                         splitDim(rewriter, loc, outputGrad, 2, group),
                         {d0, d2, d4, d5, d1}, {d0, d5, d2, d4, d3},
-                        {d0, d1, d2, d3}, 6, 4,
+                        {d0, d1, d2, d3}, parallelThenReduce(6, 4),
                         {batch, keys, kvHeads, valueDimSize}, elementType);
 
     SmallVector<Value> results = {
@@ -718,10 +731,10 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
       Value biasGrad;
       if (cast<RankedTensorType>(bias.getType()).getRank() == 2)
         biasGrad = sumInto(rewriter, loc, scoresGrad, {d2, d3, d0, d1},
-                           {d0, d1}, 4, 2, {queries, keys}, elementType);
+                           {d0, d1}, parallelThenReduce(4, 2), {queries, keys}, elementType);
       else
         biasGrad = sumInto(rewriter, loc, scoresGrad, {d3, d0, d1, d2},
-                           {d0, d1, d2}, 4, 3, {heads, queries, keys},
+                           {d0, d1, d2}, parallelThenReduce(4, 3), {heads, queries, keys},
                            elementType);
       results.push_back(
           castTo(rewriter, loc, biasGrad, op.getBiasGrad().getType()));
