@@ -55,6 +55,20 @@ if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS)
     LABELS "python")
 endif()
 
+# Training: gradients of every attention form against float64 references,
+# torch autograd, the seed experiment in miniature and data-parallel
+# training, through the Python package (integration_test/training/).
+if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS)
+  add_test(NAME integration/training
+    COMMAND ${Python_EXECUTABLE} -m pytest -q -p no:cacheprovider
+            ${ATTNFUSE_SOURCE_DIR}/integration_test/training
+    WORKING_DIRECTORY ${ATTNFUSE_SOURCE_DIR})
+  set_tests_properties(integration/training PROPERTIES
+    ENVIRONMENT "PYTHONPATH=${ATTNFUSE_PYTHON_PACKAGE_DIR};ATTNFUSE_RUN=$<TARGET_FILE:attnfuse-run>"
+    TIMEOUT 1800
+    LABELS "integration;training")
+endif()
+
 # Whole models through their sm_90a device programs on the emulator (the
 # instrumented sanitizer build of the emulator cannot be loaded into Python).
 if(ATTNFUSE_BUILD_TESTS AND ATTNFUSE_BUILD_TOOLS AND TARGET attnfuse_cudasim

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def _import_attnfuse():
@@ -41,8 +41,8 @@ def _import_attnfuse():
         sys.path.insert(0, path)
         import attnfuse
         return attnfuse
-    pytest.skip("the attnfuse package is not built (set PYTHONPATH to the "
-                "build's python_packages/)", allow_module_level=True)
+    pytest.fail("the attnfuse package is not built (set PYTHONPATH to the "
+                "build's python_packages/)", pytrace=False)
 
 
 attnfuse = _import_attnfuse()
