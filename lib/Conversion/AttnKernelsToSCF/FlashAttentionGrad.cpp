@@ -216,10 +216,12 @@ SmallVector<Value> FlashAttentionGradTile::queryPhase() {
         Value count = kb.min(kb.index(blockQ), kb.sub(rows, query0));
         Value queryGradRows =
             storeRows(queryGrad(tile, query0), state[6], query0, count, scale);
+        // Named: a braced list in the range of a for loop dies before the
+        // loop body runs (C++17).
+        SmallVector<Value> blocks = {tile.queryT, tile.query,  tile.gradT,
+                                     tile.grad,   tile.rowDot, tile.logSumExp};
         SmallVector<Value> results;
-        for (auto [index, value] : llvm::enumerate(
-                 ArrayRef<Value>{tile.queryT, tile.query, tile.gradT, tile.grad,
-                                 tile.rowDot, tile.logSumExp}))
+        for (auto [index, value] : llvm::enumerate(blocks))
           results.push_back(insertBlock(value, state[index], block));
         results.push_back(queryGradRows);
         scf::YieldOp::create(b, loc, results);
