@@ -743,23 +743,6 @@ AttentionProbabilities attnfuse::linalg_builders::buildAttentionProbabilities(
 
 namespace {
 
-/// The scores and masks of an attention op (attn.sdpa, attn.sdpa_grad).
-template <typename AttentionOp, typename Adaptor>
-AttentionScores attentionScores(AttentionOp op, Adaptor adaptor,
-                                int64_t headDim) {
-  AttentionScores scores;
-  scores.query = adaptor.getQuery();
-  scores.key = adaptor.getKey();
-  scores.bias = adaptor.getBias();
-  scores.keyMask = adaptor.getKeyMask();
-  scores.causal = op.getCausal();
-  scores.window = op.getWindow();
-  scores.scale = op.getScaleAttr()
-                     ? op.getScaleAttr().getValueAsDouble()
-                     : 1.0 / std::sqrt(static_cast<double>(headDim));
-  return scores;
-}
-
 struct SDPALowering : OpConversionPattern<SDPAOp> {
   using OpConversionPattern::OpConversionPattern;
 

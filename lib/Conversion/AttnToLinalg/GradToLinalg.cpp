@@ -630,16 +630,7 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
     int64_t numKvHeads = cast<RankedTensorType>(key.getType()).getDimSize(2);
     int64_t group = numHeads / numKvHeads;
 
-    AttentionScores scores;
-    scores.query = query;
-    scores.key = key;
-    scores.bias = adaptor.getBias();
-    scores.keyMask = adaptor.getKeyMask();
-    scores.causal = op.getCausal();
-    scores.window = op.getWindow();
-    scores.scale = op.getScaleAttr()
-                       ? op.getScaleAttr().getValueAsDouble()
-                       : 1.0 / std::sqrt(static_cast<double>(headDim));
+    AttentionScores scores = attentionScores(op, adaptor, headDim);
     auto [probs, rowSum] = buildAttentionProbabilities(rewriter, loc, scores);
 
     OpFoldResult batch = dimOf(rewriter, loc, query, 0);

@@ -17,6 +17,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <cmath>
 #include <optional>
 
 namespace attnfuse::linalg_builders {
@@ -234,6 +235,23 @@ struct AttentionScores {
   std::optional<int64_t> window;
   double scale = 1.0;
 };
+
+/// The scores and masks of an attention op (attn.sdpa, attn.sdpa_grad).
+template <typename AttentionOp, typename Adaptor>
+AttentionScores attentionScores(AttentionOp op, Adaptor adaptor,
+                                int64_t headDim) {
+  AttentionScores scores;
+  scores.query = adaptor.getQuery();
+  scores.key = adaptor.getKey();
+  scores.bias = adaptor.getBias();
+  scores.keyMask = adaptor.getKeyMask();
+  scores.causal = op.getCausal();
+  scores.window = op.getWindow();
+  scores.scale = op.getScaleAttr()
+                     ? op.getScaleAttr().getValueAsDouble()
+                     : 1.0 / std::sqrt(static_cast<double>(headDim));
+  return scores;
+}
 
 /// Builds the masked logits, their row maxima, `exp(logit - max)` and the
 /// row sums of an attention (docs/semantics.md#attnsdpa).

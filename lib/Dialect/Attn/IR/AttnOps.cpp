@@ -440,23 +440,33 @@ void CCAOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // ProjectOp
 //===----------------------------------------------------------------------===//
 
+/// The shapes of a projection `[B, S, in] x [out, in] -> [B, S, out]`, whose
+/// `[B, S, out]` side is `output` (the result, or its cotangent).
+static LogicalResult verifyProjection(Operation *op, Value input, Value weight,
+                                      Value output, StringRef outputName) {
+  if (failed(verifyRank(op, "input", input, 3, "[batch, seq, in]")) ||
+      failed(verifyRank(op, "weight", weight, 2,
+                        "[out_features, in_features]")) ||
+      failed(verifyStaticDim(op, "weight", weight, 0, "out_features")))
+    return failure();
+  int64_t outFeatures = dimOf(weight, 0);
+  return failure(
+      failed(verifyShape(op, "weight", weight,
+                         {{outFeatures, "out_features"},
+                          {dimOf(input, 2), "in_features"}})) ||
+      failed(verifyShape(op, outputName, output,
+                         {{dimOf(input, 0), "batch"},
+                          {dimOf(input, 1), "seq"},
+                          {outFeatures, "out_features"}})));
+}
+
 LogicalResult ProjectOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, in]")) ||
-      failed(verifyRank(op, "weight", getWeight(), 2,
-                        "[out_features, in_features]")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")))
-    return failure();
-  int64_t outFeatures = dimOf(getWeight(), 0);
-  if (failed(verifyShape(op, "weight", getWeight(),
-                         {{outFeatures, "out_features"},
-                          {dimOf(getInput(), 2), "in_features"}})) ||
+  if (failed(verifyProjection(op, getInput(), getWeight(), getResult(),
+                              "result")) ||
       (getBias() && failed(verifyShape(op, "bias", getBias(),
-                                       {{outFeatures, "out_features"}}))) ||
-      failed(verifyShape(op, "result", getResult(),
-                         {{dimOf(getInput(), 0), "batch"},
-                          {dimOf(getInput(), 1), "seq"},
-                          {outFeatures, "out_features"}})))
+                                       {{dimOf(getWeight(), 0),
+                                         "out_features"}}))))
     return failure();
   SmallVector<StringRef> names = {"input", "weight"};
   if (getBias())
@@ -468,47 +478,56 @@ LogicalResult ProjectOp::verify() {
 // CausalConv1DOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CausalConv1DOp::verify() {
-  Operation *op = getOperation();
+/// The shapes of a grouped causal convolution `[B, S, C] x [C, C / groups,
+/// k] -> [B, S + padding - (k - 1), C]`, whose output side is `output` (the
+/// result, or its cotangent).
+static LogicalResult verifyConvolution(Operation *op, Value input, Value weight,
+                                       int64_t groups, int64_t padding,
+                                       Value output, StringRef outputName) {
   if (failed(
-          verifyRank(op, "input", getInput(), 3, "[batch, seq, channels]")) ||
-      failed(verifyStaticDim(op, "input", getInput(), 2, "channel count")) ||
-      failed(verifyRank(op, "weight", getWeight(), 3,
+          verifyRank(op, "input", input, 3, "[batch, seq, channels]")) ||
+      failed(verifyStaticDim(op, "input", input, 2, "channel count")) ||
+      failed(verifyRank(op, "weight", weight, 3,
                         "[channels, channels / groups, kernel]")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 2, "kernel size")))
+      failed(verifyStaticDim(op, "weight", weight, 2, "kernel size")))
     return failure();
-  int64_t channels = dimOf(getInput(), 2);
-  int64_t groups = getGroups();
+  int64_t channels = dimOf(input, 2);
   if (channels % groups != 0)
-    return emitOpError() << "groups (" << groups
-                         << ") must divide the channel count (" << channels
-                         << ")";
-  int64_t kernel = dimOf(getWeight(), 2);
+    return op->emitOpError() << "groups (" << groups
+                             << ") must divide the channel count (" << channels
+                             << ")";
+  int64_t kernel = dimOf(weight, 2);
   if (kernel < 1)
-    return emitOpError() << "'weight' must have at least one tap, got "
-                         << kernel;
-  if (failed(verifyShape(op, "weight", getWeight(),
+    return op->emitOpError() << "'weight' must have at least one tap, got "
+                             << kernel;
+  if (failed(verifyShape(op, "weight", weight,
                          {{channels, "channels"},
                           {channels / groups, "channels / groups"},
-                          {kernel, "kernel"}})) ||
-      (getBias() &&
-       failed(verifyShape(op, "bias", getBias(), {{channels, "channels"}}))))
+                          {kernel, "kernel"}})))
     return failure();
-
-  int64_t padding = getPadding();
-  int64_t seq = dimOf(getInput(), 1);
+  int64_t seq = dimOf(input, 1);
   int64_t outSeq = ShapedType::kDynamic;
   if (!ShapedType::isDynamic(seq)) {
     outSeq = seq + padding - (kernel - 1);
     if (outSeq < 0)
-      return emitOpError() << "a kernel of " << kernel << " taps over " << seq
-                           << " time steps padded by " << padding
-                           << " yields a negative length " << outSeq;
+      return op->emitOpError()
+             << "a kernel of " << kernel << " taps over " << seq
+             << " time steps padded by " << padding
+             << " yields a negative length " << outSeq;
   }
-  if (failed(verifyShape(op, "result", getResult(),
-                         {{dimOf(getInput(), 0), "batch"},
-                          {outSeq, "seq + padding - (kernel - 1)"},
-                          {channels, "channels"}})))
+  return verifyShape(op, outputName, output,
+                     {{dimOf(input, 0), "batch"},
+                      {outSeq, "seq + padding - (kernel - 1)"},
+                      {channels, "channels"}});
+}
+
+LogicalResult CausalConv1DOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyConvolution(op, getInput(), getWeight(), getGroups(),
+                               getPadding(), getResult(), "result")) ||
+      (getBias() && failed(verifyShape(op, "bias", getBias(),
+                                       {{dimOf(getInput(), 2),
+                                         "channels"}}))))
     return failure();
   SmallVector<StringRef> names = {"input", "weight"};
   if (getBias())
@@ -727,71 +746,29 @@ static LogicalResult verifyGradType(Operation *op, StringRef name, Value grad,
 
 LogicalResult ProjectGradOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, in]")) ||
-      failed(verifyRank(op, "weight", getWeight(), 2,
-                        "[out_features, in_features]")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 1, "in_features")))
-    return failure();
-  int64_t outFeatures = dimOf(getWeight(), 0);
-  if (failed(verifyShape(op, "weight", getWeight(),
-                         {{outFeatures, "out_features"},
-                          {dimOf(getInput(), 2), "in_features"}})) ||
-      failed(verifyShape(op, "result_grad", getResultGrad(),
-                         {{dimOf(getInput(), 0), "batch"},
-                          {dimOf(getInput(), 1), "seq"},
-                          {outFeatures, "out_features"}})) ||
+  if (failed(verifyProjection(op, getInput(), getWeight(), getResultGrad(),
+                              "result_grad")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), 1, "in_features")) ||
       failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
                             getInput())) ||
       failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
                             getWeight())) ||
       failed(verifyShape(op, "bias_grad", getBiasGrad(),
-                         {{outFeatures, "out_features"}})))
+                         {{dimOf(getWeight(), 0), "out_features"}})))
     return failure();
   return verifySameElementType(op, {"input", "weight", "result_grad"});
 }
 
 LogicalResult CausalConv1DGradOp::verify() {
   Operation *op = getOperation();
-  if (failed(
-          verifyRank(op, "input", getInput(), 3, "[batch, seq, channels]")) ||
-      failed(verifyStaticDim(op, "input", getInput(), 2, "channel count")) ||
-      failed(verifyRank(op, "weight", getWeight(), 3,
-                        "[channels, channels / groups, kernel]")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 2, "kernel size")))
-    return failure();
-  int64_t channels = dimOf(getInput(), 2), groups = getGroups();
-  if (channels % groups != 0)
-    return emitOpError() << "groups (" << groups
-                         << ") must divide the channel count (" << channels
-                         << ")";
-  int64_t kernel = dimOf(getWeight(), 2);
-  if (kernel < 1)
-    return emitOpError() << "'weight' must have at least one tap, got "
-                         << kernel;
-  if (failed(verifyShape(op, "weight", getWeight(),
-                         {{channels, "channels"},
-                          {channels / groups, "channels / groups"},
-                          {kernel, "kernel"}})))
-    return failure();
-  int64_t seq = dimOf(getInput(), 1);
-  int64_t outSeq = ShapedType::isDynamic(seq)
-                       ? ShapedType::kDynamic
-                       : seq + getPadding() - (kernel - 1);
-  if (outSeq != ShapedType::kDynamic && outSeq < 0)
-    return emitOpError() << "a kernel of " << kernel << " taps over " << seq
-                         << " time steps padded by " << getPadding()
-                         << " yields a negative length " << outSeq;
-  if (failed(verifyShape(op, "result_grad", getResultGrad(),
-                         {{dimOf(getInput(), 0), "batch"},
-                          {outSeq, "seq + padding - (kernel - 1)"},
-                          {channels, "channels"}})) ||
+  if (failed(verifyConvolution(op, getInput(), getWeight(), getGroups(),
+                               getPadding(), getResultGrad(), "result_grad")) ||
       failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
                             getInput())) ||
       failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
                             getWeight())) ||
       failed(verifyShape(op, "bias_grad", getBiasGrad(),
-                         {{channels, "channels"}})))
+                         {{dimOf(getInput(), 2), "channels"}})))
     return failure();
   return verifySameElementType(op, {"input", "weight", "result_grad"});
 }
