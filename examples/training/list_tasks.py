@@ -163,9 +163,9 @@ def markdown(results, mc, tc, command, plotter):
             f"{tp.fmt(final_metric(t, 'token_accuracy'), 3)} | "
             f"{tp.fmt(final_metric(a, 'token_accuracy'), 3)} | "
             f"{tp.fmt(tp.final_eval(t))} | {tp.fmt(tp.final_eval(a))} | "
-            f"{step0.get('relative_difference', float('nan')):.1e} | "
-            f"{agreement.get('max_first_steps', float('nan')):.1e} | "
-            f"{agreement.get('max_all', float('nan')):.1e} |")
+            f"{tp.fmt_diff(step0.get('relative_difference'))} | "
+            f"{tp.fmt_diff(agreement.get('max_first_steps'))} | "
+            f"{tp.fmt_diff(agreement.get('max_all'))} |")
     lines += ["", f"Plots: training loss per step (20-step mean), one file "
               f"per task (`-reverse.png`, `-sort.png`), written with "
               f"{plotter}.", ""]

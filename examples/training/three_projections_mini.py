@@ -829,6 +829,10 @@ def fmt(value, digits=4):
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def fmt_diff(value):
+    return "-" if value is None else f"{value:.1e}"
+
+
 def final_eval(history):
     if not isinstance(history, dict) or not history.get("eval"):
         return None
@@ -881,9 +885,9 @@ def markdown(results, model_config, train_config, command, plotter,
             f"{r.get('attention_params', '-')} | {fmt(final_eval(t))} | "
             f"{a['error'] if a and 'error' in a else fmt(final_eval(a))} | "
             f"{fmt(final_train(t))} | {fmt(final_train(a))} | "
-            f"{step0.get('relative_difference', float('nan')):.1e} | "
-            f"{agreement.get('max_first_steps', float('nan')):.1e} | "
-            f"{agreement.get('max_all', float('nan')):.1e} | {seconds} |")
+            f"{fmt_diff(step0.get('relative_difference'))} | "
+            f"{fmt_diff(agreement.get('max_first_steps'))} | "
+            f"{fmt_diff(agreement.get('max_all'))} | {seconds} |")
     lines += ["", f"Plot: written with {plotter}.", ""]
     return "\n".join(lines)
 
