@@ -134,6 +134,19 @@ Value splitDim(OpBuilder &b, Location loc, Value tensor, int64_t dim,
       reassociation, sizes);
 }
 
+/// Replaces a gradient op of an input, a weight and a bias with the three
+/// gradients, cast to its result types.
+template <typename GradOp>
+void replaceWeightedGradients(ConversionPatternRewriter &rewriter, GradOp op,
+                              Value inputGrad, Value weightGrad,
+                              Value biasGrad) {
+  Location loc = op.getLoc();
+  rewriter.replaceOp(
+      op, {castTo(rewriter, loc, inputGrad, op.getInputGrad().getType()),
+           castTo(rewriter, loc, weightGrad, op.getWeightGrad().getType()),
+           castTo(rewriter, loc, biasGrad, op.getBiasGrad().getType())});
+}
+
 //===----------------------------------------------------------------------===//
 // attn.project_grad
 //===----------------------------------------------------------------------===//
@@ -170,10 +183,7 @@ struct ProjectGradLowering : OpConversionPattern<ProjectGradOp> {
     // (b, s, n): db[n] = sum_{b, s} dy[b, s, n].
     Value db = sumInto(rewriter, loc, dy, {d0, d1, d2}, {d2},
                        {kRed, kRed, kPar}, {out}, elementType);
-    rewriter.replaceOp(
-        op, {castTo(rewriter, loc, dx, op.getInputGrad().getType()),
-             castTo(rewriter, loc, dw, op.getWeightGrad().getType()),
-             castTo(rewriter, loc, db, op.getBiasGrad().getType())});
+    replaceWeightedGradients(rewriter, op, dx, dw, db);
     return success();
   }
 };
@@ -254,10 +264,7 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     bindDims(ctx, e0, e1, e2);
     Value db = sumInto(rewriter, loc, dy, {e1, e2, e0}, {e0}, parallelThenReduce(3, 1),
                        {channelSize}, elementType);
-    rewriter.replaceOp(
-        op, {castTo(rewriter, loc, dx, op.getInputGrad().getType()),
-             castTo(rewriter, loc, dw, op.getWeightGrad().getType()),
-             castTo(rewriter, loc, db, op.getBiasGrad().getType())});
+    replaceWeightedGradients(rewriter, op, dx, dw, db);
     return success();
   }
 };

@@ -744,17 +744,26 @@ static LogicalResult verifyGradType(Operation *op, StringRef name, Value grad,
                            << ", got " << grad.getType();
 }
 
+/// The gradients of an op with an input, a weight and a bias: the input's
+/// and the weight's have their types, the bias's is `[biasSize]`.
+template <typename GradOp>
+static LogicalResult verifyWeightedGradients(GradOp op, ExpectedDim biasSize) {
+  Operation *operation = op.getOperation();
+  return failure(
+      failed(verifyGradType(operation, "input_grad", op.getInputGrad(),
+                            "input", op.getInput())) ||
+      failed(verifyGradType(operation, "weight_grad", op.getWeightGrad(),
+                            "weight", op.getWeight())) ||
+      failed(verifyShape(operation, "bias_grad", op.getBiasGrad(), {biasSize})));
+}
+
 LogicalResult ProjectGradOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyProjection(op, getInput(), getWeight(), getResultGrad(),
                               "result_grad")) ||
       failed(verifyStaticDim(op, "weight", getWeight(), 1, "in_features")) ||
-      failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
-                            getWeight())) ||
-      failed(verifyShape(op, "bias_grad", getBiasGrad(),
-                         {{dimOf(getWeight(), 0), "out_features"}})))
+      failed(verifyWeightedGradients(*this, {dimOf(getWeight(), 0),
+                                             "out_features"})))
     return failure();
   return verifySameElementType(op, {"input", "weight", "result_grad"});
 }
@@ -763,12 +772,8 @@ LogicalResult CausalConv1DGradOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyConvolution(op, getInput(), getWeight(), getGroups(),
                                getPadding(), getResultGrad(), "result_grad")) ||
-      failed(verifyGradType(op, "input_grad", getInputGrad(), "input",
-                            getInput())) ||
-      failed(verifyGradType(op, "weight_grad", getWeightGrad(), "weight",
-                            getWeight())) ||
-      failed(verifyShape(op, "bias_grad", getBiasGrad(),
-                         {{dimOf(getInput(), 2), "channels"}})))
+      failed(verifyWeightedGradients(*this, {dimOf(getInput(), 2),
+                                             "channels"})))
     return failure();
   return verifySameElementType(op, {"input", "weight", "result_grad"});
 }
