@@ -268,7 +268,7 @@ struct ConvertAttnKernelsToNVVMPass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
-              attn::FlashDecodeOp, attn::FusedProjectionOp, attn::ProjectOp,
+              attn::FusedWeightGradOp, attn::FlashDecodeOp, attn::FusedProjectionOp, attn::ProjectOp,
               attn::CCAPrologueOp, attn::CCADecodePrologueOp,
               attn::CacheUpdateOp, attn::CacheGatherOp, attn::RoPEOp,
               attn::SDPAOp>(op))
@@ -293,7 +293,7 @@ struct ConvertAttnKernelsToNVVMPass
     // reporting the same problem for every layer.
     KernelEmitter emitter(module);
     for (Operation *op : ops) {
-      if (isa<attn::FlashAttentionGradOp>(op)) {
+      if (isa<attn::FlashAttentionGradOp, attn::FusedWeightGradOp>(op)) {
         op->emitOpError() << "is not supported on sm_90a yet (the backward "
                              "runs on the CPU: attn-to-cpu)";
         return signalPassFailure();

@@ -26,6 +26,7 @@ void attnfuse::populateAttnKernelsToSCFPatterns(RewritePatternSet &patterns,
   populateFlashAttentionGradToSCFPatterns(patterns, parallel);
   populateFlashDecodeToSCFPatterns(patterns, parallel);
   populateFusedProjectionToSCFPatterns(patterns, parallel);
+  populateFusedWeightGradToSCFPatterns(patterns, parallel);
   populateCCAPrologueToSCFPatterns(patterns, parallel);
   populateCCADecodePrologueToSCFPatterns(patterns);
 }

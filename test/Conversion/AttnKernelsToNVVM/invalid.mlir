@@ -237,3 +237,11 @@ func.func @flash_attention_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xb
   %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%dq0, %dk0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return %dq : tensor<?x?x4x64xbf16>
 }
+
+// -----
+
+func.func @fused_weight_grad(%x: tensor<?x64xbf16>, %dy: tensor<?x32xbf16>, %init: tensor<32x64xbf16>) -> tensor<32x64xbf16> {
+  // expected-error @+1 {{'attn.fused_weight_grad' op is not supported on sm_90a yet}}
+  %dw = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64} : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<32x64xbf16>) -> tensor<32x64xbf16>
+  return %dw : tensor<32x64xbf16>
+}

@@ -380,3 +380,42 @@ func.func @flash_grad(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
   return %dq, %dk, %dv
       : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x2x8xf32>
 }
+
+// -----
+
+// attn.fused_weight_grad: one tile per (16 output, 24 input features), each
+// a GEMM over whole 8-token chunks of the cotangent's and the input's
+// columns (the cotangent read transposed, the input features innermost),
+// then the zero-padded last chunk, then one add into the init tile.
+// CHECK-LABEL: func.func @weight_grad
+// CHECK: scf.for %[[O:.*]] = %c0 to %c32 step %c16 iter_args(%{{.*}} = %arg2) -> (tensor<32x48xf32>)
+// CHECK: scf.for %[[I:.*]] = %c0 to %c48 step %c24 iter_args(%[[DW:.*]] = %{{.*}}) -> (tensor<32x48xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<16x24xf32>)
+// CHECK: scf.if {{.*}} -> (tensor<16x24xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %[[DW]][%[[O]], %[[I]]] [16, 24] [1, 1]
+// PAR-LABEL: func.func @weight_grad
+// PAR: scf.forall (%[[O:.*]], %[[I:.*]]) = (0, 0) to (32, 48) step (16, 24) shared_outs(%[[DW:.*]] = %arg2)
+// PAR: %[[X:.*]] = tensor.extract_slice %arg0[0, %[[I]]] [%{{.*}}, 24] [1, 1] : tensor<?x48xf32> to tensor<?x24xf32>
+// PAR: %[[DY:.*]] = tensor.extract_slice %arg1[0, %[[O]]] [%{{.*}}, 16] [1, 1] : tensor<?x32xf32> to tensor<?x16xf32>
+// PAR: %[[INIT:.*]] = tensor.extract_slice %[[DW]][%[[O]], %[[I]]] [16, 24] [1, 1]
+// PAR: %[[CHUNKS:.*]] = arith.floordivsi %{{.*}}, %c8
+// PAR: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %[[CHUNKS]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x24xf32>)
+// PAR: tensor.extract_slice %[[DY]][%{{.*}}, 0] [8, 16] [1, 1] : tensor<?x16xf32> to tensor<8x16xf32>
+// PAR: tensor.extract_slice %[[X]][%{{.*}}, 0] [8, 24] [1, 1] : tensor<?x24xf32> to tensor<8x24xf32>
+// PAR: linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #[[ROWS:.*]], #[[ACC:.*]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// PAR: scf.if %{{.*}} -> (tensor<16x24xf32>)
+// PAR: tensor.pad
+// PAR: } : tensor<?x16xf32> to tensor<8x16xf32>
+// PAR: tensor.pad
+// PAR: } : tensor<?x24xf32> to tensor<8x24xf32>
+// PAR: linalg.generic {{.*}} outs(%[[SUM]] : tensor<16x24xf32>)
+// PAR: linalg.generic {{.*}} outs(%[[INIT]] : tensor<16x24xf32>)
+// PAR: tensor.parallel_insert_slice %{{.*}} into %[[DW]][%[[O]], %[[I]]] [16, 24] [1, 1]
+func.func @weight_grad(%x: tensor<?x48xf32>, %dy: tensor<?x32xf32>,
+                       %init: tensor<32x48xf32>) -> tensor<32x48xf32> {
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 16 : i64, block_n = 24 : i64, block_k = 8 : i64}
+      : (tensor<?x48xf32>, tensor<?x32xf32>, tensor<32x48xf32>)
+      -> tensor<32x48xf32>
+  return %dw : tensor<32x48xf32>
+}

@@ -111,3 +111,14 @@ func.func @flash_attention_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>
       -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x6xf32>)
   return
 }
+
+// CHECK-LABEL: func.func @fused_weight_grad
+// CHECK: attn.fused_weight_grad %arg0, %arg1 outs(%arg2) {block_k = 16 : i64, block_m = 8 : i64, block_n = 32 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+func.func @fused_weight_grad(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>,
+                             %init: tensor<32x64xf32>) -> tensor<32x64xf32> {
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 8 : i64, block_n = 32 : i64, block_k = 16 : i64}
+      : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>)
+      -> tensor<32x64xf32>
+  return %dw : tensor<32x64xf32>
+}

@@ -375,3 +375,75 @@ func.func @flash_attention_grad_block(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x
   %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %dk0, %dk0) {block_q = 0 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
   return
 }
+
+// -----
+
+func.func @fused_weight_grad_init_type(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'init' must have the result type 'tensor<64x32xf32>', got 'tensor<32x64xf32>'}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_input_rank(%x: tensor<2x?x64xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'input' must be a rank-2 tensor [tokens, in], got rank 3}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<2x?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_dynamic_in(%x: tensor<?x?xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'input' must have a static in_features (dimension 1), got [?, ?]}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x?xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_grad_rank(%x: tensor<?x64xf32>, %dy: tensor<32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'result_grad' must be a rank-2 tensor [tokens, out], got rank 1}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_dynamic_out(%x: tensor<?x64xf32>, %dy: tensor<?x?xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'result_grad' must have a static out_features (dimension 1), got [?, ?]}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<?x?xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_tokens(%x: tensor<5x64xf32>, %dy: tensor<6x32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'result_grad' must have shape [tokens, out] = [5, 32], got [6, 32]}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<5x64xf32>, tensor<6x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_result_shape(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x48xf32>) {
+  // expected-error @+1 {{'result' must have shape [out, in] = [32, 64], got [32, 48]}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x48xf32>) -> tensor<32x48xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_element_type(%x: tensor<?x64xf32>, %dy: tensor<?x32xbf16>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{'result_grad' has element type 'bf16', expected 'f32' (the element type of 'input')}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<?x32xbf16>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_weight_grad_block(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x64xf32>) {
+  // expected-error @+1 {{attribute 'block_k' failed to satisfy constraint}}
+  %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 0 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+  return
+}

@@ -119,6 +119,68 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// attn.fused_weight_grad over (out, in) features: a tile reads every token
+// of the cotangent's columns of its output features and of the input's
+// columns of its input features.
+// CHECK-LABEL: func.func @fused_weight_grad
+// CHECK: scf.forall (%[[O:.*]], %[[IB:.*]]) in (2, 2) shared_outs(%[[DW:.*]] = %arg2)
+// CHECK: %[[I:.*]] = affine.apply #{{.*}}(%[[IB]])
+// CHECK: %[[X:.*]] = tensor.extract_slice %arg0[0, %[[I]]] [%{{.*}}, 10] [1, 1] : tensor<?x20xf32> to tensor<?x10xf32>
+// CHECK: %[[DY:.*]] = tensor.extract_slice %arg1[0, %[[O]]] [%{{.*}}, 1] [1, 1] : tensor<?x2xf32> to tensor<?x1xf32>
+// CHECK: %[[INIT:.*]] = tensor.extract_slice %[[DW]][%[[O]], %[[I]]] [1, 10] [1, 1]
+// CHECK: %[[TILE:.*]] = attn.fused_weight_grad %[[X]], %[[DY]] outs(%[[INIT]]) {block_k = 4 : i64, block_m = 8 : i64, block_n = 8 : i64} : (tensor<?x10xf32>, tensor<?x1xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>
+// CHECK: tensor.parallel_insert_slice %[[TILE]] into %[[DW]][%[[O]], %[[I]]] [1, 10] [1, 1]
+func.func @fused_weight_grad(%x: tensor<?x20xf32>, %dy: tensor<?x2xf32>,
+                             %init: tensor<2x20xf32>) -> tensor<2x20xf32> {
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 8 : i64, block_n = 8 : i64, block_k = 4 : i64}
+      : (tensor<?x20xf32>, tensor<?x2xf32>, tensor<2x20xf32>)
+      -> tensor<2x20xf32>
+  return %dw : tensor<2x20xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.fused_weight_grad"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 10]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+// A partial tile (20 input features in tiles of 8) would have a dynamic
+// number of features.
+func.func @fused_weight_grad_partial_tile(%x: tensor<?x20xf32>,
+                                          %dy: tensor<?x2xf32>,
+                                          %init: tensor<2x20xf32>)
+    -> tensor<2x20xf32> {
+  // expected-error @+4 {{a tile needs static numbers of output and input features (tile sizes that divide 'tensor<2x20xf32>')}}
+  // expected-error @+3 {{to tile operation}}
+  // expected-error @+2 {{failed to generate tiling loops}}
+  // expected-note @+1 {{when applied to this op}}
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 8 : i64, block_n = 8 : i64, block_k = 4 : i64}
+      : (tensor<?x20xf32>, tensor<?x2xf32>, tensor<2x20xf32>)
+      -> tensor<2x20xf32>
+  return %dw : tensor<2x20xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.fused_weight_grad"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    // expected-error @+1 {{failed to apply}}
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [1, 8]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
 // attn.fused_projection over (batch, tokens, heads, head dim): a tile of
 // tokens carries their position (token_offset); a tile of half a head
 // (no rope) is a projection with heads of 4 dims by its 4 weight rows.

@@ -28,6 +28,9 @@ void populateFlashDecodeToSCFPatterns(mlir::RewritePatternSet &patterns,
 /// attn.fused_projection -> tiled GEMM loops with a bias and RoPE epilogue.
 void populateFusedProjectionToSCFPatterns(mlir::RewritePatternSet &patterns,
                                           bool parallel = false);
+/// attn.fused_weight_grad -> tiled GEMM loops over chunks of tokens.
+void populateFusedWeightGradToSCFPatterns(mlir::RewritePatternSet &patterns,
+                                          bool parallel = false);
 /// attn.cca_prologue -> loops over sequence blocks with a halo.
 void populateCCAPrologueToSCFPatterns(mlir::RewritePatternSet &patterns,
                                       bool parallel = false);

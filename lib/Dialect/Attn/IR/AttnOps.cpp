@@ -906,6 +906,30 @@ LogicalResult FusedProjectionOp::verify() {
   return verifySameElementType(op, names);
 }
 
+LogicalResult FusedWeightGradOp::verify() {
+  Operation *op = getOperation();
+  if (getInit().getType() != getResult().getType())
+    return emitOpError() << "'init' must have the result type "
+                         << getResult().getType() << ", got "
+                         << getInit().getType();
+  if (failed(verifyRank(op, "input", getInput(), 2, "[tokens, in]")) ||
+      failed(verifyStaticDim(op, "input", getInput(), 1, "in_features")) ||
+      failed(verifyRank(op, "result_grad", getResultGrad(), 2,
+                        "[tokens, out]")) ||
+      failed(verifyStaticDim(op, "result_grad", getResultGrad(), 1,
+                             "out_features")))
+    return failure();
+  int64_t outFeatures = dimOf(getResultGrad(), 1);
+  if (failed(verifyShape(op, "result_grad", getResultGrad(),
+                         {{dimOf(getInput(), 0), "tokens"},
+                          {outFeatures, "out"}})) ||
+      failed(verifyShape(op, "result", getResult(),
+                         {{outFeatures, "out"}, {dimOf(getInput(), 1), "in"}},
+                         /*requireStatic=*/true)))
+    return failure();
+  return verifySameElementType(op, {"input", "result_grad", "init"});
+}
+
 LogicalResult CCAPrologueOp::verify() {
   Operation *op = getOperation();
   if (getInits().size() != getNumResults())
@@ -1064,6 +1088,53 @@ FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
 }
 
 LogicalResult FusedProjectionOp::getResultTilePosition(
+    OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.end());
+  resultSizes.assign(sizes.begin(), sizes.end());
+  return success();
+}
+
+/// The iteration space is (out, in): every point owns its result element and
+/// reduces over all the tokens itself.
+SmallVector<utils::IteratorType> FusedWeightGradOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> FusedWeightGradOp::getIterationDomain(OpBuilder &builder) {
+  OpFoldResult zero = builder.getIndexAttr(0), one = builder.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t dim = 0; dim < 2; ++dim)
+    domain.push_back(
+        {zero, tensor::getMixedSize(builder, getLoc(), getInit(), dim), one});
+  return domain;
+}
+
+FailureOr<TilingResult>
+FusedWeightGradOp::getTiledImplementation(OpBuilder &builder,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  if (!getConstantIntValue(sizes[0]) || !getConstantIntValue(sizes[1]))
+    return emitOpError() << "a tile needs static numbers of output and input "
+                            "features (tile sizes that divide "
+                         << getType() << ")";
+  OpFoldResult zero = builder.getIndexAttr(0);
+  OpFoldResult tokens = tensor::getMixedSize(builder, loc, getInput(), 0);
+  TileSlices slices(builder, loc);
+  Value input = slices.extract(getInput(), {zero, offsets[1]},
+                               {tokens, sizes[1]});
+  Value resultGrad = slices.extract(getResultGrad(), {zero, offsets[0]},
+                                    {tokens, sizes[0]});
+  Value init = slices.extract(getInit(), offsets, sizes);
+  auto tiled = FusedWeightGradOp::create(
+      builder, loc, init.getType(), input, resultGrad, init, getBlockMAttr(),
+      getBlockNAttr(), getBlockKAttr());
+  return TilingResult{{tiled}, {tiled.getResult()}, slices.ops};
+}
+
+LogicalResult FusedWeightGradOp::getResultTilePosition(
     OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {

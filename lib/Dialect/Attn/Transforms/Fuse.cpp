@@ -7,14 +7,17 @@
 //      attn.sdpa_grad without a bias -> attn.flash_attention_grad;
 //   3. head-split projections (and their RoPE) -> attn.fused_projection;
 //   4. the remaining projections (the up-projection) -> attn.fused_projection
-//      with one head, a tiled GEMM.
+//      with one head, a tiled GEMM; attn.project_grad -> that GEMM for dx
+//      and attn.fused_weight_grad for dW and db.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -859,6 +862,118 @@ struct FuseLinearProjection : OpRewritePattern<ProjectOp> {
   TileSizes tiles;
 };
 
+/// `[B, S, F]` -> `[B * S, F]`: one row per token.
+Value collapseTokens(PatternRewriter &rewriter, Location loc, Value tokens) {
+  return tensor::CollapseShapeOp::create(
+      rewriter, loc, tokens, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+}
+
+/// A zero `[rows, columns]` tensor of `elementType`.
+Value zeros(PatternRewriter &rewriter, Location loc, int64_t rows,
+            int64_t columns, Type elementType) {
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, {rows, columns}, elementType);
+  Value zero = arith::ConstantOp::create(rewriter, loc, elementType,
+                                         rewriter.getZeroAttr(elementType));
+  return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+}
+
+/// `attn.project_grad` -> tiled GEMMs: `dx = dy W` is a projection of `dy`
+/// by `W^T` (a fused_projection next, in this phase), `dW = dy^T x` and
+/// `db = dy^T 1` are `attn.fused_weight_grad` over the tokens. Only the
+/// gradients in use are computed.
+struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
+  FuseProjectGrad(MLIRContext *context, TileSizes tiles)
+      : OpRewritePattern(context), tiles(tiles) {}
+
+  LogicalResult matchAndRewrite(ProjectGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+    Type elementType = weightType.getElementType();
+    int64_t outFeatures = weightType.getDimSize(0),
+            inFeatures = weightType.getDimSize(1);
+    SmallVector<Value> replacements(3);
+    if (!op.getInputGrad().use_empty()) {
+      Value transposedInit = tensor::EmptyOp::create(
+          rewriter, loc, {inFeatures, outFeatures}, elementType);
+      Value transposed =
+          linalg::TransposeOp::create(rewriter, loc, op.getWeight(),
+                                      transposedInit, ArrayRef<int64_t>{1, 0})
+              .getResult()[0];
+      replacements[0] =
+          ProjectOp::create(rewriter, loc, op.getInputGrad().getType(),
+                            op.getResultGrad(), transposed, /*bias=*/Value());
+    }
+    Value gradRows;
+    if (!op.getWeightGrad().use_empty() || !op.getBiasGrad().use_empty())
+      gradRows = collapseTokens(rewriter, loc, op.getResultGrad());
+    auto weightGrad = [&](Value inputRows, int64_t columns) -> Value {
+      return FusedWeightGradOp::create(
+          rewriter, loc,
+          RankedTensorType::get({outFeatures, columns}, elementType),
+          inputRows, gradRows,
+          zeros(rewriter, loc, outFeatures, columns, elementType),
+          rewriter.getI64IntegerAttr(tiles.blockS),
+          rewriter.getI64IntegerAttr(tiles.blockN),
+          rewriter.getI64IntegerAttr(tiles.blockK));
+    };
+    if (!op.getWeightGrad().use_empty())
+      replacements[1] =
+          weightGrad(collapseTokens(rewriter, loc, op.getInput()), inFeatures);
+    if (!op.getBiasGrad().use_empty()) {
+      // db = dy^T 1: the weight gradient of a constant input feature.
+      Value numTokens = tensor::DimOp::create(rewriter, loc, gradRows, 0);
+      Value ones = tensor::EmptyOp::create(
+          rewriter, loc, RankedTensorType::get({ShapedType::kDynamic, 1},
+                                               elementType),
+          ValueRange{numTokens});
+      Value one = arith::ConstantOp::create(
+          rewriter, loc, elementType, rewriter.getFloatAttr(elementType, 1.0));
+      ones = linalg::FillOp::create(rewriter, loc, one, ones).getResult(0);
+      replacements[2] = tensor::CollapseShapeOp::create(
+          rewriter, loc, weightGrad(ones, 1),
+          ArrayRef<ReassociationIndices>{{0, 1}});
+    }
+    // Unused results get the values of a dead op: none are left in use.
+    for (auto [result, replacement] :
+         llvm::zip_equal(op->getResults(), replacements))
+      if (replacement)
+        rewriter.replaceAllUsesWith(result, replacement);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  TileSizes tiles;
+};
+
+/// `fused_weight_grad(a) + fused_weight_grad(b)` (the gradient of a weight
+/// that two projections share) -> one accumulating into the other's result.
+struct AccumulateWeightGrads : OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::AddFOp add,
+                                PatternRewriter &rewriter) const override {
+    auto first = add.getLhs().getDefiningOp<FusedWeightGradOp>();
+    auto second = add.getRhs().getDefiningOp<FusedWeightGradOp>();
+    auto zeroInit = [](FusedWeightGradOp op) {
+      auto fill = op.getInit().getDefiningOp<linalg::FillOp>();
+      return fill && matchPattern(fill.value(), m_AnyZeroFloat());
+    };
+    if (!first || !second || first == second || !second->hasOneUse() ||
+        !zeroInit(second))
+      return rewriter.notifyMatchFailure(add, "not two weight gradients");
+    // The accumulating op takes the add's place, after its new init.
+    rewriter.replaceOpWithNewOp<FusedWeightGradOp>(
+        add, add.getType(), second.getInput(), second.getResultGrad(),
+        first.getResult(), second.getBlockMAttr(), second.getBlockNAttr(),
+        second.getBlockKAttr());
+    if (second->use_empty())
+      rewriter.eraseOp(second);
+    return success();
+  }
+};
+
 struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
   using AttnFuseBase::AttnFuseBase;
 
@@ -896,7 +1011,8 @@ void attnfuse::attn::populateAttnFusePatterns(RewritePatternSet &patterns,
     patterns.add<FuseProjectionRope>(context);
     return;
   case AttnFusePhase::Gemms:
-    patterns.add<FuseLinearProjection>(context, tiles);
+    patterns.add<FuseLinearProjection, FuseProjectGrad>(context, tiles);
+    patterns.add<AccumulateWeightGrads>(context);
     return;
   }
 }

@@ -391,3 +391,44 @@ func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
   return %dq, %dk, %dv, %bq : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>,
       tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>
 }
+
+// -----
+
+// The gradients of a projection are tiled GEMMs: dx = dy W is a projection
+// of dy by W^T, dW = dy^T x and db = dy^T 1 are fused_weight_grad ops over
+// the tokens (batch and sequence collapsed). A weight two projections share
+// (the add of their gradients) accumulates into one op.
+// CHECK-LABEL: func.func @project_grad
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[WT:.*]] = linalg.transpose ins(%arg1 : tensor<8x16xf32>) outs(%{{.*}} : tensor<16x8xf32>) permutation = [1, 0]
+// CHECK: %[[DXH:.*]] = attn.fused_projection %arg2, %[[WT]] outs(%{{.*}}) {{.*}}head_dim = 16 : i64} : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x1x16xf32>
+// CHECK: %[[DX:.*]] = tensor.collapse_shape %[[DXH]] {{\[}}[0], [1], [2, 3]]
+// CHECK: %[[DY:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK: %[[DW:.*]] = attn.fused_weight_grad %[[X]], %[[DY]] outs(%[[Z]]) {block_k = 64 : i64, block_m = 64 : i64, block_n = 64 : i64} : (tensor<?x16xf32>, tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+// CHECK: %[[ONES:.*]] = linalg.fill ins(%[[ONE]] : f32) outs(%{{.*}} : tensor<?x1xf32>)
+// CHECK: %[[DB1:.*]] = attn.fused_weight_grad %[[ONES]], %[[DY]] outs(%{{.*}}) {{.*}} -> tensor<8x1xf32>
+// CHECK: %[[DB:.*]] = tensor.collapse_shape %[[DB1]] {{\[}}[0, 1]] : tensor<8x1xf32> into tensor<8xf32>
+// CHECK: %[[DY2:.*]] = tensor.collapse_shape %arg3
+// CHECK: %[[SHARED:.*]] = attn.fused_weight_grad %[[X]], %[[DY2]] outs(%[[DW]])
+// CHECK-NOT: arith.addf
+// CHECK: return %[[DX]], %[[DW]], %[[DB]], %[[SHARED]]
+// TILES-LABEL: func.func @project_grad
+// TILES: attn.fused_projection {{.*}}{block_k = 8 : i64, block_n = 48 : i64, block_s = 16 : i64, head_dim = 16 : i64}
+// TILES: attn.fused_weight_grad {{.*}}{block_k = 8 : i64, block_m = 16 : i64, block_n = 48 : i64}
+func.func @project_grad(%x: tensor<?x?x16xf32>, %w: tensor<8x16xf32>,
+                        %dy: tensor<?x?x8xf32>, %dy2: tensor<?x?x8xf32>)
+    -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>,
+        tensor<8x16xf32>) {
+  %dx, %dw, %db = attn.project_grad %x, %w, %dy
+      : (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<?x?x8xf32>)
+      -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>)
+  %dx2, %dw2, %db2 = attn.project_grad %x, %w, %dy2
+      : (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<?x?x8xf32>)
+      -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<8xf32>)
+  %shared = arith.addf %dw, %dw2 : tensor<8x16xf32>
+  return %dx, %dw, %db, %shared : tensor<?x?x16xf32>, tensor<8x16xf32>,
+      tensor<8xf32>, tensor<8x16xf32>
+}

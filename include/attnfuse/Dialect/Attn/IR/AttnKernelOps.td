@@ -69,6 +69,57 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection",
   }];
 }
 
+def Attn_FusedWeightGradOp : Attn_Op<"fused_weight_grad",
+    [Pure, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<TilingInterface,
+         ["getIterationDomain", "getLoopIteratorTypes",
+          "getTiledImplementation", "getResultTilePosition"]>]> {
+  let summary = "tiled weight-gradient GEMM: init + dy^T x over the tokens";
+  let description = [{
+    `result[o, i] = init[o, i] + sum_t result_grad[t, o] input[t, i]`: the
+    weight gradient `dW = dy^T x` of a projection `y = x W^T` whose input
+    `[tokens, in]` and cotangent `[tokens, out]` have their batch and
+    sequence dimensions collapsed into one token dimension. The sum starts
+    from `init`, so the gradients of a weight shared by several projections
+    accumulate into one result (a zero `init` for a single one).
+
+    The kernel computes `block_m x block_n` result tiles (output features by
+    input features); each sums the products of `block_k` tokens at a time in
+    an f32 accumulator (for 16-bit inputs too) and adds it to its `init`
+    tile once, at the end.
+
+    The op is destination-style and implements `TilingInterface` over
+    `(out, in)`, both parallel (the reduction over tokens stays in the op):
+    a tile is an `attn.fused_weight_grad` of the cotangent's columns of its
+    output features and the input's columns of its input features.
+
+    ```mlir
+    %dw = attn.fused_weight_grad %x, %dy outs(%zero)
+        {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+        : (tensor<?x1024xf32>, tensor<?x256xf32>, tensor<256x1024xf32>)
+        -> tensor<256x1024xf32>
+    ```
+
+    Semantics: docs/semantics.md#attnfused_weight_grad
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$result_grad,
+                       Attn_FloatTensor:$init,
+                       Attn_PositiveI64Attr:$block_m,
+                       Attn_PositiveI64Attr:$block_n,
+                       Attn_PositiveI64Attr:$block_k);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $result_grad `outs` `(` $init `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitMutable();
+    }
+  }];
+}
+
 def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
      DeclareOpInterfaceMethods<TilingInterface,

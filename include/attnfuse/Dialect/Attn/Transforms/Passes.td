@@ -84,6 +84,11 @@ def AttnFuse : Pass<"attn-fuse"> {
 
     * any other projection, such as the up-projection, -> a one-head
       `attn.fused_projection` (a tiled GEMM) and a `tensor.collapse_shape`.
+    * `attn.project_grad` -> `dx = dy W` as a projection of `dy` by
+      `W^T` (a `linalg.transpose`, then that GEMM), `dW = dy^T x` and
+      `db = dy^T 1` as `attn.fused_weight_grad` over the tokens; the
+      weight gradients of a weight two projections share accumulate in one
+      op.
 
     Primitives that match no pattern are left alone; they lower through the
     reference path. The tile sizes are the options; the defaults suit the
@@ -105,7 +110,8 @@ def AttnFuse : Pass<"attn-fuse"> {
            "Cached keys per tile of a decode step (attn.flash_decode; the "
            "sm_90a kernels stream 64-row tiles)">
   ];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def AttnOutlineLayers : Pass<"attn-outline-layers", "::mlir::ModuleOp"> {
