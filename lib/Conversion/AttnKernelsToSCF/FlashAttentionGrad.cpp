@@ -11,12 +11,18 @@
 //   0. the keys and values, zero-padded to whole tiles, are converted once
 //      to the compute type, [T / block_kv, block_kv, ..];
 //   1. per query tile: the scaled query (in both layouts the contractions
-//      read), the output gradient (likewise), D = rowsum(dO * O), the
+//      read), the output gradient (likewise), D = rowsum(dO * O) and the
 //      log-sum-exp L of the scores (an online maximum and sum over the key
-//      tiles) and dQ (a second pass over the key tiles), stored; the tiles
-//      and L, D are kept per query tile, [S / block_q, G, ..] (O(S));
-//   2. per key tile: dK and dV accumulated over the query tiles, with the
-//      scores and P = exp(s - L) recomputed, stored.
+//      tiles); the tiles and L, D are kept per query tile,
+//      [S / block_q, G, ..] (O(S));
+//   2. per key tile, over the query tiles that see it: the scores,
+//      P = exp(s - L), dP = dO V^T and dS = P (dP - D) once, for dK and dV
+//      (accumulated in registers-sized tiles, stored after the query loop)
+//      and dQ (accumulated in f32 query tiles, [S / block_q, G, block_q, d],
+//      which the tile owns: no other key tile's thread writes them);
+//   3. dQ stored.
+// That is five tile products per (query, key) tile pair, plus the scores
+// of the log-sum-exp pass.
 //
 // Scores are [G, block_kv, block_q] tiles (query rows innermost, as in the
 // forward): the S x T matrix never exists. Key tiles wholly outside the
@@ -83,17 +89,18 @@ private:
   /// Phase 0: `source` `[1, T, 1, dim]` as compute-type key tiles
   /// `[T / block_kv, block_kv, dim]`, zero-padded.
   Value loadKeyBlocks(Value source, int64_t dim);
-  /// Phase 1: the query tiles, L, D and dQ; returns the per-tile tensors
-  /// (QueryTile order) and dq.
+  /// Phase 1: the query tiles, L and D; returns the per-tile tensors
+  /// (QueryTile order).
   SmallVector<Value> queryPhase();
   /// The query tile at `query0` (all but L) from the padded operands.
   QueryTile loadQueryTile(Value query0);
   /// L of the query tile over its visible key tiles.
   Value logSumExp(const QueryTile &tile, Value query0);
-  /// dQ / scale `[G, block_q, d]` of the query tile.
-  Value queryGrad(const QueryTile &tile, Value query0);
-  /// Phase 2: dk and dv.
-  std::pair<Value, Value> keyPhase(ValueRange queryBlocks);
+  /// Phase 2: dk and dv, and the dQ / scale query tiles
+  /// `[S / block_q, G, block_q, d]`.
+  SmallVector<Value> keyPhase(ValueRange queryBlocks);
+  /// Phase 3: dq from its tiles.
+  Value storeQueryGrad(Value queryGradBlocks);
 
   /// Masked transposed scores `[G, block_kv, block_q]` of the key tile at
   /// `key0` against the query tile at `query0`.
@@ -172,9 +179,9 @@ SmallVector<Value> FlashAttentionGradTile::build() {
                     ? keyBlocks
                     : loadKeyBlocks(op.getValue(), valueDim);
 
-  SmallVector<Value> phase1 = queryPhase();
-  auto [keyGrad, valueGrad] = keyPhase(ArrayRef(phase1).drop_back());
-  return {phase1.back(), keyGrad, valueGrad};
+  SmallVector<Value> queryBlocks = queryPhase();
+  SmallVector<Value> grads = keyPhase(queryBlocks);
+  return {storeQueryGrad(grads[2]), grads[0], grads[1]};
 }
 
 Value FlashAttentionGradTile::loadKeyBlocks(Value source, int64_t dim) {
@@ -205,17 +212,13 @@ SmallVector<Value> FlashAttentionGradTile::queryPhase() {
       blocksOf({group, valueDim, blockQ}, numQueryBlocks),
       blocksOf({group, blockQ, valueDim}, numQueryBlocks),
       blocksOf({group, blockQ}, numQueryBlocks),
-      blocksOf({group, blockQ}, numQueryBlocks),
-      op.getQueryGradInit()};
+      blocksOf({group, blockQ}, numQueryBlocks)};
   auto loop = scf::ForOp::create(
       b, loc, kb.index(0), numQueryBlocks, kb.index(1), inits,
       [&](OpBuilder &, Location, Value block, ValueRange state) {
         Value query0 = kb.mul(block, blockQ);
         QueryTile tile = loadQueryTile(query0);
         tile.logSumExp = logSumExp(tile, query0);
-        Value count = kb.min(kb.index(blockQ), kb.sub(rows, query0));
-        Value queryGradRows =
-            storeRows(queryGrad(tile, query0), state[6], query0, count, scale);
         // Named: a braced list in the range of a for loop dies before the
         // loop body runs (C++17).
         SmallVector<Value> blocks = {tile.queryT, tile.query,  tile.gradT,
@@ -223,7 +226,6 @@ SmallVector<Value> FlashAttentionGradTile::queryPhase() {
         SmallVector<Value> results;
         for (auto [index, value] : llvm::enumerate(blocks))
           results.push_back(insertBlock(value, state[index], block));
-        results.push_back(queryGradRows);
         scf::YieldOp::create(b, loc, results);
       });
   return SmallVector<Value>(loop.getResults());
@@ -378,41 +380,15 @@ Value FlashAttentionGradTile::logSumExp(const QueryTile &tile, Value query0) {
       });
 }
 
-Value FlashAttentionGradTile::queryGrad(const QueryTile &tile, Value query0) {
-  OpBuilder &b = kb.builder;
-  Location loc = kb.loc;
-  auto [loBlock, hiBlock] = keyBlockRange(query0);
-  auto loop = scf::ForOp::create(
-      b, loc, loBlock, hiBlock, kb.index(1),
-      ValueRange{zeros({group, blockQ, headDim})},
-      [&](OpBuilder &, Location, Value block, ValueRange state) {
-        Value key0 = kb.mul(block, blockKV);
-        Value keyRows = keyTile(keyBlocks, block, headDim);
-        Value scoresT = scores(tile.queryT, keyRows, key0, query0);
-        Value scoresGradT =
-            scoreGrads(scoresT, keyTile(valueBlocks, block, valueDim), tile)
-                .second;
-        // dQ[g, i, e] += sum_c dS[g, c, i] K[c, e], loops (g, i, c, e).
-        Value sum = kb.generic(
-            {scoresGradT, keyRows}, state[0],
-            {kb.map(4, {0, 2, 1}), kb.map(4, {2, 3}), kb.map(4, {0, 1, 3})},
-            {kPar, kPar, kRed, kPar},
-            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-              Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
-              return arith::AddFOp::create(nb, l, args[2], product);
-            });
-        scf::YieldOp::create(b, loc, sum);
-      });
-  return loop.getResult(0);
-}
-
-std::pair<Value, Value>
+SmallVector<Value>
 FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
+  Value queryGradBlocks = kb.fill(
+      blocksOf({group, blockQ, headDim}, numQueryBlocks), kb.constant(0.0));
   auto loop = scf::ForOp::create(
       b, loc, kb.index(0), numKeyBlocks, kb.index(1),
-      ValueRange{op.getKeyGradInit(), op.getValueGradInit()},
+      ValueRange{op.getKeyGradInit(), op.getValueGradInit(), queryGradBlocks},
       [&](OpBuilder &, Location, Value keyBlock, ValueRange outer) {
         Value key0 = kb.mul(keyBlock, blockKV);
         Value keyRows = keyTile(keyBlocks, keyBlock, headDim);
@@ -420,7 +396,8 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
         auto [loBlock, hiBlock] = queryBlockRange(key0);
         auto inner = scf::ForOp::create(
             b, loc, loBlock, hiBlock, kb.index(1),
-            ValueRange{zeros({blockKV, headDim}), zeros({blockKV, valueDim})},
+            ValueRange{zeros({blockKV, headDim}), zeros({blockKV, valueDim}),
+                       outer[2]},
             [&](OpBuilder &, Location, Value block, ValueRange state) {
               QueryTile tile = {blockAt(queryBlocks[0], block),
                                 blockAt(queryBlocks[1], block),
@@ -445,20 +422,50 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
                       return arith::AddFOp::create(nb, l, args[2], product);
                     });
               };
+              // dQ[g, i, e] += sum_c dS[g, c, i] K[c, e], loops
+              // (g, i, c, e).
+              Value queryGrad = kb.generic(
+                  {scoresGradT, keyRows}, blockAt(state[2], block),
+                  {kb.map(4, {0, 2, 1}), kb.map(4, {2, 3}),
+                   kb.map(4, {0, 1, 3})},
+                  {kPar, kPar, kRed, kPar},
+                  [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                    Value product =
+                        arith::MulFOp::create(nb, l, args[0], args[1]);
+                    return arith::AddFOp::create(nb, l, args[2], product);
+                  });
               // dK = dS^T (s Q), dV = P^T dO.
               scf::YieldOp::create(
                   b, loc,
                   ValueRange{accumulate(scoresGradT, tile.query, state[0]),
-                             accumulate(probsT, tile.grad, state[1])});
+                             accumulate(probsT, tile.grad, state[1]),
+                             insertBlock(queryGrad, state[2], block)});
             });
         Value count = kb.min(kb.index(blockKV), kb.sub(keys, key0));
         scf::YieldOp::create(
             b, loc,
             ValueRange{
                 storeRows(inner.getResult(0), outer[0], key0, count, 1.0),
-                storeRows(inner.getResult(1), outer[1], key0, count, 1.0)});
+                storeRows(inner.getResult(1), outer[1], key0, count, 1.0),
+                inner.getResult(2)});
       });
-  return {loop.getResult(0), loop.getResult(1)};
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value FlashAttentionGradTile::storeQueryGrad(Value queryGradBlocks) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  auto loop = scf::ForOp::create(
+      b, loc, kb.index(0), numQueryBlocks, kb.index(1),
+      ValueRange{op.getQueryGradInit()},
+      [&](OpBuilder &, Location, Value block, ValueRange state) {
+        Value query0 = kb.mul(block, blockQ);
+        Value count = kb.min(kb.index(blockQ), kb.sub(rows, query0));
+        scf::YieldOp::create(b, loc,
+                             storeRows(blockAt(queryGradBlocks, block),
+                                       state[0], query0, count, scale));
+      });
+  return loop.getResult(0);
 }
 
 Value FlashAttentionGradTile::scores(Value queryT, Value keyTile, Value key0,

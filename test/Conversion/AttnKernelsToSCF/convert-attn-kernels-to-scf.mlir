@@ -337,9 +337,10 @@ func.func @flash_key_mask(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
 // are converted once into [T / 32, 32, ..] tiles; a loop over the 16-row
 // query tiles keeps each tile's query (both layouts), output gradient (both
 // layouts), D and L in [S / 16, G, ..] tensors, with a key loop for L (the
-// online max and sum) and one for dQ; a loop over the key tiles then sums
-// dK and dV over the query tiles. Scores are [G, block_kv, block_q] tiles:
-// no tensor is S x T.
+// online max and sum); a loop over the key tiles then sums dK and dV over
+// the query tiles and adds each pair's dQ into f32 query tiles
+// [S / 16, G, 16, d], stored at the end. Scores are [G, block_kv, block_q]
+// tiles: no tensor is S x T.
 // CHECK-LABEL: func.func @flash_grad
 // CHECK-NOT: tensor<?x?xf32>
 // CHECK-NOT: x?x?xf32>
@@ -351,17 +352,18 @@ func.func @flash_key_mask(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
 // PAR: tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16] [1, 1, 1, 1] : tensor<?x?x2x16xf32> to tensor<1x?x1x16xf32>
 // PAR: scf.for {{.*}} -> (tensor<?x32x16xf32>)
 // PAR: scf.for {{.*}} -> (tensor<?x32x8xf32>)
-// PAR: scf.for {{.*}} -> (tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x8x16xf32>, tensor<?x2x16x8xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<1x?x2x16xf32>)
+// PAR: scf.for {{.*}} -> (tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x8x16xf32>, tensor<?x2x16x8xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>)
 // PAR: scf.for {{.*}} -> (tensor<2x16xf32>, tensor<2x16xf32>)
 // PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x32x16xf32>)
 // PAR: math.log
-// PAR: scf.for {{.*}} -> (tensor<2x16x16xf32>)
+// PAR: %[[DQT:.*]] = linalg.fill {{.*}} -> tensor<?x2x16x16xf32>
+// PAR: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[DQT]]) -> (tensor<1x?x1x16xf32>, tensor<1x?x1x8xf32>, tensor<?x2x16x16xf32>)
+// PAR: scf.for {{.*}} -> (tensor<32x16xf32>, tensor<32x8xf32>, tensor<?x2x16x16xf32>)
 // PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x16x16xf32>)
-// PAR: tensor.insert_slice %{{.*}} into %{{.*}}[0, %{{.*}}, 0, 0] [1, %{{.*}}, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<1x?x2x16xf32>
-// PAR: scf.for {{.*}} -> (tensor<1x?x1x16xf32>, tensor<1x?x1x8xf32>)
-// PAR: scf.for {{.*}} -> (tensor<32x16xf32>, tensor<32x8xf32>)
 // PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<32x16xf32>)
 // PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<32x8xf32>)
+// PAR: scf.for {{.*}} -> (tensor<1x?x2x16xf32>)
+// PAR: tensor.insert_slice %{{.*}} into %{{.*}}[0, %{{.*}}, 0, 0] [1, %{{.*}}, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<1x?x2x16xf32>
 // PAR: scf.forall.in_parallel
 // PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DQ]][%[[B]], 0, %[[H0]], 0] [1, %{{.*}}, 2, 16]
 // PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DK]][%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16]

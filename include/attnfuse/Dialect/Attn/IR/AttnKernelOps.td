@@ -331,16 +331,17 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
     `output` and `output_grad` (both `[batch, S, Hq, dv]`), computed
     FlashAttention-2-style so that no `S x T` tensor exists:
 
-    1. per `block_q` query rows: `D_i = sum_c do_ic o_ic`, the log-sum-exp
-       `L_i` of the row's scores (an online maximum and sum over `block_kv`
-       keys at a time), then `dq_i = s sum_j dS_ij k_j` over the key tiles
-       again, with `P_ij = exp(s_ij - L_i)`, `dP_ij = do_i . v_j` and
-       `dS_ij = P_ij (dP_ij - D_i)`;
-    2. per `block_kv` keys: `dk_j = s sum_i dS_ij q_i` and
-       `dv_j = sum_i P_ij do_i` over the query tiles, `P` recomputed from
-       `L`, summed over the `G = Hq / Hk` query heads of each KV head.
+    1. per `block_q` query rows: `D_i = sum_c do_ic o_ic` and the
+       log-sum-exp `L_i` of the row's scores (an online maximum and sum
+       over `block_kv` keys at a time);
+    2. per `block_kv` keys, over the query tiles that see them, with
+       `P_ij = exp(s_ij - L_i)`, `dP_ij = do_i . v_j` and
+       `dS_ij = P_ij (dP_ij - D_i)` computed once per tile pair:
+       `dk_j = s sum_i dS_ij q_i` and `dv_j = sum_i P_ij do_i`, summed over
+       the `G = Hq / Hk` query heads of each KV head, and
+       `dq_i += s dS_ij k_j` into f32 query tiles.
 
-    `L` and `D` take `O(S)` memory per KV head; arithmetic is in f32 for
+    `L`, `D` and the `dq` tiles take `O(S)` memory per KV head; arithmetic is in f32 for
     16-bit inputs, rounded once when stored. A fully masked row gets zero
     gradients. `causal`, `window` and `key_mask [batch, T]` (integers) mask
     as in `attn.sdpa`.
