@@ -341,9 +341,9 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
        the `G = Hq / Hk` query heads of each KV head, and
        `dq_i += s dS_ij k_j` into f32 query tiles.
 
-    `L`, `D` and the `dq` tiles take `O(S)` memory per KV head; arithmetic is in f32 for
-    16-bit inputs, rounded once when stored. A fully masked row gets zero
-    gradients. `causal`, `window` and `key_mask [batch, T]` (integers) mask
+    `L`, `D` and the `dq` tiles take `O(S)` memory per KV head; arithmetic
+    is in f32 for 16-bit inputs, rounded once when stored. A fully masked
+    row gets zero gradients. `causal`, `window` and `key_mask [batch, T]` (integers) mask
     as in `attn.sdpa`.
 
     The op is destination-style (`outs` are the initial values of the three
