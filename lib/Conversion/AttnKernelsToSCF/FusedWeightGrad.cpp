@@ -5,10 +5,10 @@
 // features), an attn.fused_weight_grad of the cotangent's and the input's
 // columns, decomposed here into a GEMM over the tokens. The tokens go by in
 // chunks of block_k: a chunk's operands ([block_k, block_m] of dy and
-// [block_k, block_n] of x, both rows of their tensors as laid out) stay in
-// the L1 cache while the register blocks of the tile's f32 accumulator run
-// over them, with the input features innermost (contiguous vector reads of
-// x). The last partial chunk is zero-padded to a whole one. The accumulator
+// [block_k, block_n] of x) are copied into contiguous compute-type tiles
+// that stay in the L1 cache while the register blocks of the tile's f32
+// accumulator run over them, with the input features innermost (contiguous
+// vector reads of x). The last partial chunk is zero-padded to a whole one. The accumulator
 // is added to the init tile once, at the end.
 //
 //===----------------------------------------------------------------------===//
@@ -45,15 +45,18 @@ Value buildWeightGradTile(FusedWeightGradOp op, OpBuilder &b) {
   const int64_t chunk = op.getBlockK();
   Value tokens = kb.dim(op.getInput(), 0);
 
-  // acc[o, i] += sum_t dy[t, o] x[t, i] over one chunk of `chunk` tokens.
+  // acc[o, i] += sum_t dy[t, o] x[t, i] over one chunk of `chunk` tokens,
+  // both copied first into contiguous compute-type tiles: rows of the
+  // tensors lie `out` and `in` elements apart (for 1024 features every row
+  // maps to the same L1 cache sets).
   auto multiplyChunk = [&](Value acc, Value gradChunk, Value inputChunk) {
     return kb.generic(
-        {gradChunk, inputChunk}, acc,
-        {kb.map(3, {1, 0}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
+        {kb.convert(gradChunk, kb.computeType),
+         kb.convert(inputChunk, kb.computeType)},
+        acc, {kb.map(3, {1, 0}), kb.map(3, {1, 2}), kb.map(3, {0, 2})},
         {kPar, kRed, kPar},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value product = arith::MulFOp::create(nb, l, kb.toCompute(nb, args[0]),
-                                                kb.toCompute(nb, args[1]));
+          Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
           return arith::AddFOp::create(nb, l, args[2], product);
         });
   };
