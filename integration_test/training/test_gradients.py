@@ -330,16 +330,38 @@ def as_f64(array):
 
 
 def run_vjp(case, fused=True, use_torch=False, dtype="f32", wrt=None,
-            opt_level=OPT_LEVEL):
-    """Compiles model_vjp and runs it on random inputs. Returns
-    (names of the gradients, compiled gradients as float64, the float64
-    values the function received, d_out)."""
+            opt_level=OPT_LEVEL, residuals=False):
+    """Compiles model_vjp (with residuals: model_fwd and model_bwd) and runs
+    it on random inputs. Returns (names of the gradients, compiled gradients
+    as float64, the float64 values the function received, d_out)."""
     module = case.module(dtype)
-    gradient = attnfuse.grad(module, wrt=wrt)
-    assert f"{ENTRY}_vjp" in gradient.functions()
+    gradient = attnfuse.grad(module, wrt=wrt, residuals=residuals)
     assert ENTRY in gradient.functions()
-    function = attnfuse.compile(gradient, target="cpu", entry=f"{ENTRY}_vjp",
-                                fused=fused, opt_level=opt_level)
+    if residuals:
+        assert f"{ENTRY}_vjp" not in gradient.functions()
+        forward = attnfuse.compile(gradient, target="cpu",
+                                   entry=f"{ENTRY}_fwd", fused=fused,
+                                   opt_level=opt_level)
+        backward = attnfuse.compile(gradient, target="cpu",
+                                    entry=f"{ENTRY}_bwd", fused=fused,
+                                    opt_level=opt_level)
+        plain = attnfuse.compile(module, target="cpu", fused=fused,
+                                 opt_level=opt_level)
+
+        def function(*arguments):
+            # _bwd(args, residuals, d_out) with the residuals of _fwd(args),
+            # whose first result is the function's own.
+            outputs = forward(*arguments[:-1])
+            y, saved = outputs[0], outputs[1:]
+            assert saved, "model_fwd returned no residual"
+            expected = plain(*arguments[:-1])
+            assert np.array_equal(as_f64(y), as_f64(expected)), (
+                "model_fwd's result differs from model's")
+            return backward(*arguments[:-1], *saved, arguments[-1])
+    else:
+        function = attnfuse.compile(gradient, target="cpu",
+                                    entry=f"{ENTRY}_vjp", fused=fused,
+                                    opt_level=opt_level)
     names, values = make_inputs(case, module, zlib.crc32(case.id.encode()))
     specs, results = module.signature(ENTRY)
     rng = np.random.default_rng(zlib.crc32(case.id.encode()) + 1)
@@ -437,6 +459,14 @@ def test_gradients_f32(case):
 @pytest.mark.parametrize("case", REFERENCE_LOWERING_CASES)
 def test_gradients_reference_lowering_torch(case):
     check_gradients(case, F32_TOLERANCE, fused=False, use_torch=True)
+
+
+# The forward that keeps the attention outputs and the backward that reads
+# them (attnfuse.grad(residuals=True)), both lowerings.
+@pytest.mark.parametrize("case", REFERENCE_LOWERING_CASES)
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "reference"])
+def test_gradients_from_residuals(case, fused):
+    check_gradients(case, F32_TOLERANCE, fused=fused, residuals=True)
 
 
 @pytest.mark.parametrize("case", [QKV_CASES[6], CCA_CASES[1], STACK_CASES[0]])

@@ -257,7 +257,7 @@ def _gradient_indices(module, entry, wrt, specs):
     return indices
 
 
-def grad(module, entry=None, wrt=None):
+def grad(module, entry=None, wrt=None, residuals=False):
     """The vector-Jacobian product of a function, as a new Module.
 
     Runs `attn-differentiate` on a copy of `module`, which keeps `entry` and
@@ -276,9 +276,18 @@ def grad(module, entry=None, wrt=None):
         one of them.
         Integer arguments (a padding `mask`, positions) have no gradient:
         naming one raises ValueError, as does an unknown name.
+    residuals: False (the gradient function recomputes the forward), or
+        True: instead of `_vjp`, the module gets
+        `{entry}_fwd(arguments...) -> (results..., residuals...)`, the
+        forward that also returns the output of every attention (one
+        residual per attention, in layer order), and
+        `{entry}_bwd(arguments..., residuals..., cotangents...) ->
+        (gradients...)`, which reads them instead of recomputing the
+        attention.
 
-    The returned module knows the argument names of the `_vjp` function
-    (when `entry`'s are known): those of `entry`, then one per cotangent,
+    The returned module knows the argument names of the `_vjp` (`_fwd`,
+    `_bwd`) function (when `entry`'s are known): those of `entry`, then
+    `residual0`, `residual1`, ... (for `_bwd`), then one per cotangent,
     `d_out` for a single result (`d_out0`, `d_out1`, ... for several).
     MLIRError when the pass refuses the function (a decode function, an op
     without a gradient).
@@ -289,15 +298,24 @@ def grad(module, entry=None, wrt=None):
     entry = _pick_entry(module, entry)
     specs, results = module.signature(entry)
     indices = _gradient_indices(module, entry, wrt, specs)
+    option = " residuals=true" if residuals else ""
     gradient = module.run_pipeline(
         f"attn-differentiate{{function={entry} "
-        f"wrt={','.join(str(i) for i in indices)}}}")
+        f"wrt={','.join(str(i) for i in indices)}{option}}}")
     gradient._argument_names = dict(module._argument_names)
     names = module.argument_names(entry)
     if names:
         cotangents = (["d_out"] if len(results) == 1 else
                       [f"d_out{i}" for i in range(len(results))])
-        gradient._argument_names[f"{entry}_vjp"] = list(names) + cotangents
+        if residuals:
+            forward_results = gradient.signature(f"{entry}_fwd")[1]
+            count = len(forward_results) - len(results)
+            gradient._argument_names[f"{entry}_fwd"] = list(names)
+            gradient._argument_names[f"{entry}_bwd"] = (
+                list(names) + [f"residual{i}" for i in range(count)]
+                + cotangents)
+        else:
+            gradient._argument_names[f"{entry}_vjp"] = list(names) + cotangents
     gradient.hf_layers = dict(module.hf_layers)
     gradient.hf_kind = module.hf_kind
     return gradient

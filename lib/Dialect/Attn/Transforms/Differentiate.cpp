@@ -319,7 +319,7 @@ struct AttnDifferentiatePass
     } else {
       for (auto func : module.getOps<func::FuncOp>())
         if (func.isPublic() && !func.isExternal() &&
-            !module.lookupSymbol(gradientName(func)))
+            !module.lookupSymbol(gradientName(func, residuals)))
           targets.push_back(func);
     }
     for (func::FuncOp func : targets)
@@ -327,8 +327,9 @@ struct AttnDifferentiatePass
         return signalPassFailure();
   }
 
-  static std::string gradientName(func::FuncOp func) {
-    return (func.getSymName() + "_vjp").str();
+  /// The gradient function's name: `_vjp`, or with residuals `_bwd`.
+  static std::string gradientName(func::FuncOp func, bool residuals) {
+    return (func.getSymName() + (residuals ? "_bwd" : "_vjp")).str();
   }
 
   /// The indices of the arguments to differentiate, checked.
@@ -363,14 +364,49 @@ struct AttnDifferentiatePass
     return selected;
   }
 
+  /// Adds `@<forwardName>`: the function of `func` as the primitives of
+  /// `block` (the decomposed clone, before its gradients), returning
+  /// `outputs` (values of `block`) after its results.
+  static void addForward(ModuleOp module, func::FuncOp func,
+                         StringRef forwardName, Block &block,
+                         ArrayRef<Value> outputs) {
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointAfter(func);
+    FunctionType type = func.getFunctionType();
+    SmallVector<Type> results(type.getResults());
+    for (Value output : outputs)
+      results.push_back(output.getType());
+    auto forward =
+        func::FuncOp::create(builder, func.getLoc(), forwardName,
+                             builder.getFunctionType(type.getInputs(), results));
+    Block *body = forward.addEntryBlock();
+    IRMapping mapping;
+    for (unsigned index = 0, e = type.getNumInputs(); index < e; ++index)
+      mapping.map(block.getArgument(index), body->getArgument(index));
+    builder.setInsertionPointToEnd(body);
+    for (Operation &op : block.without_terminator())
+      builder.clone(op, mapping);
+    SmallVector<Value> returned;
+    for (Value result : block.getTerminator()->getOperands())
+      returned.push_back(mapping.lookup(result));
+    for (Value output : outputs)
+      returned.push_back(mapping.lookup(output));
+    func::ReturnOp::create(builder, func.getLoc(), returned);
+  }
+
   LogicalResult differentiate(ModuleOp module, func::FuncOp func) {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return func.emitError() << "attn-differentiate: @" << func.getSymName()
                               << " must have a body of one block";
-    std::string name = gradientName(func);
-    if (module.lookupSymbol(name))
-      return func.emitError()
-             << "attn-differentiate: @" << name << " exists already";
+    std::string name = gradientName(func, residuals);
+    std::string forwardName = (func.getSymName() + "_fwd").str();
+    for (StringRef added : {StringRef(name), StringRef(forwardName)}) {
+      if (added == forwardName && !residuals)
+        continue;
+      if (module.lookupSymbol(added))
+        return func.emitError()
+               << "attn-differentiate: @" << added << " exists already";
+    }
     FunctionType type = func.getFunctionType();
     for (Type result : type.getResults())
       if (!isFloatTensor(result))
@@ -429,6 +465,14 @@ struct AttnDifferentiatePass
 
     Block &block = vjp.getBody().front();
     auto ret = cast<func::ReturnOp>(block.getTerminator());
+    // The residuals: every attention's output, which @f_fwd returns.
+    SmallVector<Value> attentionOutputs;
+    if (residuals) {
+      block.walk([&](SDPAOp sdpa) {
+        attentionOutputs.push_back(sdpa.getResult());
+      });
+      addForward(module, func, forwardName, block, attentionOutputs);
+    }
     builder.setInsertionPoint(ret);
     GradientBuilder grads(builder);
     unsigned numArgs = type.getNumInputs();
@@ -448,6 +492,18 @@ struct AttnDifferentiatePass
           grads.lookupOrZeros(ret.getLoc(), block.getArgument(index)));
     func::ReturnOp::create(builder, ret.getLoc(), gradients);
     ret.erase();
+
+    // @f_bwd reads the residuals after the arguments, before the
+    // cotangents.
+    if (residuals) {
+      for (auto [index, output] : llvm::enumerate(attentionOutputs)) {
+        BlockArgument residual = block.insertArgument(
+            numArgs + index, output.getType(), output.getLoc());
+        output.replaceAllUsesWith(residual);
+      }
+      vjp.setFunctionType(builder.getFunctionType(block.getArgumentTypes(),
+                                                  vjp.getResultTypes()));
+    }
 
     // Drop the forward values no gradient reads.
     SmallVector<Operation *> ops;

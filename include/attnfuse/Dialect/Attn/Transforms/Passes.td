@@ -46,6 +46,15 @@ def AttnDifferentiate : Pass<"attn-differentiate", "::mlir::ModuleOp"> {
 
     Gradients of integer arguments (padding masks, positions) and through
     decode ops, KV caches or calls are refused with a diagnostic.
+
+    With `residuals`, the forward and the backward are two functions instead
+    of `@f_vjp`, so that the backward does not recompute the attention:
+    `@f_fwd(args...) -> (results..., residuals...)` is `@f` as primitives
+    that also returns the output of every `attn.sdpa` (in the order of the
+    ops), and `@f_bwd(args..., residuals..., cotangents...) ->
+    (gradients...)` reads those outputs instead of computing them (the
+    projections, convolutions and rotations feeding the attention are
+    recomputed: they are cheaper than keeping them).
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"\"",
@@ -53,7 +62,10 @@ def AttnDifferentiate : Pass<"attn-differentiate", "::mlir::ModuleOp"> {
            "without a gradient function)">,
     ListOption<"wrt", "wrt", "int64_t",
                "Indices of the arguments to differentiate (default: every "
-               "floating-point tensor argument)">
+               "floating-point tensor argument)">,
+    Option<"residuals", "residuals", "bool", /*default=*/"false",
+           "Emit @f_fwd (also returning the attention outputs) and @f_bwd "
+           "(reading them) instead of @f_vjp">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
