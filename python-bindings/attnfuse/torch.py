@@ -145,13 +145,18 @@ class CompiledLayer:
     """
 
     def __init__(self, module, entry, name, options, result_shapes,
-                 forward=None):
+                 forward=None, training_of=None):
         self.module = module
         self.entry = entry
         # The layer this one is the gradient function of, or None.
         self.forward = forward
+        # The layer this one is the training forward of (its results, then
+        # the residuals its gradient reads), or None.
+        self.training_of = training_of
         self._gradient = None
         self._gradient_error = None
+        self._training = None
+        self._training_error = None
         self.arguments, self.results = module.signature(entry)
         names = module.argument_names(entry)
         if not names or len(names) != len(self.arguments) or not all(
@@ -217,17 +222,31 @@ class CompiledLayer:
 
     def _check_cotangents(self, tensors):
         """A gradient layer's cotangents have the shapes of the forward's
-        results for the forward's arguments (its first arguments)."""
+        results for the forward's arguments (its first arguments); a
+        training backward reads the residuals (the training forward's last
+        results) before the cotangents of the layer's results."""
         count = len(self.forward.arguments)
-        expected = self.forward._shapes(tensors[:count])
-        for result, (tensor, shape) in enumerate(zip(tensors[count:],
-                                                     expected)):
+        shapes = self.forward._shapes(tensors[:count])
+        layer = self.forward.training_of
+        if layer is None:
+            expected = [(f"the cotangent of result #{index} of "
+                         f"{self.forward.entry!r}", shape)
+                        for index, shape in enumerate(shapes)]
+        else:
+            results = len(layer.results)
+            expected = [(f"residual #{index} of {self.forward.entry!r} "
+                         f"(its result #{results + index})", shape)
+                        for index, shape in enumerate(shapes[results:])]
+            expected += [(f"the cotangent of result #{index} of "
+                          f"{layer.entry!r}", shape)
+                         for index, shape in enumerate(shapes[:results])]
+        for offset, (tensor, (what, shape)) in enumerate(
+                zip(tensors[count:], expected)):
             if tuple(tensor.shape) != tuple(shape):
                 raise ValueError(
-                    f"{self._describe(count + result)} of {self.entry!r} is "
-                    f"the cotangent of result #{result} of "
-                    f"{self.forward.entry!r}, which has shape {list(shape)} "
-                    f"for these arguments: got {list(tensor.shape)}")
+                    f"{self._describe(count + offset)} of {self.entry!r} is "
+                    f"{what}, which has shape {list(shape)} for these "
+                    f"arguments: got {list(tensor.shape)}")
 
     def _check(self, tensors):
         """The argument checks of the CPU path, on torch tensors (shapes
@@ -303,23 +322,21 @@ class CompiledLayer:
     def _setup_context(self, ctx, inputs, output):
         if self.forward is not None:
             return
+        if self.training_of is not None:
+            # The inputs and the residuals (nothing S x T).
+            outputs = output if isinstance(output, tuple) else (output,)
+            ctx.num_inputs = len(inputs)
+            ctx.save_for_backward(
+                *inputs, *outputs[len(self.training_of.results):])
+            return
         # Registers the gradient op now, outside the traced backward (under
         # torch.compile this runs while AOTAutograd traces the op).
         self._gradient_or_error()
         ctx.save_for_backward(*inputs)
 
-    def _backward(self, ctx, *grads):
-        if self.forward is not None:
-            raise NotImplementedError(
-                f"double backward through {self.forward.qualname} is not "
-                f"supported: its gradient op {self.qualname} has no backward")
-        gradient = self._gradient
-        if gradient is None:
-            raise NotImplementedError(
-                f"{self.qualname} has no backward: differentiating "
-                f"{self.entry!r} failed: {self._gradient_error}") \
-                from self._gradient_error
-        inputs = ctx.saved_tensors
+    def _cotangents(self, grads, inputs):
+        """One cotangent per result of this layer (zeros for an unused
+        one), contiguous, in the result's dtype."""
         shapes = None
         cotangents = []
         for index, (grad, (dtype, _)) in enumerate(zip(grads, self.results)):
@@ -331,12 +348,40 @@ class CompiledLayer:
             else:
                 grad = _as(grad, TORCH_DTYPES[dtype]).contiguous()
             cotangents.append(grad)
-        outputs = gradient.op(*inputs, *cotangents)
+        return cotangents
+
+    def _argument_gradients(self, outputs):
+        """The gradient op's outputs as autograd's tuple: one per argument,
+        None for an integer one."""
         if isinstance(outputs, torch.Tensor):
             outputs = (outputs,)
         outputs = iter(outputs)
         return tuple(next(outputs) if _is_floating(dtype) else None
                      for dtype, _ in self.arguments)
+
+    def _backward(self, ctx, *grads):
+        if self.forward is not None:
+            raise NotImplementedError(
+                f"double backward through {self.forward.qualname} is not "
+                f"supported: its gradient op {self.qualname} has no backward")
+        if self.training_of is not None:
+            # The residuals are internal (the layer returns its results
+            # only): their gradients are not used.
+            saved = ctx.saved_tensors
+            inputs, residuals = saved[:ctx.num_inputs], saved[ctx.num_inputs:]
+            layer = self.training_of
+            cotangents = layer._cotangents(grads[:len(layer.results)], inputs)
+            return layer._argument_gradients(
+                self._training_backward.op(*inputs, *residuals, *cotangents))
+        gradient = self._gradient
+        if gradient is None:
+            raise NotImplementedError(
+                f"{self.qualname} has no backward: differentiating "
+                f"{self.entry!r} failed: {self._gradient_error}") \
+                from self._gradient_error
+        inputs = ctx.saved_tensors
+        return self._argument_gradients(
+            gradient.op(*inputs, *self._cotangents(grads, inputs)))
 
     def _gradient_or_error(self):
         with _layers_lock:
@@ -368,6 +413,99 @@ class CompiledLayer:
                                              + cotangents)
         return _register(module, entry, f"{self.name}_vjp", self.options,
                          None, forward=self)
+
+    def training_layer(self):
+        """The training forward of this layer: the CompiledLayer of
+        `<entry>_fwd` of attnfuse.grad(module, entry, residuals=True) (the
+        op `<qualname>_fwd`), whose results are this layer's followed by
+        the output of every attention (the residuals), and whose backward
+        is the op `<qualname>_bwd` (`<entry>_bwd`: the arguments, the
+        residuals and the cotangents in; the gradient of every
+        floating-point argument out), which reads the residuals instead of
+        recomputing the attention. The modules call it when autograd
+        records (see call_for_training). Built on first use; raises what
+        building it raised (then the layer's own op, whose backward
+        recomputes the forward, is what trains)."""
+        if self.forward is not None or self.training_of is not None:
+            raise NotImplementedError(
+                f"{self.qualname} is a gradient or training op: it has no "
+                f"training forward")
+        with _layers_lock:
+            if self._training is None and self._training_error is None:
+                try:
+                    self._training = self._training_layers()
+                except Exception as error:  # raised again below
+                    self._training_error = error
+        if self._training is None:
+            raise self._training_error
+        return self._training
+
+    def call_for_training(self, *tensors):
+        """The layer's results through its training forward when autograd
+        records (grad mode on and a tensor that requires grad) and the
+        layer has one, else through its op: the same values either way."""
+        if torch.is_grad_enabled() and any(
+                isinstance(t, torch.Tensor) and t.requires_grad
+                for t in tensors):
+            try:
+                training = self.training_layer()
+            except Exception:  # no training forward: the op trains
+                training = None
+            if training is not None:
+                outputs = training.op(*tensors)
+                count = len(self.results)
+                return outputs[0] if count == 1 else tuple(outputs[:count])
+        return self.op(*tensors)
+
+    def _training_layers(self):
+        module = _api.grad(self.module, self.entry, residuals=True)
+        forward_entry, backward_entry = (f"{self.entry}_fwd",
+                                         f"{self.entry}_bwd")
+        arguments, results = module.signature(forward_entry)
+        if (arguments != self.arguments
+                or results[:len(self.results)] != self.results):
+            raise ValueError(
+                f"{forward_entry!r} has the signature "
+                f"{_signature_text(arguments)} -> {_signature_text(results)}")
+        residuals = results[len(self.results):]
+        if not residuals:
+            raise ValueError(f"{self.entry!r} has no attention: nothing to "
+                             f"keep for its backward")
+        # A residual's dynamic sizes are the first argument's (the batch and
+        # sequence of the input [B, S, E] for the attention outputs
+        # [B, S, H, d]).
+        first = self.arguments[0][1]
+        for index, (_dtype, shape) in enumerate(residuals):
+            for dim, size in enumerate(shape):
+                if size is None and (dim >= len(first)
+                                     or first[dim] is not None):
+                    raise ValueError(
+                        f"residual #{index} of {forward_entry!r} has shape "
+                        f"{_shape_text(shape)}: its dynamic dimension {dim} "
+                        f"is not one of argument #0's")
+
+        def shapes(argument_shapes):
+            sized = [_Sized(shape) for shape in argument_shapes]
+            return list(self._shapes(sized)) + [
+                tuple(argument_shapes[0][dim] if size is None else size
+                      for dim, size in enumerate(shape))
+                for _dtype, shape in residuals]
+
+        names = module.argument_names(forward_entry)
+        if not names:
+            module._argument_names[forward_entry] = list(self.argument_names)
+            cotangents = (["d_out"] if len(self.results) == 1 else
+                          [f"d_out{i}" for i in range(len(self.results))])
+            module._argument_names[backward_entry] = (
+                self.argument_names
+                + [f"residual{i}" for i in range(len(residuals))]
+                + cotangents)
+        forward = _register(module, forward_entry, f"{self.name}_fwd",
+                            self.options, shapes, training_of=self)
+        forward._training_backward = _register(
+            module, backward_entry, f"{self.name}_bwd", self.options, None,
+            forward=forward)
+        return forward
 
     def gradient_layer(self):
         """The CompiledLayer of the gradient function (`<entry>_vjp` of
@@ -476,7 +614,15 @@ def compile_layer(module, *, entry=None, name=None, result_shapes=None,
     return _register(module, entry, name, options, result_shapes)
 
 
-def _register(module, entry, name, options, result_shapes, forward=None):
+class _Sized:
+    """Stands for a tensor where only its shape is read."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def _register(module, entry, name, options, result_shapes, forward=None,
+              training_of=None):
     key = (str(module), entry, tuple(sorted(options.items())))
     if name is None:
         digest = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
@@ -490,7 +636,7 @@ def _register(module, entry, name, options, result_shapes, forward=None):
             raise ValueError(f"name: an op attnfuse::{name} exists already "
                              f"(for another layer)")
         layer = CompiledLayer(module, entry, name, options, result_shapes,
-                              forward)
+                              forward, training_of)
         _layers[key] = layer
         return layer
 
@@ -523,6 +669,30 @@ def _module_op_name(kind, config):
 
 def _module_op(kind, config):
     return getattr(torch.ops.attnfuse, _module_op_name(kind, config))
+
+
+@torch.compiler.assume_constant_result
+def _module_training_op_name(kind, config):
+    """The name of the training forward op of the module layer, or "" when
+    it has none (its own op then trains)."""
+    name = _module_op_name(kind, config)
+    with _layers_lock:
+        layer = next(layer for layer in _layers.values()
+                     if layer.name == name)
+        try:
+            return layer.training_layer().name
+        except Exception:  # no training forward: the op trains
+            return ""
+
+
+def _module_call(kind, config, *tensors):
+    """The module layer's result: through its training forward when autograd
+    records (CompiledLayer.call_for_training), else through its op."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        name = _module_training_op_name(kind, config)
+        if name:
+            return getattr(torch.ops.attnfuse, name)(*tensors)[0]
+    return _module_op(kind, config)(*tensors)
 
 
 def _compute_dtype(x, what):
@@ -613,9 +783,10 @@ class QKVAttention(nn.Module):
 
     def forward(self, x):
         element = _compute_dtype(x, "x")
-        op = _module_op("qkv_attention",
-                        tuple(sorted(dict(self._config, dtype=element).items())))
-        return op(x, *self._weights(x.dtype))
+        return _module_call(
+            "qkv_attention",
+            tuple(sorted(dict(self._config, dtype=element).items())), x,
+            *self._weights(x.dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -827,8 +998,9 @@ class CCAAttention(nn.Module):
         if config["norm"] == "clamp_eps" and config["eps"] is None:
             # transformers: torch.finfo(dtype).eps of the activations.
             config["eps"] = builders.MACHINE_EPS[element]
-        op = _module_op("cca", tuple(sorted(config.items())))
+        config = tuple(sorted(config.items()))
         weights = self._weights(hidden_states.dtype)
         if mask is None:
-            return op(hidden_states, *weights), None
-        return op(hidden_states, mask, *weights), None
+            return _module_call("cca", config, hidden_states, *weights), None
+        return _module_call("cca", config, hidden_states, mask,
+                            *weights), None

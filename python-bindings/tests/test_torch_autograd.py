@@ -204,6 +204,74 @@ def test_backward_on_cuda_tensors_says_why_not(cca_layer):
         gradient._gpu = None
 
 
+def test_training_forward_keeps_the_attention_output(cca_layer):
+    """The training forward (`<op>_fwd`, which the modules call when
+    autograd records) returns the layer's result and the attention output;
+    its backward, `<op>_bwd`, reads that instead of recomputing the
+    attention and gives the gradients of the layer's own backward."""
+    training = cca_layer.training_layer()
+    assert training.qualname == cca_layer.qualname + "_fwd"
+    assert training.training_of is cca_layer
+    assert training.entry == "model_fwd"
+    assert training.argument_names == cca_layer.argument_names
+    backward = training._training_backward
+    assert backward.qualname == cca_layer.qualname + "_bwd"
+    assert backward.argument_names == (cca_layer.argument_names
+                                       + ["residual0", "d_out"])
+    # [B, S, Hq, d]: the attention output.
+    assert training.results == cca_layer.results + [("f32",
+                                                      (None, None, H, D))]
+    for arguments in (cca_arguments(), cca_arguments(seq=7, seed=3)):
+        results = torch.library.opcheck(training.op, tuple(arguments),
+                                        test_utils=OPCHECKS)
+        assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
+    arguments = cca_arguments()
+    y, residual = training(*arguments)
+    assert tuple(residual.shape) == (2, 5, H, D)
+    assert torch.equal(y, cca_layer(*arguments))
+    results = torch.library.opcheck(
+        backward.op, tuple(t.detach() for t in arguments)
+        + (residual.detach(), torch.randn(2, 5, CE)), test_utils=OPCHECKS)
+    assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
+    # call_for_training goes through it and gives the op's gradients.
+    cotangent = torch.randn(2, 5, CE, generator=torch.Generator()
+                            .manual_seed(5))
+    cca_layer.call_for_training(*arguments).backward(cotangent)
+    through_residuals = [t.grad for t in arguments if t.is_floating_point()]
+    recomputed = cca_arguments()
+    cca_layer(*recomputed).backward(cotangent)
+    for got, want in zip(through_residuals,
+                         [t.grad for t in recomputed if t.is_floating_point()]):
+        assert relative_error(got, want) <= TOLERANCE
+    # Without autograd, the layer's op (no residual is kept).
+    with torch.no_grad():
+        assert torch.equal(cca_layer.call_for_training(*arguments), y)
+
+
+def test_training_backward_checks_residuals_and_cotangents(cca_layer):
+    backward = cca_layer.training_layer()._training_backward
+    arguments = cca_arguments(requires_grad=False)
+    residual = torch.randn(2, 5, H, D)
+    with pytest.raises(ValueError, match=r"argument #12 \('residual0'\) of "
+                       r"'model_bwd' is residual #0 of 'model_fwd' \(its "
+                       r"result #1\), which has shape \[2, 5, 4, 8\] for "
+                       r"these arguments: got \[2, 6, 4, 8\]"):
+        backward(*arguments, torch.randn(2, 6, H, D), torch.randn(2, 5, CE))
+    with pytest.raises(ValueError, match=r"argument #13 \('d_out'\) of "
+                       r"'model_bwd' is the cotangent of result #0 of "
+                       r"'model', which has shape \[2, 5, 48\]"):
+        backward(*arguments, residual, torch.randn(2, 4, CE))
+    # Double backward through the training forward is refused too.
+    arguments = cca_arguments()
+    y = cca_layer.call_for_training(*arguments)
+    (dx,) = torch.autograd.grad(y.square().sum(), arguments[0],
+                                create_graph=True)
+    with pytest.raises(NotImplementedError, match=r"double backward through "
+                       r"attnfuse::model_\w+_fwd is not supported: its "
+                       r"gradient op attnfuse::model_\w+_bwd has no backward"):
+        dx.sum().backward()
+
+
 def test_a_function_without_gradient_fails_at_its_backward():
     """A decode step (a KV cache) has no gradient function: its forward
     still records autograd, and the backward raises the pass's diagnostic
@@ -571,9 +639,11 @@ def test_whole_training_step_compiles_to_one_graph(name):
                                rtol=1e-5, atol=1e-6)
     assert_same_parameters(model, eager)
     assert sum(kind == "dynamo" for kind, _ in recorder.graphs) == 1
+    # The module's training forward (which keeps the attention outputs) and
+    # its backward.
     ops = recorder.attnfuse_ops("forward")
-    assert len(ops) == 2 and ops[1] == ops[0].replace(".default",
-                                                      "_vjp.default"), ops
+    assert len(ops) == 2 and ops[0].endswith("_fwd.default") and \
+        ops[1] == ops[0].replace("_fwd.default", "_bwd.default"), ops
 
 
 def test_compiled_forward_with_torch_optimizer():
@@ -600,7 +670,6 @@ def test_compiled_forward_with_torch_optimizer():
     assert_same_parameters(model, eager)
     forward_ops = recorder.attnfuse_ops("forward")
     backward_ops = recorder.attnfuse_ops("backward")
-    assert len(forward_ops) == 1 and not forward_ops[0].endswith(
-        "_vjp.default")
-    assert backward_ops == [forward_ops[0].replace(".default",
-                                                   "_vjp.default")]
+    assert len(forward_ops) == 1 and forward_ops[0].endswith("_fwd.default")
+    assert backward_ops == [forward_ops[0].replace("_fwd.default",
+                                                   "_bwd.default")]
