@@ -32,6 +32,15 @@ and backward as one node each. The gradient op has no backward itself
 through a GPU compiler that compiles it: attnfuse has no sm_90a backward
 kernels yet).
 
+A layer also has a training forward (CompiledLayer.training_layer(), the op
+`attnfuse::<name>_fwd`, from attnfuse.grad(module, entry, residuals=True)):
+it returns the layer's results and the output of every attention (the
+residuals, [B, S, Hq, d] each: nothing S x T), saves the inputs and the
+residuals, and its backward `attnfuse::<name>_bwd` reads them instead of
+recomputing the attention. QKVAttention and CCAAttention call it whenever
+autograd records (CompiledLayer.call_for_training), the layer's own op
+otherwise (inference keeps nothing).
+
 QKVAttention (projection sharing none/kv/qk/qkv, GQA/MQA, RoPE, causal,
 window) and CCAAttention (CCA/CCGQA with the parameters of transformers'
 ZayaAttention) build their layer with attnfuse's builders, compile it once
