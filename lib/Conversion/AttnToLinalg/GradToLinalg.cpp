@@ -224,16 +224,19 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     // Input step s is padded step s + padding, which tap k of output step
     // s + padding - k reads. Channels as (group, channel in group), so that
     // every loop is a plain dimension of some operand:
-    // (b, s, g, ci, co, k): dx[b, s, g, ci] = sum_{co, k}
+    // (b, s, g, k, co, ci): dx[b, s, g, ci] = sum_{k, co}
     //     dy[b, s + padding - k, g, co] * w[g, co, ci, k].
+    // The input channel loops innermost: a row of dx accumulates in place
+    // while each dy element is read once (with ci outer, every ci re-read
+    // all of w's group with a stride of a whole weight row).
     int64_t groups = op.getGroups();
-    AffineExpr b, s, g, ci, co, k;
-    bindDims(ctx, b, s, g, ci, co, k);
+    AffineExpr b, s, g, k, co, ci;
+    bindDims(ctx, b, s, g, k, co, ci);
     Value dxGrouped = contract(
         rewriter, loc, splitDim(rewriter, loc, dyPad, 2, groupWidth),
         splitDim(rewriter, loc, w, 0, groupWidth),
         {b, s + (padding + kernel - 1) - k, g, co}, {g, co, ci, k},
-        {b, s, g, ci}, parallelThenReduce(6, 4),
+        {b, s, g, ci}, {kPar, kPar, kPar, kRed, kRed, kPar},
         {batch, seq, rewriter.getIndexAttr(groups),
          rewriter.getIndexAttr(groupWidth)},
         elementType);
@@ -248,22 +251,26 @@ struct CausalConv1DGradLowering : OpConversionPattern<CausalConv1DGradOp> {
     padded = insertAt(rewriter, loc, x, padded,
                       {zero, rewriter.getIndexAttr(padding), zero});
 
-    // (c, cl, k, b, t): dw[c, cl, k] = sum_{b, t} dy[b, t, c]
+    // (b, t, c, k, cl): dw[c, cl, k] = sum_{b, t} dy[b, t, c]
     //                                  * padded[b, t + k, g(c) + cl].
-    AffineExpr c, cl, tap, bb, t;
-    bindDims(ctx, c, cl, tap, bb, t);
+    // The tokens outermost: each step reads one row of dy and of the input
+    // (a token loop innermost strides over whole rows: a cache miss per
+    // product once S rows exceed the caches).
+    AffineExpr bb, t, c, tap, cl;
+    bindDims(ctx, bb, t, c, tap, cl);
     Value dw = contract(
         rewriter, loc, dy, padded, {bb, t, c},
-        {bb, t + tap, c.floorDiv(groupWidth) * groupWidth + cl}, {c, cl, tap}, parallelThenReduce(5, 3),
+        {bb, t + tap, c.floorDiv(groupWidth) * groupWidth + cl}, {c, cl, tap},
+        {kRed, kRed, kPar, kPar, kPar},
         {channelSize, rewriter.getIndexAttr(groupWidth),
          rewriter.getIndexAttr(kernel)},
         elementType);
 
-    // (c, b, t): db[c] = sum_{b, t} dy[b, t, c].
+    // (b, t, c): db[c] = sum_{b, t} dy[b, t, c], rows of dy in order.
     AffineExpr e0, e1, e2;
     bindDims(ctx, e0, e1, e2);
-    Value db = sumInto(rewriter, loc, dy, {e1, e2, e0}, {e0}, parallelThenReduce(3, 1),
-                       {channelSize}, elementType);
+    Value db = sumInto(rewriter, loc, dy, {e0, e1, e2}, {e2},
+                       {kRed, kRed, kPar}, {channelSize}, elementType);
     replaceWeightedGradients(rewriter, op, dx, dw, db);
     return success();
   }

@@ -5,10 +5,15 @@
 // [.., Hk, G, ..] views and the convolution's input gradient reads
 // [.., groups, channels per group] views.
 
-// Conv input gradient: tap k of input step s reads output step
-// s + padding - k, stored at s + padding - k + (kernel - 1) in the padded dy.
-// CHECK-DAG: #[[CDX:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 - d5 + 3, d2, d4)>
-// CHECK-DAG: #[[CDW:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d4, d3, d5)>
+// Conv input gradient, loops (b, s, g, k, co, ci): tap k of input step s
+// reads output step s + padding - k, stored at s + padding - k + (kernel - 1)
+// in the padded dy. Weight gradient, loops (b, t, c, k, cl): the tokens
+// outermost, so each step reads rows of dy and of the padded input.
+// CHECK-DAG: #[[CDX:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 - d3 + 3, d2, d4)>
+// CHECK-DAG: #[[CDW:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d4, d5, d3)>
+// CHECK-DAG: #[[WDY:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+// CHECK-DAG: #[[WX:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d3, (d2 floordiv 4) * 4 + d4)>
+// CHECK-DAG: #[[WDW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d4, d3)>
 // Value shift: the previous half's gradient is the next token's.
 // CHECK-DAG: #[[NEXT:.+]] = affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 4)>
 
@@ -26,7 +31,8 @@ func.func @project_grad(%x: tensor<?x?x16xbf16>, %w: tensor<8x16xbf16>,
 // CHECK-LABEL: func.func @causal_conv1d_grad
 // CHECK: tensor.expand_shape {{.*}} into tensor<2x10x3x4xf32>
 // CHECK: tensor.expand_shape {{.*}} into tensor<3x4x4x2xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[CDX]], #[[CDW]], {{.*}}]
+// CHECK: linalg.generic {indexing_maps = [#[[CDX]], #[[CDW]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
+// CHECK: linalg.generic {indexing_maps = [#[[WDY]], #[[WX]], #[[WDW]]], iterator_types = ["reduction", "reduction", "parallel", "parallel", "parallel"]}
 func.func @causal_conv1d_grad(%u: tensor<2x7x12xf32>, %w: tensor<12x4x2xf32>,
                               %dm: tensor<2x8x12xf32>)
     -> (tensor<2x7x12xf32>, tensor<12x4x2xf32>, tensor<12xf32>) {
