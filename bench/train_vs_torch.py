@@ -22,8 +22,9 @@ OMP_NUM_THREADS=N (attnfuse's kernels use the OpenMP runtime's default)
 and torch.set_num_threads(N); that process times ours and torch on the same
 inputs and weights, so every ratio comes from one run, and reports their
 output and gradient difference. Warm-up: one step at S 16 each (ours: the
-JIT compilation of the layer and of its gradient function) and one torch
-step at S; then the median of --runs steps, or a single step where one
+JIT compilation of the layer's training forward and backward, which the
+modules call when autograd records) and one forward at S 16 without
+autograd (ours: the layer's own op), and one torch step at S; then the median of --runs steps, or a single step where one
 takes more than --long-step-s. Ours is not run where its step is predicted
 to take more than --max-step-s (from the largest measured S below, growing
 as S^p: p from the two largest measured S, at least 1, else 1); torch is
@@ -194,10 +195,14 @@ def child_time(args):
     runs["torch"] = (torch_call, theirs)
     results = {}
     for who, (call, module) in runs.items():
-        # Warm-up: a step at S 16 (ours: the JIT compilation of the layer
-        # and of its gradient function); torch also one step at S.
+        # Warm-up: a step at S 16 (ours: the JIT compilation of the
+        # layer's training forward and backward) and a forward at S 16
+        # without autograd (ours: the layer's own op, which inference
+        # calls); torch also one step at S.
         start = time.perf_counter()
         step(call, module, *small)
+        with torch.no_grad():
+            call(small[0])
         row[f"{who}_warmup_s"] = time.perf_counter() - start
         if who == "torch":
             step(call, module, x0, cotangent)

@@ -124,17 +124,36 @@ struct CausalConv1DLowering : OpConversionPattern<CausalConv1DOp> {
     Value init =
         biasOrZeroInit(rewriter, loc, outSizes, adaptor.getBias(), computeType);
 
-    // (b, t, c, ci, k): out[b, t, c] += padded[b, t + k, group(c) + ci]
-    //                                   * w[c, ci, k]; tap 0 is the oldest.
-    AffineExpr b, t, c, ci, k;
-    bindDims(ctx, b, t, c, ci, k);
-    AffineExpr inputChannel = c.floorDiv(groupWidth) * groupWidth + ci;
-    Value acc =
+    // Channels as (group, channel in group) and the weight as
+    // wt[g, k, ci, co] = w[g * cpg + co, ci, k], so that with loops
+    // (b, t, g, k, ci, co): out[b, t, g, co] += padded[b, t + k, g, ci]
+    //                                           * wt[g, k, ci, co]
+    // the innermost loop runs over contiguous output channels of one token
+    // (vector code; a sum over ci innermost is a scalar chain). Tap 0 is the
+    // oldest.
+    int64_t groups = op.getGroups();
+    Value grouped = splitDim(rewriter, loc, weight, 0, groupWidth);
+    Value transposedInit = emptyTensor(
+        rewriter, loc,
+        {rewriter.getIndexAttr(groups), rewriter.getIndexAttr(kernel),
+         rewriter.getIndexAttr(groupWidth), rewriter.getIndexAttr(groupWidth)},
+        weightType.getElementType());
+    Value transposed =
+        linalg::TransposeOp::create(rewriter, loc, grouped, transposedInit,
+                                    ArrayRef<int64_t>{0, 3, 2, 1})
+            .getResult()[0];
+    AffineExpr b, t, g, k, ci, co;
+    bindDims(ctx, b, t, g, k, ci, co);
+    Value accGrouped =
         buildGeneric(
-            rewriter, loc, ValueRange{padded, weight}, init,
-            {projection(ctx, 5, {b, t + k, inputChannel}),
-             projection(ctx, 5, {c, ci, k}), projection(ctx, 5, {b, t, c})},
-            {kPar, kPar, kPar, kRed, kRed},
+            rewriter, loc,
+            ValueRange{splitDim(rewriter, loc, padded, 2, groupWidth),
+                       transposed},
+            splitDim(rewriter, loc, init, 2, groupWidth),
+            {projection(ctx, 6, {b, t + k, g, ci}),
+             projection(ctx, 6, {g, k, ci, co}),
+             projection(ctx, 6, {b, t, g, co})},
+            {kPar, kPar, kPar, kRed, kRed, kPar},
             [&](OpBuilder &nb, Location l, ValueRange args) {
               Value x = convertFloat(nb, l, args[0], computeType);
               Value w = convertFloat(nb, l, args[1], computeType);
@@ -144,6 +163,9 @@ struct CausalConv1DLowering : OpConversionPattern<CausalConv1DOp> {
                   arith::AddFOp::create(nb, l, args[2], prod).getResult());
             })
             .getResult(0);
+    Value acc = tensor::CollapseShapeOp::create(
+        rewriter, loc, accGrouped,
+        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
     Value result = convertTensor(rewriter, loc, acc, elementType);
     rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
     return success();

@@ -265,6 +265,34 @@ FailureOr<Value> buildRotation(OpBuilder &b, Location loc, Value input,
                                Value positions, attn::RopeAttr rope,
                                bool transpose);
 
+/// `tensor` with its static dimension `dim` of size `H` split into
+/// `[H / group, group]`: linalg needs every loop as a plain dimension of some
+/// operand, so a sum over the query heads of a KV head reads this view.
+inline Value splitDim(OpBuilder &b, Location loc, Value tensor, int64_t dim,
+               int64_t group) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> mixed = tensor::getMixedSizes(b, loc, tensor);
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
+    int64_t next = shape.size();
+    if (i != dim) {
+      shape.push_back(type.getDimSize(i));
+      sizes.push_back(mixed[i]);
+      reassociation.push_back({next});
+      continue;
+    }
+    int64_t outer = type.getDimSize(i) / group;
+    shape.append({outer, group});
+    sizes.append({b.getIndexAttr(outer), b.getIndexAttr(group)});
+    reassociation.push_back({next, next + 1});
+  }
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), tensor,
+      reassociation, sizes);
+}
+
 } // namespace attnfuse::linalg_builders
 
 #endif // ATTNFUSE_LIB_CONVERSION_ATTNTOLINALG_LINALGBUILDERS_H

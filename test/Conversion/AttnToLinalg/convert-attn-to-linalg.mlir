@@ -7,11 +7,12 @@
 // CHECK-DAG: #[[PX:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[PW:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
 // CHECK-DAG: #[[PO:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// Conv: tap k of output step t reads padded step t + k; channel c of group
-// c floordiv 4 reads input channel (c floordiv 4) * 4 + ci.
-// CHECK-DAG: #[[CX:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d4, (d2 floordiv 4) * 4 + d3)>
-// CHECK-DAG: #[[CW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
-// CHECK-DAG: #[[CO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+// Conv, loops (b, t, g, k, ci, co) over [.., groups, channels per group]
+// views: tap k of output step t reads padded step t + k; the weight is read
+// as [g, k, ci, co] (transposed once), so the output channels go innermost.
+// CHECK-DAG: #[[CX:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d3, d2, d4)>
+// CHECK-DAG: #[[CW:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3, d4, d5)>
+// CHECK-DAG: #[[CO:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
 // CHECK-DAG: #[[ID4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 // CHECK-DAG: #[[KEYMASK:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
 // CHECK-DAG: #[[TOKEN:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -72,7 +73,12 @@ func.func @project_bf16(%x: tensor<2x3x8xbf16>, %w: tensor<4x8xbf16>) -> tensor<
 // CHECK: %[[PADDED:.+]] = tensor.insert_slice %[[U]] into %[[ZEROS]][0, 2, 0]
 // CHECK: %[[OEMPTY:.+]] = tensor.empty(%{{.+}}, %[[SEQ]]) : tensor<?x?x8xf32>
 // CHECK: %[[INIT:.+]] = linalg.generic {{.+}} ins(%[[B]] : tensor<8xf32>) outs(%[[OEMPTY]]
-// CHECK: linalg.generic {indexing_maps = [#[[CX]], #[[CW]], #[[CO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[PADDED]], %[[W]] : tensor<?x?x8xf32>, tensor<8x4x3xf32>) outs(%[[INIT]]
+// CHECK: %[[WG:.+]] = tensor.expand_shape %[[W]] {{\[}}[0, 1], [2], [3]] output_shape [2, 4, 4, 3] : tensor<8x4x3xf32> into tensor<2x4x4x3xf32>
+// CHECK: %[[WT:.+]] = linalg.transpose ins(%[[WG]] : tensor<2x4x4x3xf32>) outs(%{{.+}} : tensor<2x3x4x4xf32>) permutation = [0, 3, 2, 1]
+// CHECK: %[[XG:.+]] = tensor.expand_shape %[[PADDED]] {{\[}}[0], [1], [2, 3]]
+// CHECK: %[[IG:.+]] = tensor.expand_shape %[[INIT]] {{\[}}[0], [1], [2, 3]]
+// CHECK: %[[OG:.+]] = linalg.generic {indexing_maps = [#[[CX]], #[[CW]], #[[CO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[XG]], %[[WT]] : tensor<?x?x2x4xf32>, tensor<2x3x4x4xf32>) outs(%[[IG]]
+// CHECK: tensor.collapse_shape %[[OG]] {{\[}}[0], [1], [2, 3]] : tensor<?x?x2x4xf32> into tensor<?x?x8xf32>
 func.func @causal_conv1d(%u: tensor<?x?x8xf32>, %w: tensor<8x4x3xf32>, %b: tensor<8xf32>) -> tensor<?x?x8xf32> {
   %y = attn.causal_conv1d %u, %w, %b {groups = 2 : i64, padding = 2 : i64} : (tensor<?x?x8xf32>, tensor<8x4x3xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
   return %y : tensor<?x?x8xf32>
