@@ -279,8 +279,9 @@ def grad(module, entry=None, wrt=None, residuals=False):
     residuals: False (the gradient function recomputes the forward), or
         True: instead of `_vjp`, the module gets
         `{entry}_fwd(arguments...) -> (results..., residuals...)`, the
-        forward that also returns the output of every attention (one
-        residual per attention, in layer order), and
+        forward that also returns, for every attention in layer order, its
+        query, key and value (each once; not an argument), its output and
+        the log-sum-exp of its rows ([B, S, Hq] f32), and
         `{entry}_bwd(arguments..., residuals..., cotangents...) ->
         (gradients...)`, which reads them instead of recomputing the
         attention.

@@ -34,10 +34,11 @@ kernels yet).
 
 A layer also has a training forward (CompiledLayer.training_layer(), the op
 `attnfuse::<name>_fwd`, from attnfuse.grad(module, entry, residuals=True)):
-it returns the layer's results and the output of every attention (the
-residuals, [B, S, Hq, d] each: nothing S x T), saves the inputs and the
-residuals, and its backward `attnfuse::<name>_bwd` reads them instead of
-recomputing the attention. QKVAttention and CCAAttention call it whenever
+it returns the layer's results and, for every attention, its query, key,
+value, output ([B, S, H, d] each) and the log-sum-exp of its rows
+([B, S, Hq] f32) — the residuals, nothing S x T; it saves the inputs and
+the residuals, and its backward `attnfuse::<name>_bwd` reads them instead
+of recomputing the attention. QKVAttention and CCAAttention call it whenever
 autograd records (CompiledLayer.call_for_training), the layer's own op
 otherwise (inference keeps nothing).
 
@@ -427,7 +428,8 @@ class CompiledLayer:
         """The training forward of this layer: the CompiledLayer of
         `<entry>_fwd` of attnfuse.grad(module, entry, residuals=True) (the
         op `<qualname>_fwd`), whose results are this layer's followed by
-        the output of every attention (the residuals), and whose backward
+        every attention's query, key, value, output and row log-sum-exp
+        (the residuals), and whose backward
         is the op `<qualname>_bwd` (`<entry>_bwd`: the arguments, the
         residuals and the cotangents in; the gradient of every
         floating-point argument out), which reads the residuals instead of

@@ -216,22 +216,29 @@ def test_training_forward_keeps_the_attention_output(cca_layer):
     assert training.argument_names == cca_layer.argument_names
     backward = training._training_backward
     assert backward.qualname == cca_layer.qualname + "_bwd"
-    assert backward.argument_names == (cca_layer.argument_names
-                                       + ["residual0", "d_out"])
-    # [B, S, Hq, d]: the attention output.
-    assert training.results == cca_layer.results + [("f32",
-                                                      (None, None, H, D))]
+    assert backward.argument_names == (
+        cca_layer.argument_names
+        + [f"residual{i}" for i in range(5)] + ["d_out"])
+    # The attention's query [B, S, Hq, d], key and value [B, S, Hk, d],
+    # output [B, S, Hq, d] and its rows' log-sum-exp [B, S, Hq] (f32).
+    assert training.results == cca_layer.results + [
+        ("f32", (None, None, H, D)), ("f32", (None, None, 2, D)),
+        ("f32", (None, None, 2, D)), ("f32", (None, None, H, D)),
+        ("f32", (None, None, H))]
     for arguments in (cca_arguments(), cca_arguments(seq=7, seed=3)):
         results = torch.library.opcheck(training.op, tuple(arguments),
                                         test_utils=OPCHECKS)
         assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
     arguments = cca_arguments()
-    y, residual = training(*arguments)
-    assert tuple(residual.shape) == (2, 5, H, D)
+    y, *residuals = training(*arguments)
+    assert [tuple(r.shape) for r in residuals] == [
+        (2, 5, H, D), (2, 5, 2, D), (2, 5, 2, D), (2, 5, H, D), (2, 5, H)]
+    assert residuals[-1].dtype == torch.float32
     assert torch.equal(y, cca_layer(*arguments))
     results = torch.library.opcheck(
         backward.op, tuple(t.detach() for t in arguments)
-        + (residual.detach(), torch.randn(2, 5, CE)), test_utils=OPCHECKS)
+        + tuple(r.detach() for r in residuals) + (torch.randn(2, 5, CE),),
+        test_utils=OPCHECKS)
     assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
     # call_for_training goes through it and gives the op's gradients.
     cotangent = torch.randn(2, 5, CE, generator=torch.Generator()
@@ -251,16 +258,25 @@ def test_training_forward_keeps_the_attention_output(cca_layer):
 def test_training_backward_checks_residuals_and_cotangents(cca_layer):
     backward = cca_layer.training_layer()._training_backward
     arguments = cca_arguments(requires_grad=False)
-    residual = torch.randn(2, 5, H, D)
+    residuals = [torch.randn(2, 5, H, D), torch.randn(2, 5, 2, D),
+                 torch.randn(2, 5, 2, D), torch.randn(2, 5, H, D),
+                 torch.randn(2, 5, H)]
     with pytest.raises(ValueError, match=r"argument #12 \('residual0'\) of "
                        r"'model_bwd' is residual #0 of 'model_fwd' \(its "
                        r"result #1\), which has shape \[2, 5, 4, 8\] for "
                        r"these arguments: got \[2, 6, 4, 8\]"):
-        backward(*arguments, torch.randn(2, 6, H, D), torch.randn(2, 5, CE))
-    with pytest.raises(ValueError, match=r"argument #13 \('d_out'\) of "
+        backward(*arguments, torch.randn(2, 6, H, D), *residuals[1:],
+                 torch.randn(2, 5, CE))
+    with pytest.raises(ValueError, match=r"argument #16 \('residual4'\) of "
+                       r"'model_bwd' is residual #4 of 'model_fwd' \(its "
+                       r"result #5\), which has shape \[2, 5, 4\] for "
+                       r"these arguments: got \[2, 6, 4\]"):
+        backward(*arguments, *residuals[:4], torch.randn(2, 6, H),
+                 torch.randn(2, 5, CE))
+    with pytest.raises(ValueError, match=r"argument #17 \('d_out'\) of "
                        r"'model_bwd' is the cotangent of result #0 of "
                        r"'model', which has shape \[2, 5, 48\]"):
-        backward(*arguments, residual, torch.randn(2, 4, CE))
+        backward(*arguments, *residuals, torch.randn(2, 4, CE))
     # Double backward through the training forward is refused too.
     arguments = cca_arguments()
     y = cca_layer.call_for_training(*arguments)

@@ -71,8 +71,9 @@ public:
                               : 1.0 / std::sqrt(static_cast<double>(headDim));
   }
 
-  /// The tile's output, written into the op's init.
-  Value build();
+  /// The tile's output, written into the op's init, and with an lse init
+  /// the log-sum-exp of its rows.
+  SmallVector<Value> build();
 
 private:
   /// `[G, d, block_q]` compute-type tile of the group's query heads
@@ -91,6 +92,9 @@ private:
   SmallVector<Value> update(Value scoreTile, Value valueTile, ValueRange state);
   /// The output rows acc / l, written into the op's init.
   Value store(Value acc, Value sum);
+  /// The log-sum-exp m + log l of the rows, written into the lse init
+  /// ([1, rows, G]).
+  Value storeLogSumExp(Value max, Value sum);
 
   FlashAttentionOp op;
   KernelBuilder kb;
@@ -104,7 +108,7 @@ private:
   Value rows, keys, rowOffset, firstQuery, bias, keyMask;
 };
 
-Value FlashAttentionTile::build() {
+SmallVector<Value> FlashAttentionTile::build() {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   rows = kb.dim(op.getQuery(), 1);
@@ -202,7 +206,10 @@ Value FlashAttentionTile::build() {
       [&](OpBuilder &, Location) {
         scf::YieldOp::create(b, loc, keyLoop.getResults());
       });
-  return store(tail.getResult(2), tail.getResult(1));
+  SmallVector<Value> results = {store(tail.getResult(2), tail.getResult(1))};
+  if (op.getLseInit())
+    results.push_back(storeLogSumExp(tail.getResult(0), tail.getResult(1)));
+  return results;
 }
 
 Value FlashAttentionTile::loadQueryTile() {
@@ -462,6 +469,31 @@ Value FlashAttentionTile::store(Value acc, Value sum) {
         Value normalized = arith::DivFOp::create(nb, l, args[0], args[1]);
         return kb.toElement(
             nb, arith::SelectOp::create(nb, l, empty, fzero, normalized));
+      });
+}
+
+Value FlashAttentionTile::storeLogSumExp(Value max, Value sum) {
+  OpBuilder &b = kb.builder;
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  auto firstRows = [&](Value tile) {
+    return tensor::ExtractSliceOp::create(
+        b, kb.loc, tile, SmallVector<OpFoldResult>{zero, zero},
+        SmallVector<OpFoldResult>{b.getIndexAttr(group), rows},
+        SmallVector<OpFoldResult>{one, one});
+  };
+  // The scores were scaled (and biased) before m and l: lse = m + log l,
+  // -inf for a row that saw no key (m = -inf, l = 0).
+  return kb.generic(
+      {firstRows(max), firstRows(sum)}, op.getLseInit(),
+      {kb.map(3, {2, 1}), kb.map(3, {2, 1}), kb.map(3, {0, 1, 2})},
+      {kPar, kPar, kPar},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value lse = arith::AddFOp::create(nb, l, args[0],
+                                          math::LogOp::create(nb, l, args[1]));
+        auto lseType = cast<FloatType>(args[2].getType());
+        if (lseType != lse.getType())
+          lse = arith::TruncFOp::create(nb, l, lseType, lse);
+        return lse;
       });
 }
 

@@ -96,6 +96,8 @@ private:
   QueryTile loadQueryTile(Value query0);
   /// L of the query tile over its visible key tiles.
   Value logSumExp(const QueryTile &tile, Value query0);
+  /// L of the query tile from the op's `lse` operand.
+  Value loadLogSumExp(Value query0);
   /// Phase 2: dk and dv, and the dQ / scale query tiles
   /// `[S / block_q, G, block_q, d]`.
   SmallVector<Value> keyPhase(ValueRange queryBlocks);
@@ -158,6 +160,9 @@ private:
   // the padded query-side operands and key mask, the key and value tiles.
   Value rows, keys, numQueryBlocks, numKeyBlocks, queryOffset;
   Value query, output, outputGrad, keyMask, keyBlocks, valueBlocks;
+  // The forward's log-sum-exp [1, rows, G] padded to whole query tiles, or
+  // null (L is computed).
+  Value logSumExps;
 };
 
 SmallVector<Value> FlashAttentionGradTile::build() {
@@ -169,6 +174,8 @@ SmallVector<Value> FlashAttentionGradTile::build() {
   Value paddedRows = kb.mul(numQueryBlocks, blockQ);
   query = kb.padDimTo(op.getQuery(), 1, paddedRows);
   output = kb.padDimTo(op.getOutput(), 1, paddedRows);
+  if (Value lse = op.getLse())
+    logSumExps = kb.padDimTo(lse, 1, paddedRows);
   outputGrad = kb.padDimTo(op.getOutputGrad(), 1, paddedRows);
   // Padded keys read a zero mask: masked like the keys past the end.
   if (Value mask = op.getKeyMask())
@@ -218,7 +225,8 @@ SmallVector<Value> FlashAttentionGradTile::queryPhase() {
       [&](OpBuilder &, Location, Value block, ValueRange state) {
         Value query0 = kb.mul(block, blockQ);
         QueryTile tile = loadQueryTile(query0);
-        tile.logSumExp = logSumExp(tile, query0);
+        tile.logSumExp =
+            logSumExps ? loadLogSumExp(query0) : logSumExp(tile, query0);
         // Named: a braced list in the range of a for loop dies before the
         // loop body runs (C++17).
         SmallVector<Value> blocks = {tile.queryT, tile.query,  tile.gradT,
@@ -308,6 +316,17 @@ Value FlashAttentionGradTile::keyTile(Value blocks, Value block, int64_t dim) {
   OpFoldResult zero = kb.builder.getIndexAttr(0);
   return kb.slice(blocks, {block, zero, zero}, {1, blockKV, dim},
                   {blockKV, dim});
+}
+
+Value FlashAttentionGradTile::loadLogSumExp(Value query0) {
+  OpFoldResult zero = kb.builder.getIndexAttr(0);
+  Value rowsOfTile = kb.slice(logSumExps, {zero, query0, zero},
+                              {1, blockQ, group}, {blockQ, group});
+  // [block_q, G] -> [G, block_q] in the compute type. A row without a
+  // visible key has L = -inf there: its scores are all masked, so P = 0
+  // whatever L is. Padded rows are masked too.
+  return kb.convert(rowsOfTile, {group, blockQ}, kb.computeType,
+                    kb.map(2, {1, 0}));
 }
 
 Value FlashAttentionGradTile::logSumExp(const QueryTile &tile, Value query0) {

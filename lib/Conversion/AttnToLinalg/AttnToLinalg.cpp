@@ -760,7 +760,7 @@ AttentionProbabilities attnfuse::linalg_builders::buildAttentionProbabilities(
                 arith::AddFOp::create(b, l, args[0], args[1]).getResult());
           })
           .getResult(0);
-  return {probs, rowSum};
+  return {probs, rowSum, rowMax};
 }
 
 namespace {
@@ -787,7 +787,7 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
     // 1.-5. Masked logits, row maxima, exp(logit - max), row sums.
     AttentionScores scores = attentionScores(op, adaptor, headDim);
     scores.positions = adaptor.getPositions();
-    auto [probs, rowSum] =
+    auto [probs, rowSum, rowMax] =
         buildAttentionProbabilities(rewriter, loc, scores);
 
     OpFoldResult batch = dimOf(rewriter, loc, query, 0);
@@ -834,7 +834,30 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
                            b, l, convertFloat(b, l, o, elementType));
                      })
             .getResult(0);
-    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+    SmallVector<Value> results = {
+        castTo(rewriter, loc, result, op.getResult().getType())};
+    // lse[b, i, h] = max + log(sum): -inf for a fully masked row (both are).
+    if (Value lse = op.getLse()) {
+      auto lseType = cast<RankedTensorType>(lse.getType());
+      Value rows =
+          buildGeneric(
+              rewriter, loc, ValueRange{rowMax, rowSum},
+              emptyTensor(rewriter, loc, {batch, queries, heads},
+                          lseType.getElementType()),
+              {projection(ctx, 3, {d0, d2, d1}),
+               projection(ctx, 3, {d0, d2, d1}),
+               rewriter.getMultiDimIdentityMap(3)},
+              {kPar, kPar, kPar},
+              [&](OpBuilder &b, Location l, ValueRange args) {
+                Value value = arith::AddFOp::create(
+                    b, l, args[0], math::LogOp::create(b, l, args[1]));
+                linalg::YieldOp::create(
+                    b, l, convertFloat(b, l, value, lseType.getElementType()));
+              })
+              .getResult(0);
+      results.push_back(castTo(rewriter, loc, rows, lseType));
+    }
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

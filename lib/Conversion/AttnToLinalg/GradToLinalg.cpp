@@ -617,7 +617,9 @@ struct SDPAGradLowering : OpConversionPattern<SDPAGradOp> {
     int64_t group = numHeads / numKvHeads;
 
     AttentionScores scores = attentionScores(op, adaptor, headDim);
-    auto [probs, rowSum] = buildAttentionProbabilities(rewriter, loc, scores);
+    AttentionProbabilities probabilities =
+        buildAttentionProbabilities(rewriter, loc, scores);
+    Value probs = probabilities.probs, rowSum = probabilities.rowSum;
 
     OpFoldResult batch = dimOf(rewriter, loc, query, 0);
     OpFoldResult queries = dimOf(rewriter, loc, query, 1);

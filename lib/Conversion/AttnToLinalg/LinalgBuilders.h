@@ -225,6 +225,9 @@ inline Value insertAt(OpBuilder &b, Location loc, Value source, Value dest,
 struct AttentionProbabilities {
   Value probs;
   Value rowSum;
+  /// The row maxima of the masked logits, [B, Hq, S] (-inf for a fully
+  /// masked row).
+  Value rowMax;
 };
 
 /// The operands and attributes that define an attention's scores and masks

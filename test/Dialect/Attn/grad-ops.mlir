@@ -122,3 +122,21 @@ func.func @fused_weight_grad(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>,
       -> tensor<32x64xf32>
   return %dw : tensor<32x64xf32>
 }
+
+// CHECK-LABEL: func.func @grads_with_lse
+// CHECK: attn.sdpa_grad %arg0, %arg1, %arg1, %arg0, %arg0 lse(%arg2) {causal} : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4xf32>)
+// CHECK: attn.flash_attention_grad %arg0, %arg1, %arg1, %arg0, %arg0 lse(%arg2) outs(%arg0, %arg1, %arg1) {block_kv = 8 : i64, block_q = 8 : i64, causal}
+func.func @grads_with_lse(%q: tensor<?x?x4x8xbf16>, %k: tensor<?x?x2x8xbf16>,
+                          %lse: tensor<?x?x4xf32>) {
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %k, %q, %q lse(%lse) {causal}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4xf32>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+  %fq, %fk, %fv = attn.flash_attention_grad %q, %k, %k, %q, %q lse(%lse)
+      outs(%q, %k, %k) {causal, block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4xf32>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>)
+  return
+}

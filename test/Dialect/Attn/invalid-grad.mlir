@@ -447,3 +447,35 @@ func.func @fused_weight_grad_block(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>, 
   %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 0 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
   return
 }
+
+// -----
+
+func.func @sdpa_grad_lse_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %lse: tensor<2x5x2xf32>) {
+  // expected-error @+1 {{'lse' must have shape [batch, S, num_heads] = [2, 5, 4], got [2, 5, 2]}}
+  %0:3 = attn.sdpa_grad %q, %k, %k, %q, %q lse(%lse) : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x2xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @sdpa_grad_lse_rank(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %lse: tensor<2x5x4x1xf32>) {
+  // expected-error @+1 {{'lse' must be a rank-3 tensor [batch, S, num_heads], got rank 4}}
+  %0:3 = attn.sdpa_grad %q, %k, %k, %q, %q lse(%lse) : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x1xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @sdpa_grad_lse_element_type(%q: tensor<2x5x4x8xbf16>, %k: tensor<2x6x2x8xbf16>, %lse: tensor<2x5x4xbf16>) {
+  // expected-error @+1 {{operand #5 must be ranked tensor of 32-bit float values}}
+  %0:3 = attn.sdpa_grad %q, %k, %k, %q, %q lse(%lse) : (tensor<2x5x4x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x5x4x8xbf16>, tensor<2x5x4x8xbf16>, tensor<2x5x4xbf16>) -> (tensor<2x5x4x8xbf16>, tensor<2x6x2x8xbf16>, tensor<2x6x2x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_lse_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %lse: tensor<2x6x4xf32>) {
+  // expected-error @+1 {{'lse' must have shape [batch, S, num_heads] = [2, 5, 4], got [2, 6, 4]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q lse(%lse) outs(%q, %k, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x4xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}

@@ -3482,7 +3482,7 @@ func.func @flash_attention_init_type(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2
 
 func.func @flash_attention_query_rows_offset_only(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x8xf32>, %offset: index) {
   // expected-error @+1 {{'query_rows' takes an offset and a count}}
-  %0 = "attn.flash_attention"(%q, %k, %offset, %init) <{block_q = 64 : i64, block_kv = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1, 0, 1>}> : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, index, tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32>
+  %0 = "attn.flash_attention"(%q, %k, %offset, %init) <{block_q = 64 : i64, block_kv = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1, 0, 1, 0>}> : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, index, tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32>
   return
 }
 
@@ -3491,5 +3491,45 @@ func.func @flash_attention_query_rows_offset_only(%q: tensor<2x16x4x8xf32>, %k: 
 func.func @fused_projection_init_type(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>, %init: tensor<2x8x4x4xf16>) {
   // expected-error @+1 {{'init' must have the result type 'tensor<2x8x4x4xf32>', got 'tensor<2x8x4x4xf16>'}}
   %0 = attn.fused_projection %x, %w outs(%init) {head_dim = 4 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<2x8x4x4xf16>) -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_lse_shape(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>) {
+  // expected-error @+1 {{'lse' must have shape [batch, S, num_heads] = [2, 8, 4], got [2, 4, 8]}}
+  %o, %lse = attn.sdpa %q, %k, %k : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @sdpa_lse_element_type(%q: tensor<2x8x4x4xbf16>, %k: tensor<2x8x2x4xbf16>) {
+  // expected-error @+1 {{result #1 must be ranked tensor of 32-bit float values}}
+  %o, %lse = attn.sdpa %q, %k, %k : (tensor<2x8x4x4xbf16>, tensor<2x8x2x4xbf16>, tensor<2x8x2x4xbf16>) -> (tensor<2x8x4x4xbf16>, tensor<2x8x4xbf16>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_lse_without_init(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x8xf32>) {
+  // expected-error @+1 {{has an 'lse' result exactly when it has an 'lse_init'}}
+  %0:2 = "attn.flash_attention"(%q, %k, %init) <{block_q = 64 : i64, block_kv = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 1, 0>}> : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_lse_init_type(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x8xf32>, %lse_init: tensor<2x?x4xf32>) {
+  // expected-error @+1 {{'lse_init' must have the type 'tensor<2x16x4xf32>' of result 'lse', got 'tensor<2x?x4xf32>'}}
+  %0:2 = attn.flash_attention %q, %k outs(%init, %lse_init) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x4x8xf32>, tensor<2x?x4xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_lse_init_shape(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %init: tensor<2x16x4x8xf32>, %lse_init: tensor<2x16x2xf32>) {
+  // expected-error @+1 {{'lse_init' must have shape [batch, S, num_heads] = [2, 16, 4], got [2, 16, 2]}}
+  %0:2 = attn.flash_attention %q, %k outs(%init, %lse_init) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x2xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x2xf32>)
   return
 }

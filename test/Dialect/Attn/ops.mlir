@@ -480,6 +480,32 @@ func.func @sdpa_plain(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>,
   return %o : tensor<2x8x4x4xf32>
 }
 
+// With the log-sum-exp of the rows ([B, S, Hq] f32 for bf16 operands).
+// CHECK-LABEL: func.func @sdpa_lse
+// CHECK: %{{.*}}, %{{.*}} = attn.sdpa %arg0, %arg1, %arg2 {causal} : (tensor<2x8x4x4xbf16>, tensor<2x8x2x4xbf16>, tensor<2x8x2x4xbf16>) -> (tensor<2x8x4x4xbf16>, tensor<2x8x4xf32>)
+func.func @sdpa_lse(%q: tensor<2x8x4x4xbf16>, %k: tensor<2x8x2x4xbf16>,
+                    %v: tensor<2x8x2x4xbf16>)
+    -> (tensor<2x8x4x4xbf16>, tensor<2x8x4xf32>) {
+  %o, %lse = attn.sdpa %q, %k, %v {causal}
+      : (tensor<2x8x4x4xbf16>, tensor<2x8x2x4xbf16>, tensor<2x8x2x4xbf16>)
+      -> (tensor<2x8x4x4xbf16>, tensor<2x8x4xf32>)
+  return %o, %lse : tensor<2x8x4x4xbf16>, tensor<2x8x4xf32>
+}
+
+// CHECK-LABEL: func.func @flash_attention_lse
+// CHECK: attn.flash_attention %arg0, %arg1 outs(%arg2, %arg3) {block_kv = 64 : i64, block_q = 64 : i64, causal} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4xf32>)
+func.func @flash_attention_lse(%q: tensor<?x?x4x8xf32>,
+                               %k: tensor<?x?x2x8xf32>,
+                               %init: tensor<?x?x4x8xf32>,
+                               %lse_init: tensor<?x?x4xf32>)
+    -> (tensor<?x?x4x8xf32>, tensor<?x?x4xf32>) {
+  %o, %lse = attn.flash_attention %q, %k outs(%init, %lse_init)
+      {causal, block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>,
+         tensor<?x?x4xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4xf32>)
+  return %o, %lse : tensor<?x?x4x8xf32>, tensor<?x?x4xf32>
+}
+
 // Decode-like: S = 1 query over T = 8 keys, value dim != head dim, causal,
 // window, scale, [num_heads, S, T] bias.
 // CHECK-LABEL: func.func @sdpa_bias_3d_causal_window_scale

@@ -34,13 +34,17 @@ using namespace attnfuse::attn::verify;
 
 /// Checks that every float operand and result has the element type of the
 /// first operand. Integer operands (positions) are typed by their ODS
-/// constraints and are not named in `operandNames`; they come last.
+/// constraints and are not named in `operandNames`; they come last. The
+/// values of `ownType` (a log-sum-exp, f32 by its ODS constraint) are not
+/// checked.
 static LogicalResult verifySameElementType(Operation *op,
-                                           ArrayRef<StringRef> operandNames) {
+                                           ArrayRef<StringRef> operandNames,
+                                           ArrayRef<Value> ownType = {}) {
   Type expected = getElementTypeOrSelf(op->getOperand(0).getType());
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Type actual = getElementTypeOrSelf(operand.getType());
-    if (actual == expected || isa<IntegerType, IndexType>(actual))
+    if (actual == expected || isa<IntegerType, IndexType>(actual) ||
+        llvm::is_contained(ownType, operand))
       continue;
     StringRef name = index < operandNames.size() ? operandNames[index]
                                                  : StringRef("operand");
@@ -50,7 +54,7 @@ static LogicalResult verifySameElementType(Operation *op,
   }
   for (Value result : op->getResults()) {
     Type actual = getElementTypeOrSelf(result.getType());
-    if (actual != expected)
+    if (actual != expected && !llvm::is_contained(ownType, result))
       return op->emitOpError() << "result has element type " << actual
                                << ", expected " << expected;
   }
@@ -642,6 +646,17 @@ template <typename AttentionOp> static Value getLogitBias(AttentionOp op) {
 }
 static Value getLogitBias(FlashAttentionGradOp) { return {}; }
 
+/// The log-sum-exp operands and results of an attention op (f32 whatever
+/// the element type), null where absent.
+static SmallVector<Value> getLogSumExps(SDPAOp op) { return {op.getLse()}; }
+static SmallVector<Value> getLogSumExps(FlashAttentionOp op) {
+  return {op.getLseInit(), op.getLse()};
+}
+static SmallVector<Value> getLogSumExps(SDPAGradOp op) { return {op.getLse()}; }
+static SmallVector<Value> getLogSumExps(FlashAttentionGradOp op) {
+  return {op.getLse()};
+}
+
 /// The checks the attention ops (attn.sdpa, attn.flash_attention and their
 /// gradients) share. `value` is the tensor read for `P V` (the key itself
 /// for K=V).
@@ -677,12 +692,27 @@ static LogicalResult verifyAttention(AttentionOp op, Value value,
       failed(verifyTokenMask(operation, "key_mask", op.getKeyMask(), batch,
                              keys, "T")))
     return failure();
+  // The log-sum-exp of each query row: [batch, S, num_heads].
+  SmallVector<Value> logSumExps = getLogSumExps(op);
+  for (Value lse : logSumExps) {
+    if (!lse)
+      continue;
+    StringRef name = isa<FlashAttentionOp>(operation) && !isa<OpResult>(lse)
+                         ? "lse_init"
+                         : "lse";
+    if (failed(verifyRank(operation, name, lse, 3, "[batch, S, num_heads]")) ||
+        failed(verifyShape(operation, name, lse,
+                           {{batch, "batch"},
+                            {queries, "S"},
+                            {numHeads, "num_heads"}})))
+      return failure();
+  }
   SmallVector<StringRef> names = {"query", "key"};
   if (value != key)
     names.push_back("value");
   if (getLogitBias(op))
     names.push_back("bias");
-  return verifySameElementType(operation, names);
+  return verifySameElementType(operation, names, logSumExps);
 }
 
 LogicalResult MaskTokensOp::verify() {
@@ -840,7 +870,7 @@ LogicalResult SDPAGradOp::verify() {
                                   "output_grad"};
   if (getBias())
     names.push_back("bias");
-  if (failed(verifySameElementType(op, names)) ||
+  if (failed(verifySameElementType(op, names, {getLse()})) ||
       failed(verifyAttention(*this, getValue(), getOutput(), "output")) ||
       failed(verifyShape(op, "output_grad", getOutputGrad(),
                          {{dimOf(getOutput(), 0), "batch"},
@@ -983,6 +1013,13 @@ LogicalResult FlashAttentionOp::verify() {
     return emitOpError() << "'init' must have the result type "
                          << getResult().getType() << ", got "
                          << getInit().getType();
+  if (static_cast<bool>(getLseInit()) != static_cast<bool>(getLse()))
+    return emitOpError() << "has an 'lse' result exactly when it has an "
+                            "'lse_init'";
+  if (getLse() && getLseInit().getType() != getLse().getType())
+    return emitOpError() << "'lse_init' must have the type "
+                         << getLse().getType() << " of result 'lse', got "
+                         << getLseInit().getType();
   if (static_cast<bool>(getQueryRowOffset()) !=
       static_cast<bool>(getQueryRowCount()))
     return emitOpError() << "'query_rows' takes an offset and a count";
@@ -1006,8 +1043,10 @@ LogicalResult FlashAttentionGradOp::verify() {
                                   "output_grad"};
   if (getKeyMask())
     names.push_back("key_mask");
+  if (getLse())
+    names.push_back("lse");
   names.append({"outs #0", "outs #1", "outs #2"});
-  if (failed(verifySameElementType(op, names)) ||
+  if (failed(verifySameElementType(op, names, {getLse()})) ||
       failed(verifyAttention(*this, getValue(), getOutput(), "output")) ||
       failed(verifyShape(op, "output_grad", getOutputGrad(),
                          {{dimOf(getOutput(), 0), "batch"},
@@ -1177,6 +1216,25 @@ static void perHeadSlice(OpBuilder &builder, Location loc, Value tensor,
                      tensor::getMixedSize(builder, loc, tensor, 3)});
 }
 
+/// Offsets and sizes of the `[batch, seq, heads]` slice of a log-sum-exp
+/// tensor that (batch, heads, rows) tile covers, `headsPerTile` heads per kv
+/// head.
+static void perHeadRowSlice(OpBuilder &builder, Location loc,
+                            ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<OpFoldResult> sizes,
+                            OpFoldResult rowOffset, OpFoldResult rowCount,
+                            int64_t headsPerTile,
+                            SmallVectorImpl<OpFoldResult> &sliceOffsets,
+                            SmallVectorImpl<OpFoldResult> &sliceSizes) {
+  AffineExpr d0 = builder.getAffineDimExpr(0);
+  sliceOffsets.assign({offsets[0], rowOffset,
+                       affine::makeComposedFoldedAffineApply(
+                           builder, loc, d0 * headsPerTile, {offsets[1]})});
+  sliceSizes.assign({sizes[0], rowCount,
+                     affine::makeComposedFoldedAffineApply(
+                         builder, loc, d0 * headsPerTile, {sizes[1]})});
+}
+
 FailureOr<TilingResult>
 FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
                                          ArrayRef<OpFoldResult> offsets,
@@ -1198,6 +1256,12 @@ FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
   Value key = headSlice(getKey(), zero, keys, 1);
   Value value = getValue() ? headSlice(getValue(), zero, keys, 1) : Value();
   Value init = headSlice(getInit(), offsets[2], sizes[2], group);
+  Value lseInit;
+  if (getLseInit()) {
+    perHeadRowSlice(builder, loc, offsets, sizes, offsets[2], sizes[2], group,
+                    sliceOffsets, sliceSizes);
+    lseInit = slices.extract(getLseInit(), sliceOffsets, sliceSizes);
+  }
   Value bias;
   if (Value fullBias = getBias()) {
     if (cast<RankedTensorType>(fullBias.getType()).getRank() == 3) {
@@ -1226,10 +1290,13 @@ FlashAttentionOp::getTiledImplementation(OpBuilder &builder,
     rowCount = tensor::DimOp::create(builder, loc, getQuery(), 1);
 
   auto tiled = FlashAttentionOp::create(
-      builder, loc, init.getType(), query, key, value, bias, keyMask, rowOffset,
-      rowCount, init, getCausalAttr(), getWindowAttr(), getScaleAttr(),
-      getQueryRopeAttr(), getKeyRopeAttr(), getBlockQAttr(), getBlockKvAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, slices.ops};
+      builder, loc, init.getType(),
+      lseInit ? lseInit.getType() : Type(), query, key, value, bias, keyMask,
+      rowOffset, rowCount, init, lseInit, getCausalAttr(), getWindowAttr(),
+      getScaleAttr(), getQueryRopeAttr(), getKeyRopeAttr(), getBlockQAttr(),
+      getBlockKvAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
 }
 
 LogicalResult FlashAttentionOp::getResultTilePosition(
@@ -1237,8 +1304,12 @@ LogicalResult FlashAttentionOp::getResultTilePosition(
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
   int64_t group = dimOf(getQuery(), 2) / dimOf(getKey(), 2);
-  perHeadSlice(builder, getLoc(), getInit(), offsets, sizes, offsets[2],
-               sizes[2], group, resultOffsets, resultSizes);
+  if (resultNumber == 1)
+    perHeadRowSlice(builder, getLoc(), offsets, sizes, offsets[2], sizes[2],
+                    group, resultOffsets, resultSizes);
+  else
+    perHeadSlice(builder, getLoc(), getInit(), offsets, sizes, offsets[2],
+                 sizes[2], group, resultOffsets, resultSizes);
   return success();
 }
 
@@ -1298,10 +1369,18 @@ FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
     keyMask = slices.extract(
         fullMask, {offsets[0], builder.getIndexAttr(0)},
         {sizes[0], tensor::getMixedSize(builder, loc, fullMask, 1)});
+  Value lse;
+  if (Value fullLse = getLse()) {
+    perHeadRowSlice(builder, loc, offsets, sizes, builder.getIndexAttr(0),
+                    tensor::getMixedSize(builder, loc, fullLse, 1),
+                    gradHeadsPerTile(*this, getQuery()), sliceOffsets,
+                    sliceSizes);
+    lse = slices.extract(fullLse, sliceOffsets, sliceSizes);
+  }
 
   auto tiled = FlashAttentionGradOp::create(
       builder, loc, ValueRange(inits).getTypes(), operands[0], operands[1],
-      operands[2], operands[3], operands[4], keyMask, inits[0], inits[1],
+      operands[2], operands[3], operands[4], keyMask, lse, inits[0], inits[1],
       inits[2], getCausalAttr(), getWindowAttr(), getScaleAttr(),
       getBlockQAttr(), getBlockKvAttr());
   return TilingResult{

@@ -101,9 +101,11 @@ public:
         {queryType.getDimSize(0), queryType.getDimSize(1),
          queryType.getDimSize(2), valueType.getDimSize(3)},
         queryType.getElementType());
-    return SDPAOp::create(
-        rewriter, loc, resultType, query, key, value, bias, positions, keyMask,
-        causal ? rewriter.getUnitAttr() : UnitAttr(), window, scale);
+    return SDPAOp::create(rewriter, loc, resultType, /*lse=*/Type(), query,
+                          key, value, bias, positions, keyMask,
+                          causal ? rewriter.getUnitAttr() : UnitAttr(), window,
+                          scale)
+        .getResult();
   }
 
   /// The layer result may be less (or more) static than the input it is

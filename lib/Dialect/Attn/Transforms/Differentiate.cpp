@@ -19,6 +19,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace attnfuse::attn {
@@ -236,8 +237,8 @@ LogicalResult GradientBuilder::backprop(Operation *op) {
         auto grad = SDPAGradOp::create(
             b, loc, types, sdpa.getQuery(), sdpa.getKey(), sdpa.getValue(),
             sdpa.getResult(), gradOf(sdpa.getResult()), sdpa.getBias(),
-            sdpa.getKeyMask(), sdpa.getCausalAttr(), sdpa.getWindowAttr(),
-            sdpa.getScaleAttr());
+            sdpa.getKeyMask(), sdpa.getLse(), sdpa.getCausalAttr(),
+            sdpa.getWindowAttr(), sdpa.getScaleAttr());
         accumulate(loc, sdpa.getQuery(), grad.getQueryGrad());
         accumulate(loc, sdpa.getKey(), grad.getKeyGrad());
         accumulate(loc, sdpa.getValue(), grad.getValueGrad());
@@ -465,13 +466,45 @@ struct AttnDifferentiatePass
 
     Block &block = vjp.getBody().front();
     auto ret = cast<func::ReturnOp>(block.getTerminator());
-    // The residuals: every attention's output, which @f_fwd returns.
-    SmallVector<Value> attentionOutputs;
+    // Every attention also returns the log-sum-exp of its rows, which its
+    // gradient reads (the fused backward then makes no pass over the keys
+    // to recompute it).
+    SmallVector<SDPAOp> attentions;
+    block.walk([&](SDPAOp sdpa) { attentions.push_back(sdpa); });
+    for (SDPAOp &sdpa : attentions) {
+      if (sdpa.getLse() || sdpa.getPositions())
+        continue;
+      auto queryType = cast<RankedTensorType>(sdpa.getQuery().getType());
+      auto lseType = RankedTensorType::get(
+          {queryType.getDimSize(0), queryType.getDimSize(1),
+           queryType.getDimSize(2)},
+          builder.getF32Type());
+      builder.setInsertionPoint(sdpa);
+      auto withLse = SDPAOp::create(
+          builder, sdpa.getLoc(), sdpa.getResult().getType(), lseType,
+          sdpa.getQuery(), sdpa.getKey(), sdpa.getValue(), sdpa.getBias(),
+          sdpa.getPositions(), sdpa.getKeyMask(), sdpa.getCausalAttr(),
+          sdpa.getWindowAttr(), sdpa.getScaleAttr());
+      sdpa.getResult().replaceAllUsesWith(withLse.getResult());
+      sdpa.erase();
+      sdpa = withLse;
+    }
+    // The residuals, which @f_fwd returns: every attention's query, key
+    // and value (those that are not arguments), output and log-sum-exp.
+    // The backward then reads the attention exactly as the forward computed
+    // it (recomputed operands may differ from the forward's fused kernels
+    // by rounding, which a log-sum-exp of the forward's scores would not
+    // normalize), and does not recompute what only feeds the attention.
+    llvm::SetVector<Value> attentionOutputs;
     if (residuals) {
-      block.walk([&](SDPAOp sdpa) {
-        attentionOutputs.push_back(sdpa.getResult());
-      });
-      addForward(module, func, forwardName, block, attentionOutputs);
+      for (SDPAOp sdpa : attentions) {
+        for (Value value : {sdpa.getQuery(), sdpa.getKey(), sdpa.getValue(),
+                            sdpa.getResult(), sdpa.getLse()})
+          if (value && !isa<BlockArgument>(value))
+            attentionOutputs.insert(value);
+      }
+      addForward(module, func, forwardName, block,
+                 attentionOutputs.getArrayRef());
     }
     builder.setInsertionPoint(ret);
     GradientBuilder grads(builder);
@@ -496,7 +529,8 @@ struct AttnDifferentiatePass
     // @f_bwd reads the residuals after the arguments, before the
     // cotangents.
     if (residuals) {
-      for (auto [index, output] : llvm::enumerate(attentionOutputs)) {
+      for (auto [index, output] :
+           llvm::enumerate(attentionOutputs.takeVector())) {
         BlockArgument residual = block.insertArgument(
             numArgs + index, output.getType(), output.getLoc());
         output.replaceAllUsesWith(residual);

@@ -212,6 +212,16 @@ FailureOr<CCAChain> matchCCAChain(QKNormOp norm, bool decode) {
 
 /// Matches, from its attn.qk_norm, the chain attn-decompose makes of an
 /// attn.cca layer up to the attention, and replaces it with one
+/// Whether every user of `value` outside `ignored` comes after `point`.
+bool usersFollow(Value value, Operation *point,
+                 ArrayRef<Operation *> ignored = {}) {
+  DominanceInfo dominance;
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
+    return llvm::is_contained(ignored, user) ||
+           dominance.properlyDominates(point, user);
+  });
+}
+
 /// attn.cca_prologue that writes the rotated query and key and the value.
 struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
   FuseCCAPrologue(MLIRContext *context, TileSizes tiles)
@@ -239,10 +249,20 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
       key = keyRope.getResult();
     }
 
-    // The attention reading them, and its value.
-    auto sdpa = dyn_cast_if_present<SDPAOp>(getSingleUser(key));
-    if (!sdpa || sdpa.getKey() != key || sdpa.getQuery() != query ||
-        !query.hasOneUse() || !sdpa.getValue().hasOneUse())
+    // The attention reading them, and its value. Other readers (a gradient
+    // function's forward returns them for the backward) come after it and
+    // read the kernel's results.
+    SDPAOp sdpa;
+    for (Operation *user : key.getUsers())
+      if (auto attention = dyn_cast<SDPAOp>(user);
+          attention && attention.getKey() == key) {
+        if (sdpa && sdpa != attention)
+          return rewriter.notifyMatchFailure(norm, "two attentions read it");
+        sdpa = attention;
+      }
+    if (!sdpa || sdpa.getQuery() != query ||
+        !usersFollow(key, sdpa, {sdpa}) || !usersFollow(query, sdpa, {sdpa}) ||
+        !usersFollow(sdpa.getValue(), sdpa, {sdpa}))
       return rewriter.notifyMatchFailure(norm, "no attention reads the chain");
     Value valueFlat = getHeadSplitSource(sdpa.getValue());
     if (!valueFlat)
@@ -313,11 +333,10 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
         previousWeight ? rewriter.getUnitAttr() : UnitAttr(),
         norm.getTemperatureAttr(), norm.getEpsAttr(), norm.getNormAttr(), rope,
         rewriter.getI64IntegerAttr(tiles.blockS));
-    rewriter.modifyOpInPlace(sdpa, [&] {
-      sdpa.getQueryMutable().assign(prologue.getQuery());
-      sdpa.getKeyMutable().assign(prologue.getKey());
-      sdpa.getValueMutable().assign(prologue.getValue());
-    });
+    Value value = sdpa.getValue();
+    rewriter.replaceAllUsesWith(query, prologue.getQuery());
+    rewriter.replaceAllUsesWith(key, prologue.getKey());
+    rewriter.replaceAllUsesWith(value, prologue.getValue());
     return success();
   }
 
@@ -328,16 +347,6 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
 /// sequence, the shape the decode kernels serve.
 bool isOneTokenPerSequence(Value value) {
   return cast<RankedTensorType>(value.getType()).getDimSize(1) == 1;
-}
-
-/// Whether every user of `value` outside `ignored` comes after `point`.
-bool usersFollow(Value value, Operation *point,
-                 ArrayRef<Operation *> ignored = {}) {
-  DominanceInfo dominance;
-  return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    return llvm::is_contained(ignored, user) ||
-           dominance.properlyDominates(point, user);
-  });
 }
 
 /// The decode form of the CCA chain: attn-decompose's rewrite of an
@@ -546,14 +555,21 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
     // The result [B, S, Hq, dv] takes B, S and Hq from the query, dv from the
     // value.
     Value init = emptyResult(
-        rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
+        rewriter, op.getLoc(), cast<RankedTensorType>(op.getResult().getType()),
         [&](int64_t dim) { return dim < 3 ? op.getQuery() : value; });
+    // The log-sum-exp [B, S, Hq] takes its sizes from the query.
+    Value lseInit;
+    if (Value lse = op.getLse())
+      lseInit = emptyResult(rewriter, op.getLoc(),
+                            cast<RankedTensorType>(lse.getType()),
+                            [&](int64_t) { return op.getQuery(); });
     rewriter.replaceOpWithNewOp<FlashAttentionOp>(
-        op, op.getType(), query, key, keyIsValue ? Value() : value,
-        op.getBias(), op.getKeyMask(), /*query_row_offset=*/Value(),
-        /*query_row_count=*/Value(), init, op.getCausalAttr(),
-        op.getWindowAttr(), op.getScaleAttr(), queryRope, keyRope,
-        rewriter.getI64IntegerAttr(tiles.blockQ),
+        op, op.getResult().getType(),
+        lseInit ? lseInit.getType() : Type(), query, key,
+        keyIsValue ? Value() : value, op.getBias(), op.getKeyMask(),
+        /*query_row_offset=*/Value(), /*query_row_count=*/Value(), init,
+        lseInit, op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        queryRope, keyRope, rewriter.getI64IntegerAttr(tiles.blockQ),
         rewriter.getI64IntegerAttr(tiles.blockKV));
     return success();
   }
@@ -581,7 +597,7 @@ struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
     };
     rewriter.replaceOpWithNewOp<FlashAttentionGradOp>(
         op, op.getResultTypes(), op.getQuery(), op.getKey(), op.getValue(),
-        op.getOutput(), op.getOutputGrad(), op.getKeyMask(),
+        op.getOutput(), op.getOutputGrad(), op.getKeyMask(), op.getLse(),
         initFor(op.getQuery()), initFor(op.getKey()), initFor(op.getValue()),
         op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
         rewriter.getI64IntegerAttr(tiles.blockQ),
@@ -628,7 +644,7 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
   LogicalResult matchAndRewrite(SDPAOp op,
                                 PatternRewriter &rewriter) const override {
     Value positions = op.getPositions();
-    if (!positions || !op.getCausal() || op.getBias())
+    if (!positions || !op.getCausal() || op.getBias() || op.getLse())
       return rewriter.notifyMatchFailure(op, "not a decode step's attention");
     if (!isOneTokenPerSequence(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "not one token per sequence");
@@ -694,13 +710,13 @@ struct FuseFlashDecode : OpRewritePattern<SDPAOp> {
           }))
         return rewriter.notifyMatchFailure(op, "paged view read elsewhere");
 
-    SmallVector<Type> resultTypes = {op.getType(),
+    SmallVector<Type> resultTypes = {op.getResult().getType(),
                                      keys->update.getResult().getType()};
     if (values)
       resultTypes.push_back(values->update.getResult().getType());
-    Value init =
-        emptyResult(rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
-                    [&](int64_t) { return query; });
+    Value init = emptyResult(rewriter, op.getLoc(),
+                             cast<RankedTensorType>(op.getResult().getType()),
+                             [&](int64_t) { return query; });
     auto decode = FlashDecodeOp::create(
         rewriter, op.getLoc(), resultTypes, query, keys->update.getNewRows(),
         values ? values->update.getNewRows() : Value(), init,

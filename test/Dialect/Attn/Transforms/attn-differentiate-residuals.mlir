@@ -2,23 +2,29 @@
 // RUN: attnfuse-opt %s -split-input-file --attn-differentiate=residuals=true --attn-to-cpu | FileCheck %s --check-prefix=CPU
 // RUN: attnfuse-opt %s -split-input-file --attn-differentiate=residuals=true --attn-to-cpu=fused=false | FileCheck %s --check-prefix=CPU
 
-// With residuals, @f_fwd returns the attention output after the result and
-// @f_bwd reads it (after the arguments, before the cotangent) instead of
-// computing the attention: the backward has no attn.sdpa, and its
-// attn.sdpa_grad and the up-projection's gradient read the residual.
+// With residuals, @f_fwd returns, after the result, the attention's query,
+// key and value (those that are not arguments), its output and the
+// log-sum-exp of its rows; @f_bwd reads them (after the arguments, before
+// the cotangent): its attn.sdpa_grad reads only residuals, the
+// up-projection's gradient reads the output, and nothing recomputes the
+// attention or the projections and rotations that only feed it.
 // CHECK-LABEL: func.func @kv_rope(
 // CHECK: attn.qkv_attention <kv>
 // CHECK-LABEL: func.func @kv_rope_fwd(
-// CHECK-SAME: -> (tensor<2x5x16xf32>, tensor<2x5x4x4xf32>)
-// CHECK: %[[O:.*]] = attn.sdpa
+// CHECK-SAME: -> (tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>)
+// CHECK: %[[KV:.*]] = tensor.expand_shape {{.*}} into tensor<2x5x2x4xf32>
+// CHECK: %[[K:.*]] = attn.rope %[[KV]]
+// CHECK: %[[Q:.*]] = attn.rope
+// CHECK: %[[O:.*]], %[[LSE:.*]] = attn.sdpa %[[Q]], %[[K]], %[[KV]]
 // CHECK: %[[Y:.*]] = attn.project
-// CHECK: return %[[Y]], %[[O]] : tensor<2x5x16xf32>, tensor<2x5x4x4xf32>
+// CHECK: return %[[Y]], %[[Q]], %[[K]], %[[KV]], %[[O]], %[[LSE]] : tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>
 // CHECK-LABEL: func.func @kv_rope_bwd(
-// CHECK-SAME: %arg4: tensor<2x5x4x4xf32>, %arg5: tensor<2x5x16xf32>) -> (tensor<2x5x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>)
+// CHECK-SAME: %arg4: tensor<2x5x4x4xf32>, %arg5: tensor<2x5x2x4xf32>, %arg6: tensor<2x5x2x4xf32>, %arg7: tensor<2x5x4x4xf32>, %arg8: tensor<2x5x4xf32>, %arg9: tensor<2x5x16xf32>) -> (tensor<2x5x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>)
 // CHECK-NOT: attn.sdpa
-// CHECK: %[[OUT:.*]] = tensor.collapse_shape %arg4
-// CHECK: attn.project_grad %[[OUT]], %arg3, %arg5
-// CHECK: attn.sdpa_grad %{{.*}}, %{{.*}}, %{{.*}}, %arg4, %{{.*}} {causal}
+// CHECK-NOT: attn.rope %
+// CHECK: %[[OUT:.*]] = tensor.collapse_shape %arg7
+// CHECK: attn.project_grad %[[OUT]], %arg3, %arg9
+// CHECK: attn.sdpa_grad %arg4, %arg5, %arg6, %arg7, %{{.*}} lse(%arg8) {causal}
 // CHECK-NOT: attn.sdpa
 // CHECK: return
 // CHECK-NOT: func.func @kv_rope_vjp
@@ -37,13 +43,14 @@ func.func @kv_rope(%x: tensor<2x5x16xf32>, %wq: tensor<16x16xf32>,
 
 // -----
 
-// Two layers: one residual per attention, in the order of the layers.
+// Two layers (qkv: one tensor is the query, the key and the value): three
+// residuals per attention, in the order of the layers.
 // CHECK-LABEL: func.func @two_layers_fwd(
-// CHECK-SAME: -> (tensor<?x?x16xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x4xf32>)
+// CHECK-SAME: -> (tensor<?x?x16xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2xf32>, tensor<?x?x4x4xf32>, tensor<?x?x4x4xf32>, tensor<?x?x4xf32>)
 // CHECK-LABEL: func.func @two_layers_bwd(
-// CHECK-SAME: %arg3: tensor<?x?x2x8xf32>, %arg4: tensor<?x?x4x4xf32>, %arg5: tensor<?x?x16xf32>)
-// CHECK-DAG: attn.sdpa_grad {{.*}}, %arg3, %{{.*}} :
-// CHECK-DAG: attn.sdpa_grad {{.*}}, %arg4, %{{.*}} {causal} :
+// CHECK-SAME: %arg3: tensor<?x?x2x8xf32>, %arg4: tensor<?x?x2x8xf32>, %arg5: tensor<?x?x2xf32>, %arg6: tensor<?x?x4x4xf32>, %arg7: tensor<?x?x4x4xf32>, %arg8: tensor<?x?x4xf32>, %arg9: tensor<?x?x16xf32>)
+// CHECK-DAG: attn.sdpa_grad %arg3, %arg3, %arg3, %arg4, %{{.*}} lse(%arg5) :
+// CHECK-DAG: attn.sdpa_grad %arg6, %arg6, %arg6, %arg7, %{{.*}} lse(%arg8) {causal} :
 // CPU-LABEL: llvm.func @two_layers_bwd(
 func.func @two_layers(%x: tensor<?x?x16xf32>, %w1: tensor<16x16xf32>,
                       %w2: tensor<16x16xf32>) -> tensor<?x?x16xf32> {

@@ -16,9 +16,11 @@
 // CHECK-NOT: attn.qkv_attention
 // CHECK: %[[K:.*]] = tensor.expand_shape {{.*}} into tensor<2x5x2x4xf32>
 // CHECK: %[[KR:.*]] = attn.rope %[[K]]
-// CHECK: %[[O:.*]] = attn.sdpa %{{.*}}, %[[KR]], %[[K]] {causal}
+// The attention also returns the log-sum-exp of its rows, which its
+// gradient reads.
+// CHECK: %[[O:.*]], %[[LSE:.*]] = attn.sdpa %{{.*}}, %[[KR]], %[[K]] {causal} : {{.*}} -> (tensor<2x5x4x4xf32>, tensor<2x5x4xf32>)
 // CHECK: %[[DO:.*]], %[[DWO:.*]], %{{.*}} = attn.project_grad %{{.*}}, %[[WO]], %[[DY]]
-// CHECK: %[[DQR:.*]], %[[DKR:.*]], %[[DV:.*]] = attn.sdpa_grad %{{.*}}, %[[KR]], %[[K]], %[[O]], %{{.*}} {causal}
+// CHECK: %[[DQR:.*]], %[[DKR:.*]], %[[DV:.*]] = attn.sdpa_grad %{{.*}}, %[[KR]], %[[K]], %[[O]], %{{.*}} lse(%[[LSE]]) {causal}
 // CHECK: %[[DQ:.*]] = attn.rope_grad %[[DQR]]
 // CHECK: %[[DK:.*]] = attn.rope_grad %[[DKR]]
 // CHECK: %[[DSHARED:.*]] = arith.addf %[[DV]], %[[DK]] : tensor<2x5x2x4xf32>
@@ -49,7 +51,7 @@ func.func @kv_rope(%x: tensor<2x5x16xf32>, %wq: tensor<16x16xf32>,
 // gradient op; the mask (argument #1) takes no gradient.
 // CHECK-LABEL: func.func @cca_vjp(
 // CHECK-SAME: -> (tensor<?x?x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<12x1x2xf32>, tensor<12xf32>, tensor<12x4x2xf32>, tensor<12xf32>, tensor<1xf32>, tensor<16x8xf32>)
-// CHECK-DAG: attn.sdpa_grad {{.*}} key_mask(%arg1) {causal}
+// CHECK-DAG: attn.sdpa_grad {{.*}} key_mask(%arg1) lse(%{{.*}}) {causal}
 // CHECK-DAG: attn.value_shift_grad
 // CHECK-DAG: attn.qk_norm_grad
 // CHECK-DAG: attn.qk_mean_grad

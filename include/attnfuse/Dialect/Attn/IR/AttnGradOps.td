@@ -211,7 +211,10 @@ def Attn_SDPAGradOp : Attn_Op<"sdpa_grad",
     `dv_j = sum_i P_ij do_i`, the last two summed over the query heads of
     each KV head (GQA/MQA). With a `bias` operand the op has a fourth result,
     `dbias = dS` summed over the batch (and over the heads for an `[S, T]`
-    bias). Masks: `causal`, `window`, `key_mask` as `attn.sdpa`.
+    bias). Masks: `causal`, `window`, `key_mask` as `attn.sdpa`. With
+    `lse(%l)`, the log-sum-exp of the forward's rows (`[batch, S, Hq]` f32,
+    the second result of `attn.sdpa`), the fused backward reads the row
+    normalizers instead of recomputing them.
 
     ```mlir
     %dq, %dk, %dv = attn.sdpa_grad %q, %k, %v, %o, %do {causal}
@@ -227,6 +230,7 @@ def Attn_SDPAGradOp : Attn_Op<"sdpa_grad",
                        Attn_FloatTensor:$output_grad,
                        Optional<Attn_FloatTensor>:$bias,
                        Optional<Attn_MaskTensor>:$key_mask,
+                       Optional<RankedTensorOf<[F32]>>:$lse,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale);
@@ -237,6 +241,7 @@ def Attn_SDPAGradOp : Attn_Op<"sdpa_grad",
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $output_grad
     (`bias` `(` $bias^ `)`)? (`key_mask` `(` $key_mask^ `)`)?
+    (`lse` `(` $lse^ `)`)?
     attr-dict
     `:` functional-type(operands, results)
   }];

@@ -266,7 +266,11 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
       attention). Tiling produces it; without it the op is the whole
       attention (`offset = 0`, `count = S`).
 
-    The op is destination-style (`outs` is the result's initial value,
+    With a second init `[batch, S, Hq]` f32, the op also returns the
+    log-sum-exp of each query row's scores (`-inf` for a row without a
+    visible key): the second result of `attn.sdpa`, which the backward reads.
+
+    The op is destination-style (`outs` are the results' initial values,
     fully overwritten) and implements `TilingInterface` over
     `(batch, kv_heads, S)`, all parallel: a tile of `g` KV heads and `n`
     query rows is an `attn.flash_attention` on the matching `[.., n,
@@ -291,6 +295,7 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
                        Optional<Index>:$query_row_offset,
                        Optional<Index>:$query_row_count,
                        Attn_FloatTensor:$init,
+                       Optional<RankedTensorOf<[F32]>>:$lse_init,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale,
@@ -298,12 +303,13 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
                        OptionalAttr<Attn_RopeAttr>:$key_rope,
                        Attn_PositiveI64Attr:$block_q,
                        Attn_PositiveI64Attr:$block_kv);
-  let results = (outs Attn_FloatTensor:$result);
+  let results = (outs Attn_FloatTensor:$result, Optional<RankedTensorOf<[F32]>>:$lse);
   let assemblyFormat = [{
     $query `,` $key (`,` $value^)? (`bias` `(` $bias^ `)`)?
     (`key_mask` `(` $key_mask^ `)`)?
     (`query_rows` `(` $query_row_offset^ `,` $query_row_count `)`)?
-    `outs` `(` $init `)` attr-dict `:` functional-type(operands, results)
+    `outs` `(` $init (`,` $lse_init^)? `)` attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -311,14 +317,18 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
     ::mlir::Value getValueOrKey() {
       return getValue() ? getValue() : getKey();
     }
+    /// The inits are consecutive operands: the output's, then the
+    /// log-sum-exp's when present.
     ::mlir::MutableOperandRange getDpsInitsMutable() {
-      return getInitMutable();
+      unsigned first = getODSOperandIndexAndLength(7).first;
+      return ::mlir::MutableOperandRange(getOperation(), first,
+                                         getLseInit() ? 2 : 1);
     }
   }];
 }
 
 def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
-    [Pure, DestinationStyleOpInterface,
+    [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
      DeclareOpInterfaceMethods<TilingInterface,
          ["getIterationDomain", "getLoopIteratorTypes",
           "getTiledImplementation", "getResultTilePosition"]>]> {
@@ -340,6 +350,9 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
        `dk_j = s sum_i dS_ij q_i` and `dv_j = sum_i P_ij do_i`, summed over
        the `G = Hq / Hk` query heads of each KV head, and
        `dq_i += s dS_ij k_j` into f32 query tiles.
+
+    With `lse(%l)` (`[batch, S, Hq]` f32, the forward's log-sum-exp) step
+    1 reads `L` instead of computing it.
 
     `L`, `D` and the `dq` tiles take `O(S)` memory per KV head; arithmetic
     is in f32 for 16-bit inputs, rounded once when stored. A fully masked
@@ -370,6 +383,7 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
                        Attn_FloatTensor:$value, Attn_FloatTensor:$output,
                        Attn_FloatTensor:$output_grad,
                        Optional<Attn_MaskTensor>:$key_mask,
+                       Optional<RankedTensorOf<[F32]>>:$lse,
                        Attn_FloatTensor:$query_grad_init,
                        Attn_FloatTensor:$key_grad_init,
                        Attn_FloatTensor:$value_grad_init,
@@ -383,14 +397,14 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
                       Attn_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $output_grad
-    (`key_mask` `(` $key_mask^ `)`)?
+    (`key_mask` `(` $key_mask^ `)`)? (`lse` `(` $lse^ `)`)?
     `outs` `(` $query_grad_init `,` $key_grad_init `,` $value_grad_init `)`
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::MutableOperandRange getDpsInitsMutable() {
-      unsigned first = getODSOperandIndexAndLength(6).first;
+      unsigned first = getODSOperandIndexAndLength(7).first;
       return ::mlir::MutableOperandRange(getOperation(), first, 3);
     }
   }];

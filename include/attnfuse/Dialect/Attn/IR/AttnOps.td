@@ -451,6 +451,12 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     `scale` defaults to `1/sqrt(d)`. The optional `bias` is `[S, T]` or
     `[Hq, S, T]`.
 
+    With a second result type, the op also returns the log-sum-exp of each
+    row's scores, `lse[b, i, h] = log sum_j exp(scale * q . k + bias)` over
+    the visible keys (`-inf` for a row without one), `[batch, S, Hq]` f32:
+    what `attn.sdpa_grad` needs to recompute the probabilities without
+    another pass over the keys (`attn-differentiate` asks for it).
+
     ```mlir
     %o = attn.sdpa %q, %k, %v {causal, window = 256 : i64}
         : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
@@ -463,6 +469,10 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     %p = attn.sdpa %q, %k, %v key_mask(%m) {causal}
         : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
            tensor<?x?xi64>) -> tensor<?x?x16x64xf32>
+    // With the log-sum-exp of the rows.
+    %o, %lse = attn.sdpa %q, %k, %v {causal}
+        : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>,
+           tensor<?x?x4x64xbf16>) -> (tensor<?x?x16x64xbf16>, tensor<?x?x16xf32>)
     ```
 
     Semantics: docs/semantics.md#attnsdpa
@@ -475,7 +485,8 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale);
-  let results = (outs Attn_FloatTensor:$result);
+  let results = (outs Attn_FloatTensor:$result,
+                      Optional<RankedTensorOf<[F32]>>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`bias` `(` $bias^ `)`)?
     (`positions` `(` $positions^ `)`)? (`key_mask` `(` $key_mask^ `)`)?

@@ -47,14 +47,17 @@ def AttnDifferentiate : Pass<"attn-differentiate", "::mlir::ModuleOp"> {
     Gradients of integer arguments (padding masks, positions) and through
     decode ops, KV caches or calls are refused with a diagnostic.
 
+    Every `attn.sdpa` of the gradient function also returns the log-sum-exp
+    of its rows, which its `attn.sdpa_grad` reads.
+
     With `residuals`, the forward and the backward are two functions instead
     of `@f_vjp`, so that the backward does not recompute the attention:
     `@f_fwd(args...) -> (results..., residuals...)` is `@f` as primitives
-    that also returns the output of every `attn.sdpa` (in the order of the
-    ops), and `@f_bwd(args..., residuals..., cotangents...) ->
-    (gradients...)` reads those outputs instead of computing them (the
-    projections, convolutions and rotations feeding the attention are
-    recomputed: they are cheaper than keeping them).
+    that also returns, for every `attn.sdpa` in the order of the ops, its
+    query, key and value (each once, not an argument), its output and its
+    log-sum-exp, and `@f_bwd(args..., residuals..., cotangents...) ->
+    (gradients...)` reads those instead of computing them (the CCA steps
+    before the attention are recomputed for their own gradients).
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"\"",
@@ -64,8 +67,8 @@ def AttnDifferentiate : Pass<"attn-differentiate", "::mlir::ModuleOp"> {
                "Indices of the arguments to differentiate (default: every "
                "floating-point tensor argument)">,
     Option<"residuals", "residuals", "bool", /*default=*/"false",
-           "Emit @f_fwd (also returning the attention outputs) and @f_bwd "
-           "(reading them) instead of @f_vjp">
+           "Emit @f_fwd (also returning every attention's operands, output "
+           "and log-sum-exp) and @f_bwd (reading them) instead of @f_vjp">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
