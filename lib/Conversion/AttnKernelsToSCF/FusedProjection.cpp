@@ -32,14 +32,6 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-/// The largest divisor of `n` that is at most `limit` (at least 1).
-int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, std::max<int64_t>(limit, 1)); d > 1; --d)
-    if (n % d == 0)
-      return d;
-  return 1;
-}
-
 /// Decomposes one tile of attn.fused_projection: batch 1, at most block_s
 /// tokens and at most `blockN` features, the features of block
 /// `featureBlock` of `packedWeight` (null when the call has no whole block

@@ -26,14 +26,6 @@ using namespace attnfuse::kernels;
 
 namespace {
 
-/// The largest divisor of `n` that is at most `limit` (at least 1).
-int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, std::max<int64_t>(limit, 1)); d > 1; --d)
-    if (n % d == 0)
-      return d;
-  return 1;
-}
-
 /// Decomposes one tile: `init [m, n] + result_grad[:, m]^T input[:, n]`.
 Value buildWeightGradTile(FusedWeightGradOp op, OpBuilder &b) {
   Location loc = op.getLoc();

@@ -17,6 +17,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
+#include <algorithm>
+
 namespace attnfuse::kernels {
 
 constexpr mlir::utils::IteratorType kPar = mlir::utils::IteratorType::parallel;
@@ -134,6 +136,15 @@ public:
   std::pair<Value, Value> ropeTables(attn::RopeAttr rope, int64_t headDim,
                                      Value positions, Value first = {});
 };
+
+/// The largest divisor of `n` that is at most `limit` (at least 1): a tile
+/// size that divides a static dimension, so every tile has a static shape.
+inline int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, std::max<int64_t>(limit, 1)); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
 
 /// Tiles `op` through its TilingInterface with `tileSizes` (one
 /// `scf.forall` when `parallel`, nested `scf.for` otherwise), replaces it by

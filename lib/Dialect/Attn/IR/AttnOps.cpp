@@ -1064,6 +1064,18 @@ LogicalResult FlashAttentionGradOp::verify() {
 
 using tiling::TileSlices;
 
+/// The result tile of an op whose iteration space is its result's own
+/// dimensions: the iteration tile itself.
+static LogicalResult
+identityTilePosition(ArrayRef<OpFoldResult> offsets,
+                     ArrayRef<OpFoldResult> sizes,
+                     SmallVector<OpFoldResult> &resultOffsets,
+                     SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.end());
+  resultSizes.assign(sizes.begin(), sizes.end());
+  return success();
+}
+
 /// The iteration space is (batch, token, head, head dim): every point owns
 /// its output element and reduces over the whole model width itself.
 SmallVector<utils::IteratorType> FusedProjectionOp::getLoopIteratorTypes() {
@@ -1130,9 +1142,7 @@ LogicalResult FusedProjectionOp::getResultTilePosition(
     OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  resultOffsets.assign(offsets.begin(), offsets.end());
-  resultSizes.assign(sizes.begin(), sizes.end());
-  return success();
+  return identityTilePosition(offsets, sizes, resultOffsets, resultSizes);
 }
 
 /// The iteration space is (out, in): every point owns its result element and
@@ -1177,9 +1187,7 @@ LogicalResult FusedWeightGradOp::getResultTilePosition(
     OpBuilder &builder, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  resultOffsets.assign(offsets.begin(), offsets.end());
-  resultSizes.assign(sizes.begin(), sizes.end());
-  return success();
+  return identityTilePosition(offsets, sizes, resultOffsets, resultSizes);
 }
 
 /// The iteration space is (batch, kv head, query row): every point owns its
