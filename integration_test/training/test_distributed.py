@@ -43,6 +43,8 @@ import time
 
 import pytest
 
+from attnfuse_package import require_package_dir
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 E, HEADS, KV_HEADS, HEAD_DIM = 32, 4, 2, 8
@@ -58,29 +60,6 @@ CASES = {
     "fsdp2-qkv-kv-gqa-adam": ("qkv", "adam", "fsdp2"),
     "fsdp2-cca-ccgqa-sgd": ("cca", "sgd", "fsdp2"),
 }
-
-
-def _package_dir():
-    """The directory holding the attnfuse package: installed, or the build
-    tree's python_packages (next to the numerics suite's attnfuse-run, or
-    under build/); None when neither exists."""
-    try:
-        import attnfuse
-        return os.path.dirname(os.path.dirname(os.path.abspath(
-            attnfuse.__file__)))
-    except ImportError:
-        pass
-    candidates = []
-    tool = os.environ.get("ATTNFUSE_RUN")
-    if tool:
-        candidates.append(os.path.join(
-            os.path.dirname(os.path.dirname(os.path.abspath(tool))),
-            "python_packages"))
-    candidates.append(os.path.join(ROOT, "build", "python_packages"))
-    for path in candidates:
-        if os.path.isdir(os.path.join(path, "attnfuse")):
-            return path
-    return None
 
 
 # ---------------------------------------------------------------------------
@@ -285,13 +264,7 @@ def package():
     import torch.distributed as dist
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("this torch has no gloo backend")
-    path = _package_dir()
-    if path is None:
-        pytest.fail("the attnfuse package is not built (set PYTHONPATH to "
-                    "the build's python_packages/)", pytrace=False)
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    return path
+    return require_package_dir()
 
 
 @pytest.fixture(autouse=True, scope="module")

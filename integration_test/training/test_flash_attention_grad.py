@@ -19,33 +19,12 @@ the f32 reference on the same (bf16-representable) inputs: the bf16
 function rounds every gradient op's result to bf16 (u = 2^-9).
 """
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from attnfuse_package import import_attnfuse  # noqa: E402
 
-
-def _import_attnfuse():
-    """The attnfuse package: installed, or the build tree's
-    python_packages."""
-    try:
-        import attnfuse
-        return attnfuse
-    except ImportError:
-        pass
-    path = os.path.join(ROOT, "build", "python_packages")
-    if os.path.isdir(os.path.join(path, "attnfuse")):
-        sys.path.insert(0, path)
-        import attnfuse
-        return attnfuse
-    pytest.fail("the attnfuse package is not built (set PYTHONPATH to the "
-                "build's python_packages/)", pytrace=False)
-
-
-attnfuse = _import_attnfuse()
+attnfuse = import_attnfuse()
 
 ENTRY = "model_vjp"
 F32_TOLERANCE = 1e-5

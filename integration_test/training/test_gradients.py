@@ -37,8 +37,6 @@ optimizations (OPT_LEVEL).
 """
 
 import math
-import os
-import sys
 import zlib
 from dataclasses import dataclass, field
 from typing import Dict
@@ -50,34 +48,9 @@ import torch  # noqa: E402
 
 import grad_reference as G  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from attnfuse_package import import_attnfuse  # noqa: E402
 
-
-def _import_attnfuse():
-    """The attnfuse package: installed, or the build tree's python_packages
-    (next to the attnfuse-run of the numerics suite, or under build/)."""
-    try:
-        import attnfuse
-        return attnfuse
-    except ImportError:
-        pass
-    candidates = []
-    tool = os.environ.get("ATTNFUSE_RUN")
-    if tool:
-        candidates.append(os.path.join(
-            os.path.dirname(os.path.dirname(os.path.abspath(tool))),
-            "python_packages"))
-    candidates.append(os.path.join(ROOT, "build", "python_packages"))
-    for path in candidates:
-        if os.path.isdir(os.path.join(path, "attnfuse")):
-            sys.path.insert(0, path)
-            import attnfuse
-            return attnfuse
-    pytest.fail("the attnfuse package is not built (set PYTHONPATH to the "
-                "build's python_packages/)", pytrace=False)
-
-
-attnfuse = _import_attnfuse()
+attnfuse = import_attnfuse()
 
 F32_TOLERANCE = 1e-5
 # bf16 (unit roundoff u = 2^-9 = 1.95e-3): the backward rounds to bf16 at

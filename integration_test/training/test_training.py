@@ -33,31 +33,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "examples", "training"))
 
+from attnfuse_package import require_package_dir  # noqa: E402
 
-def _import_attnfuse_torch():
-    candidates = [None]
-    tool = os.environ.get("ATTNFUSE_RUN")
-    if tool:
-        candidates.append(os.path.join(os.path.dirname(os.path.dirname(
-            os.path.abspath(tool))), "python_packages"))
-    candidates.append(os.path.join(ROOT, "build", "python_packages"))
-    for path in candidates:
-        if path is not None:
-            if not os.path.isdir(path):
-                continue
-            sys.path.insert(0, path)
-        try:
-            import attnfuse.torch as attnfuse_torch
-            return attnfuse_torch
-        except ImportError:
-            if path is not None:
-                sys.path.remove(path)
-    return None
-
-
-if _import_attnfuse_torch() is None:
-    pytest.fail("the attnfuse package does not import (build with "
-                "ATTNFUSE_ENABLE_PYTHON, or set PYTHONPATH)", pytrace=False)
+require_package_dir()
+import attnfuse.torch  # noqa: E402,F401
 
 import list_tasks  # noqa: E402
 import three_projections_mini as tp  # noqa: E402

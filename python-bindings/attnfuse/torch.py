@@ -665,17 +665,21 @@ def _release_compiled_code():
 # The layer modules look their op up by configuration. Under torch.compile
 # the lookup runs once while tracing (its result is a constant: the op's
 # name), so building and registering a new layer does not break the graph.
-_module_ops = {}
+_module_layers = {}
+
+
+def _module_layer(kind, config):
+    with _layers_lock:
+        layer = _module_layers.get((kind, config))
+        if layer is None:
+            layer = compile_layer({"kind": kind, **dict(config)})
+            _module_layers[(kind, config)] = layer
+        return layer
 
 
 @torch.compiler.assume_constant_result
 def _module_op_name(kind, config):
-    with _layers_lock:
-        name = _module_ops.get((kind, config))
-        if name is None:
-            name = compile_layer({"kind": kind, **dict(config)}).name
-            _module_ops[(kind, config)] = name
-        return name
+    return _module_layer(kind, config).name
 
 
 def _module_op(kind, config):
@@ -686,14 +690,10 @@ def _module_op(kind, config):
 def _module_training_op_name(kind, config):
     """The name of the training forward op of the module layer, or "" when
     it has none (its own op then trains)."""
-    name = _module_op_name(kind, config)
-    with _layers_lock:
-        layer = next(layer for layer in _layers.values()
-                     if layer.name == name)
-        try:
-            return layer.training_layer().name
-        except Exception:  # no training forward: the op trains
-            return ""
+    try:
+        return _module_layer(kind, config).training_layer().name
+    except Exception:  # no training forward: the op trains
+        return ""
 
 
 def _module_call(kind, config, *tensors):
