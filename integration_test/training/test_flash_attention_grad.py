@@ -9,6 +9,10 @@ tiled backward that never forms an S x T tensor) and unfused (the reference
 lowering, itself checked against torch autograd in test_gradients.py). Every
 gradient the function returns must agree.
 
+The K=V cases (sharing "kv") must reach the K=V form of the kernel (one
+gradient for the shared key/value tensor, its key role rotated on load
+under RoPE, rope^T applied to each dK tile in the kernel).
+
 S = 13 with block_q = block_kv = 8 leaves a partial query tile and a partial
 key tile; the default tiles (64) are larger than the sequence.
 
@@ -39,6 +43,21 @@ CASES = {
                                     dict(embed_dim=32, num_heads=4,
                                          num_kv_heads=2, sharing="kv",
                                          causal=True), {}),
+    "kv_rope_gqa_causal": (attnfuse.qkv_attention,
+                           dict(embed_dim=32, num_heads=4, num_kv_heads=2,
+                                sharing="kv", causal=True, rope_theta=1e4),
+                           SMALL_TILES),
+    "kv_partial_rope_mqa_window": (attnfuse.qkv_attention,
+                                   dict(embed_dim=32, num_heads=4,
+                                        num_kv_heads=1, sharing="kv",
+                                        causal=True, window=5,
+                                        rope_theta=1e4, rope_fraction=0.5),
+                                   SMALL_TILES),
+    "kv_rope_non_causal_default_tiles": (attnfuse.qkv_attention,
+                                         dict(embed_dim=32, num_heads=4,
+                                              num_kv_heads=2, sharing="kv",
+                                              causal=False, rope_theta=1e4),
+                                         {}),
     "none_window": (attnfuse.qkv_attention,
                     dict(embed_dim=32, num_heads=4, sharing="none",
                          causal=True, window=5), SMALL_TILES),
@@ -94,6 +113,12 @@ def differentiate(builder, config):
         "builtin.module(attn-decompose,attn-fuse)"))
     assert "attn.flash_attention_grad" in fused
     assert "attn.sdpa_grad" not in fused
+    # K=V: the kernel keeps one gradient for the shared tensor (two
+    # results), rotating the key role itself under RoPE.
+    if config.get("sharing") == "kv":
+        assert "%query_grad, %key_grad = attn.flash_attention_grad" in fused
+        assert "attn.rope_grad %key_grad" not in fused
+        assert ("key_rope" in fused) == ("rope_theta" in config)
     return gradient
 
 

@@ -21,6 +21,10 @@
 //      and dQ (accumulated in f32 query tiles, [S / block_q, G, block_q, d],
 //      which the tile owns: no other key tile's thread writes them);
 //   3. dQ stored.
+// With key_rope the key tiles of phase 0 are rotated as they are
+// converted, and each key tile's dK is rotated back (rope^T) before it is
+// stored. K=V (no value operand): the value tiles are the un-rotated key
+// tiles, and a key tile's dK and dV are added before one store.
 // That is five tile products per (query, key) tile pair, plus the scores
 // of the log-sum-exp pass.
 //
@@ -36,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "Rope.h"
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -75,7 +80,8 @@ public:
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
     group = queryType.getDimSize(2);
     headDim = queryType.getDimSize(3);
-    valueDim = cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
+    valueDim =
+        cast<RankedTensorType>(op.getValueOrKey().getType()).getDimSize(3);
     blockQ = op.getBlockQ();
     blockKV = op.getBlockKv();
     scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
@@ -87,8 +93,10 @@ public:
 
 private:
   /// Phase 0: `source` `[1, T, 1, dim]` as compute-type key tiles
-  /// `[T / block_kv, block_kv, dim]`, zero-padded.
-  Value loadKeyBlocks(Value source, int64_t dim);
+  /// `[T / block_kv, block_kv, dim]`, zero-padded, rotated by `rope` when
+  /// set.
+  Value loadKeyBlocks(Value source, int64_t dim,
+                      const RopeTables &rope = RopeTables());
   /// Phase 1: the query tiles, L and D; returns the per-tile tensors
   /// (QueryTile order).
   SmallVector<Value> queryPhase();
@@ -98,7 +106,7 @@ private:
   Value logSumExp(const QueryTile &tile, Value query0);
   /// L of the query tile from the op's `lse` operand.
   Value loadLogSumExp(Value query0);
-  /// Phase 2: dk and dv, and the dQ / scale query tiles
+  /// Phase 2: dk and dv (one dkv for K=V), then the dQ / scale query tiles
   /// `[S / block_q, G, block_q, d]`.
   SmallVector<Value> keyPhase(ValueRange queryBlocks);
   /// Phase 3: dq from its tiles.
@@ -157,8 +165,10 @@ private:
   double scale;
 
   // Set by build(): the sizes, the key position of query row 0 (T - S),
-  // the padded query-side operands and key mask, the key and value tiles.
+  // the padded query-side operands and key mask, the key and value tiles,
+  // the key rotation's tables (empty without key_rope).
   Value rows, keys, numQueryBlocks, numKeyBlocks, queryOffset;
+  RopeTables keyRope;
   Value query, output, outputGrad, keyMask, keyBlocks, valueBlocks;
   // The forward's log-sum-exp [1, rows, G] padded to whole query tiles, or
   // null (L is computed).
@@ -180,18 +190,25 @@ SmallVector<Value> FlashAttentionGradTile::build() {
   // Padded keys read a zero mask: masked like the keys past the end.
   if (Value mask = op.getKeyMask())
     keyMask = kb.padDimTo(mask, 1, kb.mul(numKeyBlocks, blockKV));
-  keyBlocks = loadKeyBlocks(op.getKey(), headDim);
-  // K=V (a shared key and value): one set of tiles.
-  valueBlocks = op.getValue() == op.getKey()
+  keyRope = buildRopeTables(kb, op.getKeyRopeAttr(), headDim,
+                            kb.mul(numKeyBlocks, blockKV));
+  keyBlocks = loadKeyBlocks(op.getKey(), headDim, keyRope);
+  // K=V (a shared key and value): one set of tiles, unless the key role is
+  // rotated.
+  Value value = op.getValueOrKey();
+  valueBlocks = value == op.getKey() && !keyRope
                     ? keyBlocks
-                    : loadKeyBlocks(op.getValue(), valueDim);
+                    : loadKeyBlocks(value, valueDim);
 
   SmallVector<Value> queryBlocks = queryPhase();
   SmallVector<Value> grads = keyPhase(queryBlocks);
-  return {storeQueryGrad(grads[2]), grads[0], grads[1]};
+  SmallVector<Value> results = {storeQueryGrad(grads.back())};
+  results.append(grads.begin(), grads.end() - 1);
+  return results;
 }
 
-Value FlashAttentionGradTile::loadKeyBlocks(Value source, int64_t dim) {
+Value FlashAttentionGradTile::loadKeyBlocks(Value source, int64_t dim,
+                                            const RopeTables &rope) {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   Value padded = kb.padDimTo(source, 1, kb.mul(numKeyBlocks, blockKV));
@@ -200,12 +217,13 @@ Value FlashAttentionGradTile::loadKeyBlocks(Value source, int64_t dim) {
       ValueRange{blocksOf({blockKV, dim}, numKeyBlocks)},
       [&](OpBuilder &, Location, Value block, ValueRange state) {
         OpFoldResult zero = b.getIndexAttr(0);
-        Value slab =
-            kb.slice(padded, {zero, kb.mul(block, blockKV), zero, zero},
-                     {1, blockKV, 1, dim}, {blockKV, dim});
+        Value key0 = kb.mul(block, blockKV);
+        Value slab = kb.slice(padded, {zero, key0, zero, zero},
+                              {1, blockKV, 1, dim}, {blockKV, dim});
         scf::YieldOp::create(
             b, loc,
-            insertBlock(kb.convert(slab, kb.computeType), state[0], block));
+            insertBlock(loadRotatedKeyRows(kb, slab, rope, key0), state[0],
+                        block));
       });
   return loop.getResult(0);
 }
@@ -405,9 +423,14 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
   Location loc = kb.loc;
   Value queryGradBlocks = kb.fill(
       blocksOf({group, blockQ, headDim}, numQueryBlocks), kb.constant(0.0));
+  // Carried: dk (dkv for K=V), dv (when separate), the dQ tiles.
+  const bool shared = op.isSharedKeyValue();
+  SmallVector<Value> carried = {op.getKeyGradInit()};
+  if (!shared)
+    carried.push_back(op.getValueGradInit());
+  carried.push_back(queryGradBlocks);
   auto loop = scf::ForOp::create(
-      b, loc, kb.index(0), numKeyBlocks, kb.index(1),
-      ValueRange{op.getKeyGradInit(), op.getValueGradInit(), queryGradBlocks},
+      b, loc, kb.index(0), numKeyBlocks, kb.index(1), carried,
       [&](OpBuilder &, Location, Value keyBlock, ValueRange outer) {
         Value key0 = kb.mul(keyBlock, blockKV);
         Value keyRows = keyTile(keyBlocks, keyBlock, headDim);
@@ -416,7 +439,7 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
         auto inner = scf::ForOp::create(
             b, loc, loBlock, hiBlock, kb.index(1),
             ValueRange{zeros({blockKV, headDim}), zeros({blockKV, valueDim}),
-                       outer[2]},
+                       outer.back()},
             [&](OpBuilder &, Location, Value block, ValueRange state) {
               QueryTile tile = {blockAt(queryBlocks[0], block),
                                 blockAt(queryBlocks[1], block),
@@ -461,12 +484,29 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
                              insertBlock(queryGrad, state[2], block)});
             });
         Value count = kb.min(kb.index(blockKV), kb.sub(keys, key0));
-        scf::YieldOp::create(
-            b, loc,
-            ValueRange{
-                storeRows(inner.getResult(0), outer[0], key0, count, 1.0),
-                storeRows(inner.getResult(1), outer[1], key0, count, 1.0),
-                inner.getResult(2)});
+        // The key role's gradient of the un-rotated key: rope^T.
+        Value keyGrad = inner.getResult(0);
+        if (keyRope)
+          keyGrad = loadRotatedKeyRows(kb, keyGrad, keyRope, key0,
+                                       /*transposed=*/true);
+        Value valueGrad = inner.getResult(1);
+        SmallVector<Value> yielded;
+        if (shared) {
+          // K=V: both roles' gradients summed here, stored once.
+          Value sum = kb.generic(
+              {keyGrad, valueGrad}, kb.empty({blockKV, headDim}, kb.computeType),
+              {kb.map(2, {0, 1}), kb.map(2, {0, 1}), kb.map(2, {0, 1})},
+              {kPar, kPar},
+              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                return arith::AddFOp::create(nb, l, args[0], args[1]);
+              });
+          yielded.push_back(storeRows(sum, outer[0], key0, count, 1.0));
+        } else {
+          yielded.push_back(storeRows(keyGrad, outer[0], key0, count, 1.0));
+          yielded.push_back(storeRows(valueGrad, outer[1], key0, count, 1.0));
+        }
+        yielded.push_back(inner.getResult(2));
+        scf::YieldOp::create(b, loc, yielded);
       });
   return SmallVector<Value>(loop.getResults());
 }

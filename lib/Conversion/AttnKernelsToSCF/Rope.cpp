@@ -81,7 +81,7 @@ Value attnfuse::kernels::loadRotatedKeyTile(KernelBuilder &kb, Value keySlab,
 
 Value attnfuse::kernels::loadRotatedKeyRows(KernelBuilder &kb, Value keySlab,
                                             const RopeTables &rope,
-                                            Value key0) {
+                                            Value key0, bool transposed) {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   MLIRContext *context = b.getContext();
@@ -109,8 +109,8 @@ Value attnfuse::kernels::loadRotatedKeyRows(KernelBuilder &kb, Value keySlab,
   };
   // Loops (c, a, i) over [rows, 2, r/2]: dim a r/2 + i of row c and its
   // partner (1 - a) r/2 + i, x cos - partner sin in the first half (a = 0),
-  // x cos + partner sin in the second; every operand of the innermost loop
-  // is contiguous.
+  // x cos + partner sin in the second (the signs swapped when transposed);
+  // every operand of the innermost loop is contiguous.
   Value tile = kb.empty({rows, headDim}, kb.computeType);
   Value source = pairs(firstColumns(keySlab), type.getElementType());
   AffineExpr c = getAffineDimExpr(0, context), a = getAffineDimExpr(1, context),
@@ -129,10 +129,11 @@ Value attnfuse::kernels::loadRotatedKeyRows(KernelBuilder &kb, Value keySlab,
         Value firstHalf = arith::CmpIOp::create(
             nb, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(nb, l, 1),
             arith::ConstantIndexOp::create(nb, l, 0));
-        return arith::SelectOp::create(
-            nb, l, firstHalf,
-            arith::SubFOp::create(nb, l, elementCos, partnerSin),
-            arith::AddFOp::create(nb, l, elementCos, partnerSin));
+        Value minus = arith::SubFOp::create(nb, l, elementCos, partnerSin);
+        Value plus = arith::AddFOp::create(nb, l, elementCos, partnerSin);
+        return arith::SelectOp::create(nb, l, firstHalf,
+                                       transposed ? plus : minus,
+                                       transposed ? minus : plus);
       });
   Value rotatedRows = tensor::CollapseShapeOp::create(
       b, loc, rotatedPairs, ArrayRef<ReassociationIndices>{{0}, {1, 2}});

@@ -43,13 +43,16 @@ mlir::Value applyRope(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value loadRotatedKeyTile(KernelBuilder &kb, mlir::Value keySlab,
                                const RopeTables &rope, mlir::Value key0);
 
-/// The key rows `keySlab` (`[rows, d]`, element type) as a `[rows, d]` tile
-/// in the compute type, rotated by `rope` (when set) at positions `key0 +
-/// c`, all in the tables: in the rows' layout as `[rows, 2, r/2]` (a dim and
-/// its partner in the other half, every operand of the innermost loop
-/// contiguous), so the rotation is vector code.
+/// The key rows `keySlab` (`[rows, d]`, element or compute type) as a
+/// `[rows, d]` tile in the compute type, rotated by `rope` (when set) at
+/// positions `key0 + c`, all in the tables: in the rows' layout as
+/// `[rows, 2, r/2]` (a dim and its partner in the other half, every operand
+/// of the innermost loop contiguous), so the rotation is vector code. With
+/// `transposed`, the rotation by the opposite angles (`rope^T`, which takes
+/// the gradient of rotated rows back to the un-rotated ones).
 mlir::Value loadRotatedKeyRows(KernelBuilder &kb, mlir::Value keySlab,
-                               const RopeTables &rope, mlir::Value key0);
+                               const RopeTables &rope, mlir::Value key0,
+                               bool transposed = false);
 
 } // namespace attnfuse::kernels
 

@@ -385,10 +385,60 @@ func.func @flash_grad(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
 
 // -----
 
-// attn.fused_weight_grad: one tile per (16 output, 24 input features), each
-// a GEMM over whole 8-token chunks of the cotangent's and the input's
-// columns (the cotangent read transposed, the input features innermost),
-// then the zero-padded last chunk, then one add into the init tile.
+// attn.flash_attention_grad, K=V with key_rope (half of each head rotated):
+// the key tiles are rotated as they are loaded ([32, 2, 4] pairs of the 8
+// rotated dims), the value tiles are the un-rotated shared tensor, and each
+// key tile's dK is rotated back (rope^T) and added to its dV before the one
+// store of the shared gradient: two results, no separate dv.
+// PAR-LABEL: func.func @flash_grad_shared
+// PAR: scf.forall (%[[B:.*]], %[[H:.*]]) in (%{{.*}}, 2) shared_outs(%[[DQ:.*]] = %arg5, %[[DKV:.*]] = %arg6) -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>)
+// PAR: math.cos
+// PAR: math.sin
+// PAR: scf.for {{.*}} -> (tensor<?x32x16xf32>)
+// PAR: tensor.expand_shape {{.*}} into tensor<32x2x4xf32>
+// PAR: linalg.generic {{.*}} -> tensor<32x2x4xf32>
+// PAR: scf.for {{.*}} -> (tensor<?x32x16xf32>)
+// PAR-NOT: tensor<32x2x4xf32>
+// PAR: scf.for {{.*}} -> (tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>)
+// PAR: scf.for {{.*}} -> (tensor<1x?x1x16xf32>, tensor<?x2x16x16xf32>)
+// PAR: %[[GRADS:.*]]:3 = scf.for {{.*}} -> (tensor<32x16xf32>, tensor<32x16xf32>, tensor<?x2x16x16xf32>)
+// PAR: %[[DKROWS:.*]] = tensor.extract_slice %[[GRADS]]#0[0, 0] [32, 8] [1, 1]
+// PAR: tensor.expand_shape %[[DKROWS]] {{.*}} into tensor<32x2x4xf32>
+// PAR: %[[ROTATED:.*]] = linalg.generic {{.*}} -> tensor<32x2x4xf32>
+// PAR: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[GRADS]]#1 : tensor<32x16xf32>, tensor<32x16xf32>)
+// PAR: arith.addf
+// PAR: linalg.generic {{.*}} ins(%{{.*}} : tensor<?x16xf32>) outs(%{{.*}} : tensor<1x?x1x16xf32>)
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DQ]][%[[B]], 0, %{{.*}}, 0] [1, %{{.*}}, 2, 16]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[DKV]][%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16]
+// PAR-NEXT: }
+func.func @flash_grad_shared(%q: tensor<?x?x4x16xf32>,
+                             %kv: tensor<?x?x2x16xf32>,
+                             %o: tensor<?x?x4x16xf32>,
+                             %do: tensor<?x?x4x16xf32>,
+                             %lse: tensor<?x?x4xf32>,
+                             %dq0: tensor<?x?x4x16xf32>,
+                             %dkv0: tensor<?x?x2x16xf32>)
+    -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>) {
+  %dq, %dkv = attn.flash_attention_grad %q, %kv, %o, %do lse(%lse)
+      outs(%dq0, %dkv0)
+      {block_q = 16 : i64, block_kv = 32 : i64, causal,
+       key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x16xf32>,
+         tensor<?x?x4x16xf32>, tensor<?x?x4xf32>, tensor<?x?x4x16xf32>,
+         tensor<?x?x2x16xf32>)
+      -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>)
+  return %dq, %dkv : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// attn.fused_weight_grad: the whole 8-token chunks of both operands packed
+// once, before the tile loops, into panels [columns / block, chunks, 8,
+// block]; one tile per (16 output, 24 input features), each a GEMM over the
+// chunks of its two panels (the cotangent read transposed, the input
+// features innermost), then the zero-padded last chunk, then one add into
+// the init tile.
 // CHECK-LABEL: func.func @weight_grad
 // CHECK: scf.for %[[O:.*]] = %c0 to %c32 step %c16 iter_args(%{{.*}} = %arg2) -> (tensor<32x48xf32>)
 // CHECK: scf.for %[[I:.*]] = %c0 to %c48 step %c24 iter_args(%[[DW:.*]] = %{{.*}}) -> (tensor<32x48xf32>)
@@ -396,16 +446,24 @@ func.func @flash_grad(%q: tensor<?x?x4x16xf32>, %k: tensor<?x?x2x16xf32>,
 // CHECK: scf.if {{.*}} -> (tensor<16x24xf32>)
 // CHECK: tensor.insert_slice %{{.*}} into %[[DW]][%[[O]], %[[I]]] [16, 24] [1, 1]
 // PAR-LABEL: func.func @weight_grad
+// PAR: %[[CHUNKS:.*]] = arith.floordivsi %{{.*}}, %c8
+// PAR: %[[WHOLE:.*]] = arith.muli %[[CHUNKS]], %c8
+// PAR: %[[DYWHOLE:.*]] = tensor.extract_slice %arg1[0, 0] [%[[WHOLE]], 32] [1, 1]
+// PAR: %[[DYBLOCKS:.*]] = tensor.expand_shape %[[DYWHOLE]] {{\[}}[0, 1], [2, 3]] output_shape [%[[CHUNKS]], 8, 2, 16]
+// PAR: %[[DYPANELS:.*]] = linalg.generic {indexing_maps = [#[[IDENTITY:.*]], #[[PANEL:.*]]], {{.*}} ins(%[[DYBLOCKS]] : tensor<?x8x2x16xf32>) outs(%{{.*}} : tensor<2x?x8x16xf32>)
+// PAR: %[[XPANELS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x8x2x24xf32>) outs(%{{.*}} : tensor<2x?x8x24xf32>)
 // PAR: scf.forall (%[[O:.*]], %[[I:.*]]) = (0, 0) to (32, 48) step (16, 24) shared_outs(%[[DW:.*]] = %arg2)
 // PAR: %[[X:.*]] = tensor.extract_slice %arg0[0, %[[I]]] [%{{.*}}, 24] [1, 1] : tensor<?x48xf32> to tensor<?x24xf32>
 // PAR: %[[DY:.*]] = tensor.extract_slice %arg1[0, %[[O]]] [%{{.*}}, 16] [1, 1] : tensor<?x32xf32> to tensor<?x16xf32>
 // PAR: %[[INIT:.*]] = tensor.extract_slice %[[DW]][%[[O]], %[[I]]] [16, 24] [1, 1]
-// PAR: %[[CHUNKS:.*]] = arith.floordivsi %{{.*}}, %c8
-// PAR: %[[SUM:.*]] = scf.for %{{.*}} = %c0 to %[[CHUNKS]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x24xf32>)
-// PAR: tensor.extract_slice %[[DY]][%{{.*}}, 0] [8, 16] [1, 1] : tensor<?x16xf32> to tensor<8x16xf32>
-// PAR: tensor.extract_slice %[[X]][%{{.*}}, 0] [8, 24] [1, 1] : tensor<?x24xf32> to tensor<8x24xf32>
+// PAR: %[[DYPANEL:.*]] = arith.floordivsi %[[O]], %c16
+// PAR: %[[XPANEL:.*]] = arith.floordivsi %[[I]], %c24
+// PAR: %[[SUM:.*]] = scf.for %[[STEP:.*]] = %c0 to %[[CHUNKS]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x24xf32>)
+// PAR: tensor.extract_slice %[[DYPANELS]][%[[DYPANEL]], %[[STEP]], 0, 0] [1, 1, 8, 16] [1, 1, 1, 1] : tensor<2x?x8x16xf32> to tensor<8x16xf32>
+// PAR: tensor.extract_slice %[[XPANELS]][%[[XPANEL]], %[[STEP]], 0, 0] [1, 1, 8, 24] [1, 1, 1, 1] : tensor<2x?x8x24xf32> to tensor<8x24xf32>
 // PAR: linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #[[ROWS:.*]], #[[ACC:.*]]], iterator_types = ["parallel", "reduction", "parallel"]}
 // PAR: scf.if %{{.*}} -> (tensor<16x24xf32>)
+// PAR: tensor.extract_slice %[[DY]][%[[WHOLE]], 0]
 // PAR: tensor.pad
 // PAR: } : tensor<?x16xf32> to tensor<8x16xf32>
 // PAR: tensor.pad

@@ -123,6 +123,25 @@ func.func @fused_weight_grad(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>,
   return %dw : tensor<32x64xf32>
 }
 
+// K=V: four leading operands, two inits and two results; key_rope rotates
+// the key role.
+// CHECK-LABEL: func.func @flash_attention_grad_shared
+// CHECK: %{{.*}}, %{{.*}} = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg2 lse(%arg3) outs(%arg0, %arg1) {block_kv = 8 : i64, block_q = 8 : i64, causal, key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>} : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>)
+func.func @flash_attention_grad_shared(%q: tensor<?x?x4x8xf32>,
+                                       %kv: tensor<?x?x1x8xf32>,
+                                       %o: tensor<?x?x4x8xf32>,
+                                       %lse: tensor<?x?x4xf32>) {
+  %dq, %dkv = attn.flash_attention_grad %q, %kv, %o, %o lse(%lse)
+      outs(%q, %kv)
+      {causal, block_q = 8 : i64, block_kv = 8 : i64,
+       key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>, tensor<?x?x4x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4x8xf32>,
+         tensor<?x?x1x8xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>)
+  return
+}
+
 // CHECK-LABEL: func.func @grads_with_lse
 // CHECK: attn.sdpa_grad %arg0, %arg1, %arg1, %arg0, %arg0 lse(%arg2) {causal} : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4xf32>)
 // CHECK: attn.flash_attention_grad %arg0, %arg1, %arg1, %arg0, %arg0 lse(%arg2) outs(%arg0, %arg1, %arg1) {block_kv = 8 : i64, block_q = 8 : i64, causal}

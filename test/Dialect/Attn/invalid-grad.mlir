@@ -378,6 +378,54 @@ func.func @flash_attention_grad_block(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x
 
 // -----
 
+func.func @flash_attention_grad_operand_count(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{expected the query, key, value, output and output gradient (or, for K=V, the query, the shared key, the output and the output gradient), got 3 operands}}
+  %0:2 = attn.flash_attention_grad %q, %k, %q outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_missing_value_init(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{has a value but no value gradient init: 'outs' takes three inits (dq, dk, dv)}}
+  %0:2 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_shared_value_init(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{is K=V (no value) but has a value gradient init: 'outs' takes two inits (dq, dkv)}}
+  %0:3 = attn.flash_attention_grad %q, %k, %q, %q outs(%q, %k, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_shared_results(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>) {
+  // expected-error @+1 {{has 3 results, but its inits give 2}}
+  %0:3 = attn.flash_attention_grad %q, %k, %q, %q outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_key_rope(%q: tensor<2x5x4x6xf32>, %k: tensor<2x6x2x6xf32>) {
+  // expected-error @+1 {{key_rope rotates 3 dimensions of each head; the rotated width must be even}}
+  %0:2 = attn.flash_attention_grad %q, %k, %q, %q outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64, key_rope = #attn.rope<theta = 10000.0, fraction = 0.5>} : (tensor<2x5x4x6xf32>, tensor<2x6x2x6xf32>, tensor<2x5x4x6xf32>, tensor<2x5x4x6xf32>, tensor<2x5x4x6xf32>, tensor<2x6x2x6xf32>) -> (tensor<2x5x4x6xf32>, tensor<2x6x2x6xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_shared_value_dim(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %o: tensor<2x5x4x4xf32>) {
+  // expected-error @+1 {{'output' must have shape [batch, S, num_heads, value_dim] = [2, 5, 4, 8], got [2, 5, 4, 4]}}
+  %0:2 = attn.flash_attention_grad %q, %k, %o, %o outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
 func.func @fused_weight_grad_init_type(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>, %init: tensor<32x64xf32>) {
   // expected-error @+1 {{'init' must have the result type 'tensor<64x32xf32>', got 'tensor<32x64xf32>'}}
   %0 = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 8 : i64, block_n = 8 : i64, block_k = 8 : i64} : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<64x32xf32>

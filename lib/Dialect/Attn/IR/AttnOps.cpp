@@ -1033,21 +1033,36 @@ LogicalResult FlashAttentionOp::verify() {
 
 LogicalResult FlashAttentionGradOp::verify() {
   Operation *op = getOperation();
+  if (!getValue() != !getValueGradInit())
+    return emitOpError()
+           << (getValue() ? "has a value but no value gradient init: 'outs' "
+                            "takes three inits (dq, dk, dv)"
+                          : "is K=V (no value) but has a value gradient "
+                            "init: 'outs' takes two inits (dq, dkv)");
+  if (!getValue() != !getValueGrad())
+    return emitOpError() << "has " << op->getNumResults()
+                         << " results, but its inits give "
+                         << (getValue() ? 3 : 2);
   for (auto [index, init, result] :
        llvm::enumerate(getDpsInits(), op->getResults()))
     if (init.getType() != result.getType())
       return emitOpError() << "'outs' #" << index << " must have the type "
                            << result.getType() << " of result #" << index
                            << ", got " << init.getType();
-  SmallVector<StringRef> names = {"query", "key", "value", "output",
-                                  "output_grad"};
+  SmallVector<StringRef> names = {"query", "key"};
+  if (getValue())
+    names.push_back("value");
+  names.append({"output", "output_grad"});
   if (getKeyMask())
     names.push_back("key_mask");
   if (getLse())
     names.push_back("lse");
-  names.append({"outs #0", "outs #1", "outs #2"});
+  names.append({"outs #0", "outs #1"});
+  if (getValue())
+    names.push_back("outs #2");
   if (failed(verifySameElementType(op, names, {getLse()})) ||
-      failed(verifyAttention(*this, getValue(), getOutput(), "output")) ||
+      failed(verifyAttention(*this, getValueOrKey(), getOutput(), "output")) ||
+      failed(verifyRope(op, getKeyRopeAttr(), dimOf(getKey(), 3), "key_rope")) ||
       failed(verifyShape(op, "output_grad", getOutputGrad(),
                          {{dimOf(getOutput(), 0), "batch"},
                           {dimOf(getOutput(), 1), "S"},
@@ -1058,8 +1073,8 @@ LogicalResult FlashAttentionGradOp::verify() {
       failed(verifyGradType(op, "query_grad", getQueryGrad(), "query",
                             getQuery())) ||
       failed(verifyGradType(op, "key_grad", getKeyGrad(), "key", getKey())) ||
-      failed(verifyGradType(op, "value_grad", getValueGrad(), "value",
-                            getValue())));
+      (getValue() && failed(verifyGradType(op, "value_grad", getValueGrad(),
+                                           "value", getValue()))));
 }
 
 using tiling::TileSlices;
@@ -1367,10 +1382,10 @@ FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
                   gradHeadsPerTile(*this, tensor), sliceOffsets, sliceSizes);
     return slices.extract(tensor, sliceOffsets, sliceSizes);
   };
-  SmallVector<Value> operands =
-      llvm::map_to_vector(ValueRange{getQuery(), getKey(), getValue(),
-                                     getOutput(), getOutputGrad()},
-                          headSlice);
+  Value query = headSlice(getQuery()), key = headSlice(getKey());
+  Value value = getValue() ? headSlice(getValue()) : Value();
+  Value output = headSlice(getOutput()),
+        outputGrad = headSlice(getOutputGrad());
   SmallVector<Value> inits = llvm::map_to_vector(getDpsInits(), headSlice);
   Value keyMask;
   if (Value fullMask = getKeyMask())
@@ -1387,10 +1402,10 @@ FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
   }
 
   auto tiled = FlashAttentionGradOp::create(
-      builder, loc, ValueRange(inits).getTypes(), operands[0], operands[1],
-      operands[2], operands[3], operands[4], keyMask, lse, inits[0], inits[1],
-      inits[2], getCausalAttr(), getWindowAttr(), getScaleAttr(),
-      getBlockQAttr(), getBlockKvAttr());
+      builder, loc, ValueRange(inits).getTypes(), query, key, value, output,
+      outputGrad, keyMask, lse, inits[0], inits[1],
+      value ? inits[2] : Value(), getCausalAttr(), getWindowAttr(),
+      getScaleAttr(), getKeyRopeAttr(), getBlockQAttr(), getBlockKvAttr());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
 }
@@ -1683,6 +1698,46 @@ LogicalResult StateUpdateOp::verify() {
     return failure();
   return verifyFloatElementTypes(
       op, {{"state", getState()}, {"new_rows", getNewRows()}});
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// `%q, %k, %v, %o, %do`, or `%q, %kv, %o, %do` for K=V (no value).
+static ParseResult
+parseAttentionGradOperands(OpAsmParser &parser,
+                           OpAsmParser::UnresolvedOperand &query,
+                           OpAsmParser::UnresolvedOperand &key,
+                           std::optional<OpAsmParser::UnresolvedOperand> &value,
+                           OpAsmParser::UnresolvedOperand &output,
+                           OpAsmParser::UnresolvedOperand &outputGrad) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<OpAsmParser::UnresolvedOperand, 5> operands;
+  if (parser.parseOperandList(operands))
+    return failure();
+  if (operands.size() != 4 && operands.size() != 5)
+    return parser.emitError(loc)
+           << "expected the query, key, value, output and output gradient "
+              "(or, for K=V, the query, the shared key, the output and the "
+              "output gradient), got "
+           << operands.size() << " operands";
+  query = operands[0];
+  key = operands[1];
+  if (operands.size() == 5)
+    value = operands[2];
+  output = operands[operands.size() - 2];
+  outputGrad = operands.back();
+  return success();
+}
+
+static void printAttentionGradOperands(OpAsmPrinter &printer, Operation *,
+                                       Value query, Value key, Value value,
+                                       Value output, Value outputGrad) {
+  printer << query << ", " << key << ", ";
+  if (value)
+    printer << value << ", ";
+  printer << output << ", " << outputGrad;
 }
 
 #define GET_OP_CLASSES

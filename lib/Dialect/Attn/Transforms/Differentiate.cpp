@@ -495,11 +495,19 @@ struct AttnDifferentiatePass
     // it (recomputed operands may differ from the forward's fused kernels
     // by rounding, which a log-sum-exp of the forward's scores would not
     // normalize), and does not recompute what only feeds the attention.
+    // A K=V key that is the rotated value is not kept: the backward
+    // rotates the kept value again (O(S)), so the fused backward sees the
+    // K=V form and keeps one gradient for the shared tensor.
     llvm::SetVector<Value> attentionOutputs;
     if (residuals) {
       for (SDPAOp sdpa : attentions) {
-        for (Value value : {sdpa.getQuery(), sdpa.getKey(), sdpa.getValue(),
-                            sdpa.getResult(), sdpa.getLse()})
+        Value key = sdpa.getKey();
+        if (auto rope = key.getDefiningOp<RoPEOp>();
+            rope && rope.getInput() == sdpa.getValue() && !rope.getPositions())
+          key = Value();
+        SmallVector<Value> kept = {sdpa.getQuery(), key, sdpa.getValue(),
+                                   sdpa.getResult(), sdpa.getLse()};
+        for (Value value : kept)
           if (value && !isa<BlockArgument>(value))
             attentionOutputs.insert(value);
       }

@@ -577,9 +577,35 @@ struct FuseFlashAttention : OpRewritePattern<SDPAOp> {
   TileSizes tiles;
 };
 
+/// The sum `dk_role + dv` that reverse mode builds for a K=V attention's
+/// shared tensor, when nothing else reads the two gradients: `dk_role` is
+/// `dk` itself (no rotation) or `attn.rope_grad` of it (`keyRope`).
+static arith::AddFOp getSharedKeyValueGradSum(SDPAGradOp op, RoPEOp keyRope) {
+  Value keyGrad = op.getKeyGrad(), valueGrad = op.getValueGrad();
+  if (!keyGrad.hasOneUse() || !valueGrad.hasOneUse())
+    return {};
+  Value keyRoleGrad = keyGrad;
+  if (keyRope) {
+    auto transposed = dyn_cast<RoPEGradOp>(*keyGrad.user_begin());
+    if (!transposed || transposed.getPositions() ||
+        transposed.getRope() != keyRope.getRope() ||
+        !transposed.getInputGrad().hasOneUse())
+      return {};
+    keyRoleGrad = transposed.getInputGrad();
+  }
+  auto sum = dyn_cast<arith::AddFOp>(*valueGrad.user_begin());
+  if (!sum || !llvm::is_contained(sum->getOperands(), keyRoleGrad) ||
+      sum.getLhs() == sum.getRhs())
+    return {};
+  return sum;
+}
+
 /// The gradients of a bias-free attention: the memory-O(S) backward.
 /// With a bias, dbias is an S x T tensor and the reference lowering keeps
-/// the op.
+/// the op. K=V (the key is the value, or its rotation) whose two role
+/// gradients are only summed becomes the K=V form, whose kernel rotates the
+/// key role on load, transposes the rotation on each dK tile and adds dV
+/// before one store.
 struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
   FuseFlashAttentionGrad(MLIRContext *context, TileSizes tiles)
       : OpRewritePattern(context), tiles(tiles) {}
@@ -595,13 +621,42 @@ struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
                          cast<RankedTensorType>(primal.getType()),
                          [&](int64_t) { return primal; });
     };
-    rewriter.replaceOpWithNewOp<FlashAttentionGradOp>(
-        op, op.getResultTypes(), op.getQuery(), op.getKey(), op.getValue(),
-        op.getOutput(), op.getOutputGrad(), op.getKeyMask(), op.getLse(),
-        initFor(op.getQuery()), initFor(op.getKey()), initFor(op.getValue()),
+    Value value = op.getValue();
+    RoPEOp keyRope = op.getKey().getDefiningOp<RoPEOp>();
+    if (keyRope && (keyRope.getInput() != value || keyRope.getPositions()))
+      keyRope = {};
+    arith::AddFOp sharedSum;
+    if (keyRope || op.getKey() == value)
+      sharedSum = getSharedKeyValueGradSum(op, keyRope);
+    auto tileSize = [&](int64_t size) {
+      return rewriter.getI64IntegerAttr(size);
+    };
+    if (!sharedSum) {
+      rewriter.replaceOpWithNewOp<FlashAttentionGradOp>(
+          op, op.getResultTypes(), op.getQuery(), op.getKey(), value,
+          op.getOutput(), op.getOutputGrad(), op.getKeyMask(), op.getLse(),
+          initFor(op.getQuery()), initFor(op.getKey()), initFor(value),
+          op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
+          /*key_rope=*/RopeAttr(), tileSize(tiles.blockQ),
+          tileSize(tiles.blockKV));
+      return success();
+    }
+    // At the attention gradient: its users (dq's too) all come after it.
+    Operation *keyRoleTranspose =
+        keyRope ? *op.getKeyGrad().user_begin() : nullptr;
+    auto fused = FlashAttentionGradOp::create(
+        rewriter, loc, TypeRange{op.getQuery().getType(), value.getType()},
+        op.getQuery(), value, /*value=*/Value(), op.getOutput(),
+        op.getOutputGrad(), op.getKeyMask(), op.getLse(),
+        initFor(op.getQuery()), initFor(value), /*value_grad_init=*/Value(),
         op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        rewriter.getI64IntegerAttr(tiles.blockQ),
-        rewriter.getI64IntegerAttr(tiles.blockKV));
+        keyRope ? keyRope.getRope() : RopeAttr(), tileSize(tiles.blockQ),
+        tileSize(tiles.blockKV));
+    rewriter.replaceOp(sharedSum, fused.getKeyGrad());
+    if (keyRoleTranspose)
+      rewriter.eraseOp(keyRoleTranspose);
+    rewriter.replaceAllUsesWith(op.getQueryGrad(), fused.getQueryGrad());
+    rewriter.eraseOp(op);
     return success();
   }
 

@@ -7,24 +7,27 @@
 // log-sum-exp of its rows; @f_bwd reads them (after the arguments, before
 // the cotangent): its attn.sdpa_grad reads only residuals, the
 // up-projection's gradient reads the output, and nothing recomputes the
-// attention or the projections and rotations that only feed it.
+// attention or the projections and rotations that only feed it. K=V with
+// RoPE: the key is the rotated value, so only the value is kept and the
+// backward rotates it again (the fused backward then sees the K=V form).
 // CHECK-LABEL: func.func @kv_rope(
 // CHECK: attn.qkv_attention <kv>
 // CHECK-LABEL: func.func @kv_rope_fwd(
-// CHECK-SAME: -> (tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>)
+// CHECK-SAME: -> (tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>)
 // CHECK: %[[KV:.*]] = tensor.expand_shape {{.*}} into tensor<2x5x2x4xf32>
 // CHECK: %[[K:.*]] = attn.rope %[[KV]]
 // CHECK: %[[Q:.*]] = attn.rope
 // CHECK: %[[O:.*]], %[[LSE:.*]] = attn.sdpa %[[Q]], %[[K]], %[[KV]]
 // CHECK: %[[Y:.*]] = attn.project
-// CHECK: return %[[Y]], %[[Q]], %[[K]], %[[KV]], %[[O]], %[[LSE]] : tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>
+// CHECK: return %[[Y]], %[[Q]], %[[KV]], %[[O]], %[[LSE]] : tensor<2x5x16xf32>, tensor<2x5x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x4x4xf32>, tensor<2x5x4xf32>
 // CHECK-LABEL: func.func @kv_rope_bwd(
-// CHECK-SAME: %arg4: tensor<2x5x4x4xf32>, %arg5: tensor<2x5x2x4xf32>, %arg6: tensor<2x5x2x4xf32>, %arg7: tensor<2x5x4x4xf32>, %arg8: tensor<2x5x4xf32>, %arg9: tensor<2x5x16xf32>) -> (tensor<2x5x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>)
+// CHECK-SAME: %arg4: tensor<2x5x4x4xf32>, %arg5: tensor<2x5x2x4xf32>, %arg6: tensor<2x5x4x4xf32>, %arg7: tensor<2x5x4xf32>, %arg8: tensor<2x5x16xf32>) -> (tensor<2x5x16xf32>, tensor<16x16xf32>, tensor<8x16xf32>, tensor<16x16xf32>)
 // CHECK-NOT: attn.sdpa
+// CHECK: %[[KEY:.*]] = attn.rope %arg5
 // CHECK-NOT: attn.rope %
-// CHECK: %[[OUT:.*]] = tensor.collapse_shape %arg7
-// CHECK: attn.project_grad %[[OUT]], %arg3, %arg9
-// CHECK: attn.sdpa_grad %arg4, %arg5, %arg6, %arg7, %{{.*}} lse(%arg8) {causal}
+// CHECK: %[[OUT:.*]] = tensor.collapse_shape %arg6
+// CHECK: attn.project_grad %[[OUT]], %arg3, %arg8
+// CHECK: attn.sdpa_grad %arg4, %[[KEY]], %arg5, %arg6, %{{.*}} lse(%arg7) {causal}
 // CHECK-NOT: attn.sdpa
 // CHECK: return
 // CHECK-NOT: func.func @kv_rope_vjp

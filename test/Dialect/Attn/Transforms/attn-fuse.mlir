@@ -394,6 +394,56 @@ func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
 
 // -----
 
+// K=V: the key is the value (or its rotation) and the two role gradients
+// are only summed (dv + dk, or dv + rope_grad(dk)): the K=V form, one
+// gradient for the shared tensor, the rotation of the key role moved into
+// the kernel (key_rope). Where dk is read elsewhere the three-gradient form
+// stays.
+// CHECK-LABEL: func.func @sdpa_grad_shared_kv
+// CHECK-NOT: attn.rope
+// CHECK: %[[DQ:.*]], %[[DKV:.*]] = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3 outs(%{{.*}}, %{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal, key_rope = #attn.rope<theta = 10000.0>}
+// CHECK: %[[DQ2:.*]], %[[DKV2:.*]] = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3 outs(%{{.*}}, %{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64}
+// CHECK: %[[K:.*]] = attn.rope %arg1
+// CHECK: %{{.*}}, %[[DK3:.*]], %{{.*}} = attn.flash_attention_grad %arg0, %[[K]], %arg1, %arg2, %arg3 outs
+// CHECK-NOT: key_rope
+// CHECK: %[[DK3T:.*]] = attn.rope_grad %[[DK3]]
+// CHECK: return %[[DQ]], %[[DKV]], %[[DQ2]], %[[DKV2]], %{{.*}}, %[[DK3T]]
+func.func @sdpa_grad_shared_kv(%q: tensor<?x?x4x8xf32>,
+                               %kv: tensor<?x?x2x8xf32>,
+                               %o: tensor<?x?x4x8xf32>,
+                               %do: tensor<?x?x4x8xf32>)
+    -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>,
+        tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>) {
+  %k = attn.rope %kv {rope = #attn.rope<theta = 10000.0>}
+      : tensor<?x?x2x8xf32>
+  %dq, %dk, %dv = attn.sdpa_grad %q, %k, %kv, %o, %do {causal}
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+  %dk_kv = attn.rope_grad %dk {rope = #attn.rope<theta = 10000.0>}
+      : tensor<?x?x2x8xf32>
+  %dkv = arith.addf %dv, %dk_kv : tensor<?x?x2x8xf32>
+  // Without rotation: the key is the value.
+  %dq2, %dk2, %dv2 = attn.sdpa_grad %q, %kv, %kv, %o, %do
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+  %dkv2 = arith.addf %dk2, %dv2 : tensor<?x?x2x8xf32>
+  // The rotated key's gradient is also returned: not summed in the kernel.
+  %dq3, %dk3, %dv3 = attn.sdpa_grad %q, %k, %kv, %o, %do
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>)
+  %dk3_kv = attn.rope_grad %dk3 {rope = #attn.rope<theta = 10000.0>}
+      : tensor<?x?x2x8xf32>
+  %dkv3 = arith.addf %dv3, %dk3_kv : tensor<?x?x2x8xf32>
+  return %dq, %dkv, %dq2, %dkv2, %dkv3, %dk3_kv
+      : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>,
+        tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
+}
+
+// -----
+
 // The gradients of a projection are tiled GEMMs: dx = dy W is a projection
 // of dy by W^T, dW = dy^T x and db = dy^T 1 are fused_weight_grad ops over
 // the tokens (batch and sequence collapsed). A weight two projections share

@@ -152,7 +152,17 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
     is exact when `H` covers the halo or `t - H = 0` (a tile of the sequence
     start). Tiling produces it; without it `t = 0` and `R = seq`.
 
-    The op is destination-style (`outs` are the initial values of the three
+    * `key_rope` rotates the key tiles on load (the scores read
+      `rope(key)` at positions `0 .. T - 1`) and returns the gradient of
+      the un-rotated key, `rope^T` applied to each dK tile before it is
+      stored.
+    * Without `value` (K=V), the key tensor is also the value: one tile is
+      loaded for both roles (rotated for the scores under `key_rope`) and
+      the op has two results, `(dq, dkv)`, where each key tile's gradient
+      `dkv_j = rope^T(dk_j) + dv_j` is summed in the kernel from both roles
+      and stored once. Its `outs` are the two inits.
+
+    The op is destination-style (`outs` are the initial values of the
     results, fully overwritten) and implements `TilingInterface` over
     `(batch, seq)`, both parallel: a tile is an `attn.cca_prologue` of its
     tokens and their halo of `max(P, 1)` earlier input rows (fewer at the
@@ -359,7 +369,17 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
     row gets zero gradients. `causal`, `window` and `key_mask [batch, T]` (integers) mask
     as in `attn.sdpa`.
 
-    The op is destination-style (`outs` are the initial values of the three
+    * `key_rope` rotates the key tiles on load (the scores read
+      `rope(key)` at positions `0 .. T - 1`) and returns the gradient of
+      the un-rotated key, `rope^T` applied to each dK tile before it is
+      stored.
+    * Without `value` (K=V), the key tensor is also the value: one tile is
+      loaded for both roles (rotated for the scores under `key_rope`) and
+      the op has two results, `(dq, dkv)`, where each key tile's gradient
+      `dkv_j = rope^T(dk_j) + dv_j` is summed in the kernel from both roles
+      and stored once. Its `outs` are the two inits.
+
+    The op is destination-style (`outs` are the initial values of the
     results, fully overwritten) and implements `TilingInterface` over
     `(batch, kv_heads)`, both parallel: a tile of `g` KV heads is an
     `attn.flash_attention_grad` on the `[.., g * G, ..]` query-side slices
@@ -374,38 +394,57 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
            tensor<?x?x16x64xf32>, tensor<?x?x16x64xf32>,
            tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
         -> (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>)
+
+    // K=V with RoPE on the keys: one gradient for the shared tensor.
+    %dq, %dkv = attn.flash_attention_grad %q, %kv, %o, %do lse(%lse)
+        outs(%dq_init, %dkv_init)
+        {block_q = 64 : i64, block_kv = 64 : i64, causal,
+         key_rope = #attn.rope<theta = 10000.0>}
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<?x?x16x64xf32>, tensor<?x?x16x64xf32>, tensor<?x?x16xf32>,
+           tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>)
+        -> (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>)
     ```
 
     Semantics: docs/semantics.md#attnflash_attention_grad
   }];
   // The inits are consecutive operands.
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
-                       Attn_FloatTensor:$value, Attn_FloatTensor:$output,
+                       Optional<Attn_FloatTensor>:$value,
+                       Attn_FloatTensor:$output,
                        Attn_FloatTensor:$output_grad,
                        Optional<Attn_MaskTensor>:$key_mask,
                        Optional<RankedTensorOf<[F32]>>:$lse,
                        Attn_FloatTensor:$query_grad_init,
                        Attn_FloatTensor:$key_grad_init,
-                       Attn_FloatTensor:$value_grad_init,
+                       Optional<Attn_FloatTensor>:$value_grad_init,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<Attn_RopeAttr>:$key_rope,
                        Attn_PositiveI64Attr:$block_q,
                        Attn_PositiveI64Attr:$block_kv);
   let results = (outs Attn_FloatTensor:$query_grad,
                       Attn_FloatTensor:$key_grad,
-                      Attn_FloatTensor:$value_grad);
+                      Optional<Attn_FloatTensor>:$value_grad);
+  // Four or five leading operands: without the value, K=V.
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $output `,` $output_grad
+    custom<AttentionGradOperands>($query, $key, $value, $output, $output_grad)
     (`key_mask` `(` $key_mask^ `)`)? (`lse` `(` $lse^ `)`)?
-    `outs` `(` $query_grad_init `,` $key_grad_init `,` $value_grad_init `)`
+    `outs` `(` $query_grad_init `,` $key_grad_init (`,` $value_grad_init^)? `)`
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// K=V: the key is also the value, and its gradient is one result.
+    bool isSharedKeyValue() { return !getValue(); }
+    ::mlir::Value getValueOrKey() {
+      return getValue() ? getValue() : getKey();
+    }
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       unsigned first = getODSOperandIndexAndLength(7).first;
-      return ::mlir::MutableOperandRange(getOperation(), first, 3);
+      return ::mlir::MutableOperandRange(getOperation(), first,
+                                         getValue() ? 3 : 2);
     }
   }];
 }
