@@ -40,12 +40,12 @@ class FusedProjectionTile {
 public:
   FusedProjectionTile(FusedProjectionOp op, OpBuilder &builder, int64_t blockN,
                       Value packedWeight, Value featureBlock,
-                      const RopeTables &rope)
+                      Value packedInput, const RopeTables &rope)
       : op(op),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getInput().getType()).getElementType()),
         blockN(blockN), packedWeight(packedWeight), featureBlock(featureBlock),
-        rope(rope) {}
+        packedInput(packedInput), rope(rope) {}
 
   /// The tile's output, written into the op's init.
   Value build();
@@ -64,6 +64,9 @@ private:
   KernelBuilder kb;
   int64_t blockN;
   Value packedWeight, featureBlock;
+  /// The input's whole token blocks from packInputBlocks, or null (the
+  /// tile's rows are read in place).
+  Value packedInput;
 
   /// Rotation tables whose rows include the tile's token positions.
   const RopeTables &rope;
@@ -174,6 +177,20 @@ Value FusedProjectionTile::multiplyBlock(Value tile) {
   OpFoldResult zero = kb.builder.getIndexAttr(0);
   Value rows = kb.slice(input, {zero, zero, zero}, {1, blockS, paddedWidth},
                         {blockS, paddedWidth});
+  if (packedInput) {
+    // The tile's token block: the offsets of the slice that tiling made.
+    auto tileRows = op.getInput().getDefiningOp<tensor::ExtractSliceOp>();
+    OpBuilder &b = kb.builder;
+    Value batch = getValueOrCreateConstantIndexOp(
+        b, kb.loc, tileRows.getMixedOffsets()[0]);
+    Value block = kb.floorDiv(getValueOrCreateConstantIndexOp(
+                                  b, kb.loc, tileRows.getMixedOffsets()[1]),
+                              blockS);
+    auto packedType = cast<RankedTensorType>(packedWeight.getType());
+    int64_t steps = packedType.getDimSize(1), blockK = packedType.getDimSize(2);
+    rows = kb.slice(packedInput, {batch, block, zero, zero, zero},
+                    {1, 1, steps, blockS, blockK}, {steps, blockS, blockK});
+  }
   Value acc =
       kb.fill(kb.empty({blockS, blockN}, kb.computeType), kb.constant(0.0));
   acc = kb.multiplyWeightBlock(acc, rows, packedWeight, featureBlock);
@@ -283,7 +300,7 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     // W packed into blocks once, before the tile loops, when there is a
     // whole block of tokens. A call statically shorter than a block (a
     // decode step) has no packed weight at all.
-    Value packed;
+    Value packed, packedInput;
     int64_t staticTokens = inputType.getDimSize(1);
     if (ShapedType::isDynamic(staticTokens) || staticTokens >= blockS) {
       auto packedType = RankedTensorType::get(
@@ -304,6 +321,10 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
                 kb.packWeightBlocks(op.getWeight(), blockN, blockK));
           });
       packed = pack.getResult(0);
+      // The input's whole token blocks, likewise packed once (a width that
+      // is not a whole number of steps is read in place, padded).
+      if (width % blockK == 0)
+        packedInput = kb.packInputBlocks(op.getInput(), blockS, blockK);
     }
 
     FailureOr<Operation *> tiled =
@@ -317,7 +338,8 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
         rewriter, loc, weightRows.getMixedOffsets()[0]);
     Value featureBlock = kb.floorDiv(firstFeature, blockN);
     rewriter.replaceOp(tile, FusedProjectionTile(tile, rewriter, blockN, packed,
-                                                 featureBlock, rope)
+                                                 featureBlock, packedInput,
+                                                 rope)
                                  .build());
     return success();
   }

@@ -163,17 +163,65 @@ Value KernelBuilder::packWeightBlocks(Value weight, int64_t blockN,
       });
 }
 
+Value KernelBuilder::packInputBlocks(Value input, int64_t blockS,
+                                     int64_t blockK) {
+  auto type = cast<RankedTensorType>(input.getType());
+  const int64_t width = type.getDimSize(2);
+  OpFoldResult zero = builder.getIndexAttr(0);
+  OpFoldResult batch = tensor::getMixedSize(builder, loc, input, 0);
+  Value wholeBlocks = floorDiv(dim(input, 1), blockS);
+  Value whole = tensor::ExtractSliceOp::create(
+      builder, loc,
+      RankedTensorType::get({type.getDimSize(0), ShapedType::kDynamic, width},
+                            type.getElementType()),
+      input, SmallVector<OpFoldResult>{zero, zero, zero},
+      SmallVector<OpFoldResult>{batch, mul(wholeBlocks, blockS),
+                                builder.getIndexAttr(width)},
+      SmallVector<OpFoldResult>(3, builder.getIndexAttr(1)));
+  Value blocks = tensor::ExpandShapeOp::create(
+      builder, loc,
+      RankedTensorType::get({type.getDimSize(0), ShapedType::kDynamic, blockS,
+                             width / blockK, blockK},
+                            type.getElementType()),
+      whole, llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}, {3, 4}},
+      SmallVector<OpFoldResult>{batch, wholeBlocks,
+                                builder.getIndexAttr(blockS),
+                                builder.getIndexAttr(width / blockK),
+                                builder.getIndexAttr(blockK)});
+  Value packed = tensor::EmptyOp::create(
+      builder, loc,
+      SmallVector<OpFoldResult>{batch, wholeBlocks,
+                                builder.getIndexAttr(width / blockK),
+                                builder.getIndexAttr(blockS),
+                                builder.getIndexAttr(blockK)},
+      computeType);
+  // Loops in the input's order (batch, block, token, step, k): each token's
+  // row is read once, in order.
+  return generic({blocks}, packed,
+                 {map(5, {0, 1, 2, 3, 4}), map(5, {0, 1, 3, 2, 4})},
+                 {kPar, kPar, kPar, kPar, kPar},
+                 [&](OpBuilder &b, Location, ValueRange args) -> Value {
+                   return toCompute(b, args[0]);
+                 });
+}
+
 Value KernelBuilder::multiplyWeightBlock(Value acc, Value rows, Value packed,
                                          Value featureBlock) {
   auto packedType = cast<RankedTensorType>(packed.getType());
   int64_t numSteps = packedType.getDimSize(1);
   int64_t blockK = packedType.getDimSize(2), blockN = packedType.getDimSize(3);
-  int64_t numRows = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+  auto rowsType = cast<RankedTensorType>(rows.getType());
+  const bool rowsPacked = rowsType.getRank() == 3;
+  int64_t numRows = rowsType.getDimSize(rowsPacked ? 1 : 0);
   auto loop = mlir::scf::ForOp::create(
       builder, loc, index(0), index(numSteps), index(1), mlir::ValueRange{acc},
       [&](OpBuilder &, Location, Value step, mlir::ValueRange args) {
-        Value rowTile = slice(rows, {index(0), mul(step, blockK)},
-                              {numRows, blockK}, {numRows, blockK});
+        Value rowTile =
+            rowsPacked
+                ? slice(rows, {step, index(0), index(0)},
+                        {1, numRows, blockK}, {numRows, blockK})
+                : slice(rows, {index(0), mul(step, blockK)},
+                        {numRows, blockK}, {numRows, blockK});
         Value weightTile =
             slice(packed, {featureBlock, step, index(0), index(0)},
                   {1, 1, blockK, blockN}, {blockK, blockN});

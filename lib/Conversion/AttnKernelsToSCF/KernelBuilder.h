@@ -109,9 +109,16 @@ public:
   /// E * 4 bytes apart, which for E = 1024 maps them all to the same L1
   /// sets. The packing loops run k innermost (contiguous reads of W).
   Value packWeightBlocks(Value weight, int64_t blockN, int64_t blockK);
+  /// The whole blocks of `blockS` tokens of `input` `[B, S, E]` (E a
+  /// multiple of `blockK`) in the compute type as `[B, S / blockS,
+  /// E / blockK, blockS, blockK]`: a GEMM step's rows lie `blockK` elements
+  /// apart. Read in place they lie E apart (4 KiB for E = 1024), and the
+  /// register block's broadcasts from its rows all map to the same L1 sets.
+  Value packInputBlocks(Value input, int64_t blockS, int64_t blockK);
   /// `acc + rows x W^T[:, featureBlock * blockN, + blockN)` for `rows`
-  /// `[m, E]` (static) and `packed` from packWeightBlocks: an scf.for over
-  /// the E / blockK steps, each one `[m, blockK] x [blockK, blockN]`
+  /// `[m, E]` (static), or `[E / blockK, m, blockK]` as packInputBlocks
+  /// lays them out, and `packed` from packWeightBlocks: an scf.for over the
+  /// E / blockK steps, each one `[m, blockK] x [blockK, blockN]`
   /// contraction on `acc` `[m, blockN]` (compute type).
   Value multiplyWeightBlock(Value acc, Value rows, Value packed,
                             Value featureBlock);
