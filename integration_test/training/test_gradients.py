@@ -191,6 +191,11 @@ CCA_CASES = [
         embed_dim=20, num_heads=2, num_kv_heads=1, head_dim=8,
         qk_mean=False, temperature="clamped", norm="clamp_eps",
         causal=False, window=3),
+    # Groups 16 wide: attn-fuse computes the grouped convolution's gradient
+    # as GEMMs (a weight gradient and a projection per group).
+    cca("CCGQA-wide-groups-k32-halfrope-mask-S13", seq=13, embed_dim=40,
+        num_heads=4, num_kv_heads=2, head_dim=16, rope_theta=1e4,
+        rope_fraction=0.5, padding_mask=True, conv_kernel_sizes=(3, 2)),
 ]
 
 # Stacks of two layers: residuals, per-layer RoPE and windows, the padding

@@ -443,6 +443,46 @@ func.func @sdpa_grad_shared_kv(%q: tensor<?x?x4x8xf32>,
 
 // -----
 
+// A grouped convolution's gradient (groups at least 16 channels wide) as
+// GEMMs per group: dW against the group's taps side by side (the padded
+// input shifted by each tap, concatenated), dx as a projection of dy by the
+// group's taps (W^T per tap, stacked), summed at the taps' shifts; db the
+// weight gradient of a ones column. A depthwise convolution keeps the op.
+// CHECK-LABEL: func.func @conv_grad_grouped
+// CHECK: %[[TAPS0:.*]] = tensor.concat dim(1) %{{.*}}, %{{.*}} : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
+// CHECK: %[[DW0:.*]] = attn.fused_weight_grad %[[TAPS0]], %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[BYTAP0:.*]] = tensor.expand_shape %[[DW0]] {{\[}}[0], [1, 2]] output_shape [16, 2, 16]
+// CHECK: %[[W0:.*]] = linalg.transpose ins(%[[BYTAP0]] : tensor<16x2x16xf32>) outs(%{{.*}} : tensor<16x16x2xf32>) permutation = [0, 2, 1]
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<2x16x16xf32>) permutation = [2, 1, 0]
+// CHECK: attn.fused_projection %{{.*}}, %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x?x16xf32>, tensor<32x16xf32>, tensor<?x?x1x32xf32>)
+// CHECK: tensor.pad %{{.*}} low[0, 1, 0, 0] high[0, 1, 0, 0]
+// CHECK: attn.fused_weight_grad
+// CHECK: attn.fused_projection
+// CHECK: %[[DX:.*]] = tensor.concat dim(2) %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+// CHECK: %[[DW:.*]] = tensor.concat dim(0) %[[W0]], %{{.*}} : (tensor<16x16x2xf32>, tensor<16x16x2xf32>) -> tensor<32x16x2xf32>
+// CHECK: %[[DB:.*]] = attn.fused_weight_grad %{{.*}}, %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x1xf32>, tensor<?x32xf32>, tensor<32x1xf32>) -> tensor<32x1xf32>
+// CHECK: %[[DEPTHWISE:.*]], %{{.*}}, %{{.*}} = attn.causal_conv1d_grad %arg3, %arg4, %arg2 {groups = 32 : i64, padding = 1 : i64}
+// CHECK: return %[[DX]], %[[DW]], %{{.*}}, %[[DEPTHWISE]]
+func.func @conv_grad_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
+                             %dy: tensor<?x?x32xf32>, %xd: tensor<?x?x32xf32>,
+                             %wd: tensor<32x1x2xf32>)
+    -> (tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<32xf32>,
+        tensor<?x?x32xf32>) {
+  %dx, %dw, %db = attn.causal_conv1d_grad %x, %w, %dy
+      {groups = 2 : i64, padding = 0 : i64}
+      : (tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<?x?x32xf32>)
+      -> (tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<32xf32>)
+  %ddx, %ddw, %ddb = attn.causal_conv1d_grad %xd, %wd, %dy
+      {groups = 32 : i64, padding = 1 : i64}
+      : (tensor<?x?x32xf32>, tensor<32x1x2xf32>, tensor<?x?x32xf32>)
+      -> (tensor<?x?x32xf32>, tensor<32x1x2xf32>, tensor<32xf32>)
+  return %dx, %dw, %db, %ddx
+      : tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<32xf32>,
+        tensor<?x?x32xf32>
+}
+
+// -----
+
 // The gradients of a projection are tiled GEMMs: dx = dy W is a projection
 // of dy by W^T, dW = dy^T x and db = dy^T 1 are fused_weight_grad ops over
 // the tokens (batch and sequence collapsed). A weight two projections share
