@@ -8,7 +8,9 @@
 //   3. head-split projections (and their RoPE) -> attn.fused_projection;
 //   4. the remaining projections (the up-projection) -> attn.fused_projection
 //      with one head, a tiled GEMM; attn.project_grad -> that GEMM for dx
-//      and attn.fused_weight_grad for dW and db.
+//      and attn.fused_weight_grad for dW and db; a grouped
+//      attn.causal_conv1d (and its gradient) left outside a fused prologue
+//      -> those GEMMs per group over the taps side by side.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1018,8 +1020,137 @@ struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
   TileSizes tiles;
 };
 
+/// Groups at least this wide make a grouped convolution's GEMMs worth their
+/// tiles; narrower ones (a depthwise convolution) keep the reference loops.
+constexpr int64_t kMinConvGroupWidth = 16;
+
+/// `input [B, S, C]` with `padding` zero steps in front.
+Value padSteps(PatternRewriter &rewriter, Location loc, Value input,
+               int64_t padding) {
+  if (padding == 0)
+    return input;
+  auto type = cast<RankedTensorType>(input.getType());
+  OpFoldResult zero = rewriter.getIndexAttr(0);
+  Value zeroValue =
+      arith::ConstantOp::create(rewriter, loc, type.getElementType(),
+                                rewriter.getZeroAttr(type.getElementType()));
+  return tensor::PadOp::create(
+      rewriter, loc,
+      RankedTensorType::get({type.getDimSize(0), ShapedType::kDynamic,
+                             type.getDimSize(2)},
+                            type.getElementType()),
+      input, SmallVector<OpFoldResult>{zero, rewriter.getIndexAttr(padding),
+                                       zero},
+      SmallVector<OpFoldResult>(3, zero), zeroValue);
+}
+
+/// The taps of group `group` (channels `group * width ..`) of the padded
+/// input side by side: `[B, outSeq, taps * width]`, column `k * width + i`
+/// holding `padded[b, t + k, group * width + i]`.
+Value unfoldTaps(PatternRewriter &rewriter, Location loc, Value padded,
+                 int64_t group, int64_t width, int64_t taps,
+                 OpFoldResult outSeq) {
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  OpFoldResult batch = tensor::getMixedSize(rewriter, loc, padded, 0);
+  SmallVector<Value> shifted;
+  for (int64_t tap = 0; tap < taps; ++tap)
+    shifted.push_back(tensor::ExtractSliceOp::create(
+        rewriter, loc, padded,
+        SmallVector<OpFoldResult>{zero, rewriter.getIndexAttr(tap),
+                                  rewriter.getIndexAttr(group * width)},
+        SmallVector<OpFoldResult>{batch, outSeq, rewriter.getIndexAttr(width)},
+        SmallVector<OpFoldResult>(3, one)));
+  if (taps == 1)
+    return shifted.front();
+  return tensor::ConcatOp::create(rewriter, loc, 2, shifted).getResult();
+}
+
+/// The block of group `group` of a convolution weight `[C, width, taps]`
+/// as `[width (out), taps * width]`, column `k * width + i` holding
+/// `w[group * width + o, i, k]`: the weight of a projection of the unfolded
+/// taps.
+Value unfoldedWeight(PatternRewriter &rewriter, Location loc, Value weight,
+                     int64_t group, int64_t width, int64_t taps) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  Value block = tensor::ExtractSliceOp::create(
+      rewriter, loc, weight,
+      SmallVector<OpFoldResult>{rewriter.getIndexAttr(group * width), zero,
+                                zero},
+      SmallVector<OpFoldResult>{rewriter.getIndexAttr(width),
+                                rewriter.getIndexAttr(width),
+                                rewriter.getIndexAttr(taps)},
+      SmallVector<OpFoldResult>(3, one));
+  Value init = tensor::EmptyOp::create(rewriter, loc, {width, taps, width},
+                                       type.getElementType());
+  Value byTap = linalg::TransposeOp::create(rewriter, loc, block, init,
+                                            ArrayRef<int64_t>{0, 2, 1})
+                    .getResult()[0];
+  return tensor::CollapseShapeOp::create(
+      rewriter, loc, byTap, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+}
+
+/// A grouped `attn.causal_conv1d` (groups at least kMinConvGroupWidth wide)
+/// -> one attn.project per group of its unfolded taps by its unfolded
+/// weight block (with the group's bias), the groups concatenated.
+struct FuseGroupedConv : OpRewritePattern<CausalConv1DOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CausalConv1DOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
+    const int64_t channels = inputType.getDimSize(2);
+    const int64_t groups = op.getGroups();
+    const int64_t width = weightType.getDimSize(1);
+    const int64_t taps = weightType.getDimSize(2);
+    if (ShapedType::isDynamic(channels) || width < kMinConvGroupWidth ||
+        width * groups != channels)
+      return rewriter.notifyMatchFailure(op, "not a grouped convolution");
+    OpFoldResult outSeq =
+        arith::AddIOp::create(
+            rewriter, loc,
+            tensor::DimOp::create(rewriter, loc, op.getInput(), 1),
+            arith::ConstantIndexOp::create(rewriter, loc,
+                                           op.getPadding() - (taps - 1)))
+            .getResult();
+    Value padded = padSteps(rewriter, loc, op.getInput(), op.getPadding());
+    SmallVector<Value> outputs;
+    for (int64_t group = 0; group < groups; ++group) {
+      Value bias;
+      if (op.getBias())
+        bias = tensor::ExtractSliceOp::create(
+            rewriter, loc, op.getBias(),
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(group * width)},
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(width)},
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+      Value unfolded =
+          unfoldTaps(rewriter, loc, padded, group, width, taps, outSeq);
+      auto unfoldedType = cast<RankedTensorType>(unfolded.getType());
+      outputs.push_back(ProjectOp::create(
+          rewriter, loc,
+          RankedTensorType::get({unfoldedType.getDimSize(0),
+                                 unfoldedType.getDimSize(1), width},
+                                resultType.getElementType()),
+          unfolded,
+          unfoldedWeight(rewriter, loc, op.getWeight(), group, width, taps),
+          bias));
+    }
+    Value result = groups == 1 ? outputs.front()
+                               : tensor::ConcatOp::create(rewriter, loc, 2,
+                                                          outputs)
+                                     .getResult();
+    if (result.getType() != resultType)
+      result = tensor::CastOp::create(rewriter, loc, resultType, result);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// `attn.causal_conv1d_grad` of a grouped convolution (every group at least
-/// kMinGroupWidth channels wide) -> per group, the GEMMs of its block of
+/// kMinConvGroupWidth channels wide) -> per group, the GEMMs of its block of
 /// the weight: with `x_k` the padded input shifted by tap k (the forward's
 /// `y[t] = b + sum_k W_k x[t + k]`, padding zeros in front),
 ///   dW_g = dy_g^T [x_0 | x_1 | ...]_g  (one attn.fused_weight_grad over the
@@ -1033,8 +1164,6 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
   FuseGroupedConvGrad(MLIRContext *context, TileSizes tiles)
       : OpRewritePattern(context), tiles(tiles) {}
 
-  static constexpr int64_t kMinGroupWidth = 16;
-
   LogicalResult matchAndRewrite(CausalConv1DGradOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -1046,7 +1175,7 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
     const int64_t width = weightType.getDimSize(1);
     const int64_t taps = weightType.getDimSize(2);
     const int64_t padding = op.getPadding();
-    if (ShapedType::isDynamic(channels) || width < kMinGroupWidth ||
+    if (ShapedType::isDynamic(channels) || width < kMinConvGroupWidth ||
         width * groups != channels)
       return rewriter.notifyMatchFailure(op, "not a grouped convolution");
     MLIRContext *context = rewriter.getContext();
@@ -1073,20 +1202,7 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
                                          permutation)
           .getResult()[0];
     };
-    Value padded = op.getInput();
-    if (padding > 0) {
-      SmallVector<OpFoldResult> low = {zero, rewriter.getIndexAttr(padding),
-                                       zero};
-      SmallVector<OpFoldResult> high(3, zero);
-      Value zeroValue = arith::ConstantOp::create(
-          rewriter, loc, elementType, rewriter.getZeroAttr(elementType));
-      padded = tensor::PadOp::create(
-          rewriter, loc,
-          RankedTensorType::get(
-              {inputType.getDimSize(0), ShapedType::kDynamic, channels},
-              elementType),
-          padded, low, high, zeroValue);
-    }
+    Value padded = padSteps(rewriter, loc, op.getInput(), padding);
     Value gradRows = collapseTokens(rewriter, loc, dy);
     OpFoldResult rows = tensor::getMixedSize(rewriter, loc, gradRows, 0);
     auto i64 = [&](int64_t value) { return rewriter.getI64IntegerAttr(value); };
@@ -1098,16 +1214,9 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
       Value gradColumns = slice(gradRows, {zero, first}, {rows, groupWidth});
       if (!op.getWeightGrad().use_empty()) {
         // The taps of the group's input side by side: [tokens, K * Cg].
-        SmallVector<Value> shifted;
-        for (int64_t tap = 0; tap < taps; ++tap)
-          shifted.push_back(collapseTokens(
-              rewriter, loc,
-              slice(padded, {zero, rewriter.getIndexAttr(tap), first},
-                    {batch, outSeq, groupWidth})));
-        Value unfolded =
-            taps == 1 ? shifted.front()
-                      : tensor::ConcatOp::create(rewriter, loc, 1, shifted)
-                            .getResult();
+        Value unfolded = collapseTokens(
+            rewriter, loc,
+            unfoldTaps(rewriter, loc, padded, group, width, taps, outSeq));
         Value grad = FusedWeightGradOp::create(
             rewriter, loc,
             RankedTensorType::get({width, taps * width}, elementType), unfolded,
@@ -1121,14 +1230,11 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
         weightGrads.push_back(transpose(byTap, {0, 2, 1}));
       }
       if (!op.getInputGrad().use_empty()) {
-        // [W_0 | W_1 | ..]_g as a projection weight [K * Cg, Cg]:
+        // [W_0 | W_1 | ..]_g^T as a projection weight [K * Cg, Cg]:
         // row k * Cg + i, column o is w[g Cg + o, i, k].
-        Value block = slice(op.getWeight(), {first, zero, zero},
-                            {groupWidth, groupWidth,
-                             rewriter.getIndexAttr(taps)});
-        Value projectionWeight = tensor::CollapseShapeOp::create(
-            rewriter, loc, transpose(block, {2, 1, 0}),
-            ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+        Value projectionWeight = transpose(
+            unfoldedWeight(rewriter, loc, op.getWeight(), group, width, taps),
+            {1, 0});
         Value groupGrad = slice(dy, {zero, zero, first},
                                 {batch, outSeq, groupWidth});
         auto gradType = cast<RankedTensorType>(groupGrad.getType());
@@ -1309,6 +1415,7 @@ void attnfuse::attn::populateAttnFusePatterns(RewritePatternSet &patterns,
   case AttnFusePhase::Gemms:
     patterns.add<FuseLinearProjection, FuseProjectGrad, FuseGroupedConvGrad>(
         context, tiles);
+    patterns.add<FuseGroupedConv>(context);
     patterns.add<AccumulateWeightGrads>(context);
     return;
   }

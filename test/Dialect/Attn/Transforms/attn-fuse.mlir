@@ -449,11 +449,13 @@ func.func @sdpa_grad_shared_kv(%q: tensor<?x?x4x8xf32>,
 // group's taps (W^T per tap, stacked), summed at the taps' shifts; db the
 // weight gradient of a ones column. A depthwise convolution keeps the op.
 // CHECK-LABEL: func.func @conv_grad_grouped
-// CHECK: %[[TAPS0:.*]] = tensor.concat dim(1) %{{.*}}, %{{.*}} : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x32xf32>
-// CHECK: %[[DW0:.*]] = attn.fused_weight_grad %[[TAPS0]], %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[TAPS0:.*]] = tensor.concat dim(2) %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+// CHECK: %[[ROWS0:.*]] = tensor.collapse_shape %[[TAPS0]] {{\[}}[0, 1], [2]]
+// CHECK: %[[DW0:.*]] = attn.fused_weight_grad %[[ROWS0]], %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[BYTAP0:.*]] = tensor.expand_shape %[[DW0]] {{\[}}[0], [1, 2]] output_shape [16, 2, 16]
 // CHECK: %[[W0:.*]] = linalg.transpose ins(%[[BYTAP0]] : tensor<16x2x16xf32>) outs(%{{.*}} : tensor<16x16x2xf32>) permutation = [0, 2, 1]
-// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<2x16x16xf32>) permutation = [2, 1, 0]
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<16x2x16xf32>) permutation = [0, 2, 1]
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32x16xf32>) permutation = [1, 0]
 // CHECK: attn.fused_projection %{{.*}}, %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x?x16xf32>, tensor<32x16xf32>, tensor<?x?x1x32xf32>)
 // CHECK: tensor.pad %{{.*}} low[0, 1, 0, 0] high[0, 1, 0, 0]
 // CHECK: attn.fused_weight_grad
@@ -479,6 +481,34 @@ func.func @conv_grad_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
   return %dx, %dw, %db, %ddx
       : tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<32xf32>,
         tensor<?x?x32xf32>
+}
+
+// -----
+
+// A grouped convolution outside a fused prologue: per group, a projection
+// of its taps side by side (the padded input shifted by each tap) by its
+// weight block as [out, taps * in], with its bias; the groups concatenated.
+// CHECK-LABEL: func.func @conv_grouped
+// CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 1, 0] high[0, 0, 0]
+// CHECK: %[[B0:.*]] = tensor.extract_slice %arg2[0] [16] [1]
+// CHECK: %[[TAP0:.*]] = tensor.extract_slice %[[PADDED]][0, 0, 0] [%{{.*}}, %{{.*}}, 16] [1, 1, 1]
+// CHECK: %[[TAP1:.*]] = tensor.extract_slice %[[PADDED]][0, 1, 0] [%{{.*}}, %{{.*}}, 16] [1, 1, 1]
+// CHECK: %[[TAPS:.*]] = tensor.concat dim(2) %[[TAP0]], %[[TAP1]]
+// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %arg1[0, 0, 0] [16, 16, 2] [1, 1, 1]
+// CHECK: %[[BYTAP:.*]] = linalg.transpose ins(%[[BLOCK]] : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<16x2x16xf32>) permutation = [0, 2, 1]
+// CHECK: %[[W0:.*]] = tensor.collapse_shape %[[BYTAP]] {{\[}}[0], [1, 2]] : tensor<16x2x16xf32> into tensor<16x32xf32>
+// CHECK: attn.fused_projection %[[TAPS]], %[[W0]], %[[B0]] outs
+// CHECK: tensor.extract_slice %arg2[16] [16] [1]
+// CHECK: attn.fused_projection
+// CHECK: %[[Y:.*]] = tensor.concat dim(2) %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: attn.causal_conv1d
+func.func @conv_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
+                        %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  %y = attn.causal_conv1d %x, %w, %b {groups = 2 : i64, padding = 1 : i64}
+      : (tensor<?x?x32xf32>, tensor<32x16x2xf32>, tensor<32xf32>)
+      -> tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
 }
 
 // -----

@@ -1,13 +1,15 @@
-"""The grouped convolution gradient as GEMMs against the reference lowering.
+"""The grouped convolution and its gradient as GEMMs against the reference
+lowering.
 
-attn-fuse rewrites `attn.causal_conv1d_grad` of a grouped convolution
-(groups at least 16 channels wide) into, per group, one
-`attn.fused_weight_grad` (dW against the taps of the padded input side by
-side), one `attn.project` (dy by the group's taps, then summed at their
-shifts: dx) and, for db, a weight gradient of a ones column. Each case
-compiles one op twice for the CPU, fused and with the reference lowering
-of the op (itself checked against float64 torch autograd in
-test_gradients.py), and compares the three gradients.
+attn-fuse rewrites a grouped `attn.causal_conv1d` (groups at least 16
+channels wide) into one `attn.project` per group of the taps of the padded
+input side by side, and its `attn.causal_conv1d_grad` into, per group, one
+`attn.fused_weight_grad` (dW against those taps), one `attn.project` (dy by
+the group's taps, then summed at their shifts: dx) and, for db, a weight
+gradient of a ones column. Each case compiles one op twice for the CPU,
+fused and with the reference lowering of the op (the gradient's is itself
+checked against float64 torch autograd in test_gradients.py, the forward's
+against numpy in python-bindings/tests), and compares the results.
 
 Error norm, per gradient: max|g - ref| / max|ref|. f32: 1e-5 (both sum in
 f32, in different orders). bf16: 2e-2 against the f32 reference on
@@ -109,3 +111,35 @@ def test_fused_bf16_matches_f32_reference():
         assert np.all(np.isfinite(value)), f"{name} not finite"
         err = rel_err(value, ref)
         assert err <= BF16_TOLERANCE, f"{name}: {err:.3g}"
+
+
+def conv_module(groups, width, taps, padding):
+    channels = groups * width
+    x = f"tensor<?x?x{channels}xf32>"
+    w = f"tensor<{channels}x{width}x{taps}xf32>"
+    b = f"tensor<{channels}xf32>"
+    return attnfuse.parse(f"""
+func.func @conv(%x: {x}, %w: {w}, %b: {b}) -> {x} {{
+  %y = attn.causal_conv1d %x, %w, %b
+      {{groups = {groups} : i64, padding = {padding} : i64}}
+      : ({x}, {w}, {b}) -> {x}
+  return %y : {x}
+}}""")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "g{}w{}k{}p{}s{}b{}".format(*c))
+def test_fused_forward_matches_reference_f32(case):
+    groups, width, taps, padding, seq, batch = case
+    module = conv_module(groups, width, taps, padding)
+    fused_ir = str(module.run_pipeline("builtin.module(attn-fuse)"))
+    assert "attn.causal_conv1d " not in fused_ir
+    assert fused_ir.count("attn.fused_projection") == groups
+    x, w, _ = inputs(*case)
+    b = np.random.default_rng(1).standard_normal(
+        groups * width).astype(np.float32)
+    reference = attnfuse.compile(module, fused=False)(x, w, b)
+    fused = attnfuse.compile(module, fused=True, block_s=8, block_k=8,
+                             block_n=16)(x, w, b)
+    assert np.all(np.isfinite(fused))
+    err = rel_err(fused, reference)
+    assert err <= F32_TOLERANCE, f"y: {err:.3g}"
