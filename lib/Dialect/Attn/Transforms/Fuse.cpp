@@ -951,6 +951,41 @@ Value zeros(PatternRewriter &rewriter, Location loc, int64_t rows,
   return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
 }
 
+/// `dy^T x` over the token rows of `gradRows` `[tokens, out]` and
+/// `inputRows` `[tokens, in]`: an attn.fused_weight_grad from zero.
+Value weightGradOf(PatternRewriter &rewriter, Location loc, Value inputRows,
+                   Value gradRows, const TileSizes &tiles) {
+  auto gradType = cast<RankedTensorType>(gradRows.getType());
+  int64_t outFeatures = gradType.getDimSize(1);
+  int64_t inFeatures =
+      cast<RankedTensorType>(inputRows.getType()).getDimSize(1);
+  Type elementType = gradType.getElementType();
+  return FusedWeightGradOp::create(
+      rewriter, loc,
+      RankedTensorType::get({outFeatures, inFeatures}, elementType), inputRows,
+      gradRows, zeros(rewriter, loc, outFeatures, inFeatures, elementType),
+      rewriter.getI64IntegerAttr(tiles.blockS),
+      rewriter.getI64IntegerAttr(tiles.blockN),
+      rewriter.getI64IntegerAttr(tiles.blockK));
+}
+
+/// `db = dy^T 1` over the token rows of `gradRows` `[tokens, out]`: the
+/// weight gradient of a constant input feature, `[out]`.
+Value biasGradOf(PatternRewriter &rewriter, Location loc, Value gradRows,
+                 const TileSizes &tiles) {
+  Type elementType = cast<RankedTensorType>(gradRows.getType()).getElementType();
+  Value numTokens = tensor::DimOp::create(rewriter, loc, gradRows, 0);
+  Value ones = tensor::EmptyOp::create(
+      rewriter, loc, RankedTensorType::get({ShapedType::kDynamic, 1}, elementType),
+      ValueRange{numTokens});
+  Value one = arith::ConstantOp::create(rewriter, loc, elementType,
+                                        rewriter.getFloatAttr(elementType, 1.0));
+  ones = linalg::FillOp::create(rewriter, loc, one, ones).getResult(0);
+  return tensor::CollapseShapeOp::create(
+      rewriter, loc, weightGradOf(rewriter, loc, ones, gradRows, tiles),
+      ArrayRef<ReassociationIndices>{{0, 1}});
+}
+
 /// `attn.project_grad` -> tiled GEMMs: `dx = dy W` is a projection of `dy`
 /// by `W^T` (a fused_projection next, in this phase), `dW = dy^T x` and
 /// `db = dy^T 1` are `attn.fused_weight_grad` over the tokens. Only the
@@ -981,33 +1016,12 @@ struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
     Value gradRows;
     if (!op.getWeightGrad().use_empty() || !op.getBiasGrad().use_empty())
       gradRows = collapseTokens(rewriter, loc, op.getResultGrad());
-    auto weightGrad = [&](Value inputRows, int64_t columns) -> Value {
-      return FusedWeightGradOp::create(
-          rewriter, loc,
-          RankedTensorType::get({outFeatures, columns}, elementType),
-          inputRows, gradRows,
-          zeros(rewriter, loc, outFeatures, columns, elementType),
-          rewriter.getI64IntegerAttr(tiles.blockS),
-          rewriter.getI64IntegerAttr(tiles.blockN),
-          rewriter.getI64IntegerAttr(tiles.blockK));
-    };
     if (!op.getWeightGrad().use_empty())
-      replacements[1] =
-          weightGrad(collapseTokens(rewriter, loc, op.getInput()), inFeatures);
-    if (!op.getBiasGrad().use_empty()) {
-      // db = dy^T 1: the weight gradient of a constant input feature.
-      Value numTokens = tensor::DimOp::create(rewriter, loc, gradRows, 0);
-      Value ones = tensor::EmptyOp::create(
-          rewriter, loc, RankedTensorType::get({ShapedType::kDynamic, 1},
-                                               elementType),
-          ValueRange{numTokens});
-      Value one = arith::ConstantOp::create(
-          rewriter, loc, elementType, rewriter.getFloatAttr(elementType, 1.0));
-      ones = linalg::FillOp::create(rewriter, loc, one, ones).getResult(0);
-      replacements[2] = tensor::CollapseShapeOp::create(
-          rewriter, loc, weightGrad(ones, 1),
-          ArrayRef<ReassociationIndices>{{0, 1}});
-    }
+      replacements[1] = weightGradOf(
+          rewriter, loc, collapseTokens(rewriter, loc, op.getInput()), gradRows,
+          tiles);
+    if (!op.getBiasGrad().use_empty())
+      replacements[2] = biasGradOf(rewriter, loc, gradRows, tiles);
     // Unused results get the values of a dead op: none are left in use.
     for (auto [result, replacement] :
          llvm::zip_equal(op->getResults(), replacements))
@@ -1205,7 +1219,6 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
     Value padded = padSteps(rewriter, loc, op.getInput(), padding);
     Value gradRows = collapseTokens(rewriter, loc, dy);
     OpFoldResult rows = tensor::getMixedSize(rewriter, loc, gradRows, 0);
-    auto i64 = [&](int64_t value) { return rewriter.getI64IntegerAttr(value); };
 
     SmallVector<Value> inputGrads, weightGrads;
     for (int64_t group = 0; group < groups; ++group) {
@@ -1217,11 +1230,8 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
         Value unfolded = collapseTokens(
             rewriter, loc,
             unfoldTaps(rewriter, loc, padded, group, width, taps, outSeq));
-        Value grad = FusedWeightGradOp::create(
-            rewriter, loc,
-            RankedTensorType::get({width, taps * width}, elementType), unfolded,
-            gradColumns, zeros(rewriter, loc, width, taps * width, elementType),
-            i64(tiles.blockS), i64(tiles.blockN), i64(tiles.blockK));
+        Value grad =
+            weightGradOf(rewriter, loc, unfolded, gradColumns, tiles);
         // [Cg, K, Cg] -> the weight's [Cg, Cg, K].
         Value byTap = tensor::ExpandShapeOp::create(
             rewriter, loc,
@@ -1320,18 +1330,7 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
                       : tensor::ConcatOp::create(rewriter, loc, 0, weightGrads)
                             .getResult();
     if (!op.getBiasGrad().use_empty()) {
-      // db = dy^T 1: the weight gradient of a constant input feature.
-      Value ones = tensor::EmptyOp::create(
-          rewriter, loc, SmallVector<OpFoldResult>{rows, one}, elementType);
-      Value oneValue = arith::ConstantOp::create(
-          rewriter, loc, elementType, rewriter.getFloatAttr(elementType, 1.0));
-      ones = linalg::FillOp::create(rewriter, loc, oneValue, ones).getResult(0);
-      Value grad = FusedWeightGradOp::create(
-          rewriter, loc, RankedTensorType::get({channels, 1}, elementType),
-          ones, gradRows, zeros(rewriter, loc, channels, 1, elementType),
-          i64(tiles.blockS), i64(tiles.blockN), i64(tiles.blockK));
-      replacements[2] = tensor::CollapseShapeOp::create(
-          rewriter, loc, grad, ArrayRef<ReassociationIndices>{{0, 1}});
+      replacements[2] = biasGradOf(rewriter, loc, gradRows, tiles);
     }
     for (auto [result, replacement] :
          llvm::zip_equal(op->getResults(), replacements)) {
