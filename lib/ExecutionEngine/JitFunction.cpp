@@ -275,7 +275,9 @@ public:
   }
 
   /// A cached block of at least `size` bytes and at most twice that, or
-  /// null.
+  /// null. A miss returns every cached block to malloc first: blocks no
+  /// allocation of this call fits would otherwise add to its peak (a first
+  /// call at a new length, whose sizes differ from the last call's).
   void *take(uint64_t size) {
     if (size < kMinBytes || limit == 0)
       return nullptr;
@@ -285,8 +287,13 @@ public:
       if (it->second >= size && it->second <= 2 * size &&
           (best == blocks.end() || it->second < best->second))
         best = it;
-    if (best == blocks.end())
+    if (best == blocks.end()) {
+      for (auto &block : blocks)
+        std::free(block.first);
+      blocks.clear();
+      bytes = 0;
       return nullptr;
+    }
     void *ptr = best->first;
     bytes -= best->second;
     blocks.erase(best);
