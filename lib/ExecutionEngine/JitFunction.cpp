@@ -255,9 +255,7 @@ void *trackAllocation(void *ptr) {
     currentCall->live.insert(ptr);
   return ptr;
 }
-} // namespace
 
-namespace {
 /// Large buffers the compiled functions freed, kept for their next
 /// allocations: a call allocates the same buffers as the previous one with
 /// the same sizes, and a fresh large block costs a page fault per 4 KiB

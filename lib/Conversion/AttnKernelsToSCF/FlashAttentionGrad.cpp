@@ -73,10 +73,14 @@ struct QueryTile {
 /// as tileUsingSCF produces with tile sizes [1, 1]) into linalg on tensors.
 class FlashAttentionGradTile {
 public:
-  FlashAttentionGradTile(FlashAttentionGradOp op, OpBuilder &builder)
+  /// `keyRope`: the tables of the op's key_rope, built once for every
+  /// tile (empty without it).
+  FlashAttentionGradTile(FlashAttentionGradOp op, OpBuilder &builder,
+                         const RopeTables &keyRope)
       : op(op),
         kb(builder, op.getLoc(),
-           cast<RankedTensorType>(op.getQuery().getType()).getElementType()) {
+           cast<RankedTensorType>(op.getQuery().getType()).getElementType()),
+        keyRope(keyRope) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
     group = queryType.getDimSize(2);
     headDim = queryType.getDimSize(3);
@@ -161,14 +165,13 @@ private:
 
   FlashAttentionGradOp op;
   KernelBuilder kb;
+  const RopeTables &keyRope;
   int64_t group, headDim, valueDim, blockQ, blockKV;
   double scale;
 
   // Set by build(): the sizes, the key position of query row 0 (T - S),
-  // the padded query-side operands and key mask, the key and value tiles,
-  // the key rotation's tables (empty without key_rope).
+  // the padded query-side operands and key mask, the key and value tiles.
   Value rows, keys, numQueryBlocks, numKeyBlocks, queryOffset;
-  RopeTables keyRope;
   Value query, output, outputGrad, keyMask, keyBlocks, valueBlocks;
   // The forward's log-sum-exp [1, rows, G] padded to whole query tiles, or
   // null (L is computed).
@@ -190,8 +193,6 @@ SmallVector<Value> FlashAttentionGradTile::build() {
   // Padded keys read a zero mask: masked like the keys past the end.
   if (Value mask = op.getKeyMask())
     keyMask = kb.padDimTo(mask, 1, kb.mul(numKeyBlocks, blockKV));
-  keyRope = buildRopeTables(kb, op.getKeyRopeAttr(), headDim,
-                            kb.mul(numKeyBlocks, blockKV));
   keyBlocks = loadKeyBlocks(op.getKey(), headDim, keyRope);
   // K=V (a shared key and value): one set of tiles, unless the key role is
   // rotated.
@@ -674,13 +675,24 @@ struct LowerFlashAttentionGrad : OpRewritePattern<FlashAttentionGradOp> {
 
   LogicalResult matchAndRewrite(FlashAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
+    // The key rotation's tables serve every tile: built once, before the
+    // loops, for the positions of whole key tiles.
+    KernelBuilder kb(
+        rewriter, op.getLoc(),
+        cast<RankedTensorType>(op.getQuery().getType()).getElementType());
+    int64_t blockKV = op.getBlockKv();
+    RopeTables keyRope = buildRopeTables(
+        kb, op.getKeyRopeAttr(),
+        cast<RankedTensorType>(op.getKey().getType()).getDimSize(3),
+        kb.mul(kb.ceilDiv(kb.dim(op.getKey(), 1), blockKV), blockKV));
     FailureOr<Operation *> tiled = tileKernelOp(
         rewriter, op, {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)},
         parallel);
     if (failed(tiled))
       return failure();
     auto tile = cast<FlashAttentionGradOp>(*tiled);
-    rewriter.replaceOp(tile, FlashAttentionGradTile(tile, rewriter).build());
+    rewriter.replaceOp(tile,
+                       FlashAttentionGradTile(tile, rewriter, keyRope).build());
     return success();
   }
 };

@@ -212,8 +212,6 @@ FailureOr<CCAChain> matchCCAChain(QKNormOp norm, bool decode) {
   return chain;
 }
 
-/// Matches, from its attn.qk_norm, the chain attn-decompose makes of an
-/// attn.cca layer up to the attention, and replaces it with one
 /// Whether every user of `value` outside `ignored` comes after `point`.
 bool usersFollow(Value value, Operation *point,
                  ArrayRef<Operation *> ignored = {}) {
@@ -224,6 +222,8 @@ bool usersFollow(Value value, Operation *point,
   });
 }
 
+/// Matches, from its attn.qk_norm, the chain attn-decompose makes of an
+/// attn.cca layer up to the attention, and replaces it with one
 /// attn.cca_prologue that writes the rotated query and key and the value.
 struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
   FuseCCAPrologue(MLIRContext *context, TileSizes tiles)
@@ -951,6 +951,20 @@ Value zeros(PatternRewriter &rewriter, Location loc, int64_t rows,
   return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
 }
 
+/// `source` with its dimensions permuted: `result[i] = source[permutation
+/// applied to i]`, as linalg.transpose.
+Value transposed(PatternRewriter &rewriter, Location loc, Value source,
+                 ArrayRef<int64_t> permutation) {
+  auto type = cast<RankedTensorType>(source.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t dim : permutation)
+    shape.push_back(type.getDimSize(dim));
+  Value init =
+      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+  return linalg::TransposeOp::create(rewriter, loc, source, init, permutation)
+      .getResult()[0];
+}
+
 /// `dy^T x` over the token rows of `gradRows` `[tokens, out]` and
 /// `inputRows` `[tokens, in]`: an attn.fused_weight_grad from zero.
 Value weightGradOf(PatternRewriter &rewriter, Location loc, Value inputRows,
@@ -997,22 +1011,11 @@ struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
   LogicalResult matchAndRewrite(ProjectGradOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto weightType = cast<RankedTensorType>(op.getWeight().getType());
-    Type elementType = weightType.getElementType();
-    int64_t outFeatures = weightType.getDimSize(0),
-            inFeatures = weightType.getDimSize(1);
     SmallVector<Value> replacements(3);
-    if (!op.getInputGrad().use_empty()) {
-      Value transposedInit = tensor::EmptyOp::create(
-          rewriter, loc, {inFeatures, outFeatures}, elementType);
-      Value transposed =
-          linalg::TransposeOp::create(rewriter, loc, op.getWeight(),
-                                      transposedInit, ArrayRef<int64_t>{1, 0})
-              .getResult()[0];
-      replacements[0] =
-          ProjectOp::create(rewriter, loc, op.getInputGrad().getType(),
-                            op.getResultGrad(), transposed, /*bias=*/Value());
-    }
+    if (!op.getInputGrad().use_empty())
+      replacements[0] = ProjectOp::create(
+          rewriter, loc, op.getInputGrad().getType(), op.getResultGrad(),
+          transposed(rewriter, loc, op.getWeight(), {1, 0}), /*bias=*/Value());
     Value gradRows;
     if (!op.getWeightGrad().use_empty() || !op.getBiasGrad().use_empty())
       gradRows = collapseTokens(rewriter, loc, op.getResultGrad());
@@ -1079,13 +1082,22 @@ Value unfoldTaps(PatternRewriter &rewriter, Location loc, Value padded,
   return tensor::ConcatOp::create(rewriter, loc, 2, shifted).getResult();
 }
 
-/// The block of group `group` of a convolution weight `[C, width, taps]`
-/// as `[width (out), taps * width]`, column `k * width + i` holding
-/// `w[group * width + o, i, k]`: the weight of a projection of the unfolded
-/// taps.
-Value unfoldedWeight(PatternRewriter &rewriter, Location loc, Value weight,
-                     int64_t group, int64_t width, int64_t taps) {
-  auto type = cast<RankedTensorType>(weight.getType());
+/// Whether a convolution of `input [B, S, C]` by `weight [C, width, taps]`
+/// in `groups` groups has groups wide enough for GEMMs.
+bool hasWideGroups(Value input, Value weight, int64_t groups) {
+  int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(2);
+  int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  return !ShapedType::isDynamic(channels) && width >= kMinConvGroupWidth &&
+         width * groups == channels;
+}
+
+/// The block `[width, width, taps]` (out, in, tap) of group `group` of a
+/// convolution weight `[C, width, taps]`, with its dimensions in the order
+/// `permutation` and the two groups of `reassociation` collapsed.
+Value convWeightBlock(PatternRewriter &rewriter, Location loc, Value weight,
+                      int64_t group, int64_t width, int64_t taps,
+                      ArrayRef<int64_t> permutation,
+                      ArrayRef<ReassociationIndices> reassociation) {
   OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
   Value block = tensor::ExtractSliceOp::create(
       rewriter, loc, weight,
@@ -1095,13 +1107,9 @@ Value unfoldedWeight(PatternRewriter &rewriter, Location loc, Value weight,
                                 rewriter.getIndexAttr(width),
                                 rewriter.getIndexAttr(taps)},
       SmallVector<OpFoldResult>(3, one));
-  Value init = tensor::EmptyOp::create(rewriter, loc, {width, taps, width},
-                                       type.getElementType());
-  Value byTap = linalg::TransposeOp::create(rewriter, loc, block, init,
-                                            ArrayRef<int64_t>{0, 2, 1})
-                    .getResult()[0];
   return tensor::CollapseShapeOp::create(
-      rewriter, loc, byTap, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+      rewriter, loc, transposed(rewriter, loc, block, permutation),
+      reassociation);
 }
 
 /// A grouped `attn.causal_conv1d` (groups at least kMinConvGroupWidth wide)
@@ -1113,15 +1121,12 @@ struct FuseGroupedConv : OpRewritePattern<CausalConv1DOp> {
   LogicalResult matchAndRewrite(CausalConv1DOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
     auto weightType = cast<RankedTensorType>(op.getWeight().getType());
     auto resultType = cast<RankedTensorType>(op.getResult().getType());
-    const int64_t channels = inputType.getDimSize(2);
     const int64_t groups = op.getGroups();
     const int64_t width = weightType.getDimSize(1);
     const int64_t taps = weightType.getDimSize(2);
-    if (ShapedType::isDynamic(channels) || width < kMinConvGroupWidth ||
-        width * groups != channels)
+    if (!hasWideGroups(op.getInput(), op.getWeight(), groups))
       return rewriter.notifyMatchFailure(op, "not a grouped convolution");
     OpFoldResult outSeq =
         arith::AddIOp::create(
@@ -1149,7 +1154,9 @@ struct FuseGroupedConv : OpRewritePattern<CausalConv1DOp> {
                                  unfoldedType.getDimSize(1), width},
                                 resultType.getElementType()),
           unfolded,
-          unfoldedWeight(rewriter, loc, op.getWeight(), group, width, taps),
+          // [out, taps * in]: column k * width + i is w[g width + o, i, k].
+          convWeightBlock(rewriter, loc, op.getWeight(), group, width, taps,
+                          {0, 2, 1}, {{0}, {1, 2}}),
           bias));
     }
     Value result = groups == 1 ? outputs.front()
@@ -1184,13 +1191,11 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
     auto inputType = cast<RankedTensorType>(op.getInput().getType());
     auto weightType = cast<RankedTensorType>(op.getWeight().getType());
     Type elementType = inputType.getElementType();
-    const int64_t channels = inputType.getDimSize(2);
     const int64_t groups = op.getGroups();
     const int64_t width = weightType.getDimSize(1);
     const int64_t taps = weightType.getDimSize(2);
     const int64_t padding = op.getPadding();
-    if (ShapedType::isDynamic(channels) || width < kMinConvGroupWidth ||
-        width * groups != channels)
+    if (!hasWideGroups(op.getInput(), op.getWeight(), groups))
       return rewriter.notifyMatchFailure(op, "not a grouped convolution");
     MLIRContext *context = rewriter.getContext();
     OpFoldResult zero = rewriter.getIndexAttr(0),
@@ -1205,16 +1210,6 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
       return tensor::ExtractSliceOp::create(
           rewriter, loc, source, offsets, sizes,
           SmallVector<OpFoldResult>(offsets.size(), one));
-    };
-    auto transpose = [&](Value source, ArrayRef<int64_t> permutation) {
-      auto type = cast<RankedTensorType>(source.getType());
-      SmallVector<int64_t> shape;
-      for (int64_t dim : permutation)
-        shape.push_back(type.getDimSize(dim));
-      Value init = tensor::EmptyOp::create(rewriter, loc, shape, elementType);
-      return linalg::TransposeOp::create(rewriter, loc, source, init,
-                                         permutation)
-          .getResult()[0];
     };
     Value padded = padSteps(rewriter, loc, op.getInput(), padding);
     Value gradRows = collapseTokens(rewriter, loc, dy);
@@ -1237,14 +1232,14 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
             rewriter, loc,
             RankedTensorType::get({width, taps, width}, elementType), grad,
             ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-        weightGrads.push_back(transpose(byTap, {0, 2, 1}));
+        weightGrads.push_back(transposed(rewriter, loc, byTap, {0, 2, 1}));
       }
       if (!op.getInputGrad().use_empty()) {
         // [W_0 | W_1 | ..]_g^T as a projection weight [K * Cg, Cg]:
         // row k * Cg + i, column o is w[g Cg + o, i, k].
-        Value projectionWeight = transpose(
-            unfoldedWeight(rewriter, loc, op.getWeight(), group, width, taps),
-            {1, 0});
+        Value projectionWeight =
+            convWeightBlock(rewriter, loc, op.getWeight(), group, width, taps,
+                            {2, 1, 0}, {{0, 1}, {2}});
         Value groupGrad = slice(dy, {zero, zero, first},
                                 {batch, outSeq, groupWidth});
         auto gradType = cast<RankedTensorType>(groupGrad.getType());
@@ -1329,9 +1324,8 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
           groups == 1 ? weightGrads.front()
                       : tensor::ConcatOp::create(rewriter, loc, 0, weightGrads)
                             .getResult();
-    if (!op.getBiasGrad().use_empty()) {
+    if (!op.getBiasGrad().use_empty())
       replacements[2] = biasGradOf(rewriter, loc, gradRows, tiles);
-    }
     for (auto [result, replacement] :
          llvm::zip_equal(op->getResults(), replacements)) {
       if (!replacement)

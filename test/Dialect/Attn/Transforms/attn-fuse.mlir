@@ -454,9 +454,10 @@ func.func @sdpa_grad_shared_kv(%q: tensor<?x?x4x8xf32>,
 // CHECK: %[[DW0:.*]] = attn.fused_weight_grad %[[ROWS0]], %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[BYTAP0:.*]] = tensor.expand_shape %[[DW0]] {{\[}}[0], [1, 2]] output_shape [16, 2, 16]
 // CHECK: %[[W0:.*]] = linalg.transpose ins(%[[BYTAP0]] : tensor<16x2x16xf32>) outs(%{{.*}} : tensor<16x16x2xf32>) permutation = [0, 2, 1]
-// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<16x2x16xf32>) permutation = [0, 2, 1]
-// CHECK: linalg.transpose ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32x16xf32>) permutation = [1, 0]
-// CHECK: attn.fused_projection %{{.*}}, %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x?x16xf32>, tensor<32x16xf32>, tensor<?x?x1x32xf32>)
+// CHECK: %[[TAPW0:.*]] = linalg.transpose ins(%{{.*}} : tensor<16x16x2xf32>) outs(%{{.*}} : tensor<2x16x16xf32>) permutation = [2, 1, 0]
+// CHECK: %[[DXW0:.*]] = tensor.collapse_shape %[[TAPW0]] {{\[}}[0, 1], [2]] : tensor<2x16x16xf32> into tensor<32x16xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: attn.fused_projection %{{.*}}, %[[DXW0]] outs(%{{.*}}) {{.*}} : (tensor<?x?x16xf32>, tensor<32x16xf32>, tensor<?x?x1x32xf32>)
 // CHECK: tensor.pad %{{.*}} low[0, 1, 0, 0] high[0, 1, 0, 0]
 // CHECK: attn.fused_weight_grad
 // CHECK: attn.fused_projection
