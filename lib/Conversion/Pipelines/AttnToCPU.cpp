@@ -149,6 +149,9 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
     pm.addPass(createForallToParallelLoopPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass()); // bufferization.clone
+  // The pipeline frees a temporary at the end of its block (a function's
+  // at its return): free it after its last use instead.
+  pm.addPass(attn::createAttnFreeBuffersEarly());
 
   // Buffers -> loops -> LLVM.
   if (options.vectorize) {

@@ -311,4 +311,29 @@ def AttnLowerKernelVectors : Pass<"attn-lower-kernel-vectors"> {
   ];
 }
 
+def AttnFreeBuffersEarly : Pass<"attn-free-buffers-early"> {
+  let summary = "Free each buffer right after its last use in its block";
+  let description = [{
+    Runs on buffers, after the ownership-based deallocation pipeline and
+    `convert-bufferization-to-memref`. That pipeline frees a buffer at the
+    end of the block that allocated it, so every temporary of a function
+    body lives until the function returns: a training backward's packed
+    operands, gradients and products all at once. This pass moves each
+    `memref.dealloc` of a `memref.alloc` of the same block to just after
+    the last op of the block that uses the buffer or a view of it (an op
+    whose region uses it counts as a use). A buffer whose view leaves
+    through a terminator, a call or an op it does not know is left as it
+    was.
+
+    ```mlir
+    %a = memref.alloc(%n) : memref<?xf32>
+    linalg.generic ... outs(%a : memref<?xf32>)
+    linalg.generic ... ins(%a : memref<?xf32>) outs(%b : memref<?xf32>)
+    memref.dealloc %a : memref<?xf32>   // moved here
+    linalg.generic ... ins(%b : memref<?xf32>) outs(%c : memref<?xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTNFUSE_DIALECT_ATTN_TRANSFORMS_PASSES_TD
