@@ -552,3 +552,22 @@ func.func @project_grad(%x: tensor<?x?x16xf32>, %w: tensor<8x16xf32>,
   return %dx, %dw, %db, %shared : tensor<?x?x16xf32>, tensor<8x16xf32>,
       tensor<8xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// A large weight is transposed for dx in 64 x 64 blocks (one block's rows
+// stay in L1), not element by element down its 4 KiB columns.
+// CHECK-LABEL: func.func @project_grad_large
+// CHECK:      scf.for %[[I:.*]] = %c0 to %c256 step %c64
+// CHECK:        scf.for %[[J:.*]] = %c0 to %c128 step %c64
+// CHECK:          %[[BLOCK:.*]] = tensor.extract_slice %arg1[%[[J]], %[[I]]] [64, 64] [1, 1] : tensor<128x256xf32> to tensor<64x64xf32>
+// CHECK:          linalg.transpose ins(%[[BLOCK]] : tensor<64x64xf32>) {{.*}} permutation = [1, 0]
+// CHECK:          tensor.insert_slice %{{.*}}[%[[I]], %[[J]]] [64, 64] [1, 1] : tensor<64x64xf32> into tensor<256x128xf32>
+// CHECK:      attn.fused_projection %arg2, %{{.*}} : (tensor<?x?x128xf32>, tensor<256x128xf32>
+func.func @project_grad_large(%x: tensor<?x?x256xf32>, %w: tensor<128x256xf32>,
+                              %dy: tensor<?x?x128xf32>) -> tensor<?x?x256xf32> {
+  %dx, %dw, %db = attn.project_grad %x, %w, %dy
+      : (tensor<?x?x256xf32>, tensor<128x256xf32>, tensor<?x?x128xf32>)
+      -> (tensor<?x?x256xf32>, tensor<128x256xf32>, tensor<128xf32>)
+  return %dx : tensor<?x?x256xf32>
+}

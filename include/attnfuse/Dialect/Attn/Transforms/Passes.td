@@ -125,7 +125,9 @@ def AttnFuse : Pass<"attn-fuse"> {
            "Cached keys per tile of a decode step (attn.flash_decode; the "
            "sm_90a kernels stream 64-row tiles)">
   ];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
