@@ -26,8 +26,9 @@ namespace {
 
 /// The last op of `block` that uses `buffer` or a view of it (null when
 /// nothing but `dealloc` does), or failure when a view may outlive what the
-/// uses show: it is yielded, returned, passed to a call, written to memory,
-/// taken as an address, or made by an op that is not a view.
+/// uses show: it is yielded, returned, passed to a call, taken as an
+/// address, or made by an op that is not a view. (A memref is never an
+/// element of memory, so loads and stores only access it.)
 FailureOr<Operation *> lastUseInBlock(Value buffer, Block *block,
                                       Operation *dealloc) {
   SmallVector<Value> worklist = {buffer};
@@ -42,8 +43,7 @@ FailureOr<Operation *> lastUseInBlock(Value buffer, Block *block,
       // The address as an integer (the deallocation helpers compare them)
       // must not be one a later allocation may reuse.
       if (user->hasTrait<OpTrait::IsTerminator>() ||
-          isa<CallOpInterface, memref::StoreOp,
-              memref::ExtractAlignedPointerAsIndexOp>(user))
+          isa<CallOpInterface, memref::ExtractAlignedPointerAsIndexOp>(user))
         return failure();
       // Results that hold memory alias the buffer only through views;
       // anything else producing a memref from it might keep it.

@@ -53,6 +53,25 @@ func.func @view_in_loop(%x: memref<8xf32>, %y: memref<8xf32>) {
 
 // -----
 
+// Scalar stores into a buffer and loads from it are uses like any other.
+// CHECK-LABEL: func.func @scalar_access
+// CHECK:      %[[A:.*]] = memref.alloc
+// CHECK-NEXT: memref.store %arg1, %[[A]][%c0]
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[A]][%c0]
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: memref.store %[[V]], %arg0[%c0]
+func.func @scalar_access(%y: memref<8xf32>, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc() : memref<8xf32>
+  memref.store %v, %a[%c0] : memref<8xf32>
+  %e = memref.load %a[%c0] : memref<8xf32>
+  memref.store %e, %y[%c0] : memref<8xf32>
+  memref.dealloc %a : memref<8xf32>
+  return
+}
+
+// -----
+
 // A buffer nothing reads is freed at once.
 // CHECK-LABEL: func.func @unused
 // CHECK:      %[[A:.*]] = memref.alloc
@@ -68,8 +87,8 @@ func.func @unused(%x: memref<8xf32>, %y: memref<8xf32>) {
 // -----
 
 // Buffers whose view may outlive the uses stay where they are: a view
-// yielded by a loop, one passed to a call, a buffer whose address is
-// stored, and one from another block.
+// yielded by a loop, one passed to a call, and a buffer whose address is
+// taken (here stored in a table).
 // CHECK-LABEL: func.func @escapes
 // CHECK:      call @use
 // CHECK-NEXT: memref.store

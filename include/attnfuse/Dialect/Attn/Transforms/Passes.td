@@ -324,8 +324,10 @@ def AttnFreeBuffersEarly : Pass<"attn-free-buffers-early"> {
     `memref.dealloc` of a `memref.alloc` of the same block to just after
     the last op of the block that uses the buffer or a view of it (an op
     whose region uses it counts as a use). A buffer whose view leaves
-    through a terminator, a call or an op it does not know is left as it
-    was.
+    through a terminator or a call, whose address is taken as an integer
+    (the deallocation helpers compare addresses, and a later allocation may
+    reuse a freed one), or which an op other than a view turns into another
+    memref is left as it was.
 
     ```mlir
     %a = memref.alloc(%n) : memref<?xf32>
