@@ -457,35 +457,42 @@ FailureOr<Value> attnfuse::linalg_builders::buildRotation(
       rewriter, loc, freqType,
       DenseElementsAttr::get(freqType, ArrayRef<double>(invFreq)));
 
-  // (x1, x2) = (x[:half], x[half:r]):
-  //   out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin, angle = s * f_i.
+  // cos and sin of angle = s * f_i, once per (position, pair) and shared by
+  // the heads: [S, r/2], or [B, S, r/2] when token t of sequence b sits at
+  // positions[b] + t (else at t). Per element, the heads' f64 sin and cos
+  // were most of a backward's serial time.
   Value first = sliceLast(rewriter, loc, input, 0, half);
   Value second = sliceLast(rewriter, loc, input, half, half);
   SmallVector<OpFoldResult> halfSizes =
       tensor::getMixedSizes(rewriter, loc, first);
   AffineExpr d0, d1, d2, d3;
   bindDims(ctx, d0, d1, d2, d3);
-  AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
-  // Token t of sequence b sits at t, or at positions[b] + t.
-  SmallVector<Value> inputs = {first, second, freqs};
-  SmallVector<AffineMap> maps = {id4, id4, projection(ctx, 4, {d3})};
+  const unsigned tableRank = positions ? 3 : 2;
+  SmallVector<OpFoldResult> tableSizes;
+  if (positions)
+    tableSizes.push_back(halfSizes[0]);
+  tableSizes.append({halfSizes[1], rewriter.getIndexAttr(half)});
+  SmallVector<Value> tableInputs = {freqs};
+  SmallVector<AffineMap> tableMaps = {
+      projection(ctx, tableRank, {rewriter.getAffineDimExpr(tableRank - 1)})};
   if (positions) {
-    inputs.push_back(positions);
-    maps.push_back(projection(ctx, 4, {d0}));
+    tableInputs.push_back(positions);
+    tableMaps.push_back(projection(ctx, tableRank, {d0}));
   }
-  maps.append({id4, id4});
-  auto rotatedHalves = buildGeneric(
-      rewriter, loc, inputs,
-      ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
-                 emptyTensor(rewriter, loc, halfSizes, elementType)},
-      maps, SmallVector<IteratorType>(4, kPar),
+  AffineMap tableId = rewriter.getMultiDimIdentityMap(tableRank);
+  tableMaps.append({tableId, tableId});
+  auto tables = buildGeneric(
+      rewriter, loc, tableInputs,
+      ValueRange{emptyTensor(rewriter, loc, tableSizes, computeType),
+                 emptyTensor(rewriter, loc, tableSizes, computeType)},
+      tableMaps, SmallVector<IteratorType>(tableRank, kPar),
       [&](OpBuilder &b, Location l, ValueRange args) {
-        Value pos = linalg::IndexOp::create(b, l, 1);
+        Value pos = linalg::IndexOp::create(b, l, tableRank - 2);
         if (positions)
-          pos = arith::AddIOp::create(b, l, pos, toIndex(b, l, args[3]));
+          pos = arith::AddIOp::create(b, l, pos, toIndex(b, l, args[1]));
         Value posInt = arith::IndexCastOp::create(b, l, b.getI64Type(), pos);
         Value posFloat = arith::SIToFPOp::create(b, l, f64, posInt);
-        Value angle = arith::MulFOp::create(b, l, posFloat, args[2]);
+        Value angle = arith::MulFOp::create(b, l, posFloat, args[0]);
         Value cos =
             convertFloat(b, l, math::CosOp::create(b, l, angle), computeType);
         Value sin =
@@ -493,6 +500,23 @@ FailureOr<Value> attnfuse::linalg_builders::buildRotation(
         // The transpose rotates by the opposite angle.
         if (transpose)
           sin = arith::NegFOp::create(b, l, sin);
+        linalg::YieldOp::create(b, l, ValueRange{cos, sin});
+      });
+
+  // (x1, x2) = (x[:half], x[half:r]):
+  //   out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin.
+  AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+  AffineMap tableMap = positions ? projection(ctx, 4, {d0, d1, d3})
+                                 : projection(ctx, 4, {d1, d3});
+  auto rotatedHalves = buildGeneric(
+      rewriter, loc,
+      ValueRange{first, second, tables.getResult(0), tables.getResult(1)},
+      ValueRange{emptyTensor(rewriter, loc, halfSizes, elementType),
+                 emptyTensor(rewriter, loc, halfSizes, elementType)},
+      {id4, id4, tableMap, tableMap, id4, id4},
+      SmallVector<IteratorType>(4, kPar),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value cos = args[2], sin = args[3];
         Value x1 = convertFloat(b, l, args[0], computeType);
         Value x2 = convertFloat(b, l, args[1], computeType);
         Value out1 =

@@ -22,7 +22,11 @@
 // CHECK-DAG: #[[GRP:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4, d3)>
 // CHECK-DAG: #[[GRPO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
 // CHECK-DAG: #[[HEAD:.+]] = affine_map<(d0, d1, d2, d3) -> (d2)>
-// CHECK-DAG: #[[FMAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d3)>
+// rope: the angle tables [S, r/2] read the frequencies at the pair; the
+// rotation reads the tables at (token, pair), the same for every head.
+// CHECK-DAG: #[[FMAP:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[ID2:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[TABLE:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
 // sdpa with G = 2: scores[b, h, i, j] = q[b, i, h] . k[b, j, h floordiv 2];
 // out[b, i, h] = sum_j p[b, h, i, j] v[b, j, h floordiv 2].
 // CHECK-DAG: #[[SQ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>
@@ -176,16 +180,20 @@ func.func @value_shift(%c: tensor<?x?x6xf32>, %p: tensor<?x?x6xf32>) -> tensor<?
 
 // NeoX rotate-half on the first r = 4 of 8 dims: pairs (i, i + 2), inverse
 // frequencies 10000^(-2i/4) = [1, 0.01] in f64, position = index along S.
+// cos and sin are computed once per (position, pair) into [S, 2] tables,
+// which the rotation of every head reads.
 // CHECK-LABEL: func.func @rope(
 // CHECK-SAME: %[[X:.+]]: tensor<?x?x2x8xf32>
 // CHECK: %[[FREQ:.+]] = arith.constant dense<[1.000000e+00, 1.000000e-02]> : tensor<2xf64>
 // CHECK: %[[X1:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [%{{.+}}, %{{.+}}, 2, 2]
 // CHECK: %[[X2:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 2] [%{{.+}}, %{{.+}}, 2, 2]
-// CHECK: %[[ROT:.+]]:2 = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[FMAP]], #[[ID4]], #[[ID4]]], {{.+}} ins(%[[X1]], %[[X2]], %[[FREQ]] :
-// CHECK: %[[POS:.+]] = linalg.index 1 : index
+// CHECK: %[[TABLES:.+]]:2 = linalg.generic {indexing_maps = [#[[FMAP]], #[[ID2]], #[[ID2]]], {{.+}} ins(%[[FREQ]] : tensor<2xf64>) outs(%{{.+}}, %{{.+}} : tensor<?x2xf32>, tensor<?x2xf32>)
+// CHECK: %[[POS:.+]] = linalg.index 0 : index
 // CHECK: %[[ANGLE:.+]] = arith.mulf %{{.+}}, %{{.+}} : f64
 // CHECK: math.cos %[[ANGLE]] : f64
 // CHECK: math.sin %[[ANGLE]] : f64
+// CHECK: %[[ROT:.+]]:2 = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[TABLE]], #[[TABLE]], #[[ID4]], #[[ID4]]], {{.+}} ins(%[[X1]], %[[X2]], %[[TABLES]]#0, %[[TABLES]]#1 :
+// CHECK-NOT: math.cos
 // CHECK: arith.subf
 // CHECK: arith.addf
 // CHECK: %[[R1:.+]] = tensor.insert_slice %[[ROT]]#0 into %{{.+}}[0, 0, 0, 0]
@@ -306,9 +314,10 @@ func.func @state_update(%s: tensor<2x2x12xf32>, %u: tensor<2x?x12xf32>, %len: te
 }
 
 // Per-sequence positions: RoPE angles and the causal mask use
-// positions[b] + t, read through a (d0) indexing map.
+// positions[b] + t, read through a (d0) indexing map; the angle tables are
+// then [B, S, r/2].
 // CHECK-LABEL: func.func @rope_sdpa_positions(
-// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %{{.+}}, %{{.+}}, %arg2 : {{.+}}, tensor<2xi32>)
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %arg2 : tensor<4xf64>, tensor<2xi32>) outs(%{{.+}}, %{{.+}} : tensor<2x1x4xf32>, tensor<2x1x4xf32>)
 // CHECK:   linalg.index 1
 // CHECK:   arith.index_cast %{{.+}} : i32 to index
 // CHECK:   arith.addi
