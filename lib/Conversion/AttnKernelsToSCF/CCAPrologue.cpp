@@ -67,8 +67,9 @@ public:
     blockN = 64;
   }
 
-  /// What every tile shares, built at the builder's insertion point.
-  void buildShared();
+  /// What every tile shares, built at the builder's insertion point (the
+  /// packed weights by every thread when `parallel`).
+  void buildShared(RewriterBase &rewriter, bool parallel);
   /// The results of `tile` (a tile of op with at most block_s tokens of one
   /// sequence), whose first token is token `s0` of the op's.
   SmallVector<Value> buildTile(CCAPrologueOp tile, Value s0);
@@ -284,17 +285,22 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   return {queryTile, keyTile, valueTile};
 }
 
-void CCAPrologueLowering::buildShared() {
+void CCAPrologueLowering::buildShared(RewriterBase &rewriter, bool parallel) {
   OpBuilder &b = kb.builder;
   Location loc = kb.loc;
   MLIRContext *context = b.getContext();
 
   Value packedWeight = tensor::ConcatOp::create(
       b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
-  packedWeightT = kb.packWeightBlocks(packedWeight, blockN, blockK);
-  valueWeightT = kb.packWeightBlocks(op.getWv(), blockN, blockK);
+  // One block of features per iteration.
+  auto packed = [&](Value weight) {
+    Value blocks = kb.packWeightBlocks(weight, blockN, blockK);
+    return parallel ? distributeLoop(rewriter, blocks, 0) : blocks;
+  };
+  packedWeightT = packed(packedWeight);
+  valueWeightT = packed(op.getWv());
   if (shift)
-    previousWeightT = kb.packWeightBlocks(op.getWvPrev(), blockN, blockK);
+    previousWeightT = packed(op.getWvPrev());
   // [C, 1, k0] -> [C, k0].
   depthwiseWeight =
       kb.convert(op.getConvDwWeight(), {channels, k0}, kb.computeType,
@@ -425,7 +431,7 @@ struct LowerCCAPrologue : OpRewritePattern<CCAPrologueOp> {
     // The packed weights, convolution parameters and rotation tables serve
     // every tile: built once, before the loops.
     CCAPrologueLowering lowering(op, rewriter);
-    lowering.buildShared();
+    lowering.buildShared(rewriter, parallel);
     FailureOr<Operation *> tiled = tileKernelOp(
         rewriter, op,
         {rewriter.getIndexAttr(1), rewriter.getIndexAttr(op.getBlockS())},

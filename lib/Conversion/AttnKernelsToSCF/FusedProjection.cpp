@@ -316,15 +316,20 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
                 kb.empty(packedType.getShape(), packedType.getElementType()));
           },
           [&](OpBuilder &, Location) {
-            scf::YieldOp::create(
-                rewriter, loc,
-                kb.packWeightBlocks(op.getWeight(), blockN, blockK));
+            Value weightBlocks =
+                kb.packWeightBlocks(op.getWeight(), blockN, blockK);
+            if (parallel) // one block of features per iteration
+              weightBlocks = distributeLoop(rewriter, weightBlocks, 0);
+            scf::YieldOp::create(rewriter, loc, weightBlocks);
           });
       packed = pack.getResult(0);
       // The input's whole token blocks, likewise packed once (a width that
       // is not a whole number of steps is read in place, padded).
-      if (width % blockK == 0)
+      if (width % blockK == 0) {
         packedInput = kb.packInputBlocks(op.getInput(), blockS, blockK);
+        if (parallel) // one block of tokens per iteration
+          packedInput = distributeLoop(rewriter, packedInput, 1);
+      }
     }
 
     FailureOr<Operation *> tiled =

@@ -186,6 +186,10 @@ struct LowerFusedWeightGrad : OpRewritePattern<FusedWeightGradOp> {
         packTokenPanels(kb, op.getResultGrad(), wholeChunks, blockM, chunk);
     Value packedInput =
         packTokenPanels(kb, op.getInput(), wholeChunks, blockN, chunk);
+    if (parallel) { // one chunk of tokens per iteration
+      packedGrad = distributeLoop(rewriter, packedGrad, 0);
+      packedInput = distributeLoop(rewriter, packedInput, 0);
+    }
 
     FailureOr<Operation *> tiled = tileKernelOp(
         rewriter, op,

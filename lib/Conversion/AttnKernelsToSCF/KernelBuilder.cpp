@@ -447,3 +447,23 @@ attnfuse::kernels::tileKernelOp(RewriterBase &rewriter, TilingInterface op,
   rewriter.setInsertionPoint(tile);
   return tile;
 }
+
+Value attnfuse::kernels::distributeLoop(RewriterBase &rewriter, Value result,
+                                        unsigned dim) {
+  auto op = result.getDefiningOp<TilingInterface>();
+  if (!op)
+    return result;
+  OpBuilder::InsertionGuard guard(rewriter);
+  SmallVector<OpFoldResult> tileSizes(op.getLoopIteratorTypes().size(),
+                                      rewriter.getIndexAttr(0));
+  tileSizes[dim] = rewriter.getIndexAttr(1);
+  rewriter.setInsertionPoint(op);
+  scf::SCFTilingOptions options;
+  options.setTileSizes(tileSizes);
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(rewriter, op, options);
+  if (failed(tiled))
+    return result;
+  rewriter.replaceOp(op, tiled->replacements);
+  return tiled->replacements.front();
+}

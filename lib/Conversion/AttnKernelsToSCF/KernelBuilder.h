@@ -162,6 +162,15 @@ mlir::FailureOr<mlir::Operation *>
 tileKernelOp(mlir::RewriterBase &rewriter, mlir::TilingInterface op,
              llvm::ArrayRef<mlir::OpFoldResult> tileSizes, bool parallel);
 
+/// `result` of a linalg op (a packing copy before a kernel's tile loops)
+/// recomputed by one `scf.forall` over loop `dim` of the op, one iteration
+/// each: the copy runs on every thread instead of before the threads start
+/// (a projection's packed weight and input were a serial 6% of it at one
+/// thread). Returns `result` itself when the op does not tile; the
+/// insertion point is kept.
+mlir::Value distributeLoop(mlir::RewriterBase &rewriter, mlir::Value result,
+                           unsigned dim);
+
 } // namespace attnfuse::kernels
 
 #endif // ATTNFUSE_LIB_CONVERSION_ATTNKERNELSTOSCF_KERNELBUILDER_H

@@ -93,10 +93,14 @@ func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16
 // TilingInterface over (batch, 8 tokens, 2 heads = 16 features): the
 // rotation tables and W packed into [2, 3, 16, 16] blocks of W^T (zero-padded
 // to a width of 48, k innermost in the packing loops) are built once, before
-// the tile loops, and only when there is a whole block of 8 tokens.
+// the tile loops, and only when there is a whole block of 8 tokens. With
+// parallel=true the threads pack W, one block of 16 features per iteration.
 // PAR-LABEL: func.func @projection
 // PAR: %[[OUT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x4x8xf32>
 // PAR: %[[PACKED:.*]] = scf.if %{{.*}} -> (tensor<2x3x16x16xf32>)
+// PAR: scf.forall (%[[NB:.*]]) in (2) shared_outs(%[[BLOCKS:.*]] = %{{.*}}) -> (tensor<2x3x16x16xf32>)
+// PAR: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x16x3x16xf32>) outs(%{{.*}} : tensor<1x3x16x16xf32>)
+// PAR: tensor.parallel_insert_slice %{{.*}} into %[[BLOCKS]][%[[NB]], 0, 0, 0] [1, 3, 16, 16]
 // PAR: scf.forall (%[[B:.*]], %[[S0:.*]], %[[H0:.*]]) = (0, 0, 0) to (%{{.*}}, %[[S:.*]], 4) step (1, 8, 2) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x8xf32>)
 // PAR: %[[ROWS:.*]] = affine.min #{{.*}}(%[[S0]])[%[[S]]]
 // PAR: %[[N0:.*]] = affine.apply #{{.*}}(%[[H0]])
@@ -454,8 +458,14 @@ func.func @flash_grad_shared(%q: tensor<?x?x4x16xf32>,
 // PAR: %[[WHOLE:.*]] = arith.muli %[[CHUNKS]], %c8
 // PAR: %[[DYWHOLE:.*]] = tensor.extract_slice %arg1[0, 0] [%[[WHOLE]], 32] [1, 1]
 // PAR: %[[DYBLOCKS:.*]] = tensor.expand_shape %[[DYWHOLE]] {{\[}}[0, 1], [2, 3]] output_shape [%[[CHUNKS]], 8, 2, 16]
-// PAR: %[[DYPANELS:.*]] = linalg.generic {indexing_maps = [#[[IDENTITY:.*]], #[[PANEL:.*]]], {{.*}} ins(%[[DYBLOCKS]] : tensor<?x8x2x16xf32>) outs(%{{.*}} : tensor<2x?x8x16xf32>)
-// PAR: %[[XPANELS:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<?x8x2x24xf32>) outs(%{{.*}} : tensor<2x?x8x24xf32>)
+// With parallel=true each operand's panels are packed by the threads, one
+// chunk per iteration.
+// PAR: %[[DYPANELS:.*]] = scf.forall (%[[CHUNK:.*]]) in (%{{.*}}) shared_outs(%[[DYPACKED:.*]] = %{{.*}}) -> (tensor<2x?x8x16xf32>)
+// PAR: tensor.extract_slice %[[DYBLOCKS]][%[[CHUNK]], 0, 0, 0] [1, 8, 2, 16]
+// PAR: linalg.generic {indexing_maps = [#[[IDENTITY:.*]], #[[PANEL:.*]]], {{.*}} ins(%{{.*}} : tensor<1x8x2x16xf32>) outs(%{{.*}} : tensor<2x1x8x16xf32>)
+// PAR: tensor.parallel_insert_slice %{{.*}} into %[[DYPACKED]][0, %[[CHUNK]], 0, 0] [2, 1, 8, 16]
+// PAR: %[[XPANELS:.*]] = scf.forall
+// PAR: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x8x2x24xf32>) outs(%{{.*}} : tensor<2x1x8x24xf32>)
 // PAR: scf.forall (%[[O:.*]], %[[I:.*]]) = (0, 0) to (32, 48) step (16, 24) shared_outs(%[[DW:.*]] = %arg2)
 // PAR: %[[X:.*]] = tensor.extract_slice %arg0[0, %[[I]]] [%{{.*}}, 24] [1, 1] : tensor<?x48xf32> to tensor<?x24xf32>
 // PAR: %[[DY:.*]] = tensor.extract_slice %arg1[0, %[[O]]] [%{{.*}}, 16] [1, 1] : tensor<?x32xf32> to tensor<?x16xf32>

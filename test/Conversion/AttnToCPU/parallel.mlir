@@ -13,20 +13,27 @@
 // By default the fused kernels' outer tile loops run on the OpenMP runtime's
 // threads: one omp.parallel region with a worksharing loop over the
 // collapsed tile indices per kernel (the three projections and flash
-// attention), the reductions sequential inside each iteration.
+// attention), the reductions sequential inside each iteration. Each
+// projection's input is packed into token blocks by a region of its own,
+// one block per iteration (the weights here are a single block each).
 // CHECK-LABEL: llvm.func @layer(
+// CHECK: omp.parallel {
+// CHECK-NEXT: omp.wsloop {
+// CHECK-NEXT: omp.loop_nest (%{{.*}}) : i64 = ({{.*}}) to ({{.*}}) step ({{.*}}) {
+// CHECK: omp.terminator
 // CHECK: omp.parallel {
 // CHECK-NEXT: omp.wsloop {
 // CHECK-NEXT: omp.loop_nest (%{{.*}}, %{{.*}}) : i64 = ({{.*}}) to ({{.*}}) step ({{.*}}) collapse(2) {
 // CHECK: omp.yield
 // CHECK: omp.terminator
-// CHECK-COUNT-3: omp.wsloop
+// CHECK-COUNT-5: omp.wsloop
 // CHECK-NOT: omp.wsloop
 // CHECK: llvm.return
 
 // num-threads=2 fixes the team size of every region.
 // THREADS-LABEL: llvm.func @layer(
-// THREADS-COUNT-4: omp.parallel num_threads(%{{.*}} : i32)
+// THREADS-COUNT-7: omp.parallel num_threads(%{{.*}} : i32)
+// THREADS-NOT: omp.parallel
 
 // parallel=false: plain loops, no OpenMP.
 // SEQ-LABEL: llvm.func @layer(
