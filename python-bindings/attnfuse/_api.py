@@ -338,7 +338,7 @@ def compile(module, target="cpu", entry=None, **options):
     vectorize (True: the kernels' tiles are register-blocked vector code;
     False: scalar loops), register_tile_m and register_tile_n (the rows
     and columns of a GEMM tile's register block; by default chosen for the
-    host: 8 x 32 with AVX-512, else 2 x 32).
+    host: 6 x 64 with AVX-512, else 2 x 32).
 
     target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
     per function, and returns SM90aArtifacts: called like the CPU function

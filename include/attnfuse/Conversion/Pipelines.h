@@ -100,7 +100,7 @@ struct AttnToCPUOptions : public mlir::PassPipelineOptions<AttnToCPUOptions> {
                      "(attn-vectorize-kernel-tiles; 2 x 32 measured faster "
                      "than the pass's 4 x 16 on AVX2 for both the "
                      "projection and the attention tiles; the JIT uses "
-                     "8 x 32 on AVX-512 hosts unless either is given)"),
+                     "6 x 64 on AVX-512 hosts unless either is given)"),
       llvm::cl::init(2)};
   Option<int64_t> registerTileN{
       *this, "register-tile-n",

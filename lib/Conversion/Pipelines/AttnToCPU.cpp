@@ -152,6 +152,8 @@ void attnfuse::buildAttnToCPUBuffersToLLVMPipeline(
   // The pipeline frees a temporary at the end of its block (a function's
   // at its return): free it after its last use instead.
   pm.addPass(attn::createAttnFreeBuffersEarly());
+  // A kernel loop's tile buffers: allocated once per loop, not per iteration.
+  pm.addPass(attn::createAttnReuseLoopBuffers());
 
   // Buffers -> loops -> LLVM.
   if (options.vectorize) {

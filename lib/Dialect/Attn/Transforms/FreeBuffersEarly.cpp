@@ -1,15 +1,19 @@
-//===- FreeBuffersEarly.cpp - deallocations after the last use -*- C++ -*-===//
+//===- FreeBuffersEarly.cpp - buffer lifetimes after deallocation -*- C++ -*-=//
 //
 // The ownership-based deallocation pipeline frees a buffer at the end of
 // the block that allocated it. In a function body that is the return: the
 // peak memory of a call is then the sum of all its temporaries. Freeing each
-// one after its last use bounds it by what is live at once.
+// one after its last use bounds it by what is live at once
+// (attn-free-buffers-early). In a loop body it is the end of the iteration:
+// a kernel's tile buffers are allocated and freed once per key tile, which
+// allocating them once per loop avoids (attn-reuse-loop-buffers).
 //
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -17,6 +21,7 @@
 
 namespace attnfuse::attn {
 #define GEN_PASS_DEF_ATTNFREEBUFFERSEARLY
+#define GEN_PASS_DEF_ATTNREUSELOOPBUFFERS
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h.inc"
 } // namespace attnfuse::attn
 
@@ -86,6 +91,40 @@ struct AttnFreeBuffersEarlyPass
       Operation *last = *lastUse ? *lastUse : alloc.getOperation();
       if (last->isBeforeInBlock(dealloc) && last->getNextNode() != dealloc)
         dealloc->moveAfter(last);
+    }
+  }
+};
+
+/// The memref.dealloc of `alloc` in its own block, or null.
+memref::DeallocOp deallocInBlock(memref::AllocOp alloc) {
+  for (Operation *user : alloc->getUsers())
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(user);
+        dealloc && dealloc->getBlock() == alloc->getBlock())
+      return dealloc;
+  return {};
+}
+
+struct AttnReuseLoopBuffersPass
+    : attnfuse::attn::impl::AttnReuseLoopBuffersBase<
+          AttnReuseLoopBuffersPass> {
+  void runOnOperation() override {
+    SmallVector<memref::AllocOp> allocs;
+    getOperation()->walk([&](memref::AllocOp alloc) {
+      if (alloc.getMemref().getType().hasStaticShape() &&
+          alloc.getSymbolOperands().empty())
+        allocs.push_back(alloc);
+    });
+    for (memref::AllocOp alloc : allocs) {
+      // Out of each enclosing scf.for whose iteration frees it, innermost
+      // first. Never out of a parallel loop: its iterations run at once.
+      while (auto loop = dyn_cast<scf::ForOp>(alloc->getParentOp())) {
+        memref::DeallocOp dealloc = deallocInBlock(alloc);
+        if (!dealloc ||
+            failed(lastUseInBlock(alloc, alloc->getBlock(), dealloc)))
+          break;
+        alloc->moveBefore(loop);
+        dealloc->moveAfter(loop);
+      }
     }
   }
 };

@@ -45,6 +45,10 @@ struct TilePlan {
   SmallVector<int64_t> tileSizes;
   SmallVector<int64_t> interchange;
   bool contraction = false;
+  /// A contraction whose rows are not a whole number of register blocks:
+  /// the loop dimension of its rows and the rows of its whole blocks. The
+  /// op is split there first, and the rest is one narrower block.
+  std::optional<std::pair<unsigned, int64_t>> splitRows;
 };
 
 /// The largest divisor of `size` that is at most `limit`.
@@ -67,7 +71,12 @@ std::optional<unsigned> innermostDim(AffineMap map) {
 
 /// Register blocks of `rows` x `columns` with one k per step, for a
 /// contraction whose output's innermost dimension `n` is also the right
-/// operand's innermost one (contiguous vector reads and writes).
+/// operand's innermost one (contiguous vector reads and writes). A block
+/// narrower than `columns` (n has no such divisor) takes more rows, up to
+/// twice `rows`, to keep about as many accumulators. Rows that are not a
+/// whole number of blocks are split off (`splitRows`) rather than shrinking
+/// every block to a divisor: 64 rows of 6-row blocks are ten blocks and a
+/// 4-row one, not sixteen 4-row ones.
 std::optional<TilePlan> planContraction(linalg::GenericOp op,
                                         ArrayRef<int64_t> ranges, int64_t rows,
                                         int64_t columns) {
@@ -101,8 +110,15 @@ std::optional<TilePlan> planContraction(linalg::GenericOp op,
   TilePlan plan;
   plan.contraction = true;
   plan.tileSizes.assign(ranges.size(), 1);
-  plan.tileSizes[*n] = largestDivisorAtMost(ranges[*n], columns);
-  plan.tileSizes[m] = largestDivisorAtMost(ranges[m], rows);
+  const int64_t blockColumns = largestDivisorAtMost(ranges[*n], columns);
+  plan.tileSizes[*n] = blockColumns;
+  const int64_t blockRows =
+      std::min(rows * std::max<int64_t>(1, columns / blockColumns), 2 * rows);
+  if (ranges[m] > blockRows && ranges[m] % blockRows != 0) {
+    plan.splitRows = {m, ranges[m] - ranges[m] % blockRows};
+    return plan;
+  }
+  plan.tileSizes[m] = std::min(ranges[m], blockRows);
   // Tile loops: every other dimension outermost, then the block's rows and
   // columns, then k innermost so the accumulator stays in registers.
   for (unsigned d = 0, e = ranges.size(); d < e; ++d)
@@ -266,10 +282,24 @@ void AttnVectorizeKernelTilesPass::runOnOperation() {
   });
 
   IRRewriter rewriter(&getContext());
-  for (linalg::GenericOp op : candidates) {
+  while (!candidates.empty()) {
+    linalg::GenericOp op = candidates.pop_back_val();
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     std::optional<TilePlan> plan =
         planContraction(op, ranges, registerTileM, registerTileN);
+    if (plan && plan->splitRows) {
+      // Whole blocks and the remaining rows, each planned on its own.
+      auto [dim, wholeRows] = *plan->splitRows;
+      rewriter.setInsertionPoint(op);
+      auto [whole, rest] = linalg::splitOp(
+          rewriter, cast<TilingInterface>(op.getOperation()), dim,
+          rewriter.getIndexAttr(wholeRows));
+      for (TilingInterface part : {whole, rest})
+        if (auto generic = dyn_cast_or_null<linalg::GenericOp>(
+                part ? part.getOperation() : nullptr))
+          candidates.push_back(generic);
+      continue;
+    }
     if (!plan)
       plan = planRows(op, ranges, maxVectorSize, maxReductionVectorSize);
     if (plan)

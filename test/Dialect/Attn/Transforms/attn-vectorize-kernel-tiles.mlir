@@ -1,5 +1,7 @@
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles --canonicalize --cse -split-input-file | FileCheck %s
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=8 register-tile-n=8" --canonicalize -split-input-file | FileCheck %s --check-prefix=BLOCK8
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=6 register-tile-n=32" --canonicalize -split-input-file | FileCheck %s --check-prefix=SPLIT
+// RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=2 register-tile-n=64" --canonicalize -split-input-file | FileCheck %s --check-prefix=NARROW
 // RUN: attnfuse-opt %s --attn-vectorize-kernel-tiles="max-vector-size=64 max-reduction-vector-size=16" --canonicalize -split-input-file | FileCheck %s --check-prefix=SHORT
 // RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="register-tile-m=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not attnfuse-opt %s --attn-vectorize-kernel-tiles="max-reduction-vector-size=0" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
@@ -25,6 +27,25 @@
 // BLOCK8-LABEL: func.func @gemm_tile
 // BLOCK8: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8x8xf32>)
 // BLOCK8: vector.fma %{{.*}} : vector<8x8xf32>
+// Rows that are not a whole number of blocks: the 8 rows are one 6-row
+// block and one 2-row block (not two 4-row blocks), each with its own k loop.
+// SPLIT-LABEL: func.func @gemm_tile
+// SPLIT: tensor.extract_slice %arg2[0, 0] [6, 32]
+// SPLIT: scf.for {{.*}} -> (vector<6x32xf32>)
+// SPLIT: vector.transfer_read %arg0[%c0, %{{.*}}]{{.*}} vector<6x1x32xf32>
+// SPLIT: vector.fma %{{.*}} : vector<6x32xf32>
+// SPLIT: tensor.insert_slice %{{.*}} into %arg2[0, 0] [6, 32]
+// SPLIT: tensor.extract_slice %{{.*}}[6, 0] [2, 32]
+// SPLIT: scf.for {{.*}} -> (vector<2x32xf32>)
+// SPLIT: vector.transfer_read %arg0[%c6, %{{.*}}]{{.*}} vector<2x1x32xf32>
+// SPLIT: vector.fma %{{.*}} : vector<2x32xf32>
+// SPLIT-NOT: vector<4x32xf32>
+// A tile narrower than the block (32 of 64 columns) takes twice the rows:
+// 4 x 32 blocks keep the 2 x 64 block's accumulators.
+// NARROW-LABEL: func.func @gemm_tile
+// NARROW: scf.for %{{.*}} = %c0 to %c8 step %c4
+// NARROW: scf.for {{.*}} -> (vector<4x32xf32>)
+// NARROW: vector.fma %{{.*}} : vector<4x32xf32>
 func.func @gemm_tile(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
                      %acc: tensor<8x32xf32>) -> tensor<8x32xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(s, k, n) -> (s, k)>,

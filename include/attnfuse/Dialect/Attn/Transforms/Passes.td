@@ -252,8 +252,9 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
   }];
   let options = [
     Option<"registerTileM", "register-tile-m", "int64_t", /*default=*/"4",
-           "Rows of a contraction's register block (the largest divisor of "
-           "the row count not above this is used)">,
+           "Rows of a contraction's register block (rows that are not a "
+           "whole number of blocks are split off into one shorter block; a "
+           "block narrower than register-tile-n takes up to twice the rows)">,
     Option<"registerTileN", "register-tile-n", "int64_t", /*default=*/"16",
            "Columns of a contraction's register block (f32: 16 is two AVX2 "
            "registers; the largest divisor not above this is used)">,
@@ -335,6 +336,32 @@ def AttnFreeBuffersEarly : Pass<"attn-free-buffers-early"> {
     linalg.generic ... ins(%a : memref<?xf32>) outs(%b : memref<?xf32>)
     memref.dealloc %a : memref<?xf32>   // moved here
     linalg.generic ... ins(%b : memref<?xf32>) outs(%c : memref<?xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def AttnReuseLoopBuffers : Pass<"attn-reuse-loop-buffers"> {
+  let summary = "Allocate a loop iteration's static buffers once per loop";
+  let description = [{
+    Runs on buffers, after `attn-free-buffers-early`. A kernel's tile
+    buffers (a score tile, a converted key tile) are allocated and freed in
+    every iteration of its key loop: tens of thousands of heap calls per
+    attention. A `memref.alloc` of a static shape whose `memref.dealloc` is
+    in the same `scf.for` body, with no view of it leaving the iteration
+    (the conditions of `attn-free-buffers-early`), is moved before the loop
+    and its dealloc after it, out of every such enclosing loop. A fresh
+    buffer's contents are undefined, so reusing one across iterations
+    changes nothing. Parallel loops (`scf.parallel`, `scf.forall`) are never
+    crossed: their iterations may run at the same time, each needing its
+    own buffer.
+
+    ```mlir
+    scf.for %i = %c0 to %n step %c1 {
+      %t = memref.alloc() : memref<64x64xf32>   // moved before the loop
+      linalg.generic ... outs(%t : memref<64x64xf32>)
+      memref.dealloc %t : memref<64x64xf32>     // moved after the loop
+    }
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
