@@ -28,6 +28,13 @@
 // says so) and P V (un-rotated). A key mask (a padded batch) is read per key
 // tile and masks every tile.
 //
+// The key and value tiles are converted (and the keys rotated) once, before
+// the tile loops, into contiguous blocks `[B, Hk, ceil(T / block_kv),
+// block_kv, d]`, the last one zero-padded: every query tile of a KV head
+// reads them. Sliced from `[B, T, Hk, d]` per query tile, a key tile's rows
+// lay H_k d elements apart (4 KiB for 8 heads of 128), and converting them
+// took a fifth of the kernel's time.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -48,17 +55,22 @@ using namespace attnfuse::kernels;
 
 namespace {
 
+/// The converted key and value tiles of every key block (packKeyValueBlocks).
+struct KeyValueBlocks {
+  Value keys, values;
+};
+
 /// Decomposes one tile of attn.flash_attention (batch 1, one KV head, at
 /// most block_q query rows, as tileUsingSCF produces with tile sizes
 /// [1, 1, block_q]) into linalg on tensors.
 class FlashAttentionTile {
 public:
   FlashAttentionTile(FlashAttentionOp op, OpBuilder &builder,
-                     const RopeTables &queryRope, const RopeTables &keyRope)
+                     const RopeTables &queryRope, const KeyValueBlocks &blocks)
       : op(op),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getQuery().getType()).getElementType()),
-        queryRope(queryRope), keyRope(keyRope) {
+        queryRope(queryRope), blocks(blocks) {
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
     group = queryType.getDimSize(2);
     headDim = queryType.getDimSize(3);
@@ -80,10 +92,10 @@ private:
   /// (rotated when asked), times the softmax scale: the scores need no
   /// pass of their own for it.
   Value loadQueryTile();
-  /// `[block_kv, d]` compute-type key tile (rotated on load when asked) and
-  /// `[block_kv, dv]` value tile, from one read for K=V. A `partial` tile
-  /// (the last keys) is read zero-padded to block_kv rows.
-  std::pair<Value, Value> loadKeyValueTiles(Value key0, bool partial);
+  /// `[block_kv, d]` compute-type key tile (rotated when asked) and
+  /// `[block_kv, dv]` value tile of the keys from `key0`, slices of the
+  /// packed blocks (the last one zero-padded).
+  std::pair<Value, Value> loadKeyValueTiles(Value key0);
   /// Biased and (when `masked`) masked transposed scores
   /// `[G, block_kv, block_q]` of the key tile at `key0` against the
   /// (scaled) query tile.
@@ -98,7 +110,8 @@ private:
 
   FlashAttentionOp op;
   KernelBuilder kb;
-  const RopeTables &queryRope, &keyRope;
+  const RopeTables &queryRope;
+  const KeyValueBlocks &blocks;
   int64_t group, headDim, valueDim, blockQ, blockKV;
   bool keyIsValue;
   double scale;
@@ -149,7 +162,7 @@ SmallVector<Value> FlashAttentionTile::build() {
   // One key tile into the softmax state.
   auto step = [&](Value key0, ValueRange state, bool partial) {
     Value keyTile, valueTile;
-    std::tie(keyTile, valueTile) = loadKeyValueTiles(key0, partial);
+    std::tie(keyTile, valueTile) = loadKeyValueTiles(key0);
     // A key mask can hide any key, and a partial tile has padded keys:
     // those are masked everywhere. Otherwise only tiles crossing the
     // diagonal or the window edge need the mask.
@@ -242,34 +255,19 @@ Value FlashAttentionTile::loadQueryTile() {
       });
 }
 
-std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0,
-                                                              bool partial) {
+std::pair<Value, Value> FlashAttentionTile::loadKeyValueTiles(Value key0) {
   OpBuilder &b = kb.builder;
+  // The tile's batch and KV head: the offsets of its key slice.
+  auto keySlice = op.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+  SmallVector<OpFoldResult> offsets = keySlice.getMixedOffsets();
   OpFoldResult zero = b.getIndexAttr(0);
-  auto rowsOf = [&](Value source, int64_t dim) {
-    if (!partial)
-      return kb.slice(source, {zero, key0, zero, zero}, {1, blockKV, 1, dim},
-                      {blockKV, dim});
-    // The last keys % block_kv rows, zero-padded to a whole tile.
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), kb.sub(keys, key0),
-                                       b.getIndexAttr(1), b.getIndexAttr(dim)};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    Value last = tensor::ExtractSliceOp::create(
-        b, kb.loc, source, SmallVector<OpFoldResult>{zero, key0, zero, zero},
-        sizes, strides);
-    Value padded = kb.padDimTo(last, 1, kb.index(blockKV));
-    return kb.slice(padded, {zero, zero, zero, zero}, {1, blockKV, 1, dim},
-                    {blockKV, dim});
+  SmallVector<OpFoldResult> at = {offsets[0], offsets[2],
+                                  kb.floorDiv(key0, blockKV), zero, zero};
+  auto block = [&](Value packed, int64_t dim) {
+    return kb.slice(packed, at, {1, 1, 1, blockKV, dim}, {blockKV, dim});
   };
-  // One read of the key rows; for K=V it is also the value tile.
-  Value keySlab = rowsOf(op.getKey(), headDim);
-  Value keyTile = loadRotatedKeyRows(kb, keySlab, keyRope, key0);
-  // K=V without rotation: the key tile, in the rows' layout, is the value
-  // tile too (16-bit inputs would otherwise be extended twice).
-  if (keyIsValue && !keyRope)
-    return {keyTile, keyTile};
-  Value valueSlab = keyIsValue ? keySlab : rowsOf(op.getValue(), valueDim);
-  Value valueTile = kb.convert(valueSlab, kb.computeType);
+  Value keyTile = block(blocks.keys, headDim);
+  Value valueTile = blocks.values ? block(blocks.values, valueDim) : keyTile;
   return {keyTile, valueTile};
 }
 
@@ -497,6 +495,114 @@ Value FlashAttentionTile::storeLogSumExp(Value max, Value sum) {
       });
 }
 
+/// The key and value tiles of every key block of `op` in the compute type,
+/// `[B, Hk, ceil(T / block_kv), block_kv, d]` (keys rotated by `keyRope`
+/// when set; rows past the last key zero), one block per iteration of an
+/// scf.forall (`parallel`) or of scf.for loops. `values` is null when the
+/// key blocks serve as value blocks too (K=V without rotation).
+KeyValueBlocks packKeyValueBlocks(FlashAttentionOp op, KernelBuilder &kb,
+                                  const RopeTables &keyRope, bool parallel) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  Value key = op.getKey();
+  Value value = op.getValue();
+  auto keyType = cast<RankedTensorType>(key.getType());
+  const int64_t headDim = keyType.getDimSize(3);
+  const int64_t valueDim =
+      cast<RankedTensorType>(op.getValueOrKey().getType()).getDimSize(3);
+  const int64_t blockKV = op.getBlockKv();
+  const bool separateValues = value || keyRope;
+  Value batch = kb.dim(key, 0), keys = kb.dim(key, 1);
+  Value numBlocks = kb.ceilDiv(keys, blockKV);
+  Value numHeads = kb.index(keyType.getDimSize(2));
+  auto packedOf = [&](int64_t dim) {
+    return kb.empty({keyType.getDimSize(0), keyType.getDimSize(2),
+                     ShapedType::kDynamic, blockKV, dim},
+                    kb.computeType,
+                    keyType.isDynamicDim(0) ? ValueRange{batch, numBlocks}
+                                            : ValueRange{numBlocks});
+  };
+  SmallVector<Value> inits = {packedOf(headDim)};
+  if (separateValues)
+    inits.push_back(packedOf(valueDim));
+
+  // The rows [key0, key0 + block_kv) of head `head` of `source`, the last
+  // block's zero-padded. (Every block goes through the padding: a buffer
+  // yielded by an scf.if from a slice or a new tensor would need a runtime
+  // ownership check in the loop body.)
+  auto rowsOf = [&](Value source, Value batchIndex, Value head, Value key0,
+                    int64_t dim) -> Value {
+    OpFoldResult zero = b.getIndexAttr(0);
+    Value count = kb.min(kb.sub(keys, key0), kb.index(blockKV));
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc, source,
+        SmallVector<OpFoldResult>{batchIndex, key0, head, zero},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), count, b.getIndexAttr(1),
+                                  b.getIndexAttr(dim)},
+        SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+    Value padded = kb.padDimTo(rows, 1, kb.index(blockKV));
+    return kb.slice(padded, {zero, zero, zero, zero}, {1, blockKV, 1, dim},
+                    {blockKV, dim});
+  };
+  // One block: its tiles, and where they go.
+  auto packBlock = [&](ValueRange indices) {
+    Value key0 = kb.mul(indices[2], blockKV);
+    Value keyRows = rowsOf(key, indices[0], indices[1], key0, headDim);
+    SmallVector<Value> tiles = {loadRotatedKeyRows(kb, keyRows, keyRope, key0)};
+    if (separateValues)
+      tiles.push_back(kb.convert(
+          value ? rowsOf(value, indices[0], indices[1], key0, valueDim)
+                : keyRows,
+          kb.computeType));
+    return tiles;
+  };
+  auto insertAt = [&](ValueRange indices) {
+    OpFoldResult zero = b.getIndexAttr(0);
+    return SmallVector<OpFoldResult>{indices[0], indices[1], indices[2], zero,
+                                     zero};
+  };
+  auto sizesOf = [&](Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    return SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                                     b.getIndexAttr(1),
+                                     b.getIndexAttr(type.getDimSize(0)),
+                                     b.getIndexAttr(type.getDimSize(1))};
+  };
+  SmallVector<OpFoldResult> unitStrides(5, b.getIndexAttr(1));
+
+  SmallVector<Value> packed;
+  if (parallel) {
+    auto loop = scf::ForallOp::create(
+        b, loc, SmallVector<OpFoldResult>{batch, numHeads, numBlocks}, inits,
+        /*mapping=*/std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getTerminator());
+    SmallVector<Value> tiles = packBlock(loop.getInductionVars());
+    b.setInsertionPointToStart(loop.getTerminator().getBody());
+    for (auto [tile, out] : llvm::zip(tiles, loop.getRegionIterArgs()))
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, tile, out, insertAt(loop.getInductionVars()), sizesOf(tile),
+          unitStrides);
+    packed.assign(loop.getResults().begin(), loop.getResults().end());
+  } else {
+    scf::LoopNest nest = scf::buildLoopNest(
+        b, loc, {kb.index(0), kb.index(0), kb.index(0)},
+        {batch, numHeads, numBlocks}, {kb.index(1), kb.index(1), kb.index(1)},
+        inits,
+        [&](OpBuilder &, Location, ValueRange indices, ValueRange outs) {
+          SmallVector<Value> tiles = packBlock(indices);
+          scf::ValueVector results;
+          for (auto [tile, out] : llvm::zip(tiles, outs))
+            results.push_back(tensor::InsertSliceOp::create(
+                b, loc, tile, out, insertAt(indices), sizesOf(tile),
+                unitStrides));
+          return results;
+        });
+    packed.assign(nest.results.begin(), nest.results.end());
+  }
+  return {packed[0], separateValues ? packed[1] : Value()};
+}
+
 /// Tiles attn.flash_attention through its TilingInterface and decomposes
 /// each tile.
 struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
@@ -522,6 +628,7 @@ struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
     RopeTables queryRope =
         buildRopeTables(kb, op.getQueryRopeAttr(), headDim, queryPositions,
                         op.getQueryRowOffset());
+    KeyValueBlocks blocks = packKeyValueBlocks(op, kb, keyRope, parallel);
 
     FailureOr<Operation *> tiled =
         tileKernelOp(rewriter, op,
@@ -532,7 +639,7 @@ struct LowerFlashAttention : OpRewritePattern<FlashAttentionOp> {
       return failure();
     auto tile = cast<FlashAttentionOp>(*tiled);
     rewriter.replaceOp(
-        tile, FlashAttentionTile(tile, rewriter, queryRope, keyRope).build());
+        tile, FlashAttentionTile(tile, rewriter, queryRope, blocks).build());
     return success();
   }
 };

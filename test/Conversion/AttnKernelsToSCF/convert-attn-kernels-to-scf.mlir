@@ -5,53 +5,69 @@
 // scf::tileUsingSCF, one tile per (batch, KV head, block_q query rows), and
 // each tile is decomposed into linalg. parallel=true: the tile loops are one
 // scf.forall writing into slices of the op's init; the key loop (the softmax
-// reduction) stays a sequential scf.for inside.
+// reduction) stays a sequential scf.for inside. The key and value blocks are
+// packed before it by a forall of their own, one (batch, KV head, key
+// block) per iteration.
 // PAR-LABEL: func.func @flash_kv
 // PAR: %[[OUT:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x?x4x16xf32>
-// The key rotation tables serve every tile: built once, before the loop.
+// The key rotation tables serve every tile: built once, before the loops.
 // PAR: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xf64>)
+// PAR: %[[BLOCKS:.*]]:2 = scf.forall (%[[PB:.*]], %[[PH:.*]], %[[PJ:.*]]) in (%{{.*}}, 2, %{{.*}}) shared_outs(%[[KOUT:.*]] = %{{.*}}, %[[VOUT:.*]] = %{{.*}}) -> (tensor<?x2x?x32x16xf32>, tensor<?x2x?x32x16xf32>)
+// PAR: tensor.extract_slice %arg1[%[[PB]], %{{.*}}, %[[PH]], 0] [1, %{{.*}}, 1, 16]
+// PAR: tensor.pad
+// PAR: scf.forall.in_parallel
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[KOUT]][%[[PB]], %[[PH]], %[[PJ]], 0, 0] [1, 1, 1, 32, 16]
+// PAR-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[VOUT]][%[[PB]], %[[PH]], %[[PJ]], 0, 0] [1, 1, 1, 32, 16]
 // PAR: scf.forall (%[[B:.*]], %[[H:.*]], %[[R:.*]]) = (0, 0, 0) to (%{{.*}}, 2, %[[S:.*]]) step (1, 1, 16) shared_outs(%[[ACC:.*]] = %[[OUT]]) -> (tensor<?x?x4x16xf32>)
 // PAR: %[[ROWS:.*]] = affine.min #{{.*}}(%[[R]])[%[[S]]]
 // PAR: %[[H0:.*]] = affine.apply #{{.*}}(%[[H]])
 // PAR: tensor.extract_slice %arg0[%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1] : tensor<?x?x4x16xf32> to tensor<1x?x2x16xf32>
-// PAR: %[[KEYS:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16] [1, 1, 1, 1] : tensor<?x?x2x16xf32> to tensor<1x?x1x16xf32>
 // PAR: %[[DEST:.*]] = tensor.extract_slice %[[ACC]][%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1]
 // PAR-NOT: tensor<?x8xf64>
 // PAR: scf.for %{{.*}} iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
-// PAR: tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
-// The partial key tile after the loop, zero-padded to a whole tile.
+// PAR: tensor.extract_slice %[[BLOCKS]]#0[%[[B]], %[[H]], %{{.*}}, 0, 0] [1, 1, 1, 32, 16] [1, 1, 1, 1, 1] : tensor<?x2x?x32x16xf32> to tensor<32x16xf32>
+// The partial key tile after the loop: its block was zero-padded when packed.
 // PAR: scf.if %{{.*}} -> (tensor<2x16xf32>, tensor<2x16x16xf32>)
-// PAR: tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, %{{.*}}, 1, 16]
-// PAR: tensor.pad
+// PAR: tensor.extract_slice %[[BLOCKS]]#0[%[[B]], %[[H]], %{{.*}}, 0, 0] [1, 1, 1, 32, 16]
 // PAR: %[[O:.*]] = linalg.generic {{.*}} outs(%[[DEST]] : tensor<1x?x2x16xf32>)
 // PAR: scf.forall.in_parallel
 // PAR-NEXT: tensor.parallel_insert_slice %[[O]] into %[[ACC]][%[[B]], %[[R]], %[[H0]], 0] [1, %[[ROWS]], 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<?x?x4x16xf32>
 
-// K=V with GQA-2 and RoPE on load: loops over batch, KV head and query
-// block; the key loop stops at the causal diagonal; one slice of the shared
-// tensor per key tile feeds both Q K^T (through the rotating load, in the
-// rows' layout) and P V. The query tile is stored [G, d, block_q] and the
-// scores [G, block_kv, block_q]: no key tile is transposed.
+// K=V with GQA-2 and RoPE: first the rows of every (batch, KV head, key
+// block) of the shared tensor, zero-padded, rotated for Q K^T (in the rows'
+// layout) and as they are for P V, packed once into contiguous blocks; then
+// loops over batch, KV head and query block, whose key loop stops at the
+// causal diagonal and slices both blocks of each key tile. The query tile
+// is stored [G, d, block_q] and the scores [G, block_kv, block_q]: no key
+// tile is transposed.
 // CHECK-LABEL: func.func @flash_kv
+// CHECK: %[[BLOCKS:.*]]:2 = scf.for %[[PB:.*]] = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<?x2x?x32x16xf32>, tensor<?x2x?x32x16xf32>)
+// CHECK: scf.for %[[PH:.*]] = %c0 to %c2 step %c1
+// CHECK: scf.for %[[PJ:.*]] = %c0 to %{{.*}} step %c1
+// CHECK: tensor.extract_slice %arg1[%[[PB]], %{{.*}}, %[[PH]], 0] [1, %{{.*}}, 1, 16]
+// CHECK: tensor.pad
+// CHECK: %[[KEYROWS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
+// CHECK: %[[ROTATED:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<32x2x8xf32> into tensor<32x16xf32>
+// CHECK: tensor.insert_slice %[[ROTATED]] into %{{.*}}[%[[PB]], %[[PH]], %[[PJ]], 0, 0] [1, 1, 1, 32, 16]
+// CHECK: tensor.insert_slice %[[KEYROWS]] into %{{.*}}[%[[PB]], %[[PH]], %[[PJ]], 0, 0] [1, 1, 1, 32, 16]
 // CHECK: scf.for %[[B:.*]] = %c0 to %{{.*}} step %c1
 // CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
 // CHECK: scf.for %[[R:.*]] = %c0 to %{{.*}} step %c16
-// CHECK: %[[KEYS:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[H]], 0] [1, %{{.*}}, 1, 16]
 // CHECK: %[[Q:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, %{{.*}}, 0, 0]
 // CHECK: %[[QROWS:.*]] = tensor.extract_slice %[[Q]][0, 0, 0, 0] [1, 16, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> to tensor<16x2x16xf32>
 // CHECK: %[[QT:.*]] = linalg.generic {{.*}} ins(%[[QROWS]] : tensor<16x2x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: %[[HI:.*]] = arith.minsi
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x16xf32>)
-// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[KEYS]][0, %{{.*}}, 0, 0] [1, 32, 1, 16] [1, 1, 1, 1] : tensor<1x?x1x16xf32> to tensor<32x16xf32>
-// CHECK-NOT: tensor.extract_slice %[[KEYS]]
-// CHECK: %[[ROTATED:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<32x2x8xf32> into tensor<32x16xf32>
+// CHECK: %[[KT:.*]] = tensor.extract_slice %[[BLOCKS]]#0[%[[B]], %[[H]], %{{.*}}, 0, 0] [1, 1, 1, 32, 16] [1, 1, 1, 1, 1] : tensor<?x2x?x32x16xf32> to tensor<32x16xf32>
+// CHECK: %[[VT:.*]] = tensor.extract_slice %[[BLOCKS]]#1[%[[B]], %[[H]], %{{.*}}, 0, 0] [1, 1, 1, 32, 16] [1, 1, 1, 1, 1] : tensor<?x2x?x32x16xf32> to tensor<32x16xf32>
+// CHECK-NOT: tensor.pad
 // CHECK: scf.if %{{.*}} -> (tensor<2x32x16xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[ROTATED]], %[[QT]] : tensor<32x16xf32>, tensor<2x16x16xf32>) outs(%{{.*}} : tensor<2x32x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[KT]], %[[QT]] : tensor<32x16xf32>, tensor<2x16x16xf32>) outs(%{{.*}} : tensor<2x32x16xf32>)
 // CHECK: arith.cmpi sle
 // CHECK: } else {
 // CHECK-NOT: arith.cmpi sle
 // CHECK: math.exp
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[TILE]] : tensor<2x32x16xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[VT]] : tensor<2x32x16xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x16x16xf32>)
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[B]], %[[R]], %{{.*}}, 0] [1, %{{.*}}, 2, 16] [1, 1, 1, 1] : tensor<1x?x2x16xf32> into tensor<?x?x4x16xf32>
 // CHECK-NOT: attn.
 func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)
@@ -70,12 +86,16 @@ func.func @flash_kv(%q: tensor<?x?x4x16xf32>, %kv: tensor<?x?x2x16xf32>)
 
 // -----
 
-// A sliding window raises the key loop's lower bound; bf16 tiles are
-// extended to f32 on load and the output truncated once.
+// A sliding window raises the key loop's lower bound; bf16 key and value
+// rows are extended to f32 once, as their blocks are packed, and the output
+// truncated once.
 // CHECK-LABEL: func.func @flash_window_bf16
+// CHECK: scf.for
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: tensor.insert_slice %{{.*}} : tensor<8x8xf32> into tensor<1x2x?x8x8xf32>
 // CHECK: arith.maxsi
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 iter_args({{.*}}) -> (tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8x8xf32>)
-// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-NOT: arith.extf %{{.*}} : bf16 to f32
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @flash_window_bf16(%q: tensor<1x20x2x8xbf16>, %k: tensor<1x20x2x8xbf16>,
                              %v: tensor<1x20x2x8xbf16>) -> tensor<1x20x2x8xbf16> {

@@ -15,7 +15,8 @@
 // collapsed tile indices per kernel (the three projections and flash
 // attention), the reductions sequential inside each iteration. Each
 // projection's input is packed into token blocks by a region of its own,
-// one block per iteration (the weights here are a single block each).
+// one block per iteration (the weights here are a single block each), and
+// so are the attention's key/value blocks, one per (batch, KV head, block).
 // CHECK-LABEL: llvm.func @layer(
 // CHECK: omp.parallel {
 // CHECK-NEXT: omp.wsloop {
@@ -26,13 +27,16 @@
 // CHECK-NEXT: omp.loop_nest (%{{.*}}, %{{.*}}) : i64 = ({{.*}}) to ({{.*}}) step ({{.*}}) collapse(2) {
 // CHECK: omp.yield
 // CHECK: omp.terminator
-// CHECK-COUNT-5: omp.wsloop
+// CHECK-COUNT-2: omp.wsloop
+// CHECK: omp.wsloop {
+// CHECK-NEXT: omp.loop_nest (%{{.*}}, %{{.*}}, %{{.*}}) : i64 = ({{.*}}) to ({{.*}}) step ({{.*}}) collapse(3) {
+// CHECK-COUNT-3: omp.wsloop
 // CHECK-NOT: omp.wsloop
 // CHECK: llvm.return
 
 // num-threads=2 fixes the team size of every region.
 // THREADS-LABEL: llvm.func @layer(
-// THREADS-COUNT-7: omp.parallel num_threads(%{{.*}} : i32)
+// THREADS-COUNT-8: omp.parallel num_threads(%{{.*}} : i32)
 // THREADS-NOT: omp.parallel
 
 // parallel=false: plain loops, no OpenMP.
