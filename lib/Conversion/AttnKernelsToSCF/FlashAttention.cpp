@@ -21,11 +21,11 @@
 // Key tiles wholly after the causal diagonal, or wholly before the sliding
 // window, are not visited: the key loop bounds exclude them. Only tiles that
 // cross the diagonal or the window edge take the masked path; the last
-// partial key tile is read zero-padded to a whole tile after the loop over
+// partial key tile (zero-padded to a whole tile) is read after the loop over
 // the whole ones, and masked. The query rows are zero-padded to block_q so
 // every tile computation has a static shape; padded rows are not stored.
-// For K=V the one key tile read serves Q K^T (rotated on load when the op
-// says so) and P V (un-rotated). A key mask (a padded batch) is read per key
+// For K=V the one key block serves Q K^T and P V, or, when the op rotates
+// the keys, a rotated block serves Q K^T and an un-rotated one P V. A key mask (a padded batch) is read per key
 // tile and masks every tile.
 //
 // The key and value tiles are converted (and the keys rotated) once, before
@@ -78,7 +78,6 @@ public:
         cast<RankedTensorType>(op.getValueOrKey().getType()).getDimSize(3);
     blockQ = op.getBlockQ();
     blockKV = op.getBlockKv();
-    keyIsValue = !op.getValue();
     scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
                               : 1.0 / std::sqrt(static_cast<double>(headDim));
   }
@@ -113,7 +112,6 @@ private:
   const RopeTables &queryRope;
   const KeyValueBlocks &blocks;
   int64_t group, headDim, valueDim, blockQ, blockKV;
-  bool keyIsValue;
   double scale;
 
   // Set by build(): the tile's rows and the keys, the position of its first
