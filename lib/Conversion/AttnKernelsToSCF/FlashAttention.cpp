@@ -25,8 +25,8 @@
 // the whole ones, and masked. The query rows are zero-padded to block_q so
 // every tile computation has a static shape; padded rows are not stored.
 // For K=V the one key block serves Q K^T and P V, or, when the op rotates
-// the keys, a rotated block serves Q K^T and an un-rotated one P V. A key mask (a padded batch) is read per key
-// tile and masks every tile.
+// the keys, a rotated block serves Q K^T and an un-rotated one P V. A key mask
+// (a padded batch) is read per key tile and masks every tile.
 //
 // The key and value tiles are converted (and the keys rotated) once, before
 // the tile loops, into contiguous blocks `[B, Hk, ceil(T / block_kv),
@@ -533,8 +533,7 @@ KeyValueBlocks packKeyValueBlocks(FlashAttentionOp op, KernelBuilder &kb,
     OpFoldResult zero = b.getIndexAttr(0);
     Value count = kb.min(kb.sub(keys, key0), kb.index(blockKV));
     Value rows = tensor::ExtractSliceOp::create(
-        b, loc, source,
-        SmallVector<OpFoldResult>{batchIndex, key0, head, zero},
+        b, loc, source, SmallVector<OpFoldResult>{batchIndex, key0, head, zero},
         SmallVector<OpFoldResult>{b.getIndexAttr(1), count, b.getIndexAttr(1),
                                   b.getIndexAttr(dim)},
         SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
@@ -561,10 +560,9 @@ KeyValueBlocks packKeyValueBlocks(FlashAttentionOp op, KernelBuilder &kb,
   };
   auto sizesOf = [&](Value tile) {
     auto type = cast<RankedTensorType>(tile.getType());
-    return SmallVector<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
-                                     b.getIndexAttr(1),
-                                     b.getIndexAttr(type.getDimSize(0)),
-                                     b.getIndexAttr(type.getDimSize(1))};
+    return SmallVector<OpFoldResult>{
+        b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1),
+        b.getIndexAttr(type.getDimSize(0)), b.getIndexAttr(type.getDimSize(1))};
   };
   SmallVector<OpFoldResult> unitStrides(5, b.getIndexAttr(1));
 
@@ -578,16 +576,15 @@ KeyValueBlocks packKeyValueBlocks(FlashAttentionOp op, KernelBuilder &kb,
     SmallVector<Value> tiles = packBlock(loop.getInductionVars());
     b.setInsertionPointToStart(loop.getTerminator().getBody());
     for (auto [tile, out] : llvm::zip(tiles, loop.getRegionIterArgs()))
-      tensor::ParallelInsertSliceOp::create(
-          b, loc, tile, out, insertAt(loop.getInductionVars()), sizesOf(tile),
-          unitStrides);
+      tensor::ParallelInsertSliceOp::create(b, loc, tile, out,
+                                            insertAt(loop.getInductionVars()),
+                                            sizesOf(tile), unitStrides);
     packed.assign(loop.getResults().begin(), loop.getResults().end());
   } else {
     scf::LoopNest nest = scf::buildLoopNest(
         b, loc, {kb.index(0), kb.index(0), kb.index(0)},
         {batch, numHeads, numBlocks}, {kb.index(1), kb.index(1), kb.index(1)},
-        inits,
-        [&](OpBuilder &, Location, ValueRange indices, ValueRange outs) {
+        inits, [&](OpBuilder &, Location, ValueRange indices, ValueRange outs) {
           SmallVector<Value> tiles = packBlock(indices);
           scf::ValueVector results;
           for (auto [tile, out] : llvm::zip(tiles, outs))

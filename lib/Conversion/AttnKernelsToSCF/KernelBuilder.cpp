@@ -461,7 +461,8 @@ Value attnfuse::kernels::distributeLoop(RewriterBase &rewriter, Value result,
   scf::SCFTilingOptions options;
   options.setTileSizes(tileSizes);
   options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(rewriter, op, options);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, op, options);
   if (failed(tiled))
     return result;
   rewriter.replaceOp(op, tiled->replacements);

@@ -105,8 +105,7 @@ memref::DeallocOp deallocInBlock(memref::AllocOp alloc) {
 }
 
 struct AttnReuseLoopBuffersPass
-    : attnfuse::attn::impl::AttnReuseLoopBuffersBase<
-          AttnReuseLoopBuffersPass> {
+    : attnfuse::attn::impl::AttnReuseLoopBuffersBase<AttnReuseLoopBuffersPass> {
   void runOnOperation() override {
     SmallVector<memref::AllocOp> allocs;
     getOperation()->walk([&](memref::AllocOp alloc) {

@@ -291,9 +291,9 @@ void AttnVectorizeKernelTilesPass::runOnOperation() {
       // Whole blocks and the remaining rows, each planned on its own.
       auto [dim, wholeRows] = *plan->splitRows;
       rewriter.setInsertionPoint(op);
-      auto [whole, rest] = linalg::splitOp(
-          rewriter, cast<TilingInterface>(op.getOperation()), dim,
-          rewriter.getIndexAttr(wholeRows));
+      auto [whole, rest] =
+          linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
+                          dim, rewriter.getIndexAttr(wholeRows));
       for (TilingInterface part : {whole, rest})
         if (auto generic = dyn_cast_or_null<linalg::GenericOp>(
                 part ? part.getOperation() : nullptr))
