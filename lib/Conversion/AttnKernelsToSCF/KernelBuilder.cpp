@@ -457,14 +457,9 @@ Value attnfuse::kernels::distributeLoop(RewriterBase &rewriter, Value result,
   SmallVector<OpFoldResult> tileSizes(op.getLoopIteratorTypes().size(),
                                       rewriter.getIndexAttr(0));
   tileSizes[dim] = rewriter.getIndexAttr(1);
-  rewriter.setInsertionPoint(op);
-  scf::SCFTilingOptions options;
-  options.setTileSizes(tileSizes);
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, op, options);
-  if (failed(tiled))
+  FailureOr<Operation *> tile =
+      tileKernelOp(rewriter, op, tileSizes, /*parallel=*/true);
+  if (failed(tile))
     return result;
-  rewriter.replaceOp(op, tiled->replacements);
-  return tiled->replacements.front();
+  return (*tile)->getParentOfType<scf::ForallOp>().getResult(0);
 }
