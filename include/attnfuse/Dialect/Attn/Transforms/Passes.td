@@ -223,7 +223,10 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
       out of the `k` loop (`hoistLoopInvariantSubsets`), so the loop carries
       it as a `vector<m x n>` value and each step is one
       `vector.contract` that lowers to an outer product: `m` broadcast FMAs
-      of `n`-wide vectors, accumulators in registers;
+      of `n`-wide vectors, accumulators in registers. Rows that are not a
+      whole number of blocks are first split off (`linalg::splitOp`) into
+      one shorter block, and a block narrower than `register-tile-n` (the
+      columns have no such divisor) takes up to twice the rows;
     * any other generic is tiled to rows of its innermost dimension (every
       outer dimension 1) of at most `max-vector-size` elements
       (`max-reduction-vector-size` when the innermost loop is a reduction)
