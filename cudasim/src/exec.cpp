@@ -5,16 +5,20 @@
 // satisfied; the scheduler completes collectives once every participant has
 // arrived. When no thread can move, that is a deadlock and the state of every
 // warp and mbarrier is reported.
+#include "hb.h"
 #include "layouts.h"
 #include "sim.h"
 
 #include <algorithm>
+#include <array>
 #include <cfenv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -38,6 +42,19 @@ enum class TState : uint8_t {
   Exited
 };
 
+// Registers a wgmma still uses: its accumulators (read and written until the
+// wait_group that retires its group) and, in the register form, its A operand
+// (read until then, so it must not be overwritten).
+enum : uint8_t { kNotPending = 0, kPendingAccumulator = 1, kPendingA = 2 };
+
+// An asynchronous operation a thread issued and a wait must retire: a wgmma's
+// operand reads or a bulk store's source reads (index into the shadow's async
+// reads), with its group (-1 until a commit_group).
+struct AsyncGroupEntry {
+  int op;
+  int64_t group;
+};
+
 struct Thread {
   uint64_t *r = nullptr;
   int pc = 0;
@@ -46,12 +63,22 @@ struct Thread {
   unsigned linear = 0, warp = 0, lane = 0;
   int waitBarrier = -1;
   uint32_t waitMbar = 0;
-  uint64_t fenceCount = 0;      // fence.proxy.async executed
-  std::vector<uint8_t> pending; // register -> in-flight wgmma accumulator
-  std::vector<std::pair<int, int64_t>>
-      pendingList; // (register, group; -1 uncommitted)
-  int64_t wgmmaGroups = 0;
+  // (warp epoch, PC) of every fence.proxy.async that covers shared memory.
+  std::vector<std::pair<uint32_t, int>> proxyFences;
+  // Per register: kNotPending / kPendingAccumulator / kPendingA, the group of
+  // the newest wgmma using it (-1 uncommitted), and that wgmma's PC.
+  std::vector<uint8_t> pending;
+  std::vector<int64_t> pendingGroup;
+  std::vector<int32_t> pendingPc;
+  std::vector<int> pendingList; // registers with pending != 0
+  // Per register: 0 never written, 1 last written by a wgmma, else 2 * (the
+  // wgmma.fence count at the write) + 2 for any other instruction.
+  std::vector<uint32_t> regStamp;
+  uint32_t wgmmaFences = 0;
+  int64_t wgmmaGroups = 0, bulkGroups = 0;
+  std::vector<AsyncGroupEntry> wgmmaReads, bulkReads;
   uint64_t executed = 0;
+  uint32_t writeStamp() const { return 2 * wgmmaFences + 2; }
 };
 
 struct MBar {
@@ -61,32 +88,18 @@ struct MBar {
   int initThread = -1;
   bool fenced = false;
   int initPc = 0;
-  std::vector<uint32_t> clock,
+  uint16_t agent = 0; // clock component of the copies it completes
+  Clock clock,
       doneClock; // happens-before: arrivals of this / the last phase
 };
 
 bool checkEnabled(const char *name);
 
-// Vector clocks per warp (happens-before between warps for the write-write race
-// check).
-using Clock = std::vector<uint32_t>;
-void join(Clock &into, const Clock &from) {
-  if (into.size() < from.size())
-    into.resize(from.size(), 0);
-  for (size_t k = 0; k < from.size(); ++k)
-    into[k] = std::max(into[k], from[k]);
-}
-
-struct AsyncTag {
-  uint32_t mbar;
-  uint64_t
-      phase; // the write is visible once mbar has completed this many phases
-};
-
 // An async copy into shared memory in flight: its bytes land (and its
 // mbarrier's tx-count is decremented) a while after the copy is issued, not at
 // once, so that a thread that reads the destination without waiting on the
-// mbarrier sees it unwritten.
+// mbarrier sees it unwritten. Its write is ordered after what the issuing
+// thread's warp had seen at the issue.
 struct PendingCopy {
   uint64_t dueRound;
   uint32_t mbar;
@@ -94,8 +107,21 @@ struct PendingCopy {
   int64_t bytes;
   std::vector<uint32_t> addr; // destination of each element
   std::vector<uint8_t> data;
+  Access write;      // the mbarrier's agent, at the phase the copy completes
+  Clock issuerClock; // the issuing warp's clock at the issue
 };
 constexpr uint64_t kCopyLatencyRounds = 200;
+
+// The schedule: CUDASIM_SEED=n (n > 0) draws warp interleavings, copy
+// latencies, the CTAs that run at once and the registers' initial bits from
+// seed n; unset or 0 is the fixed round-robin schedule.
+uint64_t scheduleSeed() {
+  static const uint64_t seed = [] {
+    const char *e = std::getenv("CUDASIM_SEED");
+    return e ? std::strtoull(e, nullptr, 10) : 0ull;
+  }();
+  return seed;
+}
 
 struct NamedBarrier {
   unsigned arrived = 0, expected = 0;
@@ -168,7 +194,10 @@ public:
   Cta(const Module &m, const Kernel &k, const LaunchConfig &c,
       const std::vector<uint8_t> &p, GlobalMemory &g, Stats &s)
       : mod(m), kernel(k), cfg(c), params(p), mem(g), stats(s) {}
-  void run(unsigned cx, unsigned cy, unsigned cz);
+  // Starts the CTA `(cx, cy, cz)`; `seed` 0 is the fixed schedule.
+  void start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed);
+  // Runs it a while; true once it has finished.
+  bool advance();
 
 private:
   const Module &mod;
@@ -182,22 +211,26 @@ private:
   std::vector<Thread> threads;
   std::vector<uint64_t> regs;
   std::vector<uint8_t> smem, written;
-  std::vector<int32_t> chunkTag; // per 16 bytes: index into asyncTags, or -1
+  std::vector<uint32_t>
+      copyInFlight; // per 16 bytes: elements of copies not yet landed
   std::vector<int32_t>
       chunkWriter; // per 16 bytes: thread of the last generic write, or -1
-  std::vector<uint64_t> chunkStamp; // that thread's fenceCount at the write
-  std::vector<AsyncTag> asyncTags;
+  std::vector<uint32_t> chunkStamp; // that thread's proxy fences at the write
   std::unordered_map<uint32_t, MBar> mbars;
+  std::map<uint32_t, uint16_t> mbarAgents; // mbarrier offset -> agent
   NamedBarrier bars[16];
   std::vector<PendingCopy> copies;
   std::vector<Clock> warpClock; // per warp
-  std::vector<int32_t>
-      wordWriter; // per 4-byte shared word: warp of the last generic write
-  std::vector<uint32_t>
-      wordClock;               // that warp's own clock component at the write
-  std::vector<int32_t> wordPc; // and the PC of the write
+  SharedShadow shadow;
+  unsigned numWarpgroups = 0;
   uint64_t round = 0;
+  std::mt19937_64 rng;
+  bool randomSchedule = false;
+  bool checkRaces = true, checkRegisterInit = true, checkWgmmaFence = true,
+       checkSwizzleAlign = true;
+  bool atomicAccess = false; // the access is an atom / red (not a race)
   bool completeCopies(bool all);
+  bool roundOfWarps();
   std::vector<unsigned>
       wgRegs; // per warpgroup: registers per thread after setmaxnreg
   unsigned regPool = 0, initialRegs = 0;
@@ -223,10 +256,23 @@ private:
                    Space &actual, uint32_t &smemOffset);
   uint32_t sharedOffset(Space space, uint64_t addr, unsigned size,
                         const char *what);
+  Access accessOf(const Thread &t) const;
+  std::string describeAccess(const Access &a) const;
+  [[noreturn]] void failRace(const Conflict &k, const char *verb,
+                             const char *what);
+  [[noreturn]] void failCopyInFlight(uint32_t chunk, const char *what,
+                                     const char *verb);
   void smemRead(uint32_t off, unsigned size, const char *what);
-  void smemWriteGeneric(uint32_t off, unsigned size);
-  void smemWriteAsync(uint32_t off, unsigned size, int tag);
-  void asyncProxyRead(uint32_t off, unsigned size, const char *what);
+  void smemWriteGeneric(uint32_t off, unsigned size, const char *what);
+  void smemWriteAsync(uint32_t off, unsigned size);
+  void asyncProxyRead(uint32_t off, unsigned size, const char *what, int op,
+                      unsigned slot, const Clock &c, uint32_t self);
+  void landCopy(PendingCopy &pc);
+  void markPending(Thread &t, int reg, uint8_t kind);
+  PendingCopy newCopy(Thread &t, uint32_t mbarOff, const char *what);
+  void retireAsync(Thread &t, std::vector<AsyncGroupEntry> &l,
+                   int64_t doneUpTo);
+  [[noreturn]] void failUnwritten(const Thread &t, int reg);
   uint64_t load(Space space, uint64_t addr, unsigned bytes);
   void store(Space space, uint64_t addr, unsigned bytes, uint64_t v);
 
@@ -392,6 +438,7 @@ void Cta::write(const Operand &o, Thread &t, uint64_t v, Ty ty) {
   else if (bits && bits < 64)
     v = maskBits(v, bits);
   t.r[o.reg] = v;
+  t.regStamp[o.reg] = t.writeStamp();
 }
 
 uint64_t Cta::address(const Operand &o, const Thread &t) const {
@@ -431,22 +478,91 @@ uint32_t Cta::sharedOffset(Space space, uint64_t addr, unsigned size,
   return uint32_t(off);
 }
 
-void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
-  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c) {
-    int tag = chunkTag[c];
-    if (tag >= 0) {
-      const AsyncTag &a = asyncTags[tag];
-      auto it = mbars.find(a.mbar);
-      if (it != mbars.end() && it->second.phase < a.phase) {
-        std::ostringstream os;
-        os << what << ": read of shared memory at 0x" << std::hex << c * 16
-           << " written by an async copy whose mbarrier 0x" << a.mbar
-           << std::dec << " has not completed phase " << a.phase - 1
-           << " (it is in phase " << it->second.phase << ")";
+Access Cta::accessOf(const Thread &t) const {
+  Access a;
+  a.thread = int32_t(&t - threads.data());
+  a.pc = t.pc;
+  a.comp = uint16_t(t.warp);
+  a.epoch = warpClock[t.warp][t.warp];
+  return a;
+}
+
+std::string Cta::describeAccess(const Access &a) const {
+  std::ostringstream os;
+  const Thread &t = threads[size_t(a.thread)];
+  if (a.comp < nwarps) {
+    os << "warp " << t.warp << " lane " << t.lane << " at " << instAt(a.pc);
+    return os.str();
+  }
+  uint32_t mbar = 0;
+  for (auto &kv : mbarAgents)
+    if (kv.second == a.comp)
+      mbar = kv.first;
+  os << "the async copy issued by warp " << t.warp << " lane " << t.lane
+     << " at " << instAt(a.pc) << ", which completes phase " << a.epoch - 1
+     << " of mbarrier 0x" << std::hex << mbar << std::dec;
+  return os.str();
+}
+
+// A race found by the shadow: both accesses, the thread and the address.
+void Cta::failRace(const Conflict &k, const char *verb, const char *what) {
+  std::ostringstream os;
+  os << what << ": " << verb << " shared word 0x" << std::hex << k.word * 4
+     << std::dec;
+  switch (k.kind) {
+  case Conflict::ReadAfterWrite:
+    os << " written by " << describeAccess(k.other)
+       << "; nothing orders that write before this read ("
+       << (k.other.comp < nwarps
+               ? "no bar.sync / bar.arrive or mbarrier arrive -> wait between "
+                 "the warps"
+               : "no wait on that mbarrier phase")
+       << ")";
+    break;
+  case Conflict::WriteAfterWrite:
+    os << " also written by " << describeAccess(k.other)
+       << " with no barrier between";
+    break;
+  case Conflict::WriteAfterRead:
+    if (k.asyncRead >= 0)
+      os << ", which the async read issued by " << describeAccess(k.other)
+         << " used; the wait that retired that read is not ordered before "
+            "this write (a release of the buffer before the wait_group?)";
+    else
+      os << " read by " << describeAccess(k.other)
+         << "; nothing orders that read before this write (no bar.sync / "
+            "bar.arrive or mbarrier arrive -> wait between the warps)";
+    break;
+  case Conflict::WriteDuringAsyncRead:
+    os << ", an operand of the async read issued by " << describeAccess(k.other)
+       << " still in flight (no wait_group has retired it)";
+    break;
+  case Conflict::None:
+    break;
+  }
+  fail(os.str());
+}
+
+void Cta::failCopyInFlight(uint32_t chunk, const char *what, const char *verb) {
+  std::ostringstream os;
+  os << what << ": " << verb << " shared memory at 0x" << std::hex << chunk * 16
+     << std::dec << " that an async copy is still writing";
+  for (const PendingCopy &pc : copies)
+    for (uint32_t a : pc.addr)
+      if (a / 16 == chunk) {
+        const MBar &b = mbars.at(pc.mbar);
+        os << " (" << describeAccess(pc.write)
+           << "; the mbarrier has not completed phase " << pc.write.epoch - 1
+           << ": " << b.phase << " phases completed)";
         fail(os.str());
       }
-    }
-  }
+  fail(os.str());
+}
+
+void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
+  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
+    if (copyInFlight[c])
+      failCopyInFlight(c, what, "read of");
   for (unsigned b = 0; b < size; ++b)
     if (!written[off + b]) {
       std::ostringstream os;
@@ -454,54 +570,87 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
          << (off + b);
       fail(os.str());
     }
+  if (!checkRaces || atomicAccess)
+    return;
+  Access a = accessOf(*cur);
+  for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word)
+    if (Conflict k = shadow.read(word, a, warpClock[cur->warp]))
+      failRace(k, "reads", what);
 }
 
-void Cta::smemWriteGeneric(uint32_t off, unsigned size) {
-  // Write-write race: another warp wrote this word and nothing orders that
-  // write before this one (no bar.sync both took part in, no mbarrier arrive ->
-  // wait chain).
-  unsigned w = cur->warp;
-  for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word) {
-    int32_t prev = wordWriter[word];
-    if (prev >= 0 && unsigned(prev) != w &&
-        warpClock[w][prev] < wordClock[word] && checkEnabled("write-race")) {
-      std::ostringstream os;
-      os << "warps " << prev << " and " << w << " write shared word 0x"
-         << std::hex << word * 4 << std::dec
-         << " with no barrier between (the other write: warp " << prev << ", "
-         << instAt(wordPc[word]) << ")";
-      fail(os.str());
-    }
-    wordWriter[word] = int32_t(w);
-    wordClock[word] = warpClock[w][w];
-    wordPc[word] = cur->pc;
+void Cta::smemWriteGeneric(uint32_t off, unsigned size, const char *what) {
+  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
+    if (copyInFlight[c])
+      failCopyInFlight(c, what, "write to");
+  if (checkRaces && !atomicAccess) {
+    Access a = accessOf(*cur);
+    unsigned w = cur->warp;
+    for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word)
+      if (Conflict k = shadow.write(word, a, warpClock[w], 1u << w))
+        failRace(k, "writes", what);
   }
   std::memset(&written[off], 1, size);
   for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c) {
-    chunkTag[c] = -1;
     chunkWriter[c] = int32_t(cur - threads.data());
-    chunkStamp[c] = cur->fenceCount;
+    chunkStamp[c] = uint32_t(cur->proxyFences.size());
   }
 }
 
-void Cta::smemWriteAsync(uint32_t off, unsigned size, int tag) {
-  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c) {
-    chunkTag[c] = tag;
-    chunkWriter[c] = -1;
-  }
+void Cta::smemWriteAsync(uint32_t off, unsigned size) {
+  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
+    ++copyInFlight[c];
 }
 
-void Cta::asyncProxyRead(uint32_t off, unsigned size, const char *what) {
-  smemRead(off, size, what);
-  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c) {
-    int w = chunkWriter[c];
-    if (w >= 0 && threads[w].fenceCount == chunkStamp[c]) {
+// A read by the async proxy (wgmma operands, bulk and TMA store sources) for
+// async read `op` of the warps `self` (joined clock `c`): the generic writes it
+// sees must each be followed by a fence.proxy.async of their thread that is
+// ordered before the read.
+void Cta::asyncProxyRead(uint32_t off, unsigned size, const char *what, int op,
+                         unsigned slot, const Clock &c, uint32_t self) {
+  for (uint32_t ch = off / 16; ch <= (off + size - 1) / 16; ++ch)
+    if (copyInFlight[ch])
+      failCopyInFlight(ch, what, "read of");
+  for (unsigned b = 0; b < size; ++b)
+    if (!written[off + b]) {
+      std::ostringstream os;
+      os << what << ": read of never-written shared memory at 0x" << std::hex
+         << (off + b);
+      fail(os.str());
+    }
+  for (uint32_t ch = off / 16; ch <= (off + size - 1) / 16; ++ch) {
+    int w = chunkWriter[ch];
+    if (w < 0)
+      continue;
+    const Thread &x = threads[size_t(w)];
+    if (x.proxyFences.size() == chunkStamp[ch]) {
       std::ostringstream os;
       os << what << " (async proxy) reads shared memory at 0x" << std::hex
-         << c * 16 << std::dec << " written by warp " << threads[w].warp
-         << " lane " << threads[w].lane
+         << ch * 16 << std::dec << " written by warp " << x.warp << " lane "
+         << x.lane
          << " (generic proxy) with no fence.proxy.async by that thread since "
             "the write";
+      fail(os.str());
+    }
+  }
+  if (checkRaces)
+    for (uint32_t word = off / 4; word <= (off + size - 1) / 4; ++word)
+      if (Conflict k = shadow.asyncRead(word, op, slot, c, self))
+        failRace(k, "reads (async proxy)", what);
+  for (uint32_t ch = off / 16; ch <= (off + size - 1) / 16; ++ch) {
+    int w = chunkWriter[ch];
+    if (w < 0)
+      continue;
+    const Thread &x = threads[size_t(w)];
+    const auto &fence = x.proxyFences[chunkStamp[ch]];
+    if (checkRaces && !(self >> x.warp & 1) &&
+        clockAt(c, x.warp) < fence.first) {
+      std::ostringstream os;
+      os << what << " (async proxy) reads shared memory at 0x" << std::hex
+         << ch * 16 << std::dec << " written by warp " << x.warp << " lane "
+         << x.lane << " (generic proxy), whose fence.proxy.async at "
+         << instAt(fence.second)
+         << " is not ordered before this read (the fence must come before "
+            "the barrier that orders the write)";
       fail(os.str());
     }
   }
@@ -552,7 +701,7 @@ uint64_t Cta::load(Space space, uint64_t addr, unsigned bytes) {
   uint32_t off = 0;
   uint8_t *p = resolve(space, addr, bytes, false, actual, off);
   if (actual == Space::Shared)
-    smemRead(off, bytes, "ld.shared");
+    smemRead(off, bytes, atomicAccess ? "atom.shared" : "ld.shared");
   uint64_t v = 0;
   std::memcpy(&v, p, bytes);
   return v;
@@ -569,7 +718,7 @@ void Cta::store(Space space, uint64_t addr, unsigned bytes, uint64_t v) {
   if (actual == Space::Shared) {
     if (mbars.count(off & ~7u))
       fail("generic store over a live mbarrier object");
-    smemWriteGeneric(off, bytes);
+    smemWriteGeneric(off, bytes, atomicAccess ? "atom.shared" : "st.shared");
   }
   std::memcpy(p, &v, bytes);
 }
@@ -590,6 +739,11 @@ void Cta::mbarCheckComplete(uint32_t off, MBar &b) {
   if (b.pending == 0 && b.tx == 0) {
     ++b.phase;
     b.doneClock = b.clock;
+    // Waiting on the phase orders the waiter after the copies that completed
+    // it.
+    if (b.doneClock.size() <= b.agent)
+      b.doneClock.resize(b.agent + 1u, 0);
+    b.doneClock[b.agent] = uint32_t(b.phase);
     b.clock.clear();
     b.pending = b.expected;
     for (Thread &t : threads)
@@ -651,17 +805,42 @@ void Cta::checkAsyncUse(uint32_t off, const char *what) {
 
 void Cta::checkPending(Thread &t, const Inst &i) {
   for (int r : i.srcRegs)
-    if (t.pending[r])
+    if (t.pending[r] == kPendingAccumulator)
       fail("register " + kernel.regNames[r] +
            " is a wgmma accumulator still in flight (read before the "
-           "wgmma.wait_group that "
-           "covers it)");
+           "wgmma.wait_group that covers the wgmma.mma_async at " +
+           instAt(t.pendingPc[r]) + ")");
   for (int r : i.dstRegs)
     if (t.pending[r])
-      fail("register " + kernel.regNames[r] +
-           " is a wgmma accumulator still in flight (written before the "
-           "wgmma.wait_group that "
-           "covers it)");
+      fail("register " + kernel.regNames[r] + " is " +
+           (t.pending[r] == kPendingAccumulator
+                ? "a wgmma accumulator"
+                : "the A operand of a wgmma") +
+           " still in flight (written before the wgmma.wait_group that "
+           "covers the wgmma.mma_async at " +
+           instAt(t.pendingPc[r]) + ")");
+}
+
+void Cta::failUnwritten(const Thread &, int reg) {
+  fail("reads register " + kernel.regNames[reg] +
+       ", which no instruction has written (registers start with arbitrary "
+       "bits)");
+}
+
+// Retires the async reads of `l` whose group is at most `doneUpTo`: they are
+// over once this thread's wait has returned, ordered before what its warp does
+// next.
+void Cta::retireAsync(Thread &t, std::vector<AsyncGroupEntry> &l,
+                      int64_t doneUpTo) {
+  for (size_t k = 0; k < l.size();) {
+    if (l[k].group >= 0 && l[k].group <= doneUpTo) {
+      shadow.retire(l[k].op, t.warp, warpClock[t.warp][t.warp]);
+      l[k] = l.back();
+      l.pop_back();
+    } else {
+      ++k;
+    }
+  }
 }
 
 // One instruction of a runnable thread (or its arrival at a collective).
@@ -669,11 +848,19 @@ inline void Cta::stepThread(Thread &t) {
   cur = &t;
   const Inst &i = kernel.code[t.pc];
   curInst = &i;
-  if (i.guard >= 0 && (t.r[i.guard] != 0) == i.guardNeg) {
-    ++t.pc;
-    ++t.executed;
-    return;
+  if (i.guard >= 0) {
+    if (checkRegisterInit && !t.regStamp[i.guard])
+      failUnwritten(t, i.guard);
+    if ((t.r[i.guard] != 0) == i.guardNeg) {
+      ++t.pc;
+      ++t.executed;
+      return;
+    }
   }
+  if (checkRegisterInit)
+    for (int r : i.srcRegs)
+      if (!t.regStamp[r])
+        failUnwritten(t, r);
   if (!t.pendingList.empty() && i.op != Op::WgmmaMma)
     checkPending(t, i);
   if (i.collective) {
@@ -1419,10 +1606,24 @@ void Cta::exec(Thread &t, const Inst &i) {
     return;
   case Op::Ret:
   case Op::Exit:
+    if (!t.pendingList.empty() || !t.wgmmaReads.empty())
+      fail("thread exits with a wgmma still in flight (no wgmma.wait_group "
+           "retires the wgmma.mma_async at " +
+           instAt(t.wgmmaReads.empty()
+                      ? t.pendingPc[size_t(t.pendingList.front())]
+                      : shadow.asyncOp(t.wgmmaReads.front().op).issue.pc) +
+           ")");
+    if (!t.bulkReads.empty()) {
+      const AsyncGroupEntry &e = t.bulkReads.front();
+      fail("thread exits while the bulk store at " +
+           instAt(shadow.asyncOp(e.op).issue.pc) +
+           " may still read shared memory (" +
+           (e.group < 0 ? "never committed: no cp.async.bulk.commit_group"
+                        : "no cp.async.bulk.wait_group.read retires its "
+                          "group") +
+           ")");
+    }
     t.st = TState::Exited;
-    if (!t.pendingList.empty())
-      fail("thread exits with wgmma accumulators still in flight (no "
-           "wgmma.wait_group)");
     checkBarriers();
     return;
   case Op::Trap:
@@ -1444,12 +1645,17 @@ void Cta::exec(Thread &t, const Inst &i) {
   case Op::Membar:
   case Op::Prefetch:
   case Op::Nanosleep:
+    ++t.pc;
+    return;
   case Op::WgmmaFence:
+    ++t.wgmmaFences;
     ++t.pc;
     return;
   case Op::FenceProxyAsync:
   case Op::FenceMbarrierInit: {
-    ++t.fenceCount;
+    // fence.proxy.async.global does not order shared memory.
+    if (i.op == Op::FenceProxyAsync && i.mode == 0)
+      t.proxyFences.push_back({warpClock[t.warp][t.warp], t.pc});
     unsigned idx = unsigned(&t - threads.data());
     for (auto &kv : mbars)
       if (kv.second.initThread == int(idx))
@@ -1489,6 +1695,11 @@ void Cta::exec(Thread &t, const Inst &i) {
     b.expected = b.pending = count;
     b.initThread = int(&t - threads.data());
     b.initPc = t.pc;
+    auto agent = mbarAgents.find(off);
+    if (agent == mbarAgents.end())
+      agent = mbarAgents.emplace(off, uint16_t(nwarps + mbarAgents.size()))
+                  .first;
+    b.agent = agent->second;
     mbars[off] = b;
     std::memset(&written[off], 1, 8);
     ++t.pc;
@@ -1572,31 +1783,45 @@ void Cta::exec(Thread &t, const Inst &i) {
     execBulkCopy(t, i);
     ++t.pc;
     return;
+  // Bulk stores write global memory when issued; their reads of shared memory
+  // last until a wait_group retires their group.
   case Op::CpBulkCommit:
+    ++t.bulkGroups;
+    for (AsyncGroupEntry &e : t.bulkReads)
+      if (e.group < 0)
+        e.group = t.bulkGroups;
+    ++t.pc;
+    return;
   case Op::CpBulkWait:
-    ++t.pc; // the copies completed when issued
+    retireAsync(t, t.bulkReads,
+                t.bulkGroups - int64_t(read(o[0], t, Ty::U32)));
+    ++t.pc;
     return;
   case Op::WgmmaCommit: {
     ++t.wgmmaGroups;
-    for (auto &p : t.pendingList)
-      if (p.second < 0)
-        p.second = t.wgmmaGroups;
+    for (int r : t.pendingList)
+      if (t.pendingGroup[r] < 0)
+        t.pendingGroup[r] = t.wgmmaGroups;
+    for (AsyncGroupEntry &e : t.wgmmaReads)
+      if (e.group < 0)
+        e.group = t.wgmmaGroups;
     ++t.pc;
     return;
   }
   case Op::WgmmaWait: {
-    int64_t n = int64_t(read(o[0], t, Ty::U32));
-    int64_t doneUpTo = t.wgmmaGroups - n;
+    int64_t doneUpTo = t.wgmmaGroups - int64_t(read(o[0], t, Ty::U32));
     auto &l = t.pendingList;
     for (size_t k = 0; k < l.size();) {
-      if (l[k].second >= 0 && l[k].second <= doneUpTo) {
-        t.pending[l[k].first] = 0;
+      int64_t g = t.pendingGroup[l[k]];
+      if (g >= 0 && g <= doneUpTo) {
+        t.pending[l[k]] = kNotPending;
         l[k] = l.back();
         l.pop_back();
       } else {
         ++k;
       }
     }
+    retireAsync(t, t.wgmmaReads, doneUpTo);
     ++t.pc;
     return;
   }
@@ -1606,6 +1831,7 @@ void Cta::exec(Thread &t, const Inst &i) {
     size_t vi = i.op == Op::Atom ? 2 : 1;
     uint64_t addr = address(ao, t);
     unsigned bytes = std::max(1u, bits / 8);
+    atomicAccess = true;
     uint64_t old = load(i.space, addr, bytes), b = read(o[vi], t, ty), nv = old;
     switch (i.mode) {
     case 0: // add
@@ -1650,6 +1876,7 @@ void Cta::exec(Thread &t, const Inst &i) {
       break;
     }
     store(i.space, addr, bytes, maskBits(nv, bits));
+    atomicAccess = false;
     if (i.op == Op::Atom)
       write(o[0], t, old, ty);
     ++t.pc;
@@ -1859,24 +2086,22 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
       os << std::hex << base;
       return os.str();
     }() + " is not 128-byte aligned");
-  uint32_t mbarOff = 0;
-  int tag = -1;
-  if (load) {
-    mbarOff = sharedOffset(Space::Shared, address(o[2], t), 8,
-                           "cp.async.bulk.tensor (mbarrier)");
-    checkAsyncUse(mbarOff, "cp.async.bulk.tensor");
-    MBar &b = mbarAt(mbarOff, "cp.async.bulk.tensor");
-    asyncTags.push_back({mbarOff, b.phase + 1});
-    tag = int(asyncTags.size()) - 1;
-  }
   PendingCopy pc;
+  int storeRead = -1;
+  Clock storeClock;
   if (load) {
-    pc.dueRound = round + kCopyLatencyRounds;
-    pc.mbar = mbarOff;
+    uint32_t mbarOff = sharedOffset(Space::Shared, address(o[2], t), 8,
+                                    "cp.async.bulk.tensor (mbarrier)");
+    checkAsyncUse(mbarOff, "cp.async.bulk.tensor");
+    pc = newCopy(t, mbarOff, "cp.async.bulk.tensor");
     pc.elemBytes = m.elemBytes;
     pc.bytes = int64_t(bytes);
     pc.addr.reserve(total);
     pc.data.reserve(bytes);
+  } else {
+    storeRead = shadow.beginAsyncRead(accessOf(t));
+    storeClock = warpClock[t.warp];
+    t.bulkReads.push_back({storeRead, -1});
   }
   unsigned idx[5] = {0, 0, 0, 0, 0};
   for (uint64_t e = 0; e < total; ++e) {
@@ -1915,9 +2140,10 @@ void Cta::execTensorCopy(Thread &t, const Inst &i) {
           std::memcpy(&pc.data[at], &nan, 4);
         }
       }
-      smemWriteAsync(s, m.elemBytes, tag);
+      smemWriteAsync(s, m.elemBytes);
     } else {
-      asyncProxyRead(s, m.elemBytes, "cp.async.bulk.tensor store");
+      asyncProxyRead(s, m.elemBytes, "cp.async.bulk.tensor store", storeRead,
+                     numWarpgroups, storeClock, 1u << t.warp);
       if (inBounds) {
         uint8_t *g = mem.translate(gaddr, m.elemBytes);
         if (!g)
@@ -1943,15 +2169,52 @@ bool Cta::completeCopies(bool all) {
     }
     PendingCopy pc = std::move(copies[k]);
     copies.erase(copies.begin() + long(k));
-    for (size_t e = 0; e < pc.addr.size(); ++e) {
-      std::memcpy(&smem[pc.addr[e]], &pc.data[e * pc.elemBytes], pc.elemBytes);
-      std::memset(&written[pc.addr[e]], 1, pc.elemBytes);
-    }
+    landCopy(pc);
     mbarTx(pc.mbar, -pc.bytes);
     any = true;
   }
   cur = saved;
   return any;
+}
+
+PendingCopy Cta::newCopy(Thread &t, uint32_t mbarOff, const char *what) {
+  MBar &b = mbarAt(mbarOff, what);
+  PendingCopy pc;
+  uint64_t latency =
+      randomSchedule ? 1 + rng() % (2 * kCopyLatencyRounds) : kCopyLatencyRounds;
+  pc.dueRound = round + latency;
+  pc.mbar = mbarOff;
+  pc.write = accessOf(t);
+  pc.write.comp = b.agent;
+  pc.write.epoch = uint32_t(b.phase + 1);
+  pc.issuerClock = warpClock[t.warp];
+  return pc;
+}
+
+// A copy's bytes land: a write by its mbarrier's agent, ordered after what the
+// issuing warp had seen when it issued the copy.
+void Cta::landCopy(PendingCopy &pc) {
+  const uint32_t self = 1u << threads[size_t(pc.write.thread)].warp;
+  for (size_t e = 0; e < pc.addr.size(); ++e) {
+    uint32_t a = pc.addr[e];
+    for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c)
+      --copyInFlight[c];
+    if (checkRaces)
+      for (uint32_t word = a / 4; word <= (a + pc.elemBytes - 1) / 4; ++word) {
+        const Access &last = shadow.lastWrite(word);
+        if (last.comp == pc.write.comp && last.epoch == pc.write.epoch &&
+            last.pc == pc.write.pc)
+          continue; // this copy's own earlier element of the word
+        if (Conflict k = shadow.write(word, pc.write, pc.issuerClock, self)) {
+          std::string copy = describeAccess(pc.write);
+          failRace(k, "lands on", copy.c_str());
+        }
+      }
+    std::memcpy(&smem[a], &pc.data[e * pc.elemBytes], pc.elemBytes);
+    std::memset(&written[a], 1, pc.elemBytes);
+    for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c)
+      chunkWriter[c] = -1;
+  }
 }
 
 void Cta::execBulkCopy(Thread &t, const Inst &i) {
@@ -1975,12 +2238,8 @@ void Cta::execBulkCopy(Thread &t, const Inst &i) {
     uint32_t mbarOff = sharedOffset(Space::Shared, address(o[3], t), 8,
                                     "cp.async.bulk (mbarrier)");
     checkAsyncUse(mbarOff, "cp.async.bulk");
-    MBar &b = mbarAt(mbarOff, "cp.async.bulk");
-    asyncTags.push_back({mbarOff, b.phase + 1});
-    smemWriteAsync(s, uint32_t(size), int(asyncTags.size()) - 1);
-    PendingCopy pc;
-    pc.dueRound = round + kCopyLatencyRounds;
-    pc.mbar = mbarOff;
+    smemWriteAsync(s, uint32_t(size));
+    PendingCopy pc = newCopy(t, mbarOff, "cp.async.bulk");
     pc.elemBytes = unsigned(size);
     pc.bytes = int64_t(size);
     pc.addr.push_back(s);
@@ -1989,7 +2248,10 @@ void Cta::execBulkCopy(Thread &t, const Inst &i) {
   } else {
     uint32_t s = sharedOffset(Space::Shared, src, uint32_t(size),
                               "cp.async.bulk (source)");
-    asyncProxyRead(s, uint32_t(size), "cp.async.bulk store");
+    int op = shadow.beginAsyncRead(accessOf(t));
+    asyncProxyRead(s, uint32_t(size), "cp.async.bulk store", op, numWarpgroups,
+                   warpClock[t.warp], 1u << t.warp);
+    t.bulkReads.push_back({op, -1});
     uint8_t *g = mem.translate(dst, size);
     if (!g)
       fail("cp.async.bulk writes " + std::to_string(size) + " bytes at " +
@@ -2017,6 +2279,8 @@ void Cta::barrierArrive(Thread &t, unsigned id, unsigned count, bool wait) {
   if (wait) {
     t.st = TState::WaitBar;
     t.waitBarrier = int(id);
+  } else {
+    ++warpClock[t.warp][t.warp]; // what follows the arrive is not released
   }
   checkBarriers();
 }
@@ -2221,6 +2485,42 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
   }
   if (transA > 1 || transB > 1)
     fail("wgmma: imm-trans must be 0 or 1");
+  // The registers the wgmma uses: written by another instruction since the
+  // thread's last wgmma.fence, they may not be what the tensor core reads.
+  for (Thread *t : ts) {
+    auto checkFenced = [&](int reg, const char *role) {
+      if (checkWgmmaFence && t->regStamp[reg] == t->writeStamp()) {
+        cur = t;
+        fail("wgmma: " + std::string(role) + " register " +
+             kernel.regNames[reg] +
+             " was written after the thread's last wgmma.fence (a "
+             "wgmma.fence.sync.aligned must separate other instructions' "
+             "register accesses from the wgmma)");
+      }
+    };
+    for (const Operand &d : o[0].elems) {
+      if (scaleD && checkRegisterInit && !t->regStamp[d.reg]) {
+        cur = t;
+        fail("wgmma: accumulator register " + kernel.regNames[d.reg] +
+             " is read (scale-d is 1) but no instruction has written it");
+      }
+      checkFenced(d.reg, "accumulator");
+    }
+    if (i.rsForm)
+      for (const Operand &a : o[1].elems)
+        checkFenced(a.reg, "A operand");
+  }
+  cur = ts[0];
+  // The operands are read from shared memory from the issue until the
+  // wait_group that retires the group: an async read of the warpgroup.
+  const unsigned wg = ts[0]->warp / 4;
+  Clock readerClock;
+  uint32_t readers = 0;
+  for (unsigned w = wg * 4; w < std::min(nwarps, wg * 4 + 4); ++w) {
+    join(readerClock, warpClock[w]);
+    readers |= 1u << w;
+  }
+  const int op = shadow.beginAsyncRead(accessOf(*ts[0]));
   auto readOperand = [&](uint64_t descBits, bool kMajor, unsigned rows,
                          std::vector<float> &out, const char *what) {
     MatrixDescriptor d = decodeDescriptor(descBits);
@@ -2235,6 +2535,24 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
            " descriptor base offset != 0 is not modelled (tiles must start on "
            "the swizzle "
            "pattern's repeat)");
+    // With base offset 0 the swizzle pattern is taken to start at the matrix
+    // start address: that address must sit on the pattern's repeat (address
+    // bits 7.. of the 8-row repeat clear; the K offsets inside a swizzled row
+    // only touch bits 4-6).
+    uint32_t start = d.startAddress << 4;
+    uint32_t repeat = swizzleSpan(d.swizzle) * 8;
+    if (checkSwizzleAlign && d.swizzle != Swizzle::None &&
+        (start % repeat) >= 128) {
+      std::ostringstream os;
+      os << "wgmma: " << what << " descriptor 0x" << std::hex << descBits
+         << " starts at shared 0x" << start << std::dec << ", "
+         << (start % repeat) / 128 << " rows into the " << repeat
+         << "-byte repeat of its " << swizzleSpan(d.swizzle)
+         << "B swizzle, with base offset 0 (the tile must be " << repeat
+         << "-byte aligned)";
+      fail(os.str());
+    }
+    const char *role = what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)";
     out.assign(rows * 16, 0);
     for (unsigned r = 0; r < rows; ++r)
       for (unsigned k = 0; k < 16; ++k) {
@@ -2247,8 +2565,7 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
              << ")";
           fail(os.str(), true);
         }
-        asyncProxyRead(
-            a, 2, what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)");
+        asyncProxyRead(a, 2, role, op, wg, readerClock, readers);
         uint16_t h;
         std::memcpy(&h, &smem[a], 2);
         out[r * 16 + k] = lo16(h, bf);
@@ -2281,15 +2598,30 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
       float d = scaleD ? asF(t->r[dop.reg]) : 0.0f;
       float r = float(double(d) + acc);
       t->r[dop.reg] = fromF(r);
-      if (!t->pending[dop.reg]) {
-        t->pending[dop.reg] = 1;
-        t->pendingList.push_back({dop.reg, -1});
-      }
+      t->regStamp[dop.reg] = 1;
+      markPending(*t, dop.reg, kPendingAccumulator);
     }
+    if (i.rsForm)
+      for (const Operand &a : o[1].elems)
+        markPending(*t, a.reg, kPendingA);
+    t->wgmmaReads.push_back({op, -1});
     ++t->pc;
     ++t->executed;
     t->st = TState::Runnable;
   }
+}
+
+// `reg` is used by the wgmma the thread is issuing: in flight with its newest
+// group (an accumulator chained through several wgmmas retires with the last).
+void Cta::markPending(Thread &t, int reg, uint8_t kind) {
+  if (t.pending[reg] == kNotPending) {
+    t.pendingList.push_back(reg);
+    t.pending[reg] = kind;
+  } else if (kind == kPendingAccumulator) {
+    t.pending[reg] = kind;
+  }
+  t.pendingGroup[reg] = -1;
+  t.pendingPc[reg] = t.pc;
 }
 
 bool Cta::resolveCollectives() {
@@ -2432,12 +2764,22 @@ void Cta::deadlock() {
   throw SimError(os.str());
 }
 
-void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
+void Cta::start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed) {
   ctaid[0] = cx;
   ctaid[1] = cy;
   ctaid[2] = cz;
+  cur = nullptr;
+  atomicAccess = false;
+  randomSchedule = seed != 0;
+  rng.seed(seed * 0x9E3779B97F4A7C15ull + (cx + 1) * 1000003ull +
+           (cy + 1) * 10007ull + cz);
+  checkRaces = checkEnabled("race") && checkEnabled("write-race");
+  checkRegisterInit = checkEnabled("register-init");
+  checkWgmmaFence = checkEnabled("wgmma-fence");
+  checkSwizzleAlign = checkEnabled("swizzle-align");
   nthreads = cfg.block[0] * cfg.block[1] * cfg.block[2];
   nwarps = (nthreads + 31) / 32;
+  numWarpgroups = (nthreads + 127) / 128;
   // Shared window: reserved bytes, static variables, then the dynamic array.
   symbolAddr.assign(kernel.symbols.size(), 0);
   uint64_t off = kReservedSmem;
@@ -2462,19 +2804,17 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
   smemSize = dynBase + cfg.dynamicSmem;
   smem.assign(smemSize, 0xA5);
   written.assign(smemSize, 0);
-  chunkTag.assign(smemSize / 16 + 1, -1);
+  copyInFlight.assign(smemSize / 16 + 1, 0);
   chunkWriter.assign(smemSize / 16 + 1, -1);
   chunkStamp.assign(smemSize / 16 + 1, 0);
-  asyncTags.clear();
   mbars.clear();
+  mbarAgents.clear();
   copies.clear();
   round = 0;
   warpClock.assign(nwarps, Clock(nwarps, 0));
   for (unsigned w = 0; w < nwarps; ++w)
     warpClock[w][w] = 1;
-  wordWriter.assign(smemSize / 4 + 1, -1);
-  wordClock.assign(smemSize / 4 + 1, 0);
-  wordPc.assign(smemSize / 4 + 1, 0);
+  shadow.reset(smemSize, nwarps, numWarpgroups + 1);
   for (auto &b : bars)
     b = NamedBarrier();
   // The allocation ptxas gives the kernel: .maxnreg, else what the
@@ -2490,47 +2830,91 @@ void Cta::run(unsigned cx, unsigned cy, unsigned cz) {
   regPool = initialRegs * nthreads;
   wgRegs.assign((nthreads + 127) / 128, initialRegs);
   threads.assign(nthreads, Thread());
-  regs.assign(size_t(nthreads) * std::max(1, kernel.numRegs), 0);
+  const size_t numRegs = size_t(std::max(1, kernel.numRegs));
+  // Registers start with arbitrary bits (a NaN pattern, or random bits under a
+  // seed), not zero: a kernel must not depend on them.
+  regs.resize(size_t(nthreads) * numRegs);
+  if (randomSchedule)
+    for (uint64_t &r : regs)
+      r = rng();
+  else
+    std::fill(regs.begin(), regs.end(), 0xFFF0DEAD7FC0DEADull);
   for (unsigned k = 0; k < nthreads; ++k) {
     Thread &t = threads[k];
-    t.r = &regs[size_t(k) * std::max(1, kernel.numRegs)];
+    t.r = &regs[size_t(k) * numRegs];
     t.linear = k;
     t.tid[0] = k % cfg.block[0];
     t.tid[1] = (k / cfg.block[0]) % cfg.block[1];
     t.tid[2] = k / (cfg.block[0] * cfg.block[1]);
     t.warp = k / 32;
     t.lane = k % 32;
-    t.pending.assign(kernel.numRegs, 0);
+    t.pending.assign(numRegs, kNotPending);
+    t.pendingGroup.assign(numRegs, -1);
+    t.pendingPc.assign(numRegs, 0);
+    t.regStamp.assign(numRegs, 0);
   }
-  while (true) {
-    // Warps issue in turn, one instruction each (round-robin, as an SM's
-    // schedulers interleave them): no warp runs ahead of the others, so
-    // start-up code that every warp executes (an mbarrier.init by all threads,
-    // say) happens before any warp gets far.
-    bool progress = false;
-    bool anyLive = false;
-    for (unsigned r = 0; r < 64; ++r, ++round) {
-      uint64_t n = 0;
-      for (unsigned w = 0; w < nwarps; ++w)
-        n += runWarp(w, 1);
-      stats.instructions += n;
-      progress |= n > 0;
-      if (!copies.empty())
-        progress |= completeCopies(false);
-      if (!n)
-        break;
+}
+
+// One round: every warp issues (round-robin, one instruction each, or under a
+// seed in a random order with random counts). Returns whether anything ran.
+bool Cta::roundOfWarps() {
+  uint64_t n = 0;
+  if (!randomSchedule) {
+    for (unsigned w = 0; w < nwarps; ++w)
+      n += runWarp(w, 1);
+  } else {
+    std::vector<unsigned> order(nwarps);
+    for (unsigned w = 0; w < nwarps; ++w)
+      order[w] = w;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (unsigned w : order) {
+      // Mostly one instruction, sometimes none (the warp falls behind),
+      // sometimes a burst (it runs ahead).
+      uint64_t draw = rng() % 16;
+      unsigned quantum = draw < 3 ? 0 : draw < 13 ? 1 : unsigned(draw - 10) * 4;
+      n += runWarp(w, quantum);
     }
-    for (const Thread &t : threads)
-      anyLive |= t.st != TState::Exited;
-    if (!anyLive)
-      break;
-    progress |= resolveCollectives();
-    if (!progress && !copies.empty())
-      progress =
-          completeCopies(true); // everyone waits: the copies in flight land now
-    if (!progress)
-      deadlock();
+    if (!n) // nobody was scheduled: let every warp try once
+      for (unsigned w : order)
+        n += runWarp(w, 1);
   }
+  stats.instructions += n;
+  return n > 0;
+}
+
+// Runs the CTA for up to 64 rounds; true once every thread has exited.
+bool Cta::advance() {
+  // Warps issue in turn (as an SM's schedulers interleave them): no warp runs
+  // far ahead of the others, so start-up code that every warp executes (an
+  // mbarrier.init by all threads, say) happens before any warp gets far.
+  bool progress = false;
+  for (unsigned r = 0; r < 64; ++r, ++round) {
+    bool ran = roundOfWarps();
+    progress |= ran;
+    if (!copies.empty())
+      progress |= completeCopies(false);
+    if (!ran)
+      break;
+  }
+  bool anyLive = false;
+  for (const Thread &t : threads)
+    anyLive |= t.st != TState::Exited;
+  if (!anyLive) {
+    if (!copies.empty()) {
+      cur = nullptr;
+      fail("every thread has exited while " + describeAccess(copies[0].write) +
+           " is still writing the CTA's shared memory (no thread waits on "
+           "it)");
+    }
+    return true;
+  }
+  progress |= resolveCollectives();
+  if (!progress && !copies.empty())
+    progress =
+        completeCopies(true); // everyone waits: the copies in flight land now
+  if (!progress)
+    deadlock();
+  return false;
 }
 
 } // namespace
@@ -2542,11 +2926,45 @@ std::string launchKernel(const Module &module, const Kernel &kernel,
   isAddressError = false;
   auto t0 = std::chrono::steady_clock::now();
   try {
-    Cta cta(module, kernel, cfg, params, mem, stats);
+    const uint64_t seed = scheduleSeed();
+    std::vector<std::array<unsigned, 3>> order;
     for (unsigned z = 0; z < cfg.grid[2]; ++z)
       for (unsigned y = 0; y < cfg.grid[1]; ++y)
         for (unsigned x = 0; x < cfg.grid[0]; ++x)
-          cta.run(x, y, z);
+          order.push_back({x, y, z});
+    if (!seed) {
+      Cta cta(module, kernel, cfg, params, mem, stats);
+      for (auto &c : order) {
+        cta.start(c[0], c[1], c[2], 0);
+        while (!cta.advance()) {
+        }
+      }
+    } else {
+      // Under a seed, CTAs run in a shuffled order, two to four at once,
+      // interleaved a few rounds at a time.
+      std::mt19937_64 rng(seed);
+      std::shuffle(order.begin(), order.end(), rng);
+      size_t window = std::min<size_t>(order.size(), 2 + rng() % 3);
+      std::vector<std::unique_ptr<Cta>> running;
+      size_t next = 0;
+      for (size_t k = 0; k < window; ++k) {
+        running.push_back(
+            std::make_unique<Cta>(module, kernel, cfg, params, mem, stats));
+        auto &c = order[next++];
+        running.back()->start(c[0], c[1], c[2], seed);
+      }
+      while (!running.empty()) {
+        size_t k = rng() % running.size();
+        if (!running[k]->advance())
+          continue;
+        if (next < order.size()) {
+          auto &c = order[next++];
+          running[k]->start(c[0], c[1], c[2], seed);
+        } else {
+          running.erase(running.begin() + long(k));
+        }
+      }
+    }
   } catch (const SimError &e) {
     isAddressError = e.address;
     stats.seconds +=

@@ -1083,8 +1083,10 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     return;
   }
   if (base == "fence") {
-    if (has("proxy") && has("async"))
+    if (has("proxy") && has("async")) {
       inst.op = Op::FenceProxyAsync;
+      inst.mode = has("global") ? 1 : 0; // 1: orders only global memory
+    }
     else if (has("mbarrier_init"))
       inst.op = Op::FenceMbarrierInit;
     else if (has("proxy") && has("tensormap"))

@@ -517,7 +517,8 @@ static void testErrors() {
       std::string(head) +
       ".visible .entry k(.param .u64 p)\n{\n  .reg .b64 %rd<3>;\n  .reg .b32 "
       "%r<2>;\n"
-      "  ld.param.u64 %rd1, [p];\n  st.global.u32 [%rd1+64], %r1;\n  ret;\n}\n";
+      "  ld.param.u64 %rd1, [p];\n  mov.u32 %r1, 7;\n  st.global.u32 [%rd1+64], "
+      "%r1;\n  ret;\n}\n";
   r = launch(oob, "k", {&buf}, 1, 0);
   CHECK(r.code == 700 &&
             contains(r.message, "0 bytes past the end of allocation"),
@@ -536,7 +537,8 @@ static void testErrors() {
       std::string(head) +
       ".extern .shared .align 16 .b8 s[];\n.visible .entry k()\n{\n  .reg .b32 "
       "%r<4>;\n"
-      "  mov.u32 %r1, s;\n  st.shared.u32 [%r1+64], %r2;\n  ret;\n}\n";
+      "  mov.u32 %r1, s;\n  mov.u32 %r2, 7;\n  st.shared.u32 [%r1+64], %r2;\n  "
+      "ret;\n}\n";
   r = launch(soob, "k", {}, 1, 64);
   CHECK(r.code == 700 && contains(r.message, "outside the CTA's shared memory"),
         "smem OOB: %s", r.message.c_str());

@@ -8,7 +8,10 @@
 // and run by golden_gemm.py. One deliberate difference: every shared-memory view starts 1 KiB
 // into the dynamic shared memory and the accumulator tile reuses it (the upstream test indexes
 // 64 KiB past zero-sized shared globals, which the PTX demotes to 1-byte variables; where those
-// land is the assembler's choice, so this kernel does not depend on it).
+// land is the assembler's choice, so this kernel does not depend on it). And a gpu.barrier between
+// the accumulator store and the loads of the epilogue: each warp reads rows the other warps
+// stored, and the upstream test orders nothing between them (a shared-memory race the emulator
+// reports; the GEMM example of MLIR's NVDSL, which builds the same epilogue, has the barrier).
 !barrierType = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
 !lhsTensorMap = !nvgpu.tensormap.descriptor<tensor = memref<128x64xf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
 !rhsTensorMap = !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
@@ -79,6 +82,7 @@ func.func @golden_launch(%descA: !lhsTensorMap, %descB: !rhsTensorMap, %matrixD:
     %c1024b = arith.constant 1024 : index
     %accTile = memref.view %dynsmem[%c1024b][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x128xf32, #gpu.address_space<workgroup>>
     nvgpu.warpgroup.mma.store %acc, %accTile : <fragmented = vector<128x128xf32>> to memref<128x128xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
     %warp = arith.divui %tidx, %c32 : index
     %lane = arith.remui %tidx, %c32 : index
     scf.for %row = %warp to %c128 step %c4 {

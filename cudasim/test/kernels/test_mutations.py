@@ -53,8 +53,9 @@ def test_v_descriptor_transpose_flipped():
     def mutate(text):  # P.V reads V K-major instead of MN-major
         return re.sub(r"(\{[^}]*\}, %rd\d+, p, 1, 1, )1;", r"\g<1>0;", text)
     kind, msg = run_mutated(mutate)
-    # Read K-major with the MN-major strides, V's descriptor walks past the written tile.
-    assert kind == "diagnostic" and "never-written" in msg, (kind, msg)
+    # Read K-major with the MN-major strides, V's descriptor walks past the V tile into shared
+    # memory nothing wrote or a copy the consumer has not waited for wrote.
+    assert kind == "diagnostic" and ("never-written" in msg or "nothing orders" in msg), (kind, msg)
 
 
 def test_a_fragment_rows_shifted_by_8():
