@@ -254,7 +254,7 @@ static const char *kTmaKernel = R"(
 .extern .shared .align 1024 .b8 smem[];
 .visible .entry tma_load(.param .align 64 .b8 tmap[128], .param .u64 out, .param .s32 c0,
                          .param .s32 c1, .param .u32 bytes, .param .u32 parity,
-                         .param .u32 fence, .param .u32 expect)
+                         .param .u32 fence, .param .u32 expect, .param .u32 nowait)
 {
   .reg .pred %p<6>;
   .reg .b32 %r<16>;
@@ -281,6 +281,9 @@ $SYNC:
   ld.param.s32 %r7, [c1];
   cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r6, %r7}], [%r4];
 $WAIT:
+  ld.param.u32 %r15, [nowait];
+  setp.ne.u32 %p5, %r15, 0;
+  @%p5 bra $END;
   ld.param.u32 %r12, [parity];
   mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r4], %r12;
   @!%p2 bra $WAIT;
@@ -304,7 +307,7 @@ $END:
 
 struct TmaCase {
   int c0, c1;
-  unsigned parity = 0, fence = 1, expectDelta = 0;
+  unsigned parity = 0, fence = 1, expectDelta = 0, nowait = 0;
 };
 
 static Run runTma(const TmaCase &tc, std::vector<uint16_t> &tile,
@@ -324,11 +327,11 @@ static Run runTma(const TmaCase &tc, std::vector<uint16_t> &tile,
   CHECK(r == 0, "encode: %s", cudasimLastError());
   unsigned expect = bytes - tc.expectDelta;
   int c0 = tc.c0, c1 = tc.c1;
-  unsigned parity = tc.parity, fence = tc.fence;
-  Run out =
-      launch(kTmaKernel, "tma_load",
-             {map, &dout, &c0, &c1, (void *)&bytes, &parity, &fence, &expect},
-             128, 16384 + 64);
+  unsigned parity = tc.parity, fence = tc.fence, nowait = tc.nowait;
+  Run out = launch(kTmaKernel, "tma_load",
+                   {map, &dout, &c0, &c1, (void *)&bytes, &parity, &fence,
+                    &expect, &nowait},
+                   128, 16384 + 64);
   tile.assign(bytes / 2, 0);
   cuMemcpyDtoH_v2(tile.data(), dout, bytes);
   return out;
@@ -365,9 +368,18 @@ static void testTma() {
     CHECK(bad == 0, "%d elements of the swizzled TMA tile differ", bad);
   }
   // Mutations of the protocol, each caught with its diagnostic.
+  // The wrong parity passes the wait at once: the tile is read while the copy
+  // is in flight (or, when the schedule runs the readers first, before it is
+  // even issued).
   r = runTma({0, 0, /*parity*/ 1}, tile, g, rows, cols);
-  CHECK(r.code == 719 && contains(r.message, "has not completed phase"),
+  CHECK(r.code == 719 && (contains(r.message, "has not completed phase") ||
+                          contains(r.message, "never-written")),
         "wrong parity: %d %s", r.code, r.message.c_str());
+  // Nobody waits: the CTA ends with the copy still writing its shared memory.
+  r = runTma({0, 0, 0, 1, 0, /*nowait*/ 1}, tile, g, rows, cols);
+  CHECK(r.code == 719 &&
+            contains(r.message, "every thread has exited while the async copy"),
+        "exit with a copy in flight: %s", r.message.c_str());
   r = runTma({0, 0, 0, /*fence*/ 0}, tile, g, rows, cols);
   CHECK(r.code == 719 && contains(r.message, "fence.mbarrier_init"),
         "no fence: %s", r.message.c_str());
@@ -385,9 +397,10 @@ static const char *kWgmmaKernel = R"(
 .target sm_90a
 .address_size 64
 .extern .shared .align 1024 .b8 smem[];
-.visible .entry mma(.param .u64 in, .param .u64 out, .param .u32 fence, .param .u32 early)
+.visible .entry mma(.param .u64 in, .param .u64 out, .param .u32 fence, .param .u32 early,
+                    .param .u32 mode)
 {
-  .reg .pred %p<4>;
+  .reg .pred %p<12>;
   .reg .b32 %r<32>;
   .reg .f32 %f<8>;
   .reg .b64 %rd<16>;
@@ -423,9 +436,39 @@ $NOFENCE:
   or.b64 %rd5, %rd4, 68719476736;
   or.b64 %rd5, %rd5, 524288;
   add.u64 %rd6, %rd5, 128;
+  // Mode 5: A described with the 128-byte swizzle one row into its repeat.
+  ld.param.u32 %r10, [mode];
+  setp.eq.u32 %p8, %r10, 5;
+  add.u32 %r11, %r2, 128;
+  shr.u32 %r11, %r11, 4;
+  and.b32 %r11, %r11, 16383;
+  cvt.u64.u32 %rd10, %r11;
+  or.b64 %rd10, %rd10, 4611686293305360384;
+  @%p8 mov.b64 %rd5, %rd10;
+  // Mode 3: scale-d = 1 on accumulators nothing wrote.
+  setp.eq.u32 %p4, %r10, 3;
   wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, %rd5, %rd6, 0, 1, 1, 0, 0;
+  // Mode 2: an accumulator written after the wgmma.fence.
+  setp.ne.u32 %p5, %r10, 2;
+  @%p5 bra $FENCED;
+  mov.f32 %f0, 0f00000000;
+$FENCED:
+  wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, %rd5, %rd6, %p4, 1, 1, 0, 0;
   wgmma.commit_group.sync.aligned;
+  // Mode 1: the A operand overwritten while the wgmma reads it.
+  setp.ne.u32 %p6, %r10, 1;
+  @%p6 bra $KEPT;
+  st.shared.u32 [%r2], %r1;
+$KEPT:
+  // Mode 4: a second group chained on the accumulators; wait_group 1 retires
+  // only the first, so the accumulators are still in flight.
+  setp.ne.u32 %p7, %r10, 4;
+  @%p7 bra $ONEGROUP;
+  wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, %rd5, %rd6, 1, 1, 1, 0, 0;
+  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 1;
+  bra $STORE;
+$ONEGROUP:
   ld.param.u32 %r9, [early];
   setp.ne.u32 %p3, %r9, 0;
   @%p3 bra $STORE;
@@ -437,6 +480,64 @@ $STORE:
   add.u64 %rd9, %rd7, %rd8;
   st.global.v4.f32 [%rd9], {%f0, %f1, %f2, %f3};
   st.global.v4.f32 [%rd9+16], {%f4, %f5, %f6, %f7};
+  wgmma.wait_group.sync.aligned 0;
+  ret;
+}
+)";
+
+// Warpgroup 1 writes the wgmma operands of kWgmmaKernel, warpgroup 0 runs the
+// wgmma; `late` puts the writers' fence.proxy.async after the barrier.
+static const char *kCrossWarpgroupKernel = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 1024 .b8 smem[];
+.visible .entry mma2(.param .u64 in, .param .u32 late)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, smem;
+  ld.param.u32 %r7, [late];
+  setp.lt.u32 %p1, %r1, 128;
+  @%p1 bra $CONSUMER;
+  ld.param.u64 %rd1, [in];
+  cvta.to.global.u64 %rd1, %rd1;
+  sub.u32 %r3, %r1, 128;
+$FILL:
+  setp.ge.u32 %p2, %r3, 640;
+  @%p2 bra $FILLED;
+  shl.b32 %r4, %r3, 2;
+  cvt.u64.u32 %rd2, %r4;
+  add.u64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r5, [%rd3];
+  add.u32 %r6, %r2, %r4;
+  st.shared.u32 [%r6], %r5;
+  add.u32 %r3, %r3, 128;
+  bra $FILL;
+$FILLED:
+  setp.ne.u32 %p3, %r7, 0;
+  @%p3 bra $LATE;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  ret;
+$LATE:
+  bar.sync 0;
+  fence.proxy.async.shared::cta;
+  ret;
+$CONSUMER:
+  bar.sync 0;
+  shr.u32 %r8, %r2, 4;
+  and.b32 %r8, %r8, 16383;
+  cvt.u64.u32 %rd4, %r8;
+  or.b64 %rd5, %rd4, 68719476736;
+  or.b64 %rd5, %rd5, 524288;
+  add.u64 %rd6, %rd5, 128;
+  wgmma.fence.sync.aligned;
+  wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, %rd5, %rd6, 0, 1, 1, 0, 0;
+  wgmma.commit_group.sync.aligned;
   wgmma.wait_group.sync.aligned 0;
   ret;
 }
@@ -469,8 +570,9 @@ static void testWgmma() {
   cuMemAlloc_v2(&din, img.size() * 2);
   cuMemcpyHtoD_v2(din, img.data(), img.size() * 2);
   cuMemAlloc_v2(&dout, 128 * 8 * 4);
-  unsigned fence = 1, early = 0;
-  Run r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early}, 128, 4096);
+  unsigned fence = 1, early = 0, mode = 0;
+  Run r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early, &mode}, 128,
+                 4096);
   CHECK(r.code == 0, "wgmma kernel: %s", r.message.c_str());
   std::vector<float> d(128 * 8);
   cuMemcpyDtoH_v2(d.data(), dout, d.size() * 4);
@@ -489,15 +591,208 @@ static void testWgmma() {
   CHECK(bad == 0, "%d accumulator values differ", bad);
   // Accumulators read before wgmma.wait_group.
   early = 1;
-  r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early}, 128, 4096);
+  r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early, &mode}, 128,
+             4096);
   CHECK(r.code == 719 && contains(r.message, "still in flight"),
         "early read: %s", r.message.c_str());
   // Operands written by the generic proxy without fence.proxy.async.
   early = 0;
   fence = 0;
-  r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early}, 128, 4096);
+  r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early, &mode}, 128,
+             4096);
   CHECK(r.code == 719 && contains(r.message, "fence.proxy.async"),
         "no proxy fence: %s", r.message.c_str());
+  fence = 1;
+  const struct {
+    unsigned mode;
+    const char *diagnostic;
+  } broken[] = {
+      {1, "still in flight (no wait_group has retired it)"},
+      {2, "was written after the thread's last wgmma.fence"},
+      {3, "is read (scale-d is 1) but no instruction has written it"},
+      {4, "still in flight (read before the wgmma.wait_group"},
+      {5, "rows into the 1024-byte repeat"},
+  };
+  for (auto &b : broken) {
+    mode = b.mode;
+    r = launch(kWgmmaKernel, "mma", {&din, &dout, &fence, &early, &mode}, 128,
+               4096);
+    CHECK(r.code == 719 && contains(r.message, b.diagnostic), "mode %u: %s",
+          b.mode, r.message.c_str());
+  }
+  // Operands written by another warpgroup: its fence.proxy.async must come
+  // before the barrier that orders the writes before the wgmma.
+  for (unsigned late : {0u, 1u}) {
+    r = launch(kCrossWarpgroupKernel, "mma2", {&din, &late}, 256, 4096);
+    CHECK(late ? r.code == 719 && contains(r.message, "is not ordered before")
+               : r.code == 0,
+          "proxy fence %s the barrier: %s", late ? "after" : "before",
+          r.message.c_str());
+  }
+}
+
+// Warps 2 and 3 write the words warps 0 and 1 own (every thread first writes
+// its own word, and a bar.sync 0 orders that); warps 0 and 1 then read them,
+// each the words of both writers.
+// Mode 0: bar.arrive 1, 128 after the writes, bar.sync 1, 128 before the reads;
+// 1: no barrier; 2: bar.sync 1, 64 everywhere (too few threads: two separate
+// pairs of warps); 3: the writers arrive before they write.
+static const char *kRaceKernel = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 s[];
+.visible .entry races(.param .u32 mode)
+{
+  .reg .pred %p<8>;
+  .reg .b32 %r<16>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, s;
+  shr.u32 %r3, %r1, 5;
+  ld.param.u32 %r4, [mode];
+  shl.b32 %r5, %r1, 2;
+  add.u32 %r6, %r2, %r5;
+  st.shared.u32 [%r6], %r1;
+  bar.sync 0;
+  and.b32 %r7, %r1, 63;
+  shl.b32 %r7, %r7, 2;
+  add.u32 %r8, %r2, %r7;
+  setp.lt.u32 %p1, %r3, 2;
+  setp.eq.u32 %p2, %r4, 1;
+  setp.eq.u32 %p3, %r4, 2;
+  setp.eq.u32 %p4, %r4, 3;
+  @%p1 bra $READER;
+  @%p4 bra $ARRIVE_FIRST;
+  st.shared.u32 [%r8], %r1;
+  @%p2 bra $END;
+  @%p3 bra $SMALL;
+  bar.arrive 1, 128;
+  bra $END;
+$ARRIVE_FIRST:
+  bar.arrive 1, 128;
+  st.shared.u32 [%r8], %r1;
+  bra $END;
+$SMALL:
+  bar.sync 1, 64;
+  bra $END;
+$READER:
+  @%p2 bra $READ;
+  @%p3 bra $SMALL_READER;
+  bar.sync 1, 128;
+  bra $READ;
+$SMALL_READER:
+  bar.sync 1, 64;
+$READ:
+  ld.shared.u32 %r9, [%r8];
+  xor.b32 %r10, %r8, 128;
+  ld.shared.u32 %r11, [%r10];
+$END:
+  ret;
+}
+)";
+
+// Thread 0 stores a 16 x 64 bf16 tile (the words 0..511) that all threads
+// wrote with a TMA store. Mode 1: never committed; 2: no wait_group.read; 3:
+// the source overwritten before the wait; 4: fence.proxy.async.global, which
+// does not cover shared memory.
+static const char *kTmaStoreKernel = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 1024 .b8 smem[];
+.visible .entry tma_store(.param .align 64 .b8 tmap[128], .param .u32 mode)
+{
+  .reg .pred %p<8>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, smem;
+  ld.param.u32 %r3, [mode];
+  mov.u32 %r4, %r1;
+$FILL:
+  setp.ge.u32 %p1, %r4, 512;
+  @%p1 bra $FILLED;
+  shl.b32 %r5, %r4, 2;
+  add.u32 %r6, %r2, %r5;
+  st.shared.u32 [%r6], %r4;
+  add.u32 %r4, %r4, 128;
+  bra $FILL;
+$FILLED:
+  setp.eq.u32 %p2, %r3, 4;
+  @%p2 bra $GLOBALFENCE;
+  fence.proxy.async.shared::cta;
+  bra $FENCED;
+$GLOBALFENCE:
+  fence.proxy.async.global;
+$FENCED:
+  bar.sync 0;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra $END;
+  mov.b64 %rd2, tmap;
+  cvta.param.u64 %rd1, %rd2;
+  mov.u32 %r7, 0;
+  cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r7, %r7}], [%r2];
+  setp.eq.u32 %p4, %r3, 1;
+  @%p4 bra $END;
+  cp.async.bulk.commit_group;
+  setp.eq.u32 %p5, %r3, 2;
+  @%p5 bra $END;
+  setp.ne.u32 %p6, %r3, 3;
+  @%p6 bra $WAIT;
+  st.shared.u32 [%r2], %r1;
+$WAIT:
+  cp.async.bulk.wait_group.read 0;
+$END:
+  ret;
+}
+)";
+
+static void testRaces() {
+  const char *diagnostics[] = {nullptr, "nothing orders", "nothing orders",
+                               "nothing orders"};
+  for (unsigned mode = 0; mode < 4; ++mode) {
+    Run r = launch(kRaceKernel, "races", {&mode}, 128, 512);
+    if (!diagnostics[mode])
+      CHECK(r.code == 0, "ordered: %s", r.message.c_str());
+    else
+      CHECK(r.code == 719 && contains(r.message, diagnostics[mode]),
+            "race mode %u: %d %s", mode, r.code, r.message.c_str());
+  }
+}
+
+static void testBulkStore() {
+  unsigned long long dout = 0;
+  cuMemAlloc_v2(&dout, 2048);
+  alignas(64) unsigned char map[128];
+  unsigned long long dims[2] = {64, 16}, strides[1] = {128};
+  unsigned box[2] = {64, 16}, es[2] = {1, 1};
+  CHECK(cuTensorMapEncodeTiled(map, 9, 2, reinterpret_cast<void *>(dout), dims,
+                               strides, box, es, 0, 0, 0, 0) == 0,
+        "encode: %s", cudasimLastError());
+  unsigned mode = 0;
+  Run r = launch(kTmaStoreKernel, "tma_store", {map, &mode}, 128, 4096);
+  CHECK(r.code == 0, "TMA store: %s", r.message.c_str());
+  std::vector<uint32_t> out(512);
+  cuMemcpyDtoH_v2(out.data(), dout, 2048);
+  int bad = 0;
+  for (uint32_t k = 0; k < 512; ++k)
+    bad += out[k] != k;
+  CHECK(bad == 0, "%d words of the stored tile differ", bad);
+  const struct {
+    unsigned mode;
+    const char *diagnostic;
+  } broken[] = {
+      {1, "never committed: no cp.async.bulk.commit_group"},
+      {2, "no cp.async.bulk.wait_group.read retires its group"},
+      {3, "still in flight (no wait_group has retired it)"},
+      {4, "with no fence.proxy.async by that thread since the write"},
+  };
+  for (auto &b : broken) {
+    mode = b.mode;
+    r = launch(kTmaStoreKernel, "tma_store", {map, &mode}, 128, 4096);
+    CHECK(r.code == 719 && contains(r.message, b.diagnostic), "mode %u: %s",
+          b.mode, r.message.c_str());
+  }
 }
 
 static void testErrors() {
@@ -642,6 +937,8 @@ int main() {
   testConversions();
   testTma();
   testWgmma();
+  testRaces();
+  testBulkStore();
   testErrors();
   std::printf("%d of %d checks passed\n", checks - failures, checks);
   return failures ? 1 : 0;
