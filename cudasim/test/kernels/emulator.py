@@ -38,6 +38,31 @@ def require_env():
         raise RuntimeError("set " + ", ".join(missing) + " (ctest does)")
 
 
+# A function (kernel name, PTX text) -> PTX text applied to every kernel compile_model writes,
+# or None: how the mutation tests break the shipped kernels (see mutate_ptx).
+_ptx_mutation = None
+_ptx_mutation_hits = []
+
+
+class mutate_ptx:
+    """with mutate_ptx(fn) as hits: kernels compiled inside have fn applied to their PTX;
+    hits lists the kernels whose text fn changed."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __enter__(self):
+        global _ptx_mutation
+        _ptx_mutation = self.fn
+        _ptx_mutation_hits.clear()
+        return _ptx_mutation_hits
+
+    def __exit__(self, *exc):
+        global _ptx_mutation
+        _ptx_mutation = None
+        return False
+
+
 def compile_model(mlir_text, name, extra=()):
     """attnfuse-compile --target=sm_90a --no-cubin --no-programs -> SM90aArtifacts."""
     require_env()
@@ -54,6 +79,17 @@ def compile_model(mlir_text, name, extra=()):
     if r.returncode:
         raise RuntimeError(f"attnfuse-compile failed on {src}:\n{r.stderr}")
     files = sorted(os.listdir(out))
+    if _ptx_mutation is not None:
+        for f in files:
+            if f.endswith(".ptx"):
+                path = os.path.join(out, f)
+                with open(path) as fh:
+                    text = fh.read()
+                mutated = _ptx_mutation(f[:-4], text)
+                if mutated != text:
+                    _ptx_mutation_hits.append(f[:-4])
+                    with open(path, "w") as fh:
+                        fh.write(mutated)
     return runtime.SM90aArtifacts(out, files)
 
 
