@@ -550,10 +550,9 @@ void Cta::failCopyInFlight(uint32_t chunk, const char *what, const char *verb) {
   for (const PendingCopy &pc : copies)
     for (uint32_t a : pc.addr)
       if (a / 16 == chunk) {
-        const MBar &b = mbars.at(pc.mbar);
         os << " (" << describeAccess(pc.write)
            << "; the mbarrier has not completed phase " << pc.write.epoch - 1
-           << ": " << b.phase << " phases completed)";
+           << ")";
         fail(os.str());
       }
   fail(os.str());
