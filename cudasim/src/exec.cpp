@@ -2209,10 +2209,32 @@ void Cta::landCopy(PendingCopy &pc) {
           failRace(k, "lands on", copy.c_str());
         }
       }
+    // A generic write the copy overwrites must be fenced towards the async
+    // proxy, with the fence ordered before the copy's issue.
+    for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c) {
+      int w = chunkWriter[c];
+      if (w < 0)
+        continue;
+      const Thread &x = threads[size_t(w)];
+      bool fenced = x.proxyFences.size() > chunkStamp[c];
+      if (!fenced || (checkRaces && !(self >> x.warp & 1) &&
+                      clockAt(pc.issuerClock, x.warp) <
+                          x.proxyFences[chunkStamp[c]].first)) {
+        cur = nullptr;
+        std::ostringstream os;
+        os << describeAccess(pc.write) << " lands on shared memory at 0x"
+           << std::hex << c * 16 << std::dec << " written by warp " << x.warp
+           << " lane " << x.lane << " (generic proxy) "
+           << (fenced ? "whose fence.proxy.async is not ordered before the "
+                        "copy's issue"
+                      : "with no fence.proxy.async by that thread since the "
+                        "write");
+        fail(os.str());
+      }
+      chunkWriter[c] = -1;
+    }
     std::memcpy(&smem[a], &pc.data[e * pc.elemBytes], pc.elemBytes);
     std::memset(&written[a], 1, pc.elemBytes);
-    for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c)
-      chunkWriter[c] = -1;
   }
 }
 

@@ -254,9 +254,10 @@ static const char *kTmaKernel = R"(
 .extern .shared .align 1024 .b8 smem[];
 .visible .entry tma_load(.param .align 64 .b8 tmap[128], .param .u64 out, .param .s32 c0,
                          .param .s32 c1, .param .u32 bytes, .param .u32 parity,
-                         .param .u32 fence, .param .u32 expect, .param .u32 nowait)
+                         .param .u32 fence, .param .u32 expect, .param .u32 nowait,
+                         .param .u32 prewrite)
 {
-  .reg .pred %p<6>;
+  .reg .pred %p<8>;
   .reg .b32 %r<16>;
   .reg .b64 %rd<8>;
   mov.u32 %r1, %tid.x;
@@ -273,6 +274,11 @@ static const char *kTmaKernel = R"(
 $SYNC:
   bar.sync 0;
   @%p1 bra $WAIT;
+  ld.param.u32 %r11, [prewrite];
+  setp.eq.u32 %p6, %r11, 0;
+  @%p6 bra $ISSUE;
+  st.shared.u32 [%r2], %r1;
+$ISSUE:
   ld.param.u32 %r14, [expect];
   mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], %r14;
   mov.b64 %rd5, tmap;
@@ -307,7 +313,7 @@ $END:
 
 struct TmaCase {
   int c0, c1;
-  unsigned parity = 0, fence = 1, expectDelta = 0, nowait = 0;
+  unsigned parity = 0, fence = 1, expectDelta = 0, nowait = 0, prewrite = 0;
 };
 
 static Run runTma(const TmaCase &tc, std::vector<uint16_t> &tile,
@@ -327,10 +333,11 @@ static Run runTma(const TmaCase &tc, std::vector<uint16_t> &tile,
   CHECK(r == 0, "encode: %s", cudasimLastError());
   unsigned expect = bytes - tc.expectDelta;
   int c0 = tc.c0, c1 = tc.c1;
-  unsigned parity = tc.parity, fence = tc.fence, nowait = tc.nowait;
+  unsigned parity = tc.parity, fence = tc.fence, nowait = tc.nowait,
+           prewrite = tc.prewrite;
   Run out = launch(kTmaKernel, "tma_load",
                    {map, &dout, &c0, &c1, (void *)&bytes, &parity, &fence,
-                    &expect, &nowait},
+                    &expect, &nowait, &prewrite},
                    128, 16384 + 64);
   tile.assign(bytes / 2, 0);
   cuMemcpyDtoH_v2(tile.data(), dout, bytes);
@@ -380,6 +387,12 @@ static void testTma() {
   CHECK(r.code == 719 &&
             contains(r.message, "every thread has exited while the async copy"),
         "exit with a copy in flight: %s", r.message.c_str());
+  // The destination was last written by a generic store, with no proxy fence
+  // between that write and the copy's.
+  r = runTma({0, 0, 0, 1, 0, 0, /*prewrite*/ 1}, tile, g, rows, cols);
+  CHECK(r.code == 719 &&
+            contains(r.message, "with no fence.proxy.async by that thread"),
+        "generic write under a TMA load: %s", r.message.c_str());
   r = runTma({0, 0, 0, /*fence*/ 0}, tile, g, rows, cols);
   CHECK(r.code == 719 && contains(r.message, "fence.mbarrier_init"),
         "no fence: %s", r.message.c_str());
