@@ -88,7 +88,8 @@ struct MBar {
   int initThread = -1;
   bool fenced = false;
   int initPc = 0;
-  uint16_t agent = 0; // clock component of the copies it completes
+  uint32_t initEpoch = 0; // the initialising warp's epoch at the init
+  uint16_t agent = 0;     // clock component of the copies it completes
   Clock clock,
       doneClock; // happens-before: arrivals of this / the last phase
 };
@@ -227,7 +228,7 @@ private:
   std::mt19937_64 rng;
   bool randomSchedule = false;
   bool checkRaces = true, checkRegisterInit = true, checkWgmmaFence = true,
-       checkSwizzleAlign = true;
+       checkSwizzleAlign = true, checkMbarrierInitOrder = true;
   bool atomicAccess = false; // the access is an atom / red (not a race)
   bool completeCopies(bool all);
   bool roundOfWarps();
@@ -729,6 +730,18 @@ MBar &Cta::mbarAt(uint32_t off, const char *what) {
   if (it == mbars.end()) {
     std::ostringstream os;
     os << what << ": no initialised mbarrier at shared 0x" << std::hex << off;
+    fail(os.str());
+  }
+  // Another warp's use must be ordered after the init (a barrier between).
+  const MBar &b = it->second;
+  unsigned initWarp = threads[size_t(b.initThread)].warp;
+  if (cur && checkMbarrierInitOrder && cur->warp != initWarp &&
+      clockAt(warpClock[cur->warp], initWarp) < b.initEpoch) {
+    std::ostringstream os;
+    os << what << " uses mbarrier 0x" << std::hex << off << std::dec
+       << " initialised by warp " << initWarp << " lane "
+       << threads[size_t(b.initThread)].lane << " at " << instAt(b.initPc)
+       << "; nothing orders the init before this use (no barrier between)";
     fail(os.str());
   }
   return it->second;
@@ -1694,6 +1707,7 @@ void Cta::exec(Thread &t, const Inst &i) {
     b.expected = b.pending = count;
     b.initThread = int(&t - threads.data());
     b.initPc = t.pc;
+    b.initEpoch = warpClock[t.warp][t.warp];
     auto agent = mbarAgents.find(off);
     if (agent == mbarAgents.end())
       agent = mbarAgents.emplace(off, uint16_t(nwarps + mbarAgents.size()))
@@ -2798,6 +2812,7 @@ void Cta::start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed) {
   checkRegisterInit = checkEnabled("register-init");
   checkWgmmaFence = checkEnabled("wgmma-fence");
   checkSwizzleAlign = checkEnabled("swizzle-align");
+  checkMbarrierInitOrder = checkRaces && checkEnabled("mbarrier-init-order");
   nthreads = cfg.block[0] * cfg.block[1] * cfg.block[2];
   nwarps = (nthreads + 31) / 32;
   numWarpgroups = (nthreads + 127) / 128;
