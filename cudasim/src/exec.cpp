@@ -2523,6 +2523,11 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
   // The registers the wgmma uses: written by another instruction since the
   // thread's last wgmma.fence, they may not be what the tensor core reads.
   for (Thread *t : ts) {
+    if (checkWgmmaFence && t->wgmmaFences == 0) {
+      cur = t;
+      fail("wgmma.mma_async before any wgmma.fence (the PTX ISA requires a "
+           "wgmma.fence.sync.aligned before the warpgroup's first wgmma)");
+    }
     auto checkFenced = [&](int reg, const char *role) {
       if (checkWgmmaFence && t->regStamp[reg] == t->writeStamp()) {
         cur = t;

@@ -460,7 +460,11 @@ $NOFENCE:
   @%p8 mov.b64 %rd5, %rd10;
   // Mode 3: scale-d = 1 on accumulators nothing wrote.
   setp.eq.u32 %p4, %r10, 3;
+  // Mode 6: no wgmma.fence before the first wgmma.
+  setp.eq.u32 %p9, %r10, 6;
+  @%p9 bra $NOFENCE6;
   wgmma.fence.sync.aligned;
+$NOFENCE6:
   // Mode 2: an accumulator written after the wgmma.fence.
   setp.ne.u32 %p5, %r10, 2;
   @%p5 bra $FENCED;
@@ -625,6 +629,7 @@ static void testWgmma() {
       {3, "is read (scale-d is 1) but no instruction has written it"},
       {4, "still in flight (read before the wgmma.wait_group"},
       {5, "rows into the 1024-byte repeat"},
+      {6, "wgmma.mma_async before any wgmma.fence"},
   };
   for (auto &b : broken) {
     mode = b.mode;

@@ -241,6 +241,8 @@ MUTATIONS = [
      after("setmaxnreg.inc", flip_wait_parity(1))),
     ("gemm_producer_skips_empty_wait", "synchronization", "attn_gemm", projection,
      after("setmaxnreg.dec", skip_wait(4))),
+    ("gemm_first_wgmma_fence_dropped", "fences", "attn_gemm", projection,
+     drop(r"wgmma\.fence\.sync\.aligned", 0)),
     ("gemm_descriptor_swizzle_64b", "layout", "attn_gemm", projection,
      descriptor_field(SWIZZLE_128B, SWIZZLE_64B)),
     ("gemm_store_proxy_fence_dropped", "fences", "attn_gemm", projection,
