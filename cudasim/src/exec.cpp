@@ -869,7 +869,10 @@ inline void Cta::stepThread(Thread &t) {
       return;
     }
   }
-  if (checkRegisterInit)
+  // A mov of a never-written register is a copy of arbitrary bits, not a use:
+  // the destination becomes never-written too (as Memcheck propagates
+  // undefinedness through copies); any other read of one is a diagnostic.
+  if (checkRegisterInit && i.op != Op::Mov)
     for (int r : i.srcRegs)
       if (!t.regStamp[r])
         failUnwritten(t, r);
@@ -1127,6 +1130,9 @@ void Cta::exec(Thread &t, const Inst &i) {
   unsigned bits = tyBits(ty);
   switch (i.op) {
   case Op::Mov: {
+    bool unwritten = false;
+    for (int r : i.srcRegs)
+      unwritten |= r != i.guard && !t.regStamp[r];
     if (o[0].kind == Operand::Vec) { // unpack: mov.b64 {a,b}, x
       uint64_t v = read(o[1], t, ty);
       unsigned n = unsigned(o[0].elems.size()), w = bits / n;
@@ -1141,6 +1147,9 @@ void Cta::exec(Thread &t, const Inst &i) {
     } else {
       write(o[0], t, read(o[1], t, ty), ty);
     }
+    if (unwritten)
+      for (int r : i.dstRegs)
+        t.regStamp[r] = 0;
     ++t.pc;
     return;
   }
