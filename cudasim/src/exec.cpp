@@ -1882,6 +1882,18 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
+  case Op::Mapa: {
+    // Every cluster is one CTA (rank 0), whose shared::cta window is where
+    // the shared::cluster window maps it: rank 0 maps an address to itself.
+    uint64_t a = read(o[1], t, ty);
+    uint32_t rank = uint32_t(read(o[2], t, Ty::U32));
+    if (rank != 0)
+      fail("mapa to CTA rank " + std::to_string(rank) +
+           " of a cluster of one CTA");
+    write(o[0], t, a, ty);
+    ++t.pc;
+    return;
+  }
   default:
     fail("instruction not implemented by the emulator: " + i.text);
   }

@@ -218,6 +218,8 @@ enum class Op : uint16_t {
   WgmmaWait,
   WgmmaMma,
   SetMaxNReg,
+  // clusters (one CTA per cluster)
+  Mapa,
 };
 
 struct Inst {

@@ -314,6 +314,7 @@ private:
     std::vector<int> blocks;
   };
   std::vector<Fixup> labelFixups;
+  std::set<std::string> unbackedGlobals; // module-level .global, no storage
 
   bool atEnd() const { return pos >= toks.size(); }
   const std::string &peek(size_t o = 0) const {
@@ -401,6 +402,23 @@ void Parser::moduleDirective() {
       sharedDecl(mod.moduleShared);
       if (isExtern)
         mod.moduleShared.back().isExtern = true;
+    } else if (kind == ".global") {
+      // A module-scope .global variable (nvcc emits one byte for every
+      // constexpr customisation-point object of libcu++ and CuTe). Such
+      // variables get no storage here: the declaration is accepted and a
+      // kernel that references one is rejected when its label fixups resolve.
+      pos = p;
+      while (!atEnd() && peek() != ";" && peek() != "=") {
+        const std::string &d = next();
+        if (d[0] != '.' && !std::isdigit(static_cast<unsigned char>(d[0])) &&
+            d != "[" && d != "]")
+          unbackedGlobals.insert(d);
+      }
+      if (peek() == "=")
+        throw ParseError(line(),
+                         "initialised module-level .global variables are not "
+                         "supported");
+      expect(";");
     } else {
       throw ParseError(line(),
                        "module-level " + kind + " variables are not supported");
@@ -554,6 +572,10 @@ void Parser::entry(bool) {
       if (it != labels.end())
         target = it->second;
     }
+    if (target < 0 && unbackedGlobals.count(f.name))
+      throw ParseError(inst.line, "module-level .global variable '" + f.name +
+                                      "' is referenced; module-scope global "
+                                      "variables are not supported");
     if (target < 0)
       throw ParseError(inst.line, "unknown label or symbol '" + f.name + "'");
     inst.ops[f.op].kind = Operand::Label;
@@ -1230,6 +1252,15 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
         throw ParseError(inst.line,
                          "wgmma: the register A operand must be 4 registers");
     }
+    return;
+  }
+  if (base == "mapa") {
+    // mapa[.shared::cluster].u32/.u64 d, a, rank: the address of the
+    // variable at `a` in the CTA of the cluster with that rank.
+    inst.op = Op::Mapa;
+    if (inst.type != Ty::U32 && inst.type != Ty::U64)
+      unknown();
+    need(3);
     return;
   }
   if (base == "setmaxnreg") {
