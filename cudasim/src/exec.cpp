@@ -283,6 +283,7 @@ private:
   void checkAsyncUse(uint32_t mbarOff, const char *what);
 
   void step(Thread &t); // executes one instruction (not a collective)
+  void matrixCollective(std::vector<Thread *> &ts, const Inst &i);
   void exec(Thread &t, const Inst &i);
   void execCvt(Thread &t, const Inst &i);
   void execTensorCopy(Thread &t, const Inst &i);
@@ -2421,6 +2422,10 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
   }
   case Op::BarWarpSync:
     break;
+  case Op::Ldmatrix:
+  case Op::Stmatrix:
+    matrixCollective(ts, i);
+    break;
   default:
     break;
   }
@@ -2428,6 +2433,64 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
     ++t->pc;
     ++t->executed;
     t->st = TState::Runnable;
+  }
+}
+
+// ldmatrix / stmatrix .m8n8.b16 (PTX ISA, "Warp-level matrix load/store"):
+// matrix m's eight rows of 16 bytes start at the addresses held by lanes 8m ..
+// 8m + 7; lane l's register for matrix m holds row l / 4, elements 2 (l % 4)
+// and 2 (l % 4) + 1 (the lower half the first), or with .trans column l / 4,
+// rows 2 (l % 4) and 2 (l % 4) + 1.
+void Cta::matrixCollective(std::vector<Thread *> &ts, const Inst &i) {
+  bool load = i.op == Op::Ldmatrix;
+  const Operand &regs = i.ops[load ? 0 : 1], &addr = i.ops[load ? 1 : 0];
+  unsigned num = i.mode & 7;
+  bool trans = (i.mode & 8) != 0;
+  const char *what = load ? "ldmatrix" : "stmatrix";
+  if (ts.size() != 32) {
+    cur = ts[0];
+    fail(std::string(what) + " executed by " + std::to_string(ts.size()) +
+         " lanes; .aligned needs the whole warp");
+  }
+  Thread *byLane[32] = {};
+  for (Thread *t : ts)
+    byLane[t->lane] = t;
+  uint32_t rowOff[32] = {}; // shared offset of row r of matrix m: [8m + r]
+  for (unsigned r = 0; r < 8 * num; ++r) {
+    cur = byLane[r];
+    uint64_t a = address(addr, *byLane[r]);
+    if (a % 16)
+      fail(std::string(what) + ": row address is not 16-byte aligned", true);
+    rowOff[r] = i.space == Space::Generic
+                    ? sharedOffset(Space::Generic, a, 16, what)
+                    : uint32_t(a);
+  }
+  for (Thread *t : ts) {
+    cur = t;
+    unsigned l = t->lane;
+    for (unsigned m = 0; m < num; ++m) {
+      const Operand &reg = regs.kind == Operand::Vec ? regs.elems[m] : regs;
+      const uint32_t *rows = &rowOff[8 * m];
+      if (!trans) {
+        uint32_t off = rows[l / 4] + 4 * (l % 4);
+        if (load)
+          write(reg, *t, this->load(Space::Shared, off, 4), Ty::B32);
+        else
+          store(Space::Shared, off, 4, read(reg, *t, Ty::B32));
+      } else {
+        uint32_t lo = rows[2 * (l % 4)] + 2 * (l / 4),
+                 hi = rows[2 * (l % 4) + 1] + 2 * (l / 4);
+        if (load) {
+          uint64_t v = this->load(Space::Shared, lo, 2) |
+                       this->load(Space::Shared, hi, 2) << 16;
+          write(reg, *t, v, Ty::B32);
+        } else {
+          uint64_t v = read(reg, *t, Ty::B32);
+          store(Space::Shared, lo, 2, v & 0xFFFF);
+          store(Space::Shared, hi, 2, (v >> 16) & 0xFFFF);
+        }
+      }
+    }
   }
 }
 
@@ -2651,7 +2714,9 @@ bool Cta::resolveCollectives() {
         continue;
       cur = kv.second[0];
       const Operand &maskOp = i.op == Op::BarWarpSync ? i.ops[0] : i.ops.back();
-      uint32_t mask = uint32_t(read(maskOp, *kv.second[0], Ty::B32));
+      bool wholeWarp = i.op == Op::Ldmatrix || i.op == Op::Stmatrix;
+      uint32_t mask = wholeWarp ? ~0u
+                                : uint32_t(read(maskOp, *kv.second[0], Ty::B32));
       uint32_t have = 0;
       for (Thread *t : kv.second)
         have |= 1u << t->lane;

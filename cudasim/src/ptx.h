@@ -220,6 +220,9 @@ enum class Op : uint16_t {
   SetMaxNReg,
   // clusters (one CTA per cluster)
   Mapa,
+  // warp-collective 8x8 matrix loads / stores of shared memory
+  Ldmatrix,
+  Stmatrix,
 };
 
 struct Inst {

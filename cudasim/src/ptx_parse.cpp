@@ -1263,6 +1263,32 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     need(3);
     return;
   }
+  if (base == "ldmatrix" || base == "stmatrix") {
+    // {ld,st}matrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16:
+    // mode = the number of matrices, +8 with .trans.
+    inst.op = base == "ldmatrix" ? Op::Ldmatrix : Op::Stmatrix;
+    inst.collective = true;
+    if (!has("sync") || !has("aligned") || !has("m8n8") || inst.type != Ty::B16)
+      throw ParseError(inst.line, "only " + base +
+                                      ".sync.aligned.m8n8.b16 is modelled: " +
+                                      opcode);
+    unsigned num = has("x1") ? 1 : has("x2") ? 2 : has("x4") ? 4 : 0;
+    if (!num)
+      unknown();
+    if (inst.space != Space::Generic && inst.space != Space::Shared)
+      unknown();
+    inst.mode = uint8_t(num | (has("trans") ? 8 : 0));
+    need(2);
+    const Operand &regs = inst.ops[inst.op == Op::Ldmatrix ? 0 : 1];
+    const Operand &addr = inst.ops[inst.op == Op::Ldmatrix ? 1 : 0];
+    if (addr.kind != Operand::Addr ||
+        (num == 1 ? regs.kind != Operand::Reg && regs.kind != Operand::Vec
+                  : regs.kind != Operand::Vec) ||
+        (regs.kind == Operand::Vec && regs.elems.size() != num))
+      throw ParseError(inst.line, base + ": expected " + std::to_string(num) +
+                                      " registers and an address");
+    return;
+  }
   if (base == "setmaxnreg") {
     inst.op = Op::SetMaxNReg;
     inst.collective = true;

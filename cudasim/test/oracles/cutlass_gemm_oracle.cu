@@ -18,6 +18,7 @@
 //   1  KernelTmaWarpSpecialized             + NoSmemWarpSpecialized epilogue
 //   2  KernelTmaWarpSpecializedPingpong     + TmaWarpSpecialized epilogue
 //   3  KernelTmaWarpSpecializedCooperative  + TmaWarpSpecializedCooperative
+// ORACLE_BF16_OUT=1 makes C and D bf16 (default f32).
 // All use a 1x1x1 cluster (the emulator models one-CTA clusters only).
 #include <cuda.h>
 
@@ -27,18 +28,25 @@
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/util/packed_stride.hpp"
 
 #ifndef ORACLE_SCHEDULE
 #define ORACLE_SCHEDULE 1
+#endif
+#ifndef ORACLE_BF16_OUT
+#define ORACLE_BF16_OUT 0
 #endif
 
 using namespace cute;
 
 using ElementA = cutlass::bfloat16_t;
 using ElementB = cutlass::bfloat16_t;
+#if ORACLE_BF16_OUT
+using ElementC = cutlass::bfloat16_t; // 16-bit C and D: the TMA epilogue
+using ElementD = cutlass::bfloat16_t; // stages D through stmatrix
+#else
 using ElementC = float;
 using ElementD = float;
+#endif
 using ElementAccumulator = float;
 using LayoutA = cutlass::layout::RowMajor;    // M x K, K contiguous
 using LayoutB = cutlass::layout::ColumnMajor; // K x N, K contiguous
@@ -176,6 +184,8 @@ int main(int argc, char **argv) {
   std::mt19937 rng(1234 + M * 7 + N * 13 + K);
   std::vector<uint16_t> hA(size_t(M) * K), hB(size_t(N) * K);
   std::vector<float> hC(size_t(M) * N), hD(size_t(M) * N);
+  constexpr bool bf16Out = sizeof(ElementD) == 2;
+  constexpr size_t cBytes = sizeof(ElementC), dBytes = sizeof(ElementD);
   std::uniform_int_distribution<int> small(-4, 4);
   std::normal_distribution<float> normal(0.f, 1.f);
   auto gen = [&]() {
@@ -185,30 +195,50 @@ int main(int argc, char **argv) {
     x = toBf16Bits(gen());
   for (auto &x : hB)
     x = toBf16Bits(gen());
-  for (auto &x : hC)
+  for (auto &x : hC) {
     x = mode == "int" ? float(small(rng)) : normal(rng);
+    if (bf16Out)
+      x = fromBf16Bits(toBf16Bits(x));
+  }
+  std::vector<uint8_t> rawC(hC.size() * cBytes), rawD(hD.size() * dBytes);
+  for (size_t i = 0; i < hC.size(); ++i) {
+    if (bf16Out) {
+      uint16_t b = toBf16Bits(hC[i]);
+      std::memcpy(&rawC[i * 2], &b, 2);
+    } else {
+      std::memcpy(&rawC[i * 4], &hC[i], 4);
+    }
+  }
 
   CUdeviceptr dA, dB, dC, dD;
   check(cuMemAlloc(&dA, hA.size() * 2), "alloc A");
   check(cuMemAlloc(&dB, hB.size() * 2), "alloc B");
-  check(cuMemAlloc(&dC, hC.size() * 4), "alloc C");
-  check(cuMemAlloc(&dD, hD.size() * 4), "alloc D");
+  check(cuMemAlloc(&dC, rawC.size()), "alloc C");
+  check(cuMemAlloc(&dD, rawD.size()), "alloc D");
   check(cuMemcpyHtoD(dA, hA.data(), hA.size() * 2), "copy A");
   check(cuMemcpyHtoD(dB, hB.data(), hB.size() * 2), "copy B");
-  check(cuMemcpyHtoD(dC, hC.data(), hC.size() * 4), "copy C");
+  check(cuMemcpyHtoD(dC, rawC.data(), rawC.size()), "copy C");
 
   using StrideA = typename GemmKernel::StrideA;
   using StrideB = typename GemmKernel::StrideB;
   using StrideC = typename GemmKernel::StrideC;
   using StrideD = typename GemmKernel::StrideD;
-  StrideA sA = cutlass::make_cute_packed_stride(StrideA{}, {M, K, 1});
-  StrideB sB = cutlass::make_cute_packed_stride(StrideB{}, {N, K, 1});
-  StrideC sC = cutlass::make_cute_packed_stride(StrideC{}, {M, N, 1});
-  StrideD sD = cutlass::make_cute_packed_stride(StrideD{}, {M, N, 1});
+  // Packed strides (row, unit column, batch), as cutlass/util's
+  // make_cute_packed_stride builds them: A M x K, B N x K, C and D M x N.
+  StrideA sA{};
+  StrideB sB{};
+  StrideC sC{};
+  StrideD sD{};
+  get<0>(sA) = K, get<2>(sA) = int64_t(M) * K;
+  get<0>(sB) = K, get<2>(sB) = int64_t(N) * K;
+  get<0>(sC) = N, get<2>(sC) = int64_t(M) * N;
+  get<0>(sD) = N, get<2>(sD) = int64_t(M) * N;
 
   cutlass::KernelHardwareInfo hw;
   hw.device_id = 0;
-  hw.sm_count = 132;
+  // The persistent schedules launch min(tiles, sm_count) CTAs; a small
+  // ORACLE_SM_COUNT makes each CTA loop over several tiles.
+  hw.sm_count = std::getenv("ORACLE_SM_COUNT") ? std::atoi(std::getenv("ORACLE_SM_COUNT")) : 132;
   typename GemmKernel::Arguments args{
       cutlass::gemm::GemmUniversalMode::kGemm,
       {M, N, K, 1},
@@ -236,10 +266,10 @@ int main(int argc, char **argv) {
   int smem = GemmKernel::SharedStorageSize;
   check(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
         "cuFuncSetAttribute");
-  std::printf("kernel %s\n", entry.c_str());
-  std::printf("schedule %d  tile %dx%dx%d  stages %d  grid %ux%ux%u  block %u  "
+  std::printf("kernel %.90s...\n", entry.c_str());
+  std::printf("schedule %d  D %s  tile %dx%dx%d  stages %d  grid %ux%ux%u  block %u  "
               "smem %d  sizeof(Params) %zu  workspace %zu\n",
-              ORACLE_SCHEDULE, int(size<0>(TileShape{})), int(size<1>(TileShape{})),
+              ORACLE_SCHEDULE, bf16Out ? "bf16" : "f32", int(size<0>(TileShape{})), int(size<1>(TileShape{})),
               int(size<2>(TileShape{})), int(CollectiveMainloop::DispatchPolicy::Stages),
               grid.x, grid.y, grid.z, block.x, smem, sizeof(params), wsBytes);
   void *kargs[] = {&params};
@@ -253,7 +283,16 @@ int main(int argc, char **argv) {
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   double runS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   cudasimStats(&i1, &s1);
-  check(cuMemcpyDtoH(hD.data(), dD, hD.size() * 4), "copy D");
+  check(cuMemcpyDtoH(rawD.data(), dD, rawD.size()), "copy D");
+  for (size_t i = 0; i < hD.size(); ++i) {
+    if (bf16Out) {
+      uint16_t b;
+      std::memcpy(&b, &rawD[i * 2], 2);
+      hD[i] = fromBf16Bits(b);
+    } else {
+      std::memcpy(&hD[i], &rawD[i * 4], 4);
+    }
+  }
 
   // Reference in double from the same bf16 values.
   double maxErr = 0, maxRef = 0;
@@ -267,6 +306,8 @@ int main(int argc, char **argv) {
   // f32, so D must equal the reference exactly. "normal" data: the f32
   // accumulation order of the tensor cores is unspecified; allow
   // K * 2^-23 * sum|a*b| (a bound on any order of f32 sums) plus 2^-23*|beta*c|.
+  // A bf16 D is the f32 result rounded to nearest even: "int" data must give
+  // exactly bf16(reference); "normal" data get another 2^-8 |reference|.
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       double s = 0, sabs = 0;
@@ -278,10 +319,14 @@ int main(int argc, char **argv) {
       double c = hC[size_t(i) * N + j];
       double ref = double(alpha) * s + double(beta) * c;
       double got = hD[size_t(i) * N + j];
-      double err = std::fabs(got - ref);
       double tol = mode == "int" ? 0.0
                                  : (K + 2) * std::ldexp(1.0, -23) *
                                        (std::fabs(alpha) * sabs + std::fabs(beta * c));
+      if (bf16Out && mode == "int")
+        ref = fromBf16Bits(toBf16Bits(float(ref)));
+      else if (bf16Out)
+        tol += std::ldexp(std::fabs(ref), -8);
+      double err = std::fabs(got - ref);
       if (!(err <= tol)) {
         if (bad < 5)
           std::fprintf(stderr, "mismatch D[%d][%d] = %.9g, reference %.9g\n", i, j, got, ref);
@@ -291,9 +336,9 @@ int main(int argc, char **argv) {
         maxErr = err;
       maxRef = std::fmax(maxRef, std::fabs(ref));
     }
-  std::printf("%s M=%d N=%d K=%d %s alpha=%g beta=%g: max_abs_err %.3g (max |ref| %.3g), "
+  std::printf("%s %s M=%d N=%d K=%d %s alpha=%g beta=%g: max_abs_err %.3g (max |ref| %.3g), "
               "%ld mismatches, emulator %.2f s (load %.2f s), %llu thread-instructions\n",
-              bad ? "FAIL" : "PASS", M, N, K, mode.c_str(), alpha, beta, maxErr, maxRef,
+              bad ? "FAIL" : "PASS", bf16Out ? "D=bf16" : "D=f32", M, N, K, mode.c_str(), alpha, beta, maxErr, maxRef,
               bad, runS, loadS, i1 - i0);
   return bad ? 1 : 0;
 }
