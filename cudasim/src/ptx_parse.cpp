@@ -1163,6 +1163,14 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
         return;
       }
       bool tensor = has("tensor");
+      if (has("prefetch")) {
+        // cp.async.bulk.prefetch[.tensor.Nd].L2.global: a hint to bring data
+        // into L2, with no effect on memory; caches are not modelled.
+        if (!has("L2") || !has("global"))
+          unknown();
+        inst.op = Op::Prefetch;
+        return;
+      }
       if (has("multicast::cluster"))
         throw ParseError(
             inst.line,
