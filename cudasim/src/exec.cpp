@@ -293,7 +293,7 @@ private:
   bool resolveCollectives();
   void warpCollective(std::vector<Thread *> &ts, const Inst &i);
   void wgmma(std::vector<Thread *> &ts, const Inst &i);
-  void setmaxnreg(std::vector<Thread *> &ts, const Inst &i);
+  bool setmaxnreg(std::vector<Thread *> &ts, const Inst &i);
   void barrierArrive(Thread &t, unsigned id, unsigned count, bool wait);
   void checkBarriers();
   void checkPending(Thread &t, const Inst &i);
@@ -2494,7 +2494,10 @@ void Cta::matrixCollective(std::vector<Thread *> &ts, const Inst &i) {
   }
 }
 
-void Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
+// Returns false (the warpgroup stays at the instruction) while a
+// setmaxnreg.inc has to wait for other warpgroups' setmaxnreg.dec to release
+// registers into the CTA's pool.
+bool Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
   cur = ts[0];
   unsigned n = unsigned(read(i.ops[0], *ts[0], Ty::U32));
   if (n < 24 || n > 256 || n % 8)
@@ -2510,23 +2513,32 @@ void Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
     fail("setmaxnreg.dec " + std::to_string(n) +
          " above the warpgroup's current " + std::to_string(curRegs) +
          " registers");
-  wgRegs[wg] = n;
   if (i.mode == 1) {
-    unsigned total = 0;
-    for (unsigned r : wgRegs)
-      total += r * 128;
-    if (total > regPool)
+    // The increase blocks until the pool holds the registers. It can never
+    // complete if even every other warpgroup at the minimum of 24 leaves too
+    // few; otherwise it waits (a deadlock if no decrease ever comes).
+    unsigned total = n * 128, floor = n * 128;
+    for (unsigned g = 0; g < wgRegs.size(); ++g)
+      if (g != wg) {
+        total += wgRegs[g] * 128;
+        floor += 24 * 128;
+      }
+    if (floor > regPool)
       fail("setmaxnreg.inc " + std::to_string(n) +
-           ": the warpgroups would hold " + std::to_string(total) +
+           ": the warpgroups would hold at least " + std::to_string(floor) +
            " registers, more than the CTA's " + std::to_string(regPool) + " (" +
            std::to_string(initialRegs) +
            " per thread at launch); the increase would wait forever");
+    if (total > regPool)
+      return false;
   }
+  wgRegs[wg] = n;
   for (Thread *t : ts) {
     ++t->pc;
     ++t->executed;
     t->st = TState::Runnable;
   }
+  return true;
 }
 
 void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
@@ -2779,11 +2791,12 @@ bool Cta::resolveCollectives() {
       fail(os.str());
     }
     const Inst &i = kernel.code[pc];
-    if (i.op == Op::WgmmaMma)
+    if (i.op == Op::WgmmaMma) {
       wgmma(ts, i);
-    else
-      setmaxnreg(ts, i);
-    progress = true;
+      progress = true;
+    } else if (setmaxnreg(ts, i)) {
+      progress = true;
+    }
   }
   cur = nullptr;
   return progress;

@@ -956,6 +956,34 @@ static void testErrors() {
   r = launch(split, "k", {}, 128, 0);
   CHECK(r.code == 719 && contains(r.message, "not executed uniformly"),
         "setmaxnreg split: %s", r.message.c_str());
+  // setmaxnreg.inc waits for another warpgroup's setmaxnreg.dec (384 threads
+  // start at 168 registers: two consumers at 232 fit once the producer is at
+  // 40, as in CUTLASS's and FA3's warp-specialized kernels); the producer
+  // first spins for a while, so the increases arrive before the decrease. Two
+  // increases to 256 cannot both fit after the decrease to 24 (the second
+  // waits forever: a deadlock); one warpgroup alone (248 registers at launch)
+  // can never reach 256 and fails at once.
+  auto wsRegs = [&](unsigned inc, unsigned dec) {
+    return std::string(head) +
+           ".visible .entry k()\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<4>;\n"
+           "  mov.u32 %r1, %tid.x;\n  setp.ge.u32 %p1, %r1, 128;\n  @%p1 bra $C;\n"
+           "  mov.u32 %r2, 0;\n$L:\n  add.u32 %r2, %r2, 1;\n"
+           "  setp.lt.u32 %p2, %r2, 64;\n  @%p2 bra $L;\n"
+           "  setmaxnreg.dec.sync.aligned.u32 " + std::to_string(dec) + ";\n  ret;\n"
+           "$C:\n  setmaxnreg.inc.sync.aligned.u32 " + std::to_string(inc) + ";\n"
+           "  ret;\n}\n";
+  };
+  r = launch(wsRegs(232, 40), "k", {}, 384, 0);
+  CHECK(r.code == 0, "setmaxnreg.inc before the dec: %s", r.message.c_str());
+  r = launch(wsRegs(256, 24), "k", {}, 384, 0);
+  CHECK(r.code == 719 && contains(r.message, "deadlock") &&
+            contains(r.message, "setmaxnreg.inc"),
+        "setmaxnreg.inc beyond the pool: %s", r.message.c_str());
+  r = launch(std::string(head) + ".visible .entry k()\n{\n  "
+                                 "setmaxnreg.inc.sync.aligned.u32 256;\n  ret;\n}\n",
+             "k", {}, 128, 0);
+  CHECK(r.code == 719 && contains(r.message, "would wait forever"),
+        "setmaxnreg.inc that never fits: %s", r.message.c_str());
   // A barrier nobody else reaches: deadlock, with the waiting warps named.
   std::string dl = std::string(head) +
                    ".visible .entry k()\n{\n  .reg .pred %p<2>;\n  .reg .b32 "
