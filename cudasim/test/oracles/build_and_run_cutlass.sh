@@ -63,11 +63,18 @@ echo "emulator: $LIB"
 FLAGS=(-std=c++17 --expt-relaxed-constexpr -DNDEBUG -I"$INC")
 SRC="$HERE/cutlass_gemm_oracle.cu"
 
-# config name, ORACLE_SCHEDULE, ORACLE_BF16_OUT
-CONFIGS=("ws 1 0" "pingpong 2 0" "coop 3 0" "coop-bf16 3 1")
+# config name, ORACLE_SCHEDULE, ORACLE_BF16_OUT, emulator checks to switch off (- for none).
+# The ws configuration's DefaultEpilogue loads C with CUTLASS's predicated global load,
+#   mov.b32 %r249, %r251; @p ld.global.L2::128B.u32 %r249, [%rd83];
+# whose first operand is the register of an uninitialised C++ variable: reading it is legal PTX
+# (an arbitrary value, only kept where p is false and then never stored), but the emulator's
+# register-init check stops at the mov. That one check is off for that configuration.
+CONFIGS=("ws 1 0 register-init" "pingpong 2 0 -" "coop 3 0 -" "coop-bf16 3 1 -")
 fails=0
 for cfg in "${CONFIGS[@]}"; do
-  read -r name sched bf16 <<<"$cfg"
+  read -r name sched bf16 nocheck <<<"$cfg"
+  disable="${CUDASIM_DISABLE_CHECKS:-}"
+  [ "$nocheck" != - ] && disable="${disable:+$disable,}$nocheck"
   ptx="$WORK/gemm_$name.ptx" host="$WORK/gemm_$name"
   defs=(-DORACLE_SCHEDULE="$sched" -DORACLE_BF16_OUT="$bf16")
   # PTX of cutlass::device_kernel<GemmKernel> for sm_90a, and the host program (its Params and TMA
@@ -86,8 +93,8 @@ for cfg in "${CONFIGS[@]}"; do
   [ "$QUICK" = 1 ] || runs+=("256 256 1024 normal 1.5 -0.5" "384 512 128 int 1 1 2")
   for r in "${runs[@]}"; do
     read -r m n k data alpha beta sms <<<"$r"
-    echo "== $name: $m x $n x $k $data alpha=$alpha beta=$beta${sms:+ sm_count=$sms}"
-    if ! ORACLE_SM_COUNT="${sms:-132}" "$host" "$ptx" "$m" "$n" "$k" "$data" \
+    echo "== $name: $m x $n x $k $data alpha=$alpha beta=$beta${sms:+ sm_count=$sms}${disable:+ (checks off: $disable)}"
+    if ! ORACLE_SM_COUNT="${sms:-132}" CUDASIM_DISABLE_CHECKS="$disable" "$host" "$ptx" "$m" "$n" "$k" "$data" \
          "$alpha" "$beta"; then
       fails=$((fails + 1))
     fi
