@@ -28,7 +28,7 @@ done
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"
 [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
-if [ -z "$NVCC" ]; then echo "SKIP: nvcc not found (set NVCC)"; exit 0; fi
+if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then echo "SKIP: nvcc not found (set NVCC)"; exit 0; fi
 
 INC="${CUTLASS_INCLUDE:-}"
 if [ -z "$INC" ]; then

@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
 done
 NVCC="${NVCC:-$(command -v nvcc || true)}"
 [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
-if [ -z "$NVCC" ]; then echo "SKIP: nvcc not found (set NVCC)"; exit 0; fi
+if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then echo "SKIP: nvcc not found (set NVCC)"; exit 0; fi
 INC="${CUTLASS_INCLUDE:-}"
 if [ -z "$INC" ]; then
   INC="$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source", "include"))' 2>/dev/null || true)"
