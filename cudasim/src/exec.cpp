@@ -284,6 +284,7 @@ private:
   void checkAsyncUse(uint32_t mbarOff, const char *what);
 
   void step(Thread &t); // executes one instruction (not a collective)
+  void matrixCollective(std::vector<Thread *> &ts, const Inst &i);
   void exec(Thread &t, const Inst &i);
   void execCvt(Thread &t, const Inst &i);
   void execTensorCopy(Thread &t, const Inst &i);
@@ -293,7 +294,7 @@ private:
   bool resolveCollectives();
   void warpCollective(std::vector<Thread *> &ts, const Inst &i);
   void wgmma(std::vector<Thread *> &ts, const Inst &i);
-  void setmaxnreg(std::vector<Thread *> &ts, const Inst &i);
+  bool setmaxnreg(std::vector<Thread *> &ts, const Inst &i);
   void barrierArrive(Thread &t, unsigned id, unsigned count, bool wait);
   void checkBarriers();
   void checkPending(Thread &t, const Inst &i);
@@ -1904,6 +1905,18 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   }
+  case Op::Mapa: {
+    // Every cluster is one CTA (rank 0), whose shared::cta window is where
+    // the shared::cluster window maps it: rank 0 maps an address to itself.
+    uint64_t a = read(o[1], t, ty);
+    uint32_t rank = uint32_t(read(o[2], t, Ty::U32));
+    if (rank != 0)
+      fail("mapa to CTA rank " + std::to_string(rank) +
+           " of a cluster of one CTA");
+    write(o[0], t, a, ty);
+    ++t.pc;
+    return;
+  }
   default:
     fail("instruction not implemented by the emulator: " + i.text);
   }
@@ -2453,6 +2466,10 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
   }
   case Op::BarWarpSync:
     break;
+  case Op::Ldmatrix:
+  case Op::Stmatrix:
+    matrixCollective(ts, i);
+    break;
   default:
     break;
   }
@@ -2463,7 +2480,68 @@ void Cta::warpCollective(std::vector<Thread *> &ts, const Inst &i) {
   }
 }
 
-void Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
+// ldmatrix / stmatrix .m8n8.b16 (PTX ISA, "Warp-level matrix load/store"):
+// matrix m's eight rows of 16 bytes start at the addresses held by lanes 8m ..
+// 8m + 7; lane l's register for matrix m holds row l / 4, elements 2 (l % 4)
+// and 2 (l % 4) + 1 (the lower half the first), or with .trans column l / 4,
+// rows 2 (l % 4) and 2 (l % 4) + 1.
+void Cta::matrixCollective(std::vector<Thread *> &ts, const Inst &i) {
+  bool load = i.op == Op::Ldmatrix;
+  const Operand &regs = i.ops[load ? 0 : 1], &addr = i.ops[load ? 1 : 0];
+  unsigned num = i.mode & 7;
+  bool trans = (i.mode & 8) != 0;
+  const char *what = load ? "ldmatrix" : "stmatrix";
+  if (ts.size() != 32) {
+    cur = ts[0];
+    fail(std::string(what) + " executed by " + std::to_string(ts.size()) +
+         " lanes; .aligned needs the whole warp");
+  }
+  Thread *byLane[32] = {};
+  for (Thread *t : ts)
+    byLane[t->lane] = t;
+  uint32_t rowOff[32] = {}; // shared offset of row r of matrix m: [8m + r]
+  for (unsigned r = 0; r < 8 * num; ++r) {
+    cur = byLane[r];
+    uint64_t a = address(addr, *byLane[r]);
+    if (a % 16)
+      fail(std::string(what) + ": row address is not 16-byte aligned", true);
+    rowOff[r] = i.space == Space::Generic
+                    ? sharedOffset(Space::Generic, a, 16, what)
+                    : uint32_t(a);
+  }
+  for (Thread *t : ts) {
+    cur = t;
+    unsigned l = t->lane;
+    for (unsigned m = 0; m < num; ++m) {
+      const Operand &reg = regs.kind == Operand::Vec ? regs.elems[m] : regs;
+      const uint32_t *rows = &rowOff[8 * m];
+      if (!trans) {
+        uint32_t off = rows[l / 4] + 4 * (l % 4);
+        if (load)
+          write(reg, *t, this->load(Space::Shared, off, 4), Ty::B32);
+        else
+          store(Space::Shared, off, 4, read(reg, *t, Ty::B32));
+      } else {
+        uint32_t lo = rows[2 * (l % 4)] + 2 * (l / 4),
+                 hi = rows[2 * (l % 4) + 1] + 2 * (l / 4);
+        if (load) {
+          uint64_t v = this->load(Space::Shared, lo, 2) |
+                       this->load(Space::Shared, hi, 2) << 16;
+          write(reg, *t, v, Ty::B32);
+        } else {
+          uint64_t v = read(reg, *t, Ty::B32);
+          store(Space::Shared, lo, 2, v & 0xFFFF);
+          store(Space::Shared, hi, 2, (v >> 16) & 0xFFFF);
+        }
+      }
+    }
+  }
+}
+
+// Returns false (the warpgroup stays at the instruction) while a
+// setmaxnreg.inc has to wait for other warpgroups' setmaxnreg.dec to release
+// registers into the CTA's pool.
+bool Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
   cur = ts[0];
   unsigned n = unsigned(read(i.ops[0], *ts[0], Ty::U32));
   if (n < 24 || n > 256 || n % 8)
@@ -2479,23 +2557,32 @@ void Cta::setmaxnreg(std::vector<Thread *> &ts, const Inst &i) {
     fail("setmaxnreg.dec " + std::to_string(n) +
          " above the warpgroup's current " + std::to_string(curRegs) +
          " registers");
-  wgRegs[wg] = n;
   if (i.mode == 1) {
-    unsigned total = 0;
-    for (unsigned r : wgRegs)
-      total += r * 128;
-    if (total > regPool)
+    // The increase blocks until the pool holds the registers. It can never
+    // complete if even every other warpgroup at the minimum of 24 leaves too
+    // few; otherwise it waits (a deadlock if no decrease ever comes).
+    unsigned total = n * 128, floor = n * 128;
+    for (unsigned g = 0; g < wgRegs.size(); ++g)
+      if (g != wg) {
+        total += wgRegs[g] * 128;
+        floor += 24 * 128;
+      }
+    if (floor > regPool)
       fail("setmaxnreg.inc " + std::to_string(n) +
-           ": the warpgroups would hold " + std::to_string(total) +
+           ": the warpgroups would hold at least " + std::to_string(floor) +
            " registers, more than the CTA's " + std::to_string(regPool) + " (" +
            std::to_string(initialRegs) +
            " per thread at launch); the increase would wait forever");
+    if (total > regPool)
+      return false;
   }
+  wgRegs[wg] = n;
   for (Thread *t : ts) {
     ++t->pc;
     ++t->executed;
     t->st = TState::Runnable;
   }
+  return true;
 }
 
 void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
@@ -2688,7 +2775,9 @@ bool Cta::resolveCollectives() {
         continue;
       cur = kv.second[0];
       const Operand &maskOp = i.op == Op::BarWarpSync ? i.ops[0] : i.ops.back();
-      uint32_t mask = uint32_t(read(maskOp, *kv.second[0], Ty::B32));
+      bool wholeWarp = i.op == Op::Ldmatrix || i.op == Op::Stmatrix;
+      uint32_t mask = wholeWarp ? ~0u
+                                : uint32_t(read(maskOp, *kv.second[0], Ty::B32));
       uint32_t have = 0;
       for (Thread *t : kv.second)
         have |= 1u << t->lane;
@@ -2751,11 +2840,12 @@ bool Cta::resolveCollectives() {
       fail(os.str());
     }
     const Inst &i = kernel.code[pc];
-    if (i.op == Op::WgmmaMma)
+    if (i.op == Op::WgmmaMma) {
       wgmma(ts, i);
-    else
-      setmaxnreg(ts, i);
-    progress = true;
+      progress = true;
+    } else if (setmaxnreg(ts, i)) {
+      progress = true;
+    }
   }
   cur = nullptr;
   return progress;

@@ -218,6 +218,11 @@ enum class Op : uint16_t {
   WgmmaWait,
   WgmmaMma,
   SetMaxNReg,
+  // clusters (one CTA per cluster)
+  Mapa,
+  // warp-collective 8x8 matrix loads / stores of shared memory
+  Ldmatrix,
+  Stmatrix,
 };
 
 struct Inst {

@@ -314,6 +314,7 @@ private:
     std::vector<int> blocks;
   };
   std::vector<Fixup> labelFixups;
+  std::set<std::string> unbackedGlobals; // module-level .global, no storage
 
   bool atEnd() const { return pos >= toks.size(); }
   const std::string &peek(size_t o = 0) const {
@@ -401,6 +402,23 @@ void Parser::moduleDirective() {
       sharedDecl(mod.moduleShared);
       if (isExtern)
         mod.moduleShared.back().isExtern = true;
+    } else if (kind == ".global") {
+      // A module-scope .global variable (nvcc emits one byte for every
+      // constexpr customisation-point object of libcu++ and CuTe). Such
+      // variables get no storage here: the declaration is accepted and a
+      // kernel that references one is rejected when its label fixups resolve.
+      pos = p;
+      while (!atEnd() && peek() != ";" && peek() != "=") {
+        const std::string &d = next();
+        if (d[0] != '.' && !std::isdigit(static_cast<unsigned char>(d[0])) &&
+            d != "[" && d != "]")
+          unbackedGlobals.insert(d);
+      }
+      if (peek() == "=")
+        throw ParseError(line(),
+                         "initialised module-level .global variables are not "
+                         "supported");
+      expect(";");
     } else {
       throw ParseError(line(),
                        "module-level " + kind + " variables are not supported");
@@ -554,6 +572,10 @@ void Parser::entry(bool) {
       if (it != labels.end())
         target = it->second;
     }
+    if (target < 0 && unbackedGlobals.count(f.name))
+      throw ParseError(inst.line, "module-level .global variable '" + f.name +
+                                      "' is referenced; module-scope global "
+                                      "variables are not supported");
     if (target < 0)
       throw ParseError(inst.line, "unknown label or symbol '" + f.name + "'");
     inst.ops[f.op].kind = Operand::Label;
@@ -1141,6 +1163,14 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
         return;
       }
       bool tensor = has("tensor");
+      if (has("prefetch")) {
+        // cp.async.bulk.prefetch[.tensor.Nd].L2.global: a hint to bring data
+        // into L2, with no effect on memory; caches are not modelled.
+        if (!has("L2") || !has("global"))
+          unknown();
+        inst.op = Op::Prefetch;
+        return;
+      }
       if (has("multicast::cluster"))
         throw ParseError(
             inst.line,
@@ -1230,6 +1260,41 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
         throw ParseError(inst.line,
                          "wgmma: the register A operand must be 4 registers");
     }
+    return;
+  }
+  if (base == "mapa") {
+    // mapa[.shared::cluster].u32/.u64 d, a, rank: the address of the
+    // variable at `a` in the CTA of the cluster with that rank.
+    inst.op = Op::Mapa;
+    if (inst.type != Ty::U32 && inst.type != Ty::U64)
+      unknown();
+    need(3);
+    return;
+  }
+  if (base == "ldmatrix" || base == "stmatrix") {
+    // {ld,st}matrix.sync.aligned.m8n8.x{1,2,4}{.trans}{.shared{::cta}}.b16:
+    // mode = the number of matrices, +8 with .trans.
+    inst.op = base == "ldmatrix" ? Op::Ldmatrix : Op::Stmatrix;
+    inst.collective = true;
+    if (!has("sync") || !has("aligned") || !has("m8n8") || inst.type != Ty::B16)
+      throw ParseError(inst.line, "only " + base +
+                                      ".sync.aligned.m8n8.b16 is modelled: " +
+                                      opcode);
+    unsigned num = has("x1") ? 1 : has("x2") ? 2 : has("x4") ? 4 : 0;
+    if (!num)
+      unknown();
+    if (inst.space != Space::Generic && inst.space != Space::Shared)
+      unknown();
+    inst.mode = uint8_t(num | (has("trans") ? 8 : 0));
+    need(2);
+    const Operand &regs = inst.ops[inst.op == Op::Ldmatrix ? 0 : 1];
+    const Operand &addr = inst.ops[inst.op == Op::Ldmatrix ? 1 : 0];
+    if (addr.kind != Operand::Addr ||
+        (num == 1 ? regs.kind != Operand::Reg && regs.kind != Operand::Vec
+                  : regs.kind != Operand::Vec) ||
+        (regs.kind == Operand::Vec && regs.elems.size() != num))
+      throw ParseError(inst.line, base + ": expected " + std::to_string(num) +
+                                      " registers and an address");
     return;
   }
   if (base == "setmaxnreg") {

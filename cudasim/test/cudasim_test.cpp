@@ -813,6 +813,107 @@ static void testBulkStore() {
   }
 }
 
+// ldmatrix / stmatrix .m8n8.x4 (plain and .trans) and mapa. One warp; lane t
+// supplies the address of shared row 31 - t (rows 32 bytes apart, 16 used), so
+// a lane that read its own row address instead of lane 8m + r's would show.
+// Shared A (row p holds p * 8 + c, c = 0..7) is loaded both ways; the plain
+// fragments are stored back with stmatrix to B (a copy of A) and with
+// stmatrix.trans to C. out: 8 registers per lane, then B and C (16 bytes a
+// row). `rank` feeds mapa.shared::cluster, which must return its input for
+// rank 0.
+static const char *kMatrixKernel = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 1024 .b8 smem[];
+.visible .entry mat(.param .u64 out, .param .u32 rank)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<40>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, smem;
+  shl.b32 %r3, %r1, 5;
+  add.u32 %r4, %r2, %r3;       // A row t
+  shl.b32 %r5, %r1, 3;         // t * 8
+  mov.u32 %r6, 0;
+$FILL:
+  add.u32 %r7, %r5, %r6;
+  shl.b32 %r8, %r6, 1;
+  add.u32 %r9, %r4, %r8;
+  st.shared.u16 [%r9], %r7;
+  add.u32 %r6, %r6, 1;
+  setp.lt.u32 %p1, %r6, 8;
+  @%p1 bra $FILL;
+  bar.sync 0;
+  sub.u32 %r10, 31, %r1;
+  shl.b32 %r10, %r10, 5;
+  add.u32 %r20, %r2, %r10;      // A row 31 - t
+  ld.param.u32 %r30, [rank];
+  mapa.shared::cluster.u32 %r31, %r20, %r30;
+  setp.ne.u32 %p2, %r31, %r20;
+  @%p2 trap;
+  add.u32 %r21, %r20, 1024;     // B row 31 - t
+  add.u32 %r22, %r20, 2048;     // C row 31 - t
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r11, %r12, %r13, %r14}, [%r20];
+  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r15, %r16, %r17, %r18}, [%r20];
+  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r21], {%r11, %r12, %r13, %r14};
+  stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%r22], {%r11, %r12, %r13, %r14};
+  bar.sync 0;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd1, %rd1;
+  mul.wide.u32 %rd2, %r1, 32;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.v4.b32 [%rd3], {%r11, %r12, %r13, %r14};
+  st.global.v4.b32 [%rd3+16], {%r15, %r16, %r17, %r18};
+  add.u32 %r23, %r4, 1024;
+  ld.shared.v4.b32 {%r24, %r25, %r26, %r27}, [%r23];
+  mul.wide.u32 %rd4, %r1, 16;
+  add.u64 %rd5, %rd1, %rd4;
+  st.global.v4.b32 [%rd5+1024], {%r24, %r25, %r26, %r27};
+  add.u32 %r23, %r4, 2048;
+  ld.shared.v4.b32 {%r24, %r25, %r26, %r27}, [%r23];
+  st.global.v4.b32 [%rd5+1536], {%r24, %r25, %r26, %r27};
+  ret;
+}
+)";
+
+static void testMatrix() {
+  unsigned long long dout = 0;
+  cuMemAlloc_v2(&dout, 2048);
+  unsigned rank = 0;
+  Run r = launch(kMatrixKernel, "mat", {&dout, &rank}, 32, 4096);
+  CHECK(r.code == 0, "ldmatrix/stmatrix kernel: %s", r.message.c_str());
+  std::vector<uint16_t> out(1024);
+  cuMemcpyDtoH_v2(out.data(), dout, 2048);
+  // Matrix m row r is shared row 31 - (8m + r); element c of shared row p is
+  // p * 8 + c. PTX ISA ldmatrix fragment figure: lane l holds row l / 4,
+  // columns 2 (l % 4) and 2 (l % 4) + 1; .trans holds the transpose's.
+  auto M = [](unsigned m, unsigned row, unsigned c) {
+    return uint16_t((31 - (8 * m + row)) * 8 + c);
+  };
+  int bad = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    for (unsigned m = 0; m < 4; ++m)
+      for (unsigned h = 0; h < 2; ++h) {
+        bad += out[l * 16 + m * 2 + h] != M(m, l / 4, 2 * (l % 4) + h);
+        bad += out[l * 16 + 8 + m * 2 + h] != M(m, 2 * (l % 4) + h, l / 4);
+      }
+  CHECK(bad == 0, "%d ldmatrix fragment elements differ", bad);
+  bad = 0;
+  for (unsigned p = 0; p < 32; ++p)
+    for (unsigned c = 0; c < 8; ++c) {
+      unsigned m = (31 - p) / 8, row = (31 - p) % 8;
+      bad += out[512 + p * 8 + c] != uint16_t(p * 8 + c); // stmatrix: B == A
+      bad += out[768 + p * 8 + c] != M(m, c, row);        // .trans: C = M^T
+    }
+  CHECK(bad == 0, "%d stmatrix elements differ", bad);
+  rank = 1;
+  r = launch(kMatrixKernel, "mat", {&dout, &rank}, 32, 4096);
+  CHECK(r.code != 0 && contains(r.message, "mapa to CTA rank 1"),
+        "mapa rank 1: %d %s", r.code, r.message.c_str());
+}
+
 static void testErrors() {
   const char *head = ".version 8.0\n.target sm_90a\n.address_size 64\n";
   unsigned long long buf = 0;
@@ -890,6 +991,34 @@ static void testErrors() {
   r = launch(split, "k", {}, 128, 0);
   CHECK(r.code == 719 && contains(r.message, "not executed uniformly"),
         "setmaxnreg split: %s", r.message.c_str());
+  // setmaxnreg.inc waits for another warpgroup's setmaxnreg.dec (384 threads
+  // start at 168 registers: two consumers at 232 fit once the producer is at
+  // 40, as in CUTLASS's and FA3's warp-specialized kernels); the producer
+  // first spins for a while, so the increases arrive before the decrease. Two
+  // increases to 256 cannot both fit after the decrease to 24 (the second
+  // waits forever: a deadlock); one warpgroup alone (248 registers at launch)
+  // can never reach 256 and fails at once.
+  auto wsRegs = [&](unsigned inc, unsigned dec) {
+    return std::string(head) +
+           ".visible .entry k()\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<4>;\n"
+           "  mov.u32 %r1, %tid.x;\n  setp.ge.u32 %p1, %r1, 128;\n  @%p1 bra $C;\n"
+           "  mov.u32 %r2, 0;\n$L:\n  add.u32 %r2, %r2, 1;\n"
+           "  setp.lt.u32 %p2, %r2, 64;\n  @%p2 bra $L;\n"
+           "  setmaxnreg.dec.sync.aligned.u32 " + std::to_string(dec) + ";\n  ret;\n"
+           "$C:\n  setmaxnreg.inc.sync.aligned.u32 " + std::to_string(inc) + ";\n"
+           "  ret;\n}\n";
+  };
+  r = launch(wsRegs(232, 40), "k", {}, 384, 0);
+  CHECK(r.code == 0, "setmaxnreg.inc before the dec: %s", r.message.c_str());
+  r = launch(wsRegs(256, 24), "k", {}, 384, 0);
+  CHECK(r.code == 719 && contains(r.message, "deadlock") &&
+            contains(r.message, "setmaxnreg.inc"),
+        "setmaxnreg.inc beyond the pool: %s", r.message.c_str());
+  r = launch(std::string(head) + ".visible .entry k()\n{\n  "
+                                 "setmaxnreg.inc.sync.aligned.u32 256;\n  ret;\n}\n",
+             "k", {}, 128, 0);
+  CHECK(r.code == 719 && contains(r.message, "would wait forever"),
+        "setmaxnreg.inc that never fits: %s", r.message.c_str());
   // A barrier nobody else reaches: deadlock, with the waiting warps named.
   std::string dl = std::string(head) +
                    ".visible .entry k()\n{\n  .reg .pred %p<2>;\n  .reg .b32 "
@@ -974,6 +1103,7 @@ int main() {
   testWgmma();
   testRaces();
   testBulkStore();
+  testMatrix();
   testErrors();
   std::printf("%d of %d checks passed\n", checks - failures, checks);
   return failures ? 1 : 0;
