@@ -837,7 +837,60 @@ void Cta::checkPending(Thread &t, const Inst &i) {
 void Cta::failUnwritten(const Thread &, int reg) {
   fail("reads register " + kernel.regNames[reg] +
        ", which no instruction has written (registers start with arbitrary "
-       "bits)");
+       "bits; arithmetic on such a register gives one too)");
+}
+
+// Register-to-register computations: they carry a never-written operand into
+// their results instead of failing.
+bool propagatesUnwritten(Op op) {
+  switch (op) {
+  case Op::Mov:
+  case Op::Cvt:
+  case Op::Cvta:
+  case Op::Selp:
+  case Op::Setp:
+  case Op::Set:
+  case Op::Prmt:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Mad:
+  case Op::Div:
+  case Op::Rem:
+  case Op::Abs:
+  case Op::Neg:
+  case Op::Min:
+  case Op::Max:
+  case Op::And:
+  case Op::Or:
+  case Op::Xor:
+  case Op::Not:
+  case Op::Cnot:
+  case Op::Shl:
+  case Op::Shr:
+  case Op::Popc:
+  case Op::Clz:
+  case Op::Brev:
+  case Op::Bfe:
+  case Op::Bfi:
+  case Op::Lop3:
+  case Op::Shf:
+  case Op::Copysign:
+  case Op::Testp:
+  case Op::Fma:
+  case Op::Rcp:
+  case Op::Sqrt:
+  case Op::Rsqrt:
+  case Op::Ex2:
+  case Op::Lg2:
+  case Op::Sin:
+  case Op::Cos:
+  case Op::Tanh:
+  case Op::Mapa:
+    return true;
+  default:
+    return false;
+  }
 }
 
 // Retires the async reads of `l` whose group is at most `doneUpTo`: they are
@@ -870,13 +923,19 @@ inline void Cta::stepThread(Thread &t) {
       return;
     }
   }
-  // A mov of a never-written register is a copy of arbitrary bits, not a use:
-  // the destination becomes never-written too (as Memcheck propagates
-  // undefinedness through copies); any other read of one is a diagnostic.
-  if (checkRegisterInit && i.op != Op::Mov)
+  // Arithmetic on a never-written register computes arbitrary bits, not an
+  // error: its results become never-written too (Memcheck's rule for
+  // undefined values). Using one is the diagnostic: as an address, a stored
+  // value, a predicate, an operand of memory, barrier, async or warp
+  // instructions.
+  bool unwrittenResult = false;
+  if (checkRegisterInit)
     for (int r : i.srcRegs)
-      if (!t.regStamp[r])
-        failUnwritten(t, r);
+      if (r != i.guard && !t.regStamp[r]) {
+        if (!propagatesUnwritten(i.op))
+          failUnwritten(t, r);
+        unwrittenResult = true;
+      }
   if (!t.pendingList.empty() && i.op != Op::WgmmaMma)
     checkPending(t, i);
   if (i.collective) {
@@ -885,6 +944,9 @@ inline void Cta::stepThread(Thread &t) {
   }
   ++t.executed;
   exec(t, i);
+  if (unwrittenResult)
+    for (int r : i.dstRegs)
+      t.regStamp[r] = 0;
 }
 
 // Runs the runnable lanes of a warp in lockstep, one instruction per lane per
@@ -1131,9 +1193,6 @@ void Cta::exec(Thread &t, const Inst &i) {
   unsigned bits = tyBits(ty);
   switch (i.op) {
   case Op::Mov: {
-    bool unwritten = false;
-    for (int r : i.srcRegs)
-      unwritten |= r != i.guard && !t.regStamp[r];
     if (o[0].kind == Operand::Vec) { // unpack: mov.b64 {a,b}, x
       uint64_t v = read(o[1], t, ty);
       unsigned n = unsigned(o[0].elems.size()), w = bits / n;
@@ -1148,9 +1207,6 @@ void Cta::exec(Thread &t, const Inst &i) {
     } else {
       write(o[0], t, read(o[1], t, ty), ty);
     }
-    if (unwritten)
-      for (int r : i.dstRegs)
-        t.regStamp[r] = 0;
     ++t.pc;
     return;
   }

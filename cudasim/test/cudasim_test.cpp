@@ -946,8 +946,9 @@ static void testErrors() {
   r = launch(poison, "k", {}, 1, 64);
   CHECK(r.code == 719 && contains(r.message, "never-written"), "poison: %s",
         r.message.c_str());
-  // Registers: a mov of one nothing wrote is a copy (the copy is unwritten
-  // too); using either in anything else is the diagnostic.
+  // Registers: a mov of one nothing wrote, or arithmetic on it, gives an
+  // unwritten result; storing it (or using it as an address, a predicate...)
+  // is the diagnostic.
   auto regs = [&](const char *body) {
     return std::string(head) + ".visible .entry k(.param .u64 p)\n{\n  .reg .b32 "
                                "%r<8>;\n  .reg .b64 %rd<2>;\n" +
@@ -956,8 +957,8 @@ static void testErrors() {
   };
   r = launch(regs("  mov.u32 %r2, %r1;\n  add.u32 %r3, %r2, 1;\n"), "k", {&buf},
              1, 0);
-  CHECK(r.code == 719 && contains(r.message, "reads register %r2, which no") &&
-            contains(r.message, "add.u32"),
+  CHECK(r.code == 719 && contains(r.message, "reads register %r3, which no") &&
+            contains(r.message, "st.global.u32"),
         "copied unwritten register: %s", r.message.c_str());
   r = launch(regs("  mov.u32 %r2, %r1;\n  mov.u32 %r2, 5;\n  add.u32 %r3, %r2, "
                   "1;\n"),
