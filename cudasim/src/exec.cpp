@@ -292,6 +292,7 @@ private:
   void stepThread(Thread &t);
   uint64_t runWarp(unsigned w, unsigned quantum);
   bool resolveCollectives();
+  bool resolveWarpCollectives(unsigned w);
   void warpCollective(std::vector<Thread *> &ts, const Inst &i);
   void wgmma(std::vector<Thread *> &ts, const Inst &i);
   bool setmaxnreg(std::vector<Thread *> &ts, const Inst &i);
@@ -958,12 +959,17 @@ uint64_t Cta::runWarp(unsigned w, unsigned quantum) {
   for (unsigned k = first; k < last; ++k)
     before += threads[k].executed;
   for (unsigned q = 0; q < quantum; ++q) {
-    bool any = false;
-    for (unsigned k = first; k < last; ++k)
+    bool any = false, atCollective = false;
+    for (unsigned k = first; k < last; ++k) {
       if (threads[k].st == TState::Runnable) {
         stepThread(threads[k]);
         any = true;
       }
+      atCollective |= threads[k].st == TState::AtCollective;
+    }
+    // A converged warp at a shuffle or vote completes it at once and goes on.
+    if (atCollective && resolveWarpCollectives(w))
+      continue;
     if (!any)
       break;
   }
@@ -2816,15 +2822,27 @@ void Cta::markPending(Thread &t, int reg, uint8_t kind) {
   t.pendingPc[reg] = t.pc;
 }
 
-bool Cta::resolveCollectives() {
+// Completes the warp-level collectives (shfl, vote, elect, bar.warp.sync,
+// ldmatrix / stmatrix) of warp `w` whose members have all arrived.
+bool Cta::resolveWarpCollectives(unsigned w) {
   bool progress = false;
-  // Warp-level: shfl, vote, elect, bar.warp.sync.
-  for (unsigned w = 0; w < nwarps; ++w) {
-    unsigned first = w * 32, last = std::min(nthreads, first + 32);
-    std::map<int, std::vector<Thread *>> atPc;
-    for (unsigned k = first; k < last; ++k)
-      if (threads[k].st == TState::AtCollective)
-        atPc[threads[k].pc].push_back(&threads[k]);
+  unsigned first = w * 32, last = std::min(nthreads, first + 32);
+  std::vector<std::pair<int, std::vector<Thread *>>> atPc;
+  for (unsigned k = first; k < last; ++k) {
+    Thread &t = threads[k];
+    if (t.st != TState::AtCollective)
+      continue;
+    auto it = std::find_if(atPc.begin(), atPc.end(),
+                           [&](const auto &e) { return e.first == t.pc; });
+    if (it == atPc.end()) {
+      atPc.push_back({t.pc, {}});
+      it = atPc.end() - 1;
+    }
+    it->second.push_back(&t);
+  }
+  std::sort(atPc.begin(), atPc.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  {
     for (auto &kv : atPc) {
       const Inst &i = kernel.code[kv.first];
       if (i.op == Op::WgmmaMma || i.op == Op::SetMaxNReg)
@@ -2852,6 +2870,14 @@ bool Cta::resolveCollectives() {
       progress = true;
     }
   }
+  cur = nullptr;
+  return progress;
+}
+
+bool Cta::resolveCollectives() {
+  bool progress = false;
+  for (unsigned w = 0; w < nwarps; ++w)
+    progress |= resolveWarpCollectives(w);
   // Warpgroup-level: wgmma.mma_async, setmaxnreg.
   for (unsigned g = 0; g * 128 < nthreads; ++g) {
     unsigned first = g * 128, last = std::min(nthreads, first + 128);
