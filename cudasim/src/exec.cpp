@@ -827,9 +827,8 @@ void Cta::checkPending(Thread &t, const Inst &i) {
   for (int r : i.dstRegs)
     if (t.pending[r])
       fail("register " + kernel.regNames[r] + " is " +
-           (t.pending[r] == kPendingAccumulator
-                ? "a wgmma accumulator"
-                : "the A operand of a wgmma") +
+           (t.pending[r] == kPendingAccumulator ? "a wgmma accumulator"
+                                                : "the A operand of a wgmma") +
            " still in flight (written before the wgmma.wait_group that "
            "covers the wgmma.mma_async at " +
            instAt(t.pendingPc[r]) + ")");
@@ -1782,8 +1781,8 @@ void Cta::exec(Thread &t, const Inst &i) {
     b.initEpoch = warpClock[t.warp][t.warp];
     auto agent = mbarAgents.find(off);
     if (agent == mbarAgents.end())
-      agent = mbarAgents.emplace(off, uint16_t(nwarps + mbarAgents.size()))
-                  .first;
+      agent =
+          mbarAgents.emplace(off, uint16_t(nwarps + mbarAgents.size())).first;
     b.agent = agent->second;
     mbars[off] = b;
     std::memset(&written[off], 1, 8);
@@ -1878,8 +1877,7 @@ void Cta::exec(Thread &t, const Inst &i) {
     ++t.pc;
     return;
   case Op::CpBulkWait:
-    retireAsync(t, t.bulkReads,
-                t.bulkGroups - int64_t(read(o[0], t, Ty::U32)));
+    retireAsync(t, t.bulkReads, t.bulkGroups - int64_t(read(o[0], t, Ty::U32)));
     ++t.pc;
     return;
   case Op::WgmmaCommit: {
@@ -2277,8 +2275,8 @@ bool Cta::completeCopies(bool all) {
 PendingCopy Cta::newCopy(Thread &t, uint32_t mbarOff, const char *what) {
   MBar &b = mbarAt(mbarOff, what);
   PendingCopy pc;
-  uint64_t latency =
-      randomSchedule ? 1 + rng() % (2 * kCopyLatencyRounds) : kCopyLatencyRounds;
+  uint64_t latency = randomSchedule ? 1 + rng() % (2 * kCopyLatencyRounds)
+                                    : kCopyLatencyRounds;
   pc.dueRound = round + latency;
   pc.mbar = mbarOff;
   pc.write = accessOf(t);
@@ -2750,7 +2748,8 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
          << "-byte aligned)";
       fail(os.str());
     }
-    const char *role = what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)";
+    const char *role =
+        what[0] == 'A' ? "wgmma (A operand)" : "wgmma (B operand)";
     out.assign(rows * 16, 0);
     for (unsigned r = 0; r < rows; ++r)
       for (unsigned k = 0; k < 16; ++k) {
@@ -2850,8 +2849,8 @@ bool Cta::resolveWarpCollectives(unsigned w) {
       cur = kv.second[0];
       const Operand &maskOp = i.op == Op::BarWarpSync ? i.ops[0] : i.ops.back();
       bool wholeWarp = i.op == Op::Ldmatrix || i.op == Op::Stmatrix;
-      uint32_t mask = wholeWarp ? ~0u
-                                : uint32_t(read(maskOp, *kv.second[0], Ty::B32));
+      uint32_t mask =
+          wholeWarp ? ~0u : uint32_t(read(maskOp, *kv.second[0], Ty::B32));
       uint32_t have = 0;
       for (Thread *t : kv.second)
         have |= 1u << t->lane;

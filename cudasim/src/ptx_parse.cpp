@@ -1108,8 +1108,7 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     if (has("proxy") && has("async")) {
       inst.op = Op::FenceProxyAsync;
       inst.mode = has("global") ? 1 : 0; // 1: orders only global memory
-    }
-    else if (has("mbarrier_init"))
+    } else if (has("mbarrier_init"))
       inst.op = Op::FenceMbarrierInit;
     else if (has("proxy") && has("tensormap"))
       inst.op = Op::Fence;
@@ -1277,9 +1276,9 @@ void Parser::decode(Inst &inst, const std::string &opcode) {
     inst.op = base == "ldmatrix" ? Op::Ldmatrix : Op::Stmatrix;
     inst.collective = true;
     if (!has("sync") || !has("aligned") || !has("m8n8") || inst.type != Ty::B16)
-      throw ParseError(inst.line, "only " + base +
-                                      ".sync.aligned.m8n8.b16 is modelled: " +
-                                      opcode);
+      throw ParseError(inst.line,
+                       "only " + base +
+                           ".sync.aligned.m8n8.b16 is modelled: " + opcode);
     unsigned num = has("x1") ? 1 : has("x2") ? 2 : has("x4") ? 4 : 0;
     if (!num)
       unknown();

@@ -931,7 +931,8 @@ static void testErrors() {
       std::string(head) +
       ".visible .entry k(.param .u64 p)\n{\n  .reg .b64 %rd<3>;\n  .reg .b32 "
       "%r<2>;\n"
-      "  ld.param.u64 %rd1, [p];\n  mov.u32 %r1, 7;\n  st.global.u32 [%rd1+64], "
+      "  ld.param.u64 %rd1, [p];\n  mov.u32 %r1, 7;\n  st.global.u32 "
+      "[%rd1+64], "
       "%r1;\n  ret;\n}\n";
   r = launch(oob, "k", {&buf}, 1, 0);
   CHECK(r.code == 700 &&
@@ -950,10 +951,12 @@ static void testErrors() {
   // unwritten result; storing it (or using it as an address, a predicate...)
   // is the diagnostic.
   auto regs = [&](const char *body) {
-    return std::string(head) + ".visible .entry k(.param .u64 p)\n{\n  .reg .b32 "
-                               "%r<8>;\n  .reg .b64 %rd<2>;\n" +
-           body + "  ld.param.u64 %rd1, [p];\n  st.global.u32 [%rd1], %r3;\n  "
-                  "ret;\n}\n";
+    return std::string(head) +
+           ".visible .entry k(.param .u64 p)\n{\n  .reg .b32 "
+           "%r<8>;\n  .reg .b64 %rd<2>;\n" +
+           body +
+           "  ld.param.u64 %rd1, [p];\n  st.global.u32 [%rd1], %r3;\n  "
+           "ret;\n}\n";
   };
   r = launch(regs("  mov.u32 %r2, %r1;\n  add.u32 %r3, %r2, 1;\n"), "k", {&buf},
              1, 0);
@@ -1002,11 +1005,16 @@ static void testErrors() {
   auto wsRegs = [&](unsigned inc, unsigned dec) {
     return std::string(head) +
            ".visible .entry k()\n{\n  .reg .pred %p<3>;\n  .reg .b32 %r<4>;\n"
-           "  mov.u32 %r1, %tid.x;\n  setp.ge.u32 %p1, %r1, 128;\n  @%p1 bra $C;\n"
+           "  mov.u32 %r1, %tid.x;\n  setp.ge.u32 %p1, %r1, 128;\n  @%p1 bra "
+           "$C;\n"
            "  mov.u32 %r2, 0;\n$L:\n  add.u32 %r2, %r2, 1;\n"
            "  setp.lt.u32 %p2, %r2, 64;\n  @%p2 bra $L;\n"
-           "  setmaxnreg.dec.sync.aligned.u32 " + std::to_string(dec) + ";\n  ret;\n"
-           "$C:\n  setmaxnreg.inc.sync.aligned.u32 " + std::to_string(inc) + ";\n"
+           "  setmaxnreg.dec.sync.aligned.u32 " +
+           std::to_string(dec) +
+           ";\n  ret;\n"
+           "$C:\n  setmaxnreg.inc.sync.aligned.u32 " +
+           std::to_string(inc) +
+           ";\n"
            "  ret;\n}\n";
   };
   r = launch(wsRegs(232, 40), "k", {}, 384, 0);
@@ -1015,8 +1023,9 @@ static void testErrors() {
   CHECK(r.code == 719 && contains(r.message, "deadlock") &&
             contains(r.message, "setmaxnreg.inc"),
         "setmaxnreg.inc beyond the pool: %s", r.message.c_str());
-  r = launch(std::string(head) + ".visible .entry k()\n{\n  "
-                                 "setmaxnreg.inc.sync.aligned.u32 256;\n  ret;\n}\n",
+  r = launch(std::string(head) +
+                 ".visible .entry k()\n{\n  "
+                 "setmaxnreg.inc.sync.aligned.u32 256;\n  ret;\n}\n",
              "k", {}, 128, 0);
   CHECK(r.code == 719 && contains(r.message, "would wait forever"),
         "setmaxnreg.inc that never fits: %s", r.message.c_str());
