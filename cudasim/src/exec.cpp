@@ -55,8 +55,16 @@ struct AsyncGroupEntry {
   int64_t group;
 };
 
+// A register's bits and, next to them (the check reads both on every
+// instruction), its write stamp: 0 never written, 1 last written by a wgmma,
+// else 2 * (the thread's wgmma.fence count at the write) + 2.
+struct RegCell {
+  uint64_t value;
+  uint32_t stamp;
+};
+
 struct Thread {
-  uint64_t *r = nullptr;
+  RegCell *r = nullptr;
   int pc = 0;
   TState st = TState::Runnable;
   unsigned tid[3] = {0, 0, 0};
@@ -71,9 +79,6 @@ struct Thread {
   std::vector<int64_t> pendingGroup;
   std::vector<int32_t> pendingPc;
   std::vector<int> pendingList; // registers with pending != 0
-  // Per register: 0 never written, 1 last written by a wgmma, else 2 * (the
-  // wgmma.fence count at the write) + 2 for any other instruction.
-  std::vector<uint32_t> regStamp;
   uint32_t wgmmaFences = 0;
   int64_t wgmmaGroups = 0, bulkGroups = 0;
   std::vector<AsyncGroupEntry> wgmmaReads, bulkReads;
@@ -210,7 +215,7 @@ private:
   unsigned ctaid[3] = {0, 0, 0};
   unsigned nthreads = 0, nwarps = 0;
   std::vector<Thread> threads;
-  std::vector<uint64_t> regs;
+  std::vector<RegCell> regs;
   std::vector<uint8_t> smem, written;
   std::vector<uint32_t>
       copyInFlight; // per 16 bytes: elements of copies not yet landed
@@ -403,7 +408,7 @@ uint64_t Cta::special(Special s, const Thread &t) const {
 uint64_t Cta::read(const Operand &o, const Thread &t, Ty ty) const {
   switch (o.kind) {
   case Operand::Reg: {
-    uint64_t v = t.r[o.reg];
+    uint64_t v = t.r[o.reg].value;
     if (o.negate)
       v = !v;
     return v;
@@ -440,14 +445,13 @@ void Cta::write(const Operand &o, Thread &t, uint64_t v, Ty ty) {
     v = v ? 1 : 0;
   else if (bits && bits < 64)
     v = maskBits(v, bits);
-  t.r[o.reg] = v;
-  t.regStamp[o.reg] = t.writeStamp();
+  t.r[o.reg] = {v, t.writeStamp()};
 }
 
 uint64_t Cta::address(const Operand &o, const Thread &t) const {
   uint64_t base = 0;
   if (o.reg >= 0)
-    base = t.r[o.reg];
+    base = t.r[o.reg].value;
   else if (o.symbol >= 0)
     base = symbolAddr[o.symbol];
   return base + o.imm;
@@ -915,9 +919,9 @@ inline void Cta::stepThread(Thread &t) {
   const Inst &i = kernel.code[t.pc];
   curInst = &i;
   if (i.guard >= 0) {
-    if (checkRegisterInit && !t.regStamp[i.guard])
+    if (checkRegisterInit && !t.r[i.guard].stamp)
       failUnwritten(t, i.guard);
-    if ((t.r[i.guard] != 0) == i.guardNeg) {
+    if ((t.r[i.guard].value != 0) == i.guardNeg) {
       ++t.pc;
       ++t.executed;
       return;
@@ -931,7 +935,7 @@ inline void Cta::stepThread(Thread &t) {
   bool unwrittenResult = false;
   if (checkRegisterInit)
     for (int r : i.srcRegs)
-      if (r != i.guard && !t.regStamp[r]) {
+      if (r != i.guard && !t.r[r].stamp) {
         if (!propagatesUnwritten(i.op))
           failUnwritten(t, r);
         unwrittenResult = true;
@@ -946,7 +950,7 @@ inline void Cta::stepThread(Thread &t) {
   exec(t, i);
   if (unwrittenResult)
     for (int r : i.dstRegs)
-      t.regStamp[r] = 0;
+      t.r[r].stamp = 0;
 }
 
 // Runs the runnable lanes of a warp in lockstep, one instruction per lane per
@@ -2685,7 +2689,7 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
            "wgmma.fence.sync.aligned before the warpgroup's first wgmma)");
     }
     auto checkFenced = [&](int reg, const char *role) {
-      if (checkWgmmaFence && t->regStamp[reg] == t->writeStamp()) {
+      if (checkWgmmaFence && t->r[reg].stamp == t->writeStamp()) {
         cur = t;
         fail("wgmma: " + std::string(role) + " register " +
              kernel.regNames[reg] +
@@ -2695,7 +2699,7 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
       }
     };
     for (const Operand &d : o[0].elems) {
-      if (scaleD && checkRegisterInit && !t->regStamp[d.reg]) {
+      if (scaleD && checkRegisterInit && !t->r[d.reg].stamp) {
         cur = t;
         fail("wgmma: accumulator register " + kernel.regNames[d.reg] +
              " is read (scale-d is 1) but no instruction has written it");
@@ -2792,10 +2796,9 @@ void Cta::wgmma(std::vector<Thread *> &ts, const Inst &i) {
         acc += double(A[rc.row * 16 + k]) * double(B[rc.col * 16 + k]);
       acc *= double(scaleA * scaleB);
       const Operand &dop = o[0].elems[v];
-      float d = scaleD ? asF(t->r[dop.reg]) : 0.0f;
+      float d = scaleD ? asF(t->r[dop.reg].value) : 0.0f;
       float r = float(double(d) + acc);
-      t->r[dop.reg] = fromF(r);
-      t->regStamp[dop.reg] = 1;
+      t->r[dop.reg] = {fromF(r), 1};
       markPending(*t, dop.reg, kPendingAccumulator);
     }
     if (i.rsForm)
@@ -3056,10 +3059,10 @@ void Cta::start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed) {
   // seed), not zero: a kernel must not depend on them.
   regs.resize(size_t(nthreads) * numRegs);
   if (randomSchedule)
-    for (uint64_t &r : regs)
-      r = rng();
+    for (RegCell &r : regs)
+      r = {rng(), 0};
   else
-    std::fill(regs.begin(), regs.end(), 0xFFF0DEAD7FC0DEADull);
+    std::fill(regs.begin(), regs.end(), RegCell{0xFFF0DEAD7FC0DEADull, 0});
   for (unsigned k = 0; k < nthreads; ++k) {
     Thread &t = threads[k];
     t.r = &regs[size_t(k) * numRegs];
@@ -3072,7 +3075,6 @@ void Cta::start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed) {
     t.pending.assign(numRegs, kNotPending);
     t.pendingGroup.assign(numRegs, -1);
     t.pendingPc.assign(numRegs, 0);
-    t.regStamp.assign(numRegs, 0);
   }
 }
 
