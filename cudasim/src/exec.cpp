@@ -268,6 +268,7 @@ private:
                              const char *what);
   [[noreturn]] void failCopyInFlight(uint32_t chunk, const char *what,
                                      const char *verb);
+  void checkReadable(uint32_t off, unsigned size, const char *what);
   void smemRead(uint32_t off, unsigned size, const char *what);
   void smemWriteGeneric(uint32_t off, unsigned size, const char *what);
   void smemWriteAsync(uint32_t off, unsigned size);
@@ -565,7 +566,8 @@ void Cta::failCopyInFlight(uint32_t chunk, const char *what, const char *verb) {
   fail(os.str());
 }
 
-void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
+// Either proxy reads bytes that hold data: written, and no copy still landing.
+void Cta::checkReadable(uint32_t off, unsigned size, const char *what) {
   for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
     if (copyInFlight[c])
       failCopyInFlight(c, what, "read of");
@@ -576,6 +578,10 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
          << (off + b);
       fail(os.str());
     }
+}
+
+void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
+  checkReadable(off, size, what);
   if (!checkRaces || atomicAccess)
     return;
   Access a = accessOf(*cur);
@@ -613,16 +619,7 @@ void Cta::smemWriteAsync(uint32_t off, unsigned size) {
 // ordered before the read.
 void Cta::asyncProxyRead(uint32_t off, unsigned size, const char *what, int op,
                          unsigned slot, const Clock &c, uint32_t self) {
-  for (uint32_t ch = off / 16; ch <= (off + size - 1) / 16; ++ch)
-    if (copyInFlight[ch])
-      failCopyInFlight(ch, what, "read of");
-  for (unsigned b = 0; b < size; ++b)
-    if (!written[off + b]) {
-      std::ostringstream os;
-      os << what << ": read of never-written shared memory at 0x" << std::hex
-         << (off + b);
-      fail(os.str());
-    }
+  checkReadable(off, size, what);
   for (uint32_t ch = off / 16; ch <= (off + size - 1) / 16; ++ch) {
     int w = chunkWriter[ch];
     if (w < 0)
