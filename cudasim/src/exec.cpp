@@ -232,6 +232,7 @@ private:
   uint64_t round = 0;
   std::mt19937_64 rng;
   bool randomSchedule = false;
+  std::vector<unsigned> warpOrder; // the seeded schedule's issue order
   bool checkRaces = true, checkRegisterInit = true, checkWgmmaFence = true,
        checkSwizzleAlign = true, checkMbarrierInitOrder = true;
   bool atomicAccess = false; // the access is an atom / red (not a race)
@@ -268,6 +269,8 @@ private:
                              const char *what);
   [[noreturn]] void failCopyInFlight(uint32_t chunk, const char *what,
                                      const char *verb);
+  void checkNoCopyInFlight(uint32_t off, unsigned size, const char *what,
+                           const char *verb);
   void checkReadable(uint32_t off, unsigned size, const char *what);
   void smemRead(uint32_t off, unsigned size, const char *what);
   void smemWriteGeneric(uint32_t off, unsigned size, const char *what);
@@ -277,6 +280,7 @@ private:
   void landCopy(PendingCopy &pc);
   void markPending(Thread &t, int reg, uint8_t kind);
   PendingCopy newCopy(Thread &t, uint32_t mbarOff, const char *what);
+  static void commitAsync(std::vector<AsyncGroupEntry> &l, int64_t group);
   void retireAsync(Thread &t, std::vector<AsyncGroupEntry> &l,
                    int64_t doneUpTo);
   [[noreturn]] void failUnwritten(const Thread &t, int reg);
@@ -566,11 +570,17 @@ void Cta::failCopyInFlight(uint32_t chunk, const char *what, const char *verb) {
   fail(os.str());
 }
 
-// Either proxy reads bytes that hold data: written, and no copy still landing.
-void Cta::checkReadable(uint32_t off, unsigned size, const char *what) {
+// No async copy is still landing on [off, off + size).
+void Cta::checkNoCopyInFlight(uint32_t off, unsigned size, const char *what,
+                              const char *verb) {
   for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
     if (copyInFlight[c])
-      failCopyInFlight(c, what, "read of");
+      failCopyInFlight(c, what, verb);
+}
+
+// Either proxy reads bytes that hold data: written, and no copy still landing.
+void Cta::checkReadable(uint32_t off, unsigned size, const char *what) {
+  checkNoCopyInFlight(off, size, what, "read of");
   for (unsigned b = 0; b < size; ++b)
     if (!written[off + b]) {
       std::ostringstream os;
@@ -591,9 +601,7 @@ void Cta::smemRead(uint32_t off, unsigned size, const char *what) {
 }
 
 void Cta::smemWriteGeneric(uint32_t off, unsigned size, const char *what) {
-  for (uint32_t c = off / 16; c <= (off + size - 1) / 16; ++c)
-    if (copyInFlight[c])
-      failCopyInFlight(c, what, "write to");
+  checkNoCopyInFlight(off, size, what, "write to");
   if (checkRaces && !atomicAccess) {
     Access a = accessOf(*cur);
     unsigned w = cur->warp;
@@ -892,6 +900,13 @@ bool propagatesUnwritten(Op op) {
   default:
     return false;
   }
+}
+
+// A commit_group: the thread's uncommitted async reads join group `group`.
+void Cta::commitAsync(std::vector<AsyncGroupEntry> &l, int64_t group) {
+  for (AsyncGroupEntry &e : l)
+    if (e.group < 0)
+      e.group = group;
 }
 
 // Retires the async reads of `l` whose group is at most `doneUpTo`: they are
@@ -1871,10 +1886,7 @@ void Cta::exec(Thread &t, const Inst &i) {
   // Bulk stores write global memory when issued; their reads of shared memory
   // last until a wait_group retires their group.
   case Op::CpBulkCommit:
-    ++t.bulkGroups;
-    for (AsyncGroupEntry &e : t.bulkReads)
-      if (e.group < 0)
-        e.group = t.bulkGroups;
+    commitAsync(t.bulkReads, ++t.bulkGroups);
     ++t.pc;
     return;
   case Op::CpBulkWait:
@@ -1886,9 +1898,7 @@ void Cta::exec(Thread &t, const Inst &i) {
     for (int r : t.pendingList)
       if (t.pendingGroup[r] < 0)
         t.pendingGroup[r] = t.wgmmaGroups;
-    for (AsyncGroupEntry &e : t.wgmmaReads)
-      if (e.group < 0)
-        e.group = t.wgmmaGroups;
+    commitAsync(t.wgmmaReads, t.wgmmaGroups);
     ++t.pc;
     return;
   }
@@ -2293,8 +2303,6 @@ void Cta::landCopy(PendingCopy &pc) {
   const uint32_t self = 1u << threads[size_t(pc.write.thread)].warp;
   for (size_t e = 0; e < pc.addr.size(); ++e) {
     uint32_t a = pc.addr[e];
-    for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c)
-      --copyInFlight[c];
     if (checkRaces)
       for (uint32_t word = a / 4; word <= (a + pc.elemBytes - 1) / 4; ++word) {
         const Access &last = shadow.lastWrite(word);
@@ -2309,6 +2317,7 @@ void Cta::landCopy(PendingCopy &pc) {
     // A generic write the copy overwrites must be fenced towards the async
     // proxy, with the fence ordered before the copy's issue.
     for (uint32_t c = a / 16; c <= (a + pc.elemBytes - 1) / 16; ++c) {
+      --copyInFlight[c];
       int w = chunkWriter[c];
       if (w < 0)
         continue;
@@ -3032,6 +3041,9 @@ void Cta::start(unsigned cx, unsigned cy, unsigned cz, uint64_t seed) {
   mbarAgents.clear();
   copies.clear();
   round = 0;
+  warpOrder.resize(nwarps);
+  for (unsigned w = 0; w < nwarps; ++w)
+    warpOrder[w] = w;
   warpClock.assign(nwarps, Clock(nwarps, 0));
   for (unsigned w = 0; w < nwarps; ++w)
     warpClock[w][w] = 1;
@@ -3083,11 +3095,8 @@ bool Cta::roundOfWarps() {
     for (unsigned w = 0; w < nwarps; ++w)
       n += runWarp(w, 1);
   } else {
-    std::vector<unsigned> order(nwarps);
-    for (unsigned w = 0; w < nwarps; ++w)
-      order[w] = w;
-    std::shuffle(order.begin(), order.end(), rng);
-    for (unsigned w : order) {
+    std::shuffle(warpOrder.begin(), warpOrder.end(), rng);
+    for (unsigned w : warpOrder) {
       // Mostly one instruction, sometimes none (the warp falls behind),
       // sometimes a burst (it runs ahead).
       uint64_t draw = rng() % 16;
@@ -3095,7 +3104,7 @@ bool Cta::roundOfWarps() {
       n += runWarp(w, quantum);
     }
     if (!n) // nobody was scheduled: let every warp try once
-      for (unsigned w : order)
+      for (unsigned w : warpOrder)
         n += runWarp(w, 1);
   }
   stats.instructions += n;
