@@ -24,8 +24,10 @@ inputs and weights, so every ratio comes from one run, and reports their
 output and gradient difference. Warm-up: one step at S 16 each (ours: the
 JIT compilation of the layer's training forward and backward, which the
 modules call when autograd records) and one forward at S 16 without
-autograd (ours: the layer's own op), and one step at S each; then the median of --runs steps, or a single step where one
-takes more than --long-step-s. Ours is not run where its step is predicted
+autograd (ours: the layer's own op), and one step at S each; then --runs
+rounds of one step of ours and one of torch, interleaved so that the
+machine's drift falls on both, and the median of each, or a single round
+where one takes more than --long-step-s. Ours is not run where its step is predicted
 to take more than --max-step-s (from the largest measured S below, growing
 as S^p: p from the two largest measured S, at least 1, else 1); torch is
 then timed alone up to --torch-only-seq. A step that takes longer is
@@ -207,15 +209,20 @@ def child_time(args):
             call(small[0])
         row[f"{who}_warmup_s"] = time.perf_counter() - start
         step(call, module, x0, cotangent)
-        seconds = []
-        while len(seconds) < args.runs:
+    # Rounds of one step each, ours then torch: on a shared 2-core machine
+    # torch's own step time drifts by up to 2x within a minute, so timing
+    # all of one and then all of the other measures the drift as well.
+    seconds = {who: [] for who in runs}
+    while min(len(v) for v in seconds.values()) < args.runs:
+        for who, (call, module) in runs.items():
             start = time.perf_counter()
             results[who] = step(call, module, x0, cotangent)
-            seconds.append(time.perf_counter() - start)
-            if seconds[-1] > args.long_step_s:
-                break
-        row[f"{who}_step_s"] = median(seconds)
-        row[f"{who}_steps_timed"] = len(seconds)
+            seconds[who].append(time.perf_counter() - start)
+        if max(v[-1] for v in seconds.values()) > args.long_step_s:
+            break
+    for who, (call, module) in runs.items():
+        row[f"{who}_step_s"] = median(seconds[who])
+        row[f"{who}_steps_timed"] = len(seconds[who])
         with torch.no_grad():
             row[f"{who}_forward_s"] = median_time(lambda: call(x0), args.runs)
         print(f"# {who} done", file=sys.stderr, flush=True)
@@ -320,8 +327,8 @@ def main():
     parser.add_argument("--threads", default="1,2",
                         help="thread counts: OMP_NUM_THREADS=N for ours, "
                              "torch.set_num_threads(N)")
-    parser.add_argument("--runs", type=int, default=2,
-                        help="timed steps (and forwards); their median counts")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed rounds of steps (and forwards); their median counts")
     parser.add_argument("--long-step-s", type=float, default=30.0,
                         help="time one step only where it takes longer")
     parser.add_argument("--max-step-s", type=float, default=120.0,
