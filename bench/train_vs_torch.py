@@ -27,11 +27,11 @@ modules call when autograd records) and one forward at S 16 without
 autograd (ours: the layer's own op), and one step at S each; then --runs
 rounds of one step of ours and one of torch, interleaved so that the
 machine's drift falls on both, and the median of each, or a single round
-where one takes more than --long-step-s. Ours is not run where its step is predicted
-to take more than --max-step-s (from the largest measured S below, growing
-as S^p: p from the two largest measured S, at least 1, else 1); torch is
-then timed alone up to --torch-only-seq. A step that takes longer is
-killed (a watchdog in this process), and torch is timed alone.
+where one takes more than --long-step-s. Ours is not run where its step is
+predicted to take more than --max-step-s (from the largest measured S
+below, growing as S^p: p from the two largest measured S, at least 1, else
+1); torch is then timed alone up to --torch-only-seq. A step that takes
+longer is killed (a watchdog in this process), and torch is timed alone.
 
 Then the peak resident memory of one step (getrusage ru_maxrss), each
 (layer, ours or torch, S in --mem-seq) in a fresh process with one thread:
@@ -213,7 +213,7 @@ def child_time(args):
     # torch's own step time drifts by up to 2x within a minute, so timing
     # all of one and then all of the other measures the drift as well.
     seconds = {who: [] for who in runs}
-    while min(len(v) for v in seconds.values()) < args.runs:
+    for _ in range(args.runs):
         for who, (call, module) in runs.items():
             start = time.perf_counter()
             results[who] = step(call, module, x0, cotangent)
@@ -328,7 +328,8 @@ def main():
                         help="thread counts: OMP_NUM_THREADS=N for ours, "
                              "torch.set_num_threads(N)")
     parser.add_argument("--runs", type=int, default=3,
-                        help="timed rounds of steps (and forwards); their median counts")
+                        help="timed rounds of steps (and forwards); their "
+                             "median counts")
     parser.add_argument("--long-step-s", type=float, default=30.0,
                         help="time one step only where it takes longer")
     parser.add_argument("--max-step-s", type=float, default=120.0,
