@@ -4,7 +4,10 @@ torch (MKL) in the same process, over tile sizes.
 
 The projection (y = x W^T) and its gradient (dx = dy W, dW = dy^T x) at
 [1, S, E] x [E, E], f32, one compiled function each per tile setting
-(block_s, block_n, block_k of attnfuse.compile). Each figure is the best of
+(block_s, block_n, block_k of attnfuse.compile). With --rope-head-dim D the
+projection is followed by attn.rope over heads of D (theta 1e4), which the
+fused projection applies in its epilogue on tiles of whole heads: the
+tiles of a layer's query and key projections (D 128: 128 features wide). Each figure is the best of
 --runs calls after one warm-up call, in GFLOP/s (2 S E^2 per GEMM); torch's
 are timed between ours so that every ratio comes from one run.
 
@@ -29,12 +32,23 @@ def best_time(fn, runs):
     return min(seconds)
 
 
-def modules(seq, embed):
+def modules(seq, embed, rope_head_dim=None):
     x, w = f"tensor<1x{seq}x{embed}xf32>", f"tensor<{embed}x{embed}xf32>"
     forward = f"""
 func.func @model(%x: {x}, %w: {w}) -> {x} {{
   %y = attn.project %x, %w : ({x}, {w}) -> {x}
   return %y : {x}
+}}"""
+    if rope_head_dim:
+        heads = embed // rope_head_dim
+        h = f"tensor<1x{seq}x{heads}x{rope_head_dim}xf32>"
+        forward = f"""
+func.func @model(%x: {x}, %w: {w}) -> {h} {{
+  %y = attn.project %x, %w : ({x}, {w}) -> {x}
+  %e = tensor.expand_shape %y [[0], [1], [2, 3]]
+      output_shape [1, {seq}, {heads}, {rope_head_dim}] : {x} into {h}
+  %r = attn.rope %e {{rope = #attn.rope<theta = 10000.0>}} : {h}
+  return %r : {h}
 }}"""
     backward = f"""
 func.func @model(%x: {x}, %w: {w}, %dy: {x}) -> ({x}, {w}) {{
@@ -43,6 +57,20 @@ func.func @model(%x: {x}, %w: {w}, %dy: {x}) -> ({x}, {w}) {{
   return %dx, %dw : {x}, {w}
 }}"""
     return forward, backward
+
+
+def rotate_half_reference(y, head_dim, theta=1e4):
+    """NeoX / rotate-half RoPE of y [1, S, E] over heads of head_dim at
+    positions 0 .., in float64 (docs/semantics.md, attn.rope)."""
+    seq, embed = y.shape[1], y.shape[2]
+    half = head_dim // 2
+    frequencies = theta ** (-np.arange(half) * 2.0 / head_dim)
+    angles = np.arange(seq)[:, None] * frequencies[None, :]
+    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    heads = y.astype(np.float64).reshape(1, seq, embed // head_dim, head_dim)
+    first, second = heads[..., :half], heads[..., half:]
+    return np.concatenate([first * cos - second * sin,
+                           second * cos + first * sin], axis=-1)
 
 
 def parse_tiles(text):
@@ -58,6 +86,9 @@ def main():
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--embed", type=int, default=1024)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--rope-head-dim", type=int, default=None,
+                        help="rotate the projection's heads of this size "
+                             "(torch: the plain product, no rotation)")
     parser.add_argument("--tiles", nargs="*", default=[""],
                         help='settings such as "block_s=128 block_k=32"; "" '
                              "is the defaults")
@@ -74,8 +105,14 @@ def main():
     dy = rng.standard_normal((1, s, e), dtype=np.float32)
     tx, tw, tdy = map(torch.from_numpy, (x, w, dy))
     gflop = 2 * s * e * e / 1e9
-    forward_text, backward_text = modules(s, e)
-    print(f"S {s}, E {e}, {threads} thread(s), best of {args.runs}, GFLOP/s")
+    if args.rope_head_dim and e % args.rope_head_dim:
+        parser.error(f"--rope-head-dim {args.rope_head_dim} does not divide "
+                     f"the width {e}")
+    forward_text, backward_text = modules(s, e, args.rope_head_dim)
+    rotated = (f", RoPE on heads of {args.rope_head_dim}"
+               if args.rope_head_dim else "")
+    print(f"S {s}, E {e}{rotated}, {threads} thread(s), best of {args.runs}, "
+          "GFLOP/s")
     print("| tiles | ours projection | torch | ours dx + dW | torch | "
           "max abs error (projection) |")
     print("|---|---|---|---|---|---|")
@@ -90,7 +127,10 @@ def main():
                                    args.runs)
         y = forward(x, w)
         y = np.asarray(y[0] if isinstance(y, (tuple, list)) else y)
-        error = np.abs(y - (tx @ tw.T).numpy()).max()
+        expected = (tx @ tw.T).numpy()
+        if args.rope_head_dim:
+            expected = rotate_half_reference(expected, args.rope_head_dim)
+        error = np.abs(y.reshape(expected.shape) - expected).max()
         print(f"| {text or 'defaults'} | {gflop / ours_forward:.0f} | "
               f"{gflop / torch_forward:.0f} | {2 * gflop / ours_backward:.0f} | "
               f"{2 * gflop / torch_backward:.0f} | {error:.1e} |", flush=True)
