@@ -7,9 +7,10 @@ The projection (y = x W^T) and its gradient (dx = dy W, dW = dy^T x) at
 (block_s, block_n, block_k of attnfuse.compile). With --rope-head-dim D the
 projection is followed by attn.rope over heads of D (theta 1e4), which the
 fused projection applies in its epilogue on tiles of whole heads: the
-tiles of a layer's query and key projections (D 128: 128 features wide). Each figure is the best of
---runs calls after one warm-up call, in GFLOP/s (2 S E^2 per GEMM); torch's
-are timed between ours so that every ratio comes from one run.
+tiles of a layer's query and key projections (D 128: 128 features wide).
+Each figure is the best of --runs calls after one warm-up call, in GFLOP/s
+(2 S E^2 per GEMM); torch's are timed between ours so that every ratio
+comes from one run.
 
     PYTHONPATH=build/python_packages OMP_NUM_THREADS=1 python3 bench/cpu_gemm.py \\
         --tiles "" "block_k=32" "block_k=128" "block_s=128"
@@ -34,12 +35,13 @@ def best_time(fn, runs):
 
 def modules(seq, embed, rope_head_dim=None):
     x, w = f"tensor<1x{seq}x{embed}xf32>", f"tensor<{embed}x{embed}xf32>"
-    forward = f"""
+    if not rope_head_dim:
+        forward = f"""
 func.func @model(%x: {x}, %w: {w}) -> {x} {{
   %y = attn.project %x, %w : ({x}, {w}) -> {x}
   return %y : {x}
 }}"""
-    if rope_head_dim:
+    else:
         heads = embed // rope_head_dim
         h = f"tensor<1x{seq}x{heads}x{rope_head_dim}xf32>"
         forward = f"""
