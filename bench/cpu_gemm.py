@@ -18,9 +18,15 @@ comes from one run.
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
+
+# The numerics tests' float64 reference (numpy only) checks the rotation.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration_test"))
+import reference  # noqa: E402
 
 
 def best_time(fn, runs):
@@ -59,20 +65,6 @@ func.func @model(%x: {x}, %w: {w}, %dy: {x}) -> ({x}, {w}) {{
   return %dx, %dw : {x}, {w}
 }}"""
     return forward, backward
-
-
-def rotate_half_reference(y, head_dim, theta=1e4):
-    """NeoX / rotate-half RoPE of y [1, S, E] over heads of head_dim at
-    positions 0 .., in float64 (docs/semantics.md, attn.rope)."""
-    seq, embed = y.shape[1], y.shape[2]
-    half = head_dim // 2
-    frequencies = theta ** (-np.arange(half) * 2.0 / head_dim)
-    angles = np.arange(seq)[:, None] * frequencies[None, :]
-    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
-    heads = y.astype(np.float64).reshape(1, seq, embed // head_dim, head_dim)
-    first, second = heads[..., :half], heads[..., half:]
-    return np.concatenate([first * cos - second * sin,
-                           second * cos + first * sin], axis=-1)
 
 
 def parse_tiles(text):
@@ -131,7 +123,9 @@ def main():
         y = np.asarray(y[0] if isinstance(y, (tuple, list)) else y)
         expected = (tx @ tw.T).numpy()
         if args.rope_head_dim:
-            expected = rotate_half_reference(expected, args.rope_head_dim)
+            expected = reference.rope(
+                expected.reshape(1, s, e // args.rope_head_dim,
+                                 args.rope_head_dim), theta=1e4)
         error = np.abs(y.reshape(expected.shape) - expected).max()
         print(f"| {text or 'defaults'} | {gflop / ours_forward:.0f} | "
               f"{gflop / torch_forward:.0f} | {2 * gflop / ours_backward:.0f} | "
