@@ -69,10 +69,13 @@ def rope(t, theta, fraction=1.0):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
-def attention(q, k, v, causal=False, window=None, scale=None, key_mask=None):
+def attention(q, k, v, causal=False, window=None, scale=None, key_mask=None,
+              bias=None):
     """Softmax attention with head sharing, query i at position i.
 
     q [B, S, Hq, d], k [B, S, Hk, d], v [B, S, Hk, dv] -> [B, S, Hq, dv].
+    bias ([S, S] or [Hq, S, S]) is added to the scaled logits of every batch
+    entry (and head).
     Key j is visible to query i when (causal: j <= i), (window w: i - j < w)
     and (key_mask [B, S]: key_mask[b, j] != 0). A row without a visible key
     is zero (and passes no gradient), never NaN.
@@ -84,6 +87,8 @@ def attention(q, k, v, causal=False, window=None, scale=None, key_mask=None):
     kr = k.repeat_interleave(g, dim=2)  # query head h -> KV head h // g
     vr = v.repeat_interleave(g, dim=2)
     logits = torch.einsum("bihc,bjhc->bhij", q, kr) * scale
+    if bias is not None:
+        logits = logits + bias  # [S, S] or [Hq, S, S] against [B, Hq, S, S]
     i = torch.arange(s)[:, None]
     j = torch.arange(s)[None, :]
     keep = torch.ones(s, s, dtype=torch.bool)
@@ -125,7 +130,8 @@ def qkv_layer(x, p, *, sharing="none", num_heads, num_kv_heads, head_dim,
               causal=True, window=None, rope_theta=None, rope_fraction=1.0,
               scale=None):
     """One attn.qkv_attention. p: the layer's weights by short name ("wq",
-    "wk", "wv", "wo", "bq", "bk", "bv", "bo"; absent ones are None).
+    "wk", "wv", "wo", "bq", "bk", "bv", "bo", "logit_bias"; absent ones are
+    None).
 
     none: q = x Wq, k = x Wk, v = x Wv; kv: v = k; qk: q = k; qkv: q = v = k.
     RoPE rotates the query and key for the scores only: the value of kv and
@@ -140,7 +146,8 @@ def qkv_layer(x, p, *, sharing="none", num_heads, num_kv_heads, head_dim,
     if rope_theta is not None:
         q, k = rope(q, rope_theta, rope_fraction), rope(k, rope_theta,
                                                           rope_fraction)
-    o = attention(q, k, v, causal=causal, window=window, scale=scale)
+    o = attention(q, k, v, causal=causal, window=window, scale=scale,
+                  bias=p.get("logit_bias"))
     return linear(merge_heads(o), p["wo"], p.get("bo"))
 
 
@@ -264,6 +271,7 @@ def qkv_model(args, **config):
     argument names to float64 tensors."""
     config = dict(config)
     config.pop("biases", None)  # the weights present say it
+    config.pop("logit_bias", None)
     embed = config.pop("embed_dim")
     if config.get("num_kv_heads") is None:
         config["num_kv_heads"] = config["num_heads"]

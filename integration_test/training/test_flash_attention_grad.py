@@ -23,6 +23,8 @@ the f32 reference on the same (bf16-representable) inputs: the bf16
 function rounds every gradient op's result to bf16 (u = 2^-9).
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,21 @@ CASES = {
     "mqa_non_causal": (attnfuse.qkv_attention,
                        dict(embed_dim=32, num_heads=4, num_kv_heads=1,
                             sharing="none", causal=False), SMALL_TILES),
+    # The logit bias: its gradient is dS summed over the batch (and over
+    # the heads for [S, S]), accumulated in the kernel.
+    "qk_logit_bias_causal": (attnfuse.qkv_attention,
+                             dict(embed_dim=32, num_heads=4, sharing="qk",
+                                  causal=True, logit_bias="shared"),
+                             SMALL_TILES),
+    "kv_rope_gqa_logit_bias_per_head_window": (
+        attnfuse.qkv_attention,
+        dict(embed_dim=32, num_heads=4, num_kv_heads=2, sharing="kv",
+             causal=True, window=5, rope_theta=1e4, logit_bias="per_head"),
+        SMALL_TILES),
+    "none_mqa_logit_bias_non_causal_default_tiles": (
+        attnfuse.qkv_attention,
+        dict(embed_dim=32, num_heads=4, num_kv_heads=1, sharing="none",
+             causal=False, logit_bias="shared"), {}),
     "cca_padding_mask": (attnfuse.cca,
                          dict(embed_dim=64, num_heads=4, num_kv_heads=2,
                               padding_mask=True), SMALL_TILES),
@@ -89,6 +106,12 @@ def make_inputs(gradient, batch=2, seq=13, seed=0):
     for dtype, shape in specs:
         dims = [batch if i == 0 and d is None else seq if d is None else d
                 for i, d in enumerate(shape)]
+        if (dtype not in ("i32", "i64") and len(shape) in (2, 3)
+                and shape[-2:] == (None, None)):
+            # A logit bias, [S, S] or [Hq, S, S].
+            dims = [seq if d is None else d for d in shape]
+            args.append(0.5 * rng.standard_normal(dims).astype(np.float32))
+            continue
         if dtype in ("i32", "i64"):
             args.append(padding(batch, seq).astype(
                 np.int32 if dtype == "i32" else np.int64))
@@ -115,8 +138,11 @@ def differentiate(builder, config):
     assert "attn.sdpa_grad" not in fused
     # K=V: the kernel keeps one gradient for the shared tensor (two
     # results), rotating the key role itself under RoPE.
+    # A logit bias's gradient accumulates in the kernel.
+    assert ("accumulate(" in fused) == ("logit_bias" in config)
     if config.get("sharing") == "kv":
-        assert "%query_grad, %key_grad = attn.flash_attention_grad" in fused
+        assert re.search(r"%query_grad, %key_grad(, %bias_grad)? = "
+                         r"attn.flash_attention_grad", fused)
         assert "attn.rope_grad %key_grad" not in fused
         assert ("key_rope" in fused) == ("rope_theta" in config)
     return gradient

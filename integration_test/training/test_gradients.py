@@ -158,6 +158,18 @@ QKV_CASES = [
         causal=False),
     qkv("qkv-MHA-window2-bias-B3-S7", sharing="qkv", batch=3, embed_dim=20,
         num_heads=3, head_dim=6, window=2, biases=True),
+    # The additive logit bias (the paper's (Q=K-V)+ and ALiBi-style biases),
+    # [S, S] and [Hq, S, S]: its gradient is dS summed over the batch (and
+    # the heads).
+    qkv("qk-MHA-logitbias-rope-causal-S13", sharing="qk", seq=13,
+        embed_dim=20, num_heads=2, head_dim=8, rope_theta=100.0,
+        logit_bias="shared"),
+    qkv("kv-GQA-logitbias-perhead-window3-bias-B3-S7", sharing="kv",
+        batch=3, embed_dim=36, num_heads=4, num_kv_heads=2, head_dim=6,
+        window=3, biases=True, logit_bias="per_head"),
+    qkv("none-MQA-logitbias-noncausal-S13", sharing="none", seq=13,
+        embed_dim=20, num_heads=4, num_kv_heads=1, head_dim=5,
+        causal=False, logit_bias="shared"),
 ]
 
 # attn.cca: CCA (Hq == Hk) and CCGQA (GQA and MQA), QK-mean and value shift
@@ -218,7 +230,7 @@ ALL_CASES = QKV_CASES + CCA_CASES + STACK_CASES
 # The reference lowering (fused=False) on a covering subset, called with
 # torch CPU tensors instead of numpy arrays.
 REFERENCE_LOWERING_CASES = [
-    QKV_CASES[2], QKV_CASES[6], QKV_CASES[11], QKV_CASES[13],
+    QKV_CASES[2], QKV_CASES[6], QKV_CASES[11], QKV_CASES[13], QKV_CASES[16],
     CCA_CASES[1], CCA_CASES[4], STACK_CASES[0],
 ]
 
@@ -262,7 +274,10 @@ def make_inputs(case, module, seed):
             values[name] = padding(case.batch, case.seq).astype(
                 np.int32 if dtype == "i32" else np.int64)
             continue
-        if base == "temp":
+        if base == "logit_bias":  # [S, S] or [Hq, S, S]
+            dims = [case.seq if d is None else d for d in shape]
+            value = 0.5 * rng.standard_normal(dims)
+        elif base == "temp":
             if temperature == "clamped":
                 value = np.resize(CLAMPED_TEMPS, dims)
             else:
@@ -447,7 +462,8 @@ def test_gradients_from_residuals(case, fused):
     check_gradients(case, F32_TOLERANCE, fused=fused, residuals=True)
 
 
-@pytest.mark.parametrize("case", [QKV_CASES[6], CCA_CASES[1], STACK_CASES[0]])
+@pytest.mark.parametrize("case", [QKV_CASES[6], QKV_CASES[15], CCA_CASES[1],
+                                  STACK_CASES[0]])
 def test_gradients_bf16(case):
     check_gradients(case, BF16_TOLERANCE, dtype="bf16")
 
@@ -456,7 +472,8 @@ def test_gradients_bf16(case):
 # the builders' arguments in their order (the lowerings' forward numerics are
 # test_numerics.py's).
 @pytest.mark.parametrize("case", [
-    QKV_CASES[0], QKV_CASES[11], CCA_CASES[1], STACK_CASES[1]])
+    QKV_CASES[0], QKV_CASES[11], QKV_CASES[16], CCA_CASES[1],
+    STACK_CASES[1]])
 def test_reference_forward(case):
     module = case.module()
     names, values = make_inputs(case, module, zlib.crc32(case.id.encode()))
@@ -479,6 +496,9 @@ TINY_CASES = [
     qkv("tiny-qkv-MHA-halfrope-noncausal", sharing="qkv", seq=5, embed_dim=6,
         num_heads=2, head_dim=4, rope_theta=10.0, rope_fraction=0.5,
         causal=False, biases=True),
+    qkv("tiny-qk-MHA-logitbias-perhead-rope", sharing="qk", seq=5,
+        embed_dim=6, num_heads=2, head_dim=4, rope_theta=10.0,
+        logit_bias="per_head"),
     cca("tiny-CCGQA-clamped-clampeps-halfrope-mask", seq=5, embed_dim=6,
         num_heads=2, num_kv_heads=1, head_dim=4, rope_theta=10.0,
         rope_fraction=0.5, temperature="clamped", norm="clamp_eps",

@@ -132,7 +132,8 @@ def qkv_attention(**config):
     """A stack of `attn.qkv_attention` layers as a Module; keyword arguments
     as builders.qkv_attention_text (sharing, embed_dim, num_heads,
     num_kv_heads, head_dim, causal, window, rope_theta, rope_fraction,
-    scale, biases, dtype, batch, seq, num_layers, residual, name)."""
+    scale, biases, logit_bias, dtype, batch, seq, num_layers, residual,
+    name)."""
     text, names = builders.qkv_attention_text(**config)
     return _built(text, names, config.get("name", "model"))
 

@@ -87,12 +87,14 @@ def _layer_lines(index, op_head, operand_lines, attrs, arg_types, x_type,
 
 def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
               bias, dtype="bf16", window=None, rope=None, scale=None,
-              batch=None, seq=None, residual=True):
+              batch=None, seq=None, residual=True, logit_bias=None):
     """Arguments and body of one `attn.qkv_attention` layer.
 
     Returns (args, lines): args is a list of (name, type) function arguments,
     lines the op (and the residual add), reading `%h{index-1}` (or `%x`) and
-    defining `%h{index}`. rope is None or (theta, fraction).
+    defining `%h{index}`. rope is None or (theta, fraction). logit_bias is
+    None, "shared" (an `[S, S]` argument added to every head's logits) or
+    "per_head" (`[num_heads, S, S]`).
     """
     q_width, k_width = heads * head_dim, kv_heads * head_dim
     has_q = sharing in ("none", "kv")
@@ -118,6 +120,11 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
                        if name[len(p)] == "w")
     biases = " ".join(f"{name[len(p):]}({name})" for name, _ in args
                       if name[len(p)] == "b")
+    if logit_bias is not None:
+        shape = (seq, seq) if logit_bias == "shared" else (heads, seq, seq)
+        args.append((p + "logit_bias", tensor(shape, dtype)))
+        biases = " ".join(filter(None, [biases,
+                                        f"logit_bias({p}logit_bias)"]))
     first = [f"num_heads = {heads} : i64", f"num_kv_heads = {kv_heads} : i64",
              f"head_dim = {head_dim} : i64"]
     rest = []
@@ -353,10 +360,12 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
                        window=None, rope_theta=None, rope_fraction=1.0,
                        scale=None, biases=False, dtype="f32", batch=None,
                        seq=None, num_layers=1, residual=None, name="model",
-                       header=()):
+                       header=(), logit_bias=None):
     """(text, argument names) of a stack of `attn.qkv_attention` layers.
 
     Raises ValueError naming the parameter for an invalid configuration.
+    logit_bias: None, "shared" (each layer takes an additive `[S, S]` bias
+    of its logits, the paper's P) or "per_head" (`[num_heads, S, S]`).
     window and rope_theta are one value for every layer or a list with one
     entry per layer (None: no window / no RoPE in that layer). residual
     defaults to True for stacks (num_layers > 1), False for one
@@ -370,6 +379,9 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
     if scale is not None and (isinstance(scale, bool) or not isinstance(
             scale, (int, float)) or scale <= 0):
         raise ValueError(f"scale must be a positive number, got {scale!r}")
+    if logit_bias not in (None, "shared", "per_head"):
+        raise ValueError(f"logit_bias must be None, 'shared' or 'per_head', "
+                         f"got {logit_bias!r}")
     if residual is None:
         residual = num_layers > 1
     windows = _per_layer("window", window, num_layers)
@@ -379,7 +391,8 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
                         window=windows[i],
                         rope=None if thetas[i] is None
                         else (thetas[i], rope_fraction),
-                        scale=scale, batch=batch, seq=seq, residual=residual)
+                        scale=scale, batch=batch, seq=seq, residual=residual,
+                        logit_bias=logit_bias)
               for i in range(num_layers)]
     return (module(list(header), layers, embed_dim, dtype, name, batch, seq),
             argument_names(layers))

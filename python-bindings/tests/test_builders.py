@@ -16,6 +16,10 @@ CONFIGS = [
     ("qkv", dict(sharing="qk", embed_dim=64, num_heads=4, window=16,
                  causal=False, scale=0.25, dtype="f16", batch=2, seq=9)),
     ("qkv", dict(sharing="qkv", embed_dim=32, num_heads=2, num_layers=3)),
+    ("qkv", dict(sharing="qk", embed_dim=32, num_heads=2, seq=7,
+                 logit_bias="shared")),
+    ("qkv", dict(sharing="kv", embed_dim=32, num_heads=4, num_kv_heads=2,
+                 num_layers=2, logit_bias="per_head", biases=True)),
     ("cca", dict(embed_dim=128, num_heads=4, num_kv_heads=2, head_dim=16,
                  rope_theta=1e4, rope_fraction=0.5)),
     ("cca", dict(embed_dim=64, num_heads=2, head_dim=16, qk_mean=False,
@@ -59,6 +63,20 @@ def test_cca_toggles_change_the_operands():
     assert "tensor<32x64xf32>" in plain  # wv is [Lk, E] without the shift
 
 
+def test_logit_bias_is_an_argument_of_each_layer():
+    text, names = builders.qkv_attention_text(
+        embed_dim=32, num_heads=4, sharing="qk", seq=7, logit_bias="shared")
+    assert names[-1] == "l0_logit_bias"
+    assert "%l0_logit_bias: tensor<7x7xf32>" in text
+    assert "logit_bias(%l0_logit_bias)" in text
+    text, names = builders.qkv_attention_text(
+        embed_dim=32, num_heads=4, num_layers=2, biases=True,
+        logit_bias="per_head")
+    assert "%l1_logit_bias: tensor<4x?x?xf32>" in text
+    # After the projection biases, in the op's operand order.
+    assert "bo(%l1_bo) logit_bias(%l1_logit_bias)" in text
+
+
 def test_padding_mask_is_one_argument_every_layer_reads():
     text, names = builders.cca_text(embed_dim=64, num_heads=2, head_dim=16,
                                     num_layers=2, padding_mask=True)
@@ -84,6 +102,7 @@ def test_padding_mask_is_one_argument_every_layer_reads():
     (dict(embed_dim=64, num_heads=4, num_layers=0), "num_layers"),
     (dict(embed_dim=64, num_heads=4, seq=-3), "seq"),
     (dict(embed_dim=64, num_heads=4, scale=0), "scale"),
+    (dict(embed_dim=64, num_heads=4, logit_bias="alibi"), "logit_bias"),
 ])
 def test_invalid_qkv_configs_raise(kwargs, field):
     with pytest.raises(ValueError, match=field):

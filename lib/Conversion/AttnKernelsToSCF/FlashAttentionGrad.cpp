@@ -25,6 +25,9 @@
 // converted, and each key tile's dK is rotated back (rope^T) before it is
 // stored. K=V (no value operand): the value tiles are the un-rotated key
 // tiles, and a key tile's dK and dV are added before one store.
+// A logit bias is added to each score tile; with `accumulate`, each tile
+// pair's dS is added into the bias gradient (the op's batch loop, a
+// reduction, is then sequential outside the parallel KV-head loop).
 // That is five tile products per (query, key) tile pair, plus the scores
 // of the log-sum-exp pass.
 //
@@ -128,6 +131,11 @@ private:
   /// query blocks that see the key tile at `key0`.
   std::pair<Value, Value> keyBlockRange(Value query0);
   std::pair<Value, Value> queryBlockRange(Value key0);
+  /// Adds the valid part of the tile pair's `scoresGradT`
+  /// `[G, block_kv, block_q]` into the bias gradient `dest` `[G, S, T]` at
+  /// (query0, key0).
+  Value accumulateBiasGrad(Value scoresGradT, Value dest, Value query0,
+                           Value key0);
   /// Writes the first `count` rows of `tile` (compute type, `[G, block, x]`
   /// or `[block, x]`), times `factor`, at row `row0` of `dest`
   /// `[1, rows, heads, x]`.
@@ -172,7 +180,7 @@ private:
   // Set by build(): the sizes, the key position of query row 0 (T - S),
   // the padded query-side operands and key mask, the key and value tiles.
   Value rows, keys, numQueryBlocks, numKeyBlocks, queryOffset;
-  Value query, output, outputGrad, keyMask, keyBlocks, valueBlocks;
+  Value query, output, outputGrad, bias, keyMask, keyBlocks, valueBlocks;
   // The forward's log-sum-exp [1, rows, G] padded to whole query tiles, or
   // null (L is computed).
   Value logSumExps;
@@ -190,9 +198,15 @@ SmallVector<Value> FlashAttentionGradTile::build() {
   if (Value lse = op.getLse())
     logSumExps = kb.padDimTo(lse, 1, paddedRows);
   outputGrad = kb.padDimTo(op.getOutputGrad(), 1, paddedRows);
+  Value paddedKeys = kb.mul(numKeyBlocks, blockKV);
+  if (Value biasOperand = op.getBias()) {
+    int64_t rank = cast<RankedTensorType>(biasOperand.getType()).getRank();
+    bias = kb.padDimsTo(biasOperand,
+                        {{rank - 2, paddedRows}, {rank - 1, paddedKeys}});
+  }
   // Padded keys read a zero mask: masked like the keys past the end.
   if (Value mask = op.getKeyMask())
-    keyMask = kb.padDimTo(mask, 1, kb.mul(numKeyBlocks, blockKV));
+    keyMask = kb.padDimTo(mask, 1, paddedKeys);
   keyBlocks = loadKeyBlocks(op.getKey(), headDim, keyRope);
   // K=V (a shared key and value): one set of tiles, unless the key role is
   // rotated.
@@ -424,11 +438,15 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
   Location loc = kb.loc;
   Value queryGradBlocks = kb.fill(
       blocksOf({group, blockQ, headDim}, numQueryBlocks), kb.constant(0.0));
-  // Carried: dk (dkv for K=V), dv (when separate), the dQ tiles.
+  // Carried: dk (dkv for K=V), dv (when separate), the bias gradient (when
+  // accumulated), the dQ tiles.
   const bool shared = op.isSharedKeyValue();
+  Value biasGradInit = op.getBiasGradInit();
   SmallVector<Value> carried = {op.getKeyGradInit()};
   if (!shared)
     carried.push_back(op.getValueGradInit());
+  if (biasGradInit)
+    carried.push_back(biasGradInit);
   carried.push_back(queryGradBlocks);
   auto loop = scf::ForOp::create(
       b, loc, kb.index(0), numKeyBlocks, kb.index(1), carried,
@@ -437,10 +455,13 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
         Value keyRows = keyTile(keyBlocks, keyBlock, headDim);
         Value valueRows = keyTile(valueBlocks, keyBlock, valueDim);
         auto [loBlock, hiBlock] = queryBlockRange(key0);
+        SmallVector<Value> innerInits = {zeros({blockKV, headDim}),
+                                         zeros({blockKV, valueDim}),
+                                         outer.back()};
+        if (biasGradInit)
+          innerInits.push_back(outer[outer.size() - 2]);
         auto inner = scf::ForOp::create(
-            b, loc, loBlock, hiBlock, kb.index(1),
-            ValueRange{zeros({blockKV, headDim}), zeros({blockKV, valueDim}),
-                       outer.back()},
+            b, loc, loBlock, hiBlock, kb.index(1), innerInits,
             [&](OpBuilder &, Location, Value block, ValueRange state) {
               QueryTile tile = {blockAt(queryBlocks[0], block),
                                 blockAt(queryBlocks[1], block),
@@ -448,8 +469,8 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
                                 blockAt(queryBlocks[3], block),
                                 blockAt(queryBlocks[4], block),
                                 blockAt(queryBlocks[5], block)};
-              Value scoresT =
-                  scores(tile.queryT, keyRows, key0, kb.mul(block, blockQ));
+              Value query0 = kb.mul(block, blockQ);
+              Value scoresT = scores(tile.queryT, keyRows, key0, query0);
               auto [probsT, scoresGradT] = scoreGrads(scoresT, valueRows, tile);
               // acc[c, x] += sum_{g, i} lhs[g, c, i] rhs[g, i, x], loops
               // (c, x, g, i).
@@ -478,11 +499,14 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
                     return arith::AddFOp::create(nb, l, args[2], product);
                   });
               // dK = dS^T (s Q), dV = P^T dO.
-              scf::YieldOp::create(
-                  b, loc,
-                  ValueRange{accumulate(scoresGradT, tile.query, state[0]),
-                             accumulate(probsT, tile.grad, state[1]),
-                             insertBlock(queryGrad, state[2], block)});
+              SmallVector<Value> yielded = {
+                  accumulate(scoresGradT, tile.query, state[0]),
+                  accumulate(probsT, tile.grad, state[1]),
+                  insertBlock(queryGrad, state[2], block)};
+              if (biasGradInit)
+                yielded.push_back(
+                    accumulateBiasGrad(scoresGradT, state[3], query0, key0));
+              scf::YieldOp::create(b, loc, yielded);
             });
         Value count = kb.min(kb.index(blockKV), kb.sub(keys, key0));
         // The key role's gradient of the un-rotated key: rope^T.
@@ -506,6 +530,8 @@ FlashAttentionGradTile::keyPhase(ValueRange queryBlocks) {
           yielded.push_back(storeRows(keyGrad, outer[0], key0, count, 1.0));
           yielded.push_back(storeRows(valueGrad, outer[1], key0, count, 1.0));
         }
+        if (biasGradInit)
+          yielded.push_back(inner.getResult(3));
         yielded.push_back(inner.getResult(2));
         scf::YieldOp::create(b, loc, yielded);
       });
@@ -540,12 +566,24 @@ Value FlashAttentionGradTile::scores(Value queryT, Value keyTile, Value key0,
         return arith::AddFOp::create(nb, l, args[2], product);
       });
 
-  // The mask, loops (g, c, i): padded rows and keys, the diagonal, the
-  // window and the key mask.
+  // The bias and the mask, loops (g, c, i): padded rows and keys, the
+  // diagonal, the window and the key mask. The bias is stored [.., i, c].
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
+  OpFoldResult zero = kb.builder.getIndexAttr(0);
+  if (bias) {
+    if (cast<RankedTensorType>(bias.getType()).getRank() == 3) {
+      inputs.push_back(kb.slice(bias, {zero, query0, key0},
+                                {group, blockQ, blockKV},
+                                {group, blockQ, blockKV}));
+      maps.push_back(kb.map(3, {0, 2, 1}));
+    } else {
+      inputs.push_back(
+          kb.slice(bias, {query0, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
+      maps.push_back(kb.map(3, {2, 1}));
+    }
+  }
   if (keyMask) {
-    OpFoldResult zero = kb.builder.getIndexAttr(0);
     inputs.push_back(kb.slice(keyMask, {zero, key0}, {1, blockKV}, {blockKV}));
     maps.push_back(kb.map(3, {1}));
   }
@@ -581,12 +619,16 @@ Value FlashAttentionGradTile::scores(Value queryT, Value keyTile, Value key0,
                                           nb, l, queryPosition, keyPosition),
                                       windowValue));
         if (keyMask) {
-          Value element = args[0];
+          Value element = args[bias ? 1 : 0];
           Value zero = arith::ConstantOp::create(
               nb, l, element.getType(), nb.getZeroAttr(element.getType()));
           valid = both(valid, compare(arith::CmpIPredicate::ne, element, zero));
         }
-        return arith::SelectOp::create(nb, l, valid, args.back(), negInf);
+        Value score = args.back();
+        if (bias)
+          score =
+              arith::AddFOp::create(nb, l, score, kb.toCompute(nb, args[0]));
+        return arith::SelectOp::create(nb, l, valid, score, negInf);
       });
 }
 
@@ -624,6 +666,38 @@ FlashAttentionGradTile::scoreGrads(Value scoresT, Value valueTile,
         return arith::MulFOp::create(nb, l, args[0], centered);
       });
   return {probsT, scoresGradT};
+}
+
+Value FlashAttentionGradTile::accumulateBiasGrad(Value scoresGradT, Value dest,
+                                                 Value query0, Value key0) {
+  OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  OpFoldResult heads = b.getIndexAttr(group);
+  // The rows and keys of the pair inside the attention (not the padding).
+  OpFoldResult rowCount = kb.min(kb.index(blockQ), kb.sub(rows, query0));
+  OpFoldResult keyCount = kb.min(kb.index(blockKV), kb.sub(keys, key0));
+  SmallVector<OpFoldResult> strides(3, one);
+  Value tile =
+      tensor::ExtractSliceOp::create(b, loc, scoresGradT, {zero, zero, zero},
+                                     {heads, keyCount, rowCount}, strides);
+  SmallVector<OpFoldResult> offsets = {zero, query0, key0};
+  SmallVector<OpFoldResult> sizes = {heads, rowCount, keyCount};
+  Value destTile =
+      tensor::ExtractSliceOp::create(b, loc, dest, offsets, sizes, strides);
+  // dest[g, i, c] += dS^T[g, c, i], loops (g, i, c).
+  Value sum =
+      kb.generic({tile}, destTile, {kb.map(3, {0, 2, 1}), kb.map(3, {0, 1, 2})},
+                 {kPar, kPar, kPar},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value value = args[0];
+                   if (value.getType() != args[1].getType())
+                     value =
+                         arith::ExtFOp::create(nb, l, args[1].getType(), value);
+                   return arith::AddFOp::create(nb, l, args[1], value);
+                 });
+  return tensor::InsertSliceOp::create(b, loc, sum, dest, offsets, sizes,
+                                       strides);
 }
 
 Value FlashAttentionGradTile::storeRows(Value tile, Value dest, Value row0,
@@ -685,9 +759,21 @@ struct LowerFlashAttentionGrad : OpRewritePattern<FlashAttentionGradOp> {
         kb, op.getKeyRopeAttr(),
         cast<RankedTensorType>(op.getKey().getType()).getDimSize(3),
         kb.mul(kb.ceilDiv(kb.dim(op.getKey(), 1), blockKV), blockKV));
-    FailureOr<Operation *> tiled = tileKernelOp(
-        rewriter, op, {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)},
-        parallel);
+    OpFoldResult zero = rewriter.getIndexAttr(0),
+                 one = rewriter.getIndexAttr(1);
+    FailureOr<Operation *> tiled;
+    if (op.getBiasGradInit()) {
+      // The batch entries add into one bias gradient: a sequential loop
+      // over them, the KV heads (disjoint slices of it) in parallel inside.
+      FailureOr<Operation *> batchTile =
+          tileKernelOp(rewriter, op, {one, zero}, /*parallel=*/false);
+      if (failed(batchTile))
+        return failure();
+      tiled = tileKernelOp(rewriter, cast<TilingInterface>(*batchTile),
+                           {zero, one}, parallel);
+    } else {
+      tiled = tileKernelOp(rewriter, op, {one, one}, parallel);
+    }
     if (failed(tiled))
       return failure();
     auto tile = cast<FlashAttentionGradOp>(*tiled);

@@ -461,6 +461,50 @@ func.func @flash_grad_shared(%q: tensor<?x?x4x16xf32>,
 
 // -----
 
+// attn.flash_attention_grad with a per-head logit bias and its gradient
+// accumulated: the batch entries all add into the [Hq, S, T] gradient, so
+// they are a sequential loop around the parallel KV heads, each of which
+// owns the slice of its G = 2 query heads. Each score tile reads its
+// [2, 16, 32] bias tile; each tile pair adds the valid part of its dS^T
+// into the gradient, which the key and query loops carry.
+// PAR-LABEL: func.func @flash_grad_bias
+// PAR: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %arg5, %{{.*}} = %arg6, %[[DBB:.*]] = %arg7) -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<4x?x?xf32>)
+// PAR: %[[DBT:.*]] = tensor.extract_slice %[[DBB]][0, 0, 0] [4, %{{.*}}, %{{.*}}]
+// PAR: scf.forall (%[[H:.*]]) in (2) shared_outs(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[DB:.*]] = %[[DBT]])
+// PAR: %[[H0:.*]] = affine.apply #{{.*}}(%[[H]])
+// PAR: tensor.extract_slice %[[DB]][%[[H0]], 0, 0] [2, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<4x?x?xf32> to tensor<2x?x?xf32>
+// PAR: tensor.extract_slice %{{.*}}[0, %{{.*}}, %{{.*}}] [2, 16, 32] [1, 1, 1] : tensor<2x?x?xf32> to tensor<2x16x32xf32>
+// PAR: scf.for {{.*}} -> (tensor<1x?x1x16xf32>, tensor<2x?x?xf32>, tensor<?x2x16x16xf32>)
+// PAR: scf.for {{.*}} -> (tensor<32x16xf32>, tensor<32x16xf32>, tensor<?x2x16x16xf32>, tensor<2x?x?xf32>)
+// PAR: %[[DS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0] [2, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<2x32x16xf32> to tensor<2x?x?xf32>
+// PAR: linalg.generic {{.*}} ins(%[[DS]] : tensor<2x?x?xf32>) outs(%{{.*}} : tensor<2x?x?xf32>)
+// PAR: arith.addf
+// PAR: tensor.insert_slice %{{.*}} : tensor<2x?x?xf32> into tensor<2x?x?xf32>
+// PAR: scf.forall.in_parallel
+// PAR: tensor.parallel_insert_slice %{{.*}} into %[[DB]][%[[H0]], 0, 0] [2, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<2x?x?xf32> into tensor<4x?x?xf32>
+// PAR: tensor.insert_slice %{{.*}} into %[[DBB]][0, 0, 0] [4, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<4x?x?xf32> into tensor<4x?x?xf32>
+func.func @flash_grad_bias(%q: tensor<?x?x4x16xf32>,
+                           %kv: tensor<?x?x2x16xf32>,
+                           %o: tensor<?x?x4x16xf32>,
+                           %do: tensor<?x?x4x16xf32>,
+                           %bias: tensor<4x?x?xf32>,
+                           %dq0: tensor<?x?x4x16xf32>,
+                           %dkv0: tensor<?x?x2x16xf32>,
+                           %db0: tensor<4x?x?xf32>)
+    -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<4x?x?xf32>) {
+  %dq, %dkv, %db = attn.flash_attention_grad %q, %kv, %o, %do bias(%bias)
+      outs(%dq0, %dkv0) accumulate(%db0)
+      {block_q = 16 : i64, block_kv = 32 : i64, causal}
+      : (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<?x?x4x16xf32>,
+         tensor<?x?x4x16xf32>, tensor<4x?x?xf32>, tensor<?x?x4x16xf32>,
+         tensor<?x?x2x16xf32>, tensor<4x?x?xf32>)
+      -> (tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<4x?x?xf32>)
+  return %dq, %dkv, %db
+      : tensor<?x?x4x16xf32>, tensor<?x?x2x16xf32>, tensor<4x?x?xf32>
+}
+
+// -----
+
 // attn.fused_weight_grad: the whole 8-token chunks of both operands packed
 // once, before the tile loops, into panels [columns / block, chunks, 8,
 // block]; one tile per (16 output, 24 input features), each a GEMM over the

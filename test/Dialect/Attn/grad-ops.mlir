@@ -123,6 +123,42 @@ func.func @fused_weight_grad(%x: tensor<?x64xf32>, %dy: tensor<?x32xf32>,
   return %dw : tensor<32x64xf32>
 }
 
+// A logit bias, per head and shared, with its gradient accumulated in f32
+// (a fourth init and result; the third for K=V).
+// CHECK-LABEL: func.func @flash_attention_grad_bias
+// CHECK: %query_grad, %key_grad, %value_grad, %bias_grad = attn.flash_attention_grad %arg0, %arg1, %arg1, %arg2, %arg2 bias(%arg3) outs(%arg0, %arg1, %arg1) accumulate(%arg5) {block_kv = 8 : i64, block_q = 8 : i64, causal} : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<4x?x?xbf16>, tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<4x?x?xf32>) -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>, tensor<4x?x?xf32>)
+// CHECK: %query_grad_0, %key_grad_1, %bias_grad_2 = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg2 bias(%arg4) outs(%arg0, %arg1) accumulate(%arg5) {block_kv = 8 : i64, block_q = 8 : i64}
+// CHECK: %query_grad_3, %key_grad_4 = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg2 bias(%arg4) outs(%arg0, %arg1) {block_kv = 8 : i64, block_q = 8 : i64}
+func.func @flash_attention_grad_bias(%q: tensor<?x?x4x8xbf16>,
+                                     %k: tensor<?x?x2x8xbf16>,
+                                     %o: tensor<?x?x4x8xbf16>,
+                                     %bias: tensor<4x?x?xbf16>,
+                                     %shared: tensor<?x?xbf16>,
+                                     %db0: tensor<4x?x?xf32>) {
+  %dq, %dk, %dv, %db = attn.flash_attention_grad %q, %k, %k, %o, %o
+      bias(%bias) outs(%q, %k, %k) accumulate(%db0)
+      {causal, block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<4x?x?xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+         tensor<4x?x?xf32>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+          tensor<4x?x?xf32>)
+  %sq, %skv, %sb = attn.flash_attention_grad %q, %k, %o, %o bias(%shared)
+      outs(%q, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x4x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?xbf16>, tensor<?x?x4x8xbf16>,
+         tensor<?x?x2x8xbf16>, tensor<4x?x?xf32>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<4x?x?xf32>)
+  %rq, %rkv = attn.flash_attention_grad %q, %k, %o, %o bias(%shared)
+      outs(%q, %k) {block_q = 8 : i64, block_kv = 8 : i64}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x4x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?xbf16>, tensor<?x?x4x8xbf16>,
+         tensor<?x?x2x8xbf16>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>)
+  return
+}
+
 // K=V: four leading operands, two inits and two results; key_rope rotates
 // the key role.
 // CHECK-LABEL: func.func @flash_attention_grad_shared

@@ -527,3 +527,59 @@ func.func @flash_attention_grad_lse_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x
   %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q lse(%lse) outs(%q, %k, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x4xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
   return
 }
+
+// -----
+
+func.func @flash_attention_grad_accumulate_without_bias(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %db0: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{has an 'accumulate' init for the bias gradient but no bias}}
+  %0:4 = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%q, %k, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<4x5x6xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<4x5x6xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_bias_result_count(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %b: tensor<5x6xf32>, %db0: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{has 3 results, but its inits give 4}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<5x6xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<4x5x6xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_bias_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %b: tensor<5x5xf32>) {
+  // expected-error @+1 {{'bias' must have shape [S, T] = [5, 6], got [5, 5]}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<5x5xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_bias_element_type(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %b: tensor<5x6xbf16>) {
+  // expected-error @+1 {{'bias' has element type 'bf16', expected 'f32' (the element type of 'query')}}
+  %0:3 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<5x6xbf16>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_accumulate_rank(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %b: tensor<5x6xf32>, %db0: tensor<5x6xf32>) {
+  // expected-error @+1 {{'accumulate' must be a rank-3 tensor [num_heads, S, T], got rank 2}}
+  %0:4 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<5x6xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<5x6xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<5x6xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_accumulate_shape(%q: tensor<2x5x4x8xf32>, %k: tensor<2x6x2x8xf32>, %b: tensor<5x6xf32>, %db0: tensor<2x5x6xf32>) {
+  // expected-error @+1 {{'accumulate' must have shape [num_heads, S, T] = [4, 5, 6], got [2, 5, 6]}}
+  %0:4 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<5x6xf32>, tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x6xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x6x2x8xf32>, tensor<2x6x2x8xf32>, tensor<2x5x6xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_accumulate_element_type(%q: tensor<2x5x4x8xf64>, %k: tensor<2x6x2x8xf64>, %b: tensor<5x6xf64>, %db0: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{'accumulate' must have element type 'f64' (the arithmetic type for 'f64' operands), got 'f32'}}
+  %0:4 = attn.flash_attention_grad %q, %k, %k, %q, %q bias(%b) outs(%q, %k, %k) accumulate(%db0) {block_q = 8 : i64, block_kv = 8 : i64} : (tensor<2x5x4x8xf64>, tensor<2x6x2x8xf64>, tensor<2x6x2x8xf64>, tensor<2x5x4x8xf64>, tensor<2x5x4x8xf64>, tensor<5x6xf64>, tensor<2x5x4x8xf64>, tensor<2x6x2x8xf64>, tensor<2x6x2x8xf64>, tensor<4x5x6xf32>) -> (tensor<2x5x4x8xf64>, tensor<2x6x2x8xf64>, tensor<2x6x2x8xf64>, tensor<4x5x6xf32>)
+  return
+}

@@ -119,6 +119,43 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// With a bias gradient the batch is a reduction: tiled over the KV heads
+// only, a tile of 2 KV heads reads the [4, S, T] slice of the per-head bias
+// of its query heads and accumulates into the same slice of the gradient.
+// CHECK-LABEL: func.func @flash_attention_grad_bias
+// CHECK: scf.forall (%[[HB:.*]]) in (2) shared_outs(%{{.*}} = %arg4, %{{.*}} = %arg5, %[[DB:.*]] = %arg6)
+// CHECK: %[[B:.*]] = tensor.extract_slice %arg3[%{{.*}}, 0, 0] [4, 40, 24] [1, 1, 1] : tensor<8x40x24xf32> to tensor<4x40x24xf32>
+// CHECK: %[[DB0:.*]] = tensor.extract_slice %[[DB]][%{{.*}}, 0, 0] [4, 40, 24] [1, 1, 1] : tensor<8x40x24xf32> to tensor<4x40x24xf32>
+// CHECK: %{{.*}}, %{{.*}}, %[[G:.*]] = attn.flash_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%[[B]]) outs(%{{.*}}, %{{.*}}) accumulate(%[[DB0]])
+// CHECK: tensor.parallel_insert_slice %[[G]] into %[[DB]][%{{.*}}, 0, 0] [4, 40, 24]
+func.func @flash_attention_grad_bias(
+    %q: tensor<2x40x8x8xf32>, %k: tensor<2x24x4x8xf32>,
+    %o: tensor<2x40x8x8xf32>, %bias: tensor<8x40x24xf32>,
+    %dq0: tensor<2x40x8x8xf32>, %dk0: tensor<2x24x4x8xf32>,
+    %db0: tensor<8x40x24xf32>)
+    -> (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<8x40x24xf32>) {
+  %dq, %dk, %db = attn.flash_attention_grad %q, %k, %o, %o bias(%bias)
+      outs(%dq0, %dk0) accumulate(%db0) {block_q = 16 : i64, block_kv = 16 : i64}
+      : (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<2x40x8x8xf32>,
+         tensor<2x40x8x8xf32>, tensor<8x40x24xf32>, tensor<2x40x8x8xf32>,
+         tensor<2x24x4x8xf32>, tensor<8x40x24xf32>)
+      -> (tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<8x40x24xf32>)
+  return %dq, %dk, %db
+      : tensor<2x40x8x8xf32>, tensor<2x24x4x8xf32>, tensor<8x40x24xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["attn.flash_attention_grad"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_forall %op tile_sizes [0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
 // attn.fused_weight_grad over (out, in) features: a tile reads every token
 // of the cotangent's columns of its output features and of the input's
 // columns of its input features.

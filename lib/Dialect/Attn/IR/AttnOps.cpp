@@ -639,12 +639,10 @@ OpFoldResult RoPEOp::fold(FoldAdaptor) {
 // SDPAOp
 //===----------------------------------------------------------------------===//
 
-/// The additive logit bias of an attention op; attn.flash_attention_grad
-/// has none.
+/// The additive logit bias of an attention op.
 template <typename AttentionOp> static Value getLogitBias(AttentionOp op) {
   return op.getBias();
 }
-static Value getLogitBias(FlashAttentionGradOp) { return {}; }
 
 /// The log-sum-exp operands and results of an attention op (f32 whatever
 /// the element type), null where absent.
@@ -655,6 +653,16 @@ static SmallVector<Value> getLogSumExps(FlashAttentionOp op) {
 static SmallVector<Value> getLogSumExps(SDPAGradOp op) { return {op.getLse()}; }
 static SmallVector<Value> getLogSumExps(FlashAttentionGradOp op) {
   return {op.getLse()};
+}
+
+/// The bias gradient's init and result of attn.flash_attention_grad (f32 or
+/// f64 whatever the element type), null where absent.
+template <typename AttentionOp>
+static SmallVector<Value> getBiasGradAccumulators(AttentionOp) {
+  return {};
+}
+static SmallVector<Value> getBiasGradAccumulators(FlashAttentionGradOp op) {
+  return {op.getBiasGradInit(), op.getBiasGrad()};
 }
 
 /// The checks the attention ops (attn.sdpa, attn.flash_attention and their
@@ -712,7 +720,9 @@ static LogicalResult verifyAttention(AttentionOp op, Value value,
     names.push_back("value");
   if (getLogitBias(op))
     names.push_back("bias");
-  return verifySameElementType(operation, names, logSumExps);
+  SmallVector<Value> ownType = logSumExps;
+  llvm::append_range(ownType, getBiasGradAccumulators(op));
+  return verifySameElementType(operation, names, ownType);
 }
 
 LogicalResult MaskTokensOp::verify() {
@@ -1039,10 +1049,13 @@ LogicalResult FlashAttentionGradOp::verify() {
                             "takes three inits (dq, dk, dv)"
                           : "is K=V (no value) but has a value gradient "
                             "init: 'outs' takes two inits (dq, dkv)");
-  if (!getValue() != !getValueGrad())
+  if (getBiasGradInit() && !getBias())
+    return emitOpError() << "has an 'accumulate' init for the bias gradient "
+                            "but no bias";
+  unsigned numInits = getDpsInits().size();
+  if (op->getNumResults() != numInits)
     return emitOpError() << "has " << op->getNumResults()
-                         << " results, but its inits give "
-                         << (getValue() ? 3 : 2);
+                         << " results, but its inits give " << numInits;
   for (auto [index, init, result] :
        llvm::enumerate(getDpsInits(), op->getResults()))
     if (init.getType() != result.getType())
@@ -1053,6 +1066,8 @@ LogicalResult FlashAttentionGradOp::verify() {
   if (getValue())
     names.push_back("value");
   names.append({"output", "output_grad"});
+  if (getBias())
+    names.push_back("bias");
   if (getKeyMask())
     names.push_back("key_mask");
   if (getLse())
@@ -1060,21 +1075,54 @@ LogicalResult FlashAttentionGradOp::verify() {
   names.append({"outs #0", "outs #1"});
   if (getValue())
     names.push_back("outs #2");
-  if (failed(verifySameElementType(op, names, {getLse()})) ||
+  if (failed(verifySameElementType(
+          op, names, {getLse(), getBiasGradInit(), getBiasGrad()})) ||
       failed(verifyAttention(*this, getValueOrKey(), getOutput(), "output")) ||
-      failed(verifyRope(op, getKeyRopeAttr(), dimOf(getKey(), 3), "key_rope")) ||
+      failed(
+          verifyRope(op, getKeyRopeAttr(), dimOf(getKey(), 3), "key_rope")) ||
       failed(verifyShape(op, "output_grad", getOutputGrad(),
                          {{dimOf(getOutput(), 0), "batch"},
                           {dimOf(getOutput(), 1), "S"},
                           {dimOf(getOutput(), 2), "num_heads"},
                           {dimOf(getOutput(), 3), "value_dim"}})))
     return failure();
+  // The bias gradient per query head, whatever the bias's rank: an [S, T]
+  // bias's is its sum over the heads.
+  if (Value biasGrad = getBiasGradInit())
+    if (failed(
+            verifyRank(op, "accumulate", biasGrad, 3, "[num_heads, S, T]")) ||
+        failed(verifyShape(op, "accumulate", biasGrad,
+                           {{dimOf(getQuery(), 2), "num_heads"},
+                            {dimOf(getQuery(), 1), "S"},
+                            {dimOf(getKey(), 1), "T"}})))
+      return failure();
+  // Accumulated in the kernel's arithmetic type.
+  if (Value biasGrad = getBiasGradInit()) {
+    Type queryType = getElementTypeOrSelf(getQuery().getType());
+    Type expected =
+        queryType.isF64() ? queryType : Float32Type::get(getContext());
+    if (getElementTypeOrSelf(biasGrad.getType()) != expected)
+      return emitOpError() << "'accumulate' must have element type " << expected
+                           << " (the arithmetic type for " << queryType
+                           << " operands), got "
+                           << getElementTypeOrSelf(biasGrad.getType());
+  }
   return failure(
       failed(verifyGradType(op, "query_grad", getQueryGrad(), "query",
                             getQuery())) ||
       failed(verifyGradType(op, "key_grad", getKeyGrad(), "key", getKey())) ||
       (getValue() && failed(verifyGradType(op, "value_grad", getValueGrad(),
                                            "value", getValue()))));
+}
+
+/// The results are one variadic list; they print under their roles' names.
+void FlashAttentionGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getQueryGrad(), "query_grad");
+  setNameFn(getKeyGrad(), "key_grad");
+  if (Value valueGrad = getValueGrad())
+    setNameFn(valueGrad, "value_grad");
+  if (Value biasGrad = getBiasGrad())
+    setNameFn(biasGrad, "bias_grad");
 }
 
 using tiling::TileSlices;
@@ -1338,9 +1386,12 @@ LogicalResult FlashAttentionOp::getResultTilePosition(
 
 /// The iteration space is (batch, kv head): the gradients of a KV head and
 /// of its query heads depend on nothing else, so both are parallel; the
-/// reductions over query rows and keys stay in the op.
+/// reductions over query rows and keys stay in the op. The bias gradient
+/// sums every batch entry's dS: with it, the batch is a reduction.
 SmallVector<utils::IteratorType> FlashAttentionGradOp::getLoopIteratorTypes() {
-  return SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel);
+  return {getBiasGradInit() ? utils::IteratorType::reduction
+                            : utils::IteratorType::parallel,
+          utils::IteratorType::parallel};
 }
 
 SmallVector<Range>
@@ -1370,6 +1421,25 @@ static int64_t gradHeadsPerTile(FlashAttentionGradOp op, Value tensor) {
   return dimOf(tensor, 2) / dimOf(op.getKey(), 2);
 }
 
+/// Offsets and sizes of the `[heads, S, T]` slice (a per-head bias or its
+/// gradient) that a (batch, kv heads) tile reads: `group` query heads per
+/// KV head, every row and key.
+static void gradBiasSlice(OpBuilder &builder, Location loc, Value tensor,
+                          ArrayRef<OpFoldResult> offsets,
+                          ArrayRef<OpFoldResult> sizes, int64_t group,
+                          SmallVectorImpl<OpFoldResult> &sliceOffsets,
+                          SmallVectorImpl<OpFoldResult> &sliceSizes) {
+  AffineExpr d0 = builder.getAffineDimExpr(0);
+  OpFoldResult zero = builder.getIndexAttr(0);
+  sliceOffsets.assign({affine::makeComposedFoldedAffineApply(
+                           builder, loc, d0 * group, {offsets[1]}),
+                       zero, zero});
+  sliceSizes.assign({affine::makeComposedFoldedAffineApply(
+                         builder, loc, d0 * group, {sizes[1]}),
+                     tensor::getMixedSize(builder, loc, tensor, 1),
+                     tensor::getMixedSize(builder, loc, tensor, 2)});
+}
+
 FailureOr<TilingResult>
 FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
                                              ArrayRef<OpFoldResult> offsets,
@@ -1386,7 +1456,22 @@ FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
   Value value = getValue() ? headSlice(getValue()) : Value();
   Value output = headSlice(getOutput()),
         outputGrad = headSlice(getOutputGrad());
-  SmallVector<Value> inits = llvm::map_to_vector(getDpsInits(), headSlice);
+  int64_t group = gradHeadsPerTile(*this, getQuery());
+  auto biasSlice = [&](Value tensor) {
+    gradBiasSlice(builder, loc, tensor, offsets, sizes, group, sliceOffsets,
+                  sliceSizes);
+    return slices.extract(tensor, sliceOffsets, sliceSizes);
+  };
+  // An [S, T] bias serves every head whole.
+  Value bias = getBias();
+  if (bias && cast<RankedTensorType>(bias.getType()).getRank() == 3)
+    bias = biasSlice(bias);
+  SmallVector<Value> inits = llvm::map_to_vector(
+      getDpsInits().take_front(getValue() ? 3 : 2), headSlice);
+  Value biasGradInit =
+      getBiasGradInit() ? biasSlice(getBiasGradInit()) : Value();
+  if (biasGradInit)
+    inits.push_back(biasGradInit);
   Value keyMask;
   if (Value fullMask = getKeyMask())
     keyMask = slices.extract(
@@ -1395,17 +1480,17 @@ FlashAttentionGradOp::getTiledImplementation(OpBuilder &builder,
   Value lse;
   if (Value fullLse = getLse()) {
     perHeadRowSlice(builder, loc, offsets, sizes, builder.getIndexAttr(0),
-                    tensor::getMixedSize(builder, loc, fullLse, 1),
-                    gradHeadsPerTile(*this, getQuery()), sliceOffsets,
-                    sliceSizes);
+                    tensor::getMixedSize(builder, loc, fullLse, 1), group,
+                    sliceOffsets, sliceSizes);
     lse = slices.extract(fullLse, sliceOffsets, sliceSizes);
   }
 
   auto tiled = FlashAttentionGradOp::create(
       builder, loc, ValueRange(inits).getTypes(), query, key, value, output,
-      outputGrad, keyMask, lse, inits[0], inits[1],
-      value ? inits[2] : Value(), getCausalAttr(), getWindowAttr(),
-      getScaleAttr(), getKeyRopeAttr(), getBlockQAttr(), getBlockKvAttr());
+      outputGrad, bias, keyMask, lse, inits[0], inits[1],
+      value ? inits[2] : Value(), biasGradInit, getCausalAttr(),
+      getWindowAttr(), getScaleAttr(), getKeyRopeAttr(), getBlockQAttr(),
+      getBlockKvAttr());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), slices.ops};
 }
@@ -1415,8 +1500,13 @@ LogicalResult FlashAttentionGradOp::getResultTilePosition(
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
   Value init = getDpsInits()[resultNumber];
-  gradHeadSlice(builder, getLoc(), init, offsets, sizes,
-                gradHeadsPerTile(*this, init), resultOffsets, resultSizes);
+  if (init == getBiasGradInit())
+    gradBiasSlice(builder, getLoc(), init, offsets, sizes,
+                  gradHeadsPerTile(*this, getQuery()), resultOffsets,
+                  resultSizes);
+  else
+    gradHeadSlice(builder, getLoc(), init, offsets, sizes,
+                  gradHeadsPerTile(*this, init), resultOffsets, resultSizes);
   return success();
 }
 

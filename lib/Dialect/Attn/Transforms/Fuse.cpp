@@ -4,7 +4,7 @@
 // in three phases so that the larger fusions see their producers intact:
 //   1. the CCA chain feeding an attn.sdpa -> attn.cca_prologue;
 //   2. attn.sdpa -> attn.flash_attention (K=V and RoPE-on-load recognized),
-//      attn.sdpa_grad without a bias -> attn.flash_attention_grad;
+//      attn.sdpa_grad -> attn.flash_attention_grad;
 //   3. head-split projections (and their RoPE) -> attn.fused_projection;
 //   4. the remaining projections (the up-projection) -> attn.fused_projection
 //      with one head, a tiled GEMM; attn.project_grad -> that GEMM for dx
@@ -605,20 +605,72 @@ static arith::AddFOp getSharedKeyValueGradSum(SDPAGradOp op, RoPEOp keyRope) {
   return sum;
 }
 
-/// The gradients of a bias-free attention: the memory-O(S) backward.
-/// With a bias, dbias is an S x T tensor and the reference lowering keeps
-/// the op. K=V (the key is the value, or its rotation) whose two role
-/// gradients are only summed becomes the K=V form, whose kernel rotates the
-/// key role on load, transposes the rotation on each dK tile and adds dV
-/// before one store.
+/// The gradient of the logit `bias` (`[S, T]` or `[Hq, S, T]`) from the
+/// `[Hq, S, T]` sum of dS over the batch (f32 or f64): summed over the heads
+/// for an `[S, T]` bias (in that type), then rounded to the bias's element
+/// type.
+static Value logitBiasGradOf(PatternRewriter &rewriter, Location loc,
+                             Value scoreGradSum, Value bias) {
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  Type sumType = getElementTypeOrSelf(scoreGradSum.getType());
+  MLIRContext *context = rewriter.getContext();
+  auto elementwise = [&](Value source, Value init, AffineMap sourceMap,
+                         ArrayRef<utils::IteratorType> iterators) {
+    unsigned rank = sourceMap.getNumDims();
+    AffineMap initMap = AffineMap::getMultiDimIdentityMap(rank, context);
+    if (cast<RankedTensorType>(init.getType()).getRank() < rank)
+      initMap = initMap.dropResult(0);
+    return linalg::GenericOp::create(
+               rewriter, loc, init.getType(), source, init,
+               ArrayRef<AffineMap>{sourceMap, initMap}, iterators,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 Value value = args[0];
+                 if (iterators.front() == utils::IteratorType::reduction)
+                   value = arith::AddFOp::create(b, l, args[1], value);
+                 else if (value.getType() != args[1].getType())
+                   value =
+                       arith::TruncFOp::create(b, l, args[1].getType(), value);
+                 linalg::YieldOp::create(b, l, value);
+               })
+        .getResult(0);
+  };
+  auto initOf = [&](Type elementType) {
+    return emptyResult(rewriter, loc,
+                       RankedTensorType::get(biasType.getShape(), elementType),
+                       [&](int64_t) { return bias; });
+  };
+  Value grad = scoreGradSum;
+  if (biasType.getRank() == 2) {
+    Value zero = arith::ConstantOp::create(rewriter, loc, sumType,
+                                           rewriter.getZeroAttr(sumType));
+    Value init = linalg::FillOp::create(rewriter, loc, zero, initOf(sumType))
+                     .getResult(0);
+    grad = elementwise(
+        grad, init, AffineMap::getMultiDimIdentityMap(3, context),
+        {utils::IteratorType::reduction, utils::IteratorType::parallel,
+         utils::IteratorType::parallel});
+  }
+  if (biasType.getElementType() == sumType)
+    return grad;
+  unsigned rank = biasType.getRank();
+  return elementwise(
+      grad, initOf(biasType.getElementType()),
+      AffineMap::getMultiDimIdentityMap(rank, context),
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel));
+}
+
+/// The gradients of an attention: the memory-O(S) backward. With a bias
+/// whose gradient is used, dS summed over the batch accumulates into an
+/// f32 `[Hq, S, T]` init, the only `S x T` tensor. K=V (the key is the
+/// value, or its rotation) whose two role gradients are only summed becomes
+/// the K=V form, whose kernel rotates the key role on load, transposes the
+/// rotation on each dK tile and adds dV before one store.
 struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
   FuseFlashAttentionGrad(MLIRContext *context, TileSizes tiles)
       : OpRewritePattern(context), tiles(tiles) {}
 
   LogicalResult matchAndRewrite(SDPAGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getBias())
-      return rewriter.notifyMatchFailure(op, "dbias is an S x T tensor");
     Location loc = op.getLoc();
     // Each gradient takes its shape from the value it differentiates.
     auto initFor = [&](Value primal) {
@@ -633,34 +685,71 @@ struct FuseFlashAttentionGrad : OpRewritePattern<SDPAGradOp> {
     arith::AddFOp sharedSum;
     if (keyRope || op.getKey() == value)
       sharedSum = getSharedKeyValueGradSum(op, keyRope);
-    auto tileSize = [&](int64_t size) {
-      return rewriter.getI64IntegerAttr(size);
-    };
+
+    // dS summed over the batch, [Hq, S, T] from zero in the kernel's
+    // arithmetic type (f32, f64 for f64 operands).
+    Value biasGradInit;
+    Type elementType = getElementTypeOrSelf(op.getQuery().getType());
+    FloatType arithmeticType = elementType.isF64()
+                                   ? cast<FloatType>(elementType)
+                                   : rewriter.getF32Type();
+    Value biasGrad = op.getBiasGrad();
+    if (biasGrad && !biasGrad.use_empty()) {
+      Value query = op.getQuery(), key = op.getKey();
+      auto type = RankedTensorType::get(
+          {cast<RankedTensorType>(query.getType()).getDimSize(2),
+           cast<RankedTensorType>(query.getType()).getDimSize(1),
+           cast<RankedTensorType>(key.getType()).getDimSize(1)},
+          arithmeticType);
+      // Sizes (heads, S, T) from (query dim 2, query dim 1, key dim 1).
+      SmallVector<Value> dynamicSizes;
+      for (auto [dim, source, sourceDim] :
+           {std::tuple(0, query, 2), std::tuple(1, query, 1),
+            std::tuple(2, key, 1)})
+        if (type.isDynamicDim(dim))
+          dynamicSizes.push_back(
+              tensor::DimOp::create(rewriter, loc, source, sourceDim));
+      Value empty = tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
+      Value zero = arith::ConstantOp::create(
+          rewriter, loc, rewriter.getFloatAttr(arithmeticType, 0.0));
+      biasGradInit =
+          linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    }
+
+    SmallVector<Type> resultTypes = {op.getQuery().getType()};
+    Value keyOperand = sharedSum ? value : op.getKey();
+    Value valueOperand = sharedSum ? Value() : value;
+    resultTypes.push_back(keyOperand.getType());
+    if (valueOperand)
+      resultTypes.push_back(value.getType());
+    if (biasGradInit)
+      resultTypes.push_back(biasGradInit.getType());
+    auto fused = FlashAttentionGradOp::create(
+        rewriter, loc, resultTypes, op.getQuery(), keyOperand, valueOperand,
+        op.getOutput(), op.getOutputGrad(), op.getBias(), op.getKeyMask(),
+        op.getLse(), initFor(op.getQuery()), initFor(keyOperand),
+        valueOperand ? initFor(valueOperand) : Value(), biasGradInit,
+        op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
+        sharedSum && keyRope ? keyRope.getRope() : RopeAttr(),
+        rewriter.getI64IntegerAttr(tiles.blockQ),
+        rewriter.getI64IntegerAttr(tiles.blockKV));
+    if (biasGradInit)
+      rewriter.replaceAllUsesWith(
+          biasGrad,
+          logitBiasGradOf(rewriter, loc, fused.getBiasGrad(), op.getBias()));
+    rewriter.replaceAllUsesWith(op.getQueryGrad(), fused.getQueryGrad());
     if (!sharedSum) {
-      rewriter.replaceOpWithNewOp<FlashAttentionGradOp>(
-          op, op.getResultTypes(), op.getQuery(), op.getKey(), value,
-          op.getOutput(), op.getOutputGrad(), op.getKeyMask(), op.getLse(),
-          initFor(op.getQuery()), initFor(op.getKey()), initFor(value),
-          op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
-          /*key_rope=*/RopeAttr(), tileSize(tiles.blockQ),
-          tileSize(tiles.blockKV));
+      rewriter.replaceAllUsesWith(op.getKeyGrad(), fused.getKeyGrad());
+      rewriter.replaceAllUsesWith(op.getValueGrad(), fused.getValueGrad());
+      rewriter.eraseOp(op);
       return success();
     }
     // At the attention gradient: its users (dq's too) all come after it.
     Operation *keyRoleTranspose =
         keyRope ? *op.getKeyGrad().user_begin() : nullptr;
-    auto fused = FlashAttentionGradOp::create(
-        rewriter, loc, TypeRange{op.getQuery().getType(), value.getType()},
-        op.getQuery(), value, /*value=*/Value(), op.getOutput(),
-        op.getOutputGrad(), op.getKeyMask(), op.getLse(),
-        initFor(op.getQuery()), initFor(value), /*value_grad_init=*/Value(),
-        op.getCausalAttr(), op.getWindowAttr(), op.getScaleAttr(),
-        keyRope ? keyRope.getRope() : RopeAttr(), tileSize(tiles.blockQ),
-        tileSize(tiles.blockKV));
     rewriter.replaceOp(sharedSum, fused.getKeyGrad());
     if (keyRoleTranspose)
       rewriter.eraseOp(keyRoleTranspose);
-    rewriter.replaceAllUsesWith(op.getQueryGrad(), fused.getQueryGrad());
     rewriter.eraseOp(op);
     return success();
   }

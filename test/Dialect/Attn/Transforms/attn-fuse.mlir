@@ -356,9 +356,9 @@ func.func @ccgqa_padding_mask(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
 
 // -----
 
-// The gradients of a bias-free attention: the memory-O(S) backward, with
-// empty inits shaped like the values they differentiate. With a bias (dbias
-// is S x T) the reference lowering keeps attn.sdpa_grad.
+// The gradients of an attention: the memory-O(S) backward, with empty
+// inits shaped like the values they differentiate. A bias whose gradient is
+// unused is only read.
 // CHECK-LABEL: func.func @sdpa_grad
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
@@ -369,8 +369,8 @@ func.func @ccgqa_padding_mask(%x: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>,
 // CHECK-DAG: %[[DQ0:.*]] = tensor.empty(%[[B]], %[[S]]) : tensor<?x?x4x8xf32>
 // CHECK-DAG: %[[DK0:.*]] = tensor.empty(%[[KB]], %[[T]]) : tensor<?x?x2x8xf32>
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.flash_attention_grad %arg0, %arg1, %arg1, %arg2, %arg3 key_mask(%arg4) outs(%[[DQ0]], %[[DK0]], %[[DK0]]) {block_kv = 64 : i64, block_q = 64 : i64, causal, window = 16 : i64}
-// CHECK: attn.sdpa_grad %arg0, %arg1, %arg1, %arg2, %arg3 bias(%arg5)
-// CHECK-NOT: attn.flash_attention_grad
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.flash_attention_grad %arg0, %arg1, %arg1, %arg2, %arg3 bias(%arg5) outs(%[[DQ0]], %[[DK0]], %[[DK0]]) {block_kv = 64 : i64, block_q = 64 : i64}
+// CHECK-NOT: attn.sdpa_grad
 // TILES-LABEL: func.func @sdpa_grad
 // TILES: attn.flash_attention_grad {{.*}}{block_kv = 32 : i64, block_q = 128 : i64, causal, window = 16 : i64}
 func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
@@ -390,6 +390,56 @@ func.func @sdpa_grad(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
           tensor<?x?xf32>)
   return %dq, %dk, %dv, %bq : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>,
       tensor<?x?x2x8xf32>, tensor<?x?x4x8xf32>
+}
+
+// -----
+
+// A used bias gradient: dS summed over the batch accumulates into an f32
+// [Hq, S, T] init from zero; an [S, T] bias's gradient is its sum over the
+// heads (in f32), a 16-bit bias's is rounded once.
+// CHECK-LABEL: func.func @sdpa_grad_bias
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[DB0:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<4x?x?xf32>
+// CHECK: %[[DB:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[DB0]] : tensor<4x?x?xf32>)
+// CHECK: %{{.*}}, %{{.*}}, %[[SUM:.*]] = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3 bias(%arg4) outs(%{{.*}}, %{{.*}}) accumulate(%[[DB]])
+// CHECK-SAME: -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<4x?x?xf32>)
+// CHECK: %[[HEADS0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK: %[[HEADS:.*]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[SUM]] : tensor<4x?x?xf32>) outs(%[[HEADS0]] : tensor<?x?xf32>)
+// CHECK: arith.addf
+// CHECK: return %{{.*}}, %{{.*}}, %[[HEADS]]
+func.func @sdpa_grad_bias(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>,
+                          %o: tensor<?x?x4x8xf32>, %do: tensor<?x?x4x8xf32>,
+                          %bias: tensor<?x?xf32>)
+    -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xf32>) {
+  %dq, %dk, %dv, %db = attn.sdpa_grad %q, %k, %k, %o, %do bias(%bias)
+      : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+         tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?xf32>)
+      -> (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>,
+          tensor<?x?xf32>)
+  %dkv = arith.addf %dk, %dv : tensor<?x?x2x8xf32>
+  return %dq, %dkv, %db
+      : tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xf32>
+}
+
+// CHECK-LABEL: func.func @sdpa_grad_head_bias_bf16
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM:.*]] = attn.flash_attention_grad %arg0, %arg1, %arg2, %arg3, %arg4 bias(%arg5) outs(%{{.*}}, %{{.*}}, %{{.*}}) accumulate(%{{.*}}) {block_kv = 64 : i64, block_q = 64 : i64, causal}
+// CHECK: %[[DB:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[SUM]] : tensor<4x?x?xf32>) outs(%{{.*}} : tensor<4x?x?xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: return %[[DB]]
+func.func @sdpa_grad_head_bias_bf16(%q: tensor<?x?x4x8xbf16>,
+                                    %k: tensor<?x?x2x8xbf16>,
+                                    %v: tensor<?x?x2x8xbf16>,
+                                    %o: tensor<?x?x4x8xbf16>,
+                                    %do: tensor<?x?x4x8xbf16>,
+                                    %bias: tensor<4x?x?xbf16>)
+    -> tensor<4x?x?xbf16> {
+  %dq, %dk, %dv, %db = attn.sdpa_grad %q, %k, %v, %o, %do bias(%bias)
+      {causal}
+      : (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+         tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16>, tensor<4x?x?xbf16>)
+      -> (tensor<?x?x4x8xbf16>, tensor<?x?x2x8xbf16>, tensor<?x?x2x8xbf16>,
+          tensor<4x?x?xbf16>)
+  return %db : tensor<4x?x?xbf16>
 }
 
 // -----

@@ -161,6 +161,13 @@ def Attn_CCAPrologueOp : Attn_Op<"cca_prologue",
       the op has two results, `(dq, dkv)`, where each key tile's gradient
       `dkv_j = rope^T(dk_j) + dv_j` is summed in the kernel from both roles
       and stored once. Its `outs` are the two inits.
+    * `bias(%b)` (`[S, T]` or `[Hq, S, T]`, as `attn.sdpa`'s) is added to
+      the scaled scores. With `accumulate(%db)` (`[Hq, S, T]`, f32, or f64
+      for f64 operands; after `outs`) the op has one more result, `%db + dS` summed over the
+      batch: each visited tile pair adds its `dS` into `%db`, so the
+      bias gradient is the only `S x T` tensor (an `[S, T]` bias's gradient
+      is its sum over the heads). That init is read, not overwritten, and
+      the batch becomes a reduction dimension of the iteration space.
 
     The op is destination-style (`outs` are the initial values of the
     results, fully overwritten) and implements `TilingInterface` over
@@ -339,13 +346,14 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention",
 
 def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
     [Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
      DeclareOpInterfaceMethods<TilingInterface,
          ["getIterationDomain", "getLoopIteratorTypes",
           "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "tiled attention backward (FlashAttention-2) without S x T";
   let description = [{
-    The results of `attn.sdpa_grad` without a bias: the gradients
-    `(dq, dk, dv)` of `o = attn.sdpa q, k, v` (same masks and scale `s`)
+    The results of `attn.sdpa_grad`: the gradients
+    `(dq, dk, dv)` of `o = attn.sdpa q, k, v` (same masks, bias and scale `s`)
     for the cotangent `do` of `o`, over `query [batch, S, Hq, d]`,
     `key [batch, T, Hk, d]`, `value [batch, T, Hk, dv]`, the forward's
     `output` and `output_grad` (both `[batch, S, Hq, dv]`), computed
@@ -378,10 +386,18 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
       the op has two results, `(dq, dkv)`, where each key tile's gradient
       `dkv_j = rope^T(dk_j) + dv_j` is summed in the kernel from both roles
       and stored once. Its `outs` are the two inits.
+    * `bias(%b)` (`[S, T]` or `[Hq, S, T]`, as `attn.sdpa`'s) is added to
+      the scaled scores. With `accumulate(%db)` (`[Hq, S, T]`, f32, or f64
+      for f64 operands; after `outs`) the op has one more result, `%db + dS` summed over the
+      batch: each visited tile pair adds its `dS` into `%db`, so the
+      bias gradient is the only `S x T` tensor (an `[S, T]` bias's gradient
+      is its sum over the heads). That init is read, not overwritten, and
+      the batch becomes a reduction dimension of the iteration space.
 
     The op is destination-style (`outs` are the initial values of the
     results, fully overwritten) and implements `TilingInterface` over
-    `(batch, kv_heads)`, both parallel: a tile of `g` KV heads is an
+    `(batch, kv_heads)`, both parallel (the batch a reduction with
+    `accumulate`): a tile of `g` KV heads is an
     `attn.flash_attention_grad` on the `[.., g * G, ..]` query-side slices
     and the `[.., g, ..]` key-side slices of its batch entries, over every
     query row and key.
@@ -404,6 +420,17 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
            tensor<?x?x16x64xf32>, tensor<?x?x16x64xf32>, tensor<?x?x16xf32>,
            tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>)
         -> (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>)
+
+    // A per-head logit bias and its gradient, accumulated in f32.
+    %dq, %dk, %dv, %db = attn.flash_attention_grad %q, %k, %v, %o, %do
+        bias(%b) lse(%lse) outs(%dq_init, %dk_init, %dv_init)
+        accumulate(%db_init) {block_q = 64 : i64, block_kv = 64 : i64}
+        : (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<?x?x16x64xf32>, tensor<?x?x16x64xf32>, tensor<16x?x?xf32>,
+           tensor<?x?x16xf32>, tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>,
+           tensor<?x?x4x64xf32>, tensor<16x?x?xf32>)
+        -> (tensor<?x?x16x64xf32>, tensor<?x?x4x64xf32>,
+            tensor<?x?x4x64xf32>, tensor<16x?x?xf32>)
     ```
 
     Semantics: docs/semantics.md#attnflash_attention_grad
@@ -413,38 +440,53 @@ def Attn_FlashAttentionGradOp : Attn_Op<"flash_attention_grad",
                        Optional<Attn_FloatTensor>:$value,
                        Attn_FloatTensor:$output,
                        Attn_FloatTensor:$output_grad,
+                       Optional<Attn_FloatTensor>:$bias,
                        Optional<Attn_MaskTensor>:$key_mask,
                        Optional<RankedTensorOf<[F32]>>:$lse,
                        Attn_FloatTensor:$query_grad_init,
                        Attn_FloatTensor:$key_grad_init,
                        Optional<Attn_FloatTensor>:$value_grad_init,
+                       Optional<RankedTensorOf<[F32, F64]>>:$bias_grad_init,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<Attn_RopeAttr>:$key_rope,
                        Attn_PositiveI64Attr:$block_q,
                        Attn_PositiveI64Attr:$block_kv);
-  let results = (outs Attn_FloatTensor:$query_grad,
-                      Attn_FloatTensor:$key_grad,
-                      Optional<Attn_FloatTensor>:$value_grad);
+  // One result per init, in their order (dq, dk, [dv], [dbias]); the
+  // verifier checks their types against the inits'.
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   // Four or five leading operands: without the value, K=V.
   let assemblyFormat = [{
     custom<AttentionGradOperands>($query, $key, $value, $output, $output_grad)
-    (`key_mask` `(` $key_mask^ `)`)? (`lse` `(` $lse^ `)`)?
+    (`bias` `(` $bias^ `)`)? (`key_mask` `(` $key_mask^ `)`)?
+    (`lse` `(` $lse^ `)`)?
     `outs` `(` $query_grad_init `,` $key_grad_init (`,` $value_grad_init^)? `)`
+    (`accumulate` `(` $bias_grad_init^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// K=V: the key is also the value, and its gradient is one result.
     bool isSharedKeyValue() { return !getValue(); }
+    ::mlir::Value getQueryGrad() { return getResult(0); }
+    ::mlir::Value getKeyGrad() { return getResult(1); }
+    /// Null for K=V.
+    ::mlir::Value getValueGrad() {
+      return getValue() ? getResult(2) : ::mlir::Value();
+    }
+    /// Null without `accumulate`.
+    ::mlir::Value getBiasGrad() {
+      return getBiasGradInit() ? getResults().back() : ::mlir::Value();
+    }
     ::mlir::Value getValueOrKey() {
       return getValue() ? getValue() : getKey();
     }
     ::mlir::MutableOperandRange getDpsInitsMutable() {
-      unsigned first = getODSOperandIndexAndLength(7).first;
-      return ::mlir::MutableOperandRange(getOperation(), first,
-                                         getValue() ? 3 : 2);
+      unsigned first = getODSOperandIndexAndLength(8).first;
+      return ::mlir::MutableOperandRange(
+          getOperation(), first,
+          (getValue() ? 3 : 2) + (getBiasGradInit() ? 1 : 0));
     }
   }];
 }
