@@ -661,7 +661,7 @@ static Value logitBiasGradOf(PatternRewriter &rewriter, Location loc,
 
 /// The gradients of an attention: the memory-O(S) backward. With a bias
 /// whose gradient is used, dS summed over the batch accumulates into an
-/// f32 `[Hq, S, T]` init, the only `S x T` tensor. K=V (the key is the
+/// `[Hq, S, T]` init (f32, f64 for f64 operands), the only `S x T` tensor. K=V (the key is the
 /// value, or its rotation) whose two role gradients are only summed becomes
 /// the K=V form, whose kernel rotates the key role on load, transposes the
 /// rotation on each dK tile and adds dV before one store.
