@@ -292,19 +292,12 @@ Value FlashAttentionTile::scores(Value queryTile, Value keyTile, Value key0,
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   OpFoldResult zero = b.getIndexAttr(0);
-  // Loops (g, c, i); the bias is stored [.., i, c].
+  // Loops (g, c, i); the bias holds the tile's rows.
   if (bias) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    if (biasType.getRank() == 3) {
-      inputs.push_back(kb.slice(bias, {zero, zero, key0},
-                                {group, blockQ, blockKV},
-                                {group, blockQ, blockKV}));
-      maps.push_back(kb.map(3, {0, 2, 1}));
-    } else {
-      inputs.push_back(
-          kb.slice(bias, {zero, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
-      maps.push_back(kb.map(3, {2, 1}));
-    }
+    auto [biasTile, biasMap] =
+        kb.logitBiasTile(bias, zero, key0, group, blockQ, blockKV);
+    inputs.push_back(biasTile);
+    maps.push_back(biasMap);
   }
   unsigned keyMaskArg = inputs.size();
   if (masked && keyMask) {

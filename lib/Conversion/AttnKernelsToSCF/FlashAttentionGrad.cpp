@@ -567,21 +567,15 @@ Value FlashAttentionGradTile::scores(Value queryT, Value keyTile, Value key0,
       });
 
   // The bias and the mask, loops (g, c, i): padded rows and keys, the
-  // diagonal, the window and the key mask. The bias is stored [.., i, c].
+  // diagonal, the window and the key mask.
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   OpFoldResult zero = kb.builder.getIndexAttr(0);
   if (bias) {
-    if (cast<RankedTensorType>(bias.getType()).getRank() == 3) {
-      inputs.push_back(kb.slice(bias, {zero, query0, key0},
-                                {group, blockQ, blockKV},
-                                {group, blockQ, blockKV}));
-      maps.push_back(kb.map(3, {0, 2, 1}));
-    } else {
-      inputs.push_back(
-          kb.slice(bias, {query0, key0}, {blockQ, blockKV}, {blockQ, blockKV}));
-      maps.push_back(kb.map(3, {2, 1}));
-    }
+    auto [biasTile, biasMap] =
+        kb.logitBiasTile(bias, query0, key0, group, blockQ, blockKV);
+    inputs.push_back(biasTile);
+    maps.push_back(biasMap);
   }
   if (keyMask) {
     inputs.push_back(kb.slice(keyMask, {zero, key0}, {1, blockKV}, {blockKV}));

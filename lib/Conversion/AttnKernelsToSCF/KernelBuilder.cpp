@@ -430,6 +430,19 @@ std::pair<Value, Value> KernelBuilder::ropeTables(attn::RopeAttr rope,
   return {table(false), table(true)};
 }
 
+std::pair<Value, AffineMap>
+KernelBuilder::logitBiasTile(Value bias, OpFoldResult row0, Value key0,
+                             int64_t group, int64_t blockQ, int64_t blockKV) {
+  OpFoldResult zero = builder.getIndexAttr(0);
+  // The bias is stored [.., i, c].
+  if (cast<RankedTensorType>(bias.getType()).getRank() == 3)
+    return {slice(bias, {zero, row0, key0}, {group, blockQ, blockKV},
+                  {group, blockQ, blockKV}),
+            map(3, {0, 2, 1})};
+  return {slice(bias, {row0, key0}, {blockQ, blockKV}, {blockQ, blockKV}),
+          map(3, {2, 1})};
+}
+
 FailureOr<Operation *>
 attnfuse::kernels::tileKernelOp(RewriterBase &rewriter, TilingInterface op,
                                 ArrayRef<OpFoldResult> tileSizes,

@@ -142,6 +142,14 @@ public:
   /// (row i is position first + i; first is 0 when null).
   std::pair<Value, Value> ropeTables(attn::RopeAttr rope, int64_t headDim,
                                      Value positions, Value first = {});
+
+  /// The `[G, block_q, block_kv]` (or `[block_q, block_kv]`) tile at rows
+  /// `row0` and keys `key0` of a logit bias `[G, rows, keys]` (or
+  /// `[rows, keys]`, shared by the heads), with its indexing map over the
+  /// `(g, c, i)` loops of a transposed `[G, block_kv, block_q]` score tile.
+  std::pair<Value, mlir::AffineMap>
+  logitBiasTile(Value bias, mlir::OpFoldResult row0, Value key0, int64_t group,
+                int64_t blockQ, int64_t blockKV);
 };
 
 /// The largest divisor of `n` that is at most `limit` (at least 1): a tile
