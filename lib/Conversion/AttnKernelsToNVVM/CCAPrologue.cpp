@@ -30,6 +30,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "Mainloop.h"
+#include "Pipeline.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -132,7 +134,7 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
     p.uOff = llvm::alignTo(std::max(ring, scratch), 1024);
     p.partOff = llvm::alignTo(p.uOff + p.rows * p.channels * 2, 16);
     p.barOff = p.partOff + (p.threads / 32) * p.blockS * 4;
-    p.sharedBytes = p.barOff + 8 * p.stages + 1024;
+    p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 1) + 1024;
     if (p.sharedBytes <= kMaxDynamicSharedBytes)
       break;
   }
@@ -167,7 +169,6 @@ private:
   Value bStage(Value s) {
     return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
   }
-  Value fullBar(Value s) { return d.sAt(smem, d.add(d.shl(s, 3), p.barOff)); }
   /// Shared pointer to u[row][col] (16-bit).
   Value uAt(Value row, Value col) {
     return d.sAt(smem,
@@ -203,6 +204,9 @@ private:
   Value tmaX, tmaWq, tmaWk, tmaWv, tmaWvp, seq;
   Value dwW, dwB, gW, gB, temp, ropeCos, ropeSin, outQ, outK, outV, mask;
   Value smem, tid, wg, tInWg, warp, warpInWg, lane, s0, kvHead, batch;
+  /// The x and weight k steps: full barriers only (every k step ends at a
+  /// CTA barrier before its stage is refilled).
+  std::optional<TmaRing> ring;
   int64_t numK = 0, total = 0;
 };
 
@@ -243,12 +247,8 @@ void PrologueEmitter::emit() {
   batch = d.ctaid(2);
   numK = p.width / 64;
   total = numK * p.tiles;
-  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
-    for (int64_t s = 0; s < p.stages; ++s)
-      d.mbarInit(fullBar(d.c32(s)), 1);
-    d.fenceMbarrierInit();
-  });
-  d.barrierAll();
+  ring.emplace(d, smem, p.barOff, p.stages);
+  initializeBarriers(d, tid, [&]() { ring->initBarriers({1}); });
   gemm();
   d.barrierAll();
   int64_t chunks = (p.convChannels + p.threads - 1) / p.threads;
@@ -264,9 +264,8 @@ void PrologueEmitter::emit() {
 void PrologueEmitter::issue(Value g) {
   Value tile = d.divu(g, numK);
   Value k0 = d.mul(d.remu(g, numK), 64);
-  Value s = d.remu(g, p.stages);
-  Value bar = fullBar(s);
-  d.mbarArriveExpectTx(bar, p.aStageBytes + p.bStageBytes);
+  Value s = ring->arm(g, p.aStageBytes + p.bStageBytes);
+  Value bar = ring->full(s);
   // x rows [s0 - halo, s0 - halo + 128): box {64, 128, 1}.
   d.tmaLoad(aStage(s), tmaX, {k0, d.sub(s0, p.halo), batch}, bar);
   Value dst = bStage(s);
@@ -307,16 +306,11 @@ void PrologueEmitter::gemm() {
   // One k step: wait for its stage, m64nDk16 x 4, wait for the group, then
   // (all warps past the barrier) refill the stage with step g + stages.
   auto step = [&](Value g, Value acc, bool first) {
-    Value s = d.remu(g, p.stages);
-    d.mbarWait(fullBar(s), d.andi(d.divu(g, p.stages), 1));
+    Value s = ring->wait(g);
     Value da =
         d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(wg, 64 * 128))), 16, 1024);
     Value db = d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
-    d.wgmmaFence();
-    for (int64_t kk = 0; kk < 4; ++kk)
-      acc = d.wgmmaSS(acc, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
-                      /*accumulate=*/!(first && kk == 0), /*transB=*/false);
-    d.wgmmaCommit();
+    acc = mmaSharedShared(d, acc, da, db, n, 64, 0, 0, /*accumulate=*/!first);
     d.wgmmaWait(0);
     d.barrierAll();
     Value next = d.add(g, p.stages);

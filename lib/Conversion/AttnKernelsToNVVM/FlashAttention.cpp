@@ -37,7 +37,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Epilogue.h"
 #include "Kernels.h"
+#include "OnlineSoftmax.h"
+#include "Pipeline.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -175,9 +178,9 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   p.vOff = p.kOff + p.stages * p.kStageBytes;
   p.rotOff = p.vOff + p.stages * p.vStageBytes;
   p.barOff = p.rotOff + p.stages * p.rotStageBytes;
-  // full, empty, rotated per stage, then the Q barrier; 1 KiB alignment
-  // slack.
-  p.sharedBytes = p.barOff + 8 * (3 * p.stages + 1) + 1024;
+  // Full, empty and rotated-key barriers per stage, then the Q barrier; 1 KiB
+  // alignment slack.
+  p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 3) + 8 + 1024;
   int64_t limit = kMaxDynamicSharedBytes / p.minBlocksPerSM;
   if (p.sharedBytes > limit)
     return op.emitOpError()
@@ -211,18 +214,33 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
 
 namespace {
 
-/// Emits the body of one flash attention kernel.
+/// Emits the body of one flash attention kernel: a producer warpgroup (one
+/// TMA thread; with key RoPE, three warps that rotate each landed key tile)
+/// and `consumers` warpgroups of 64 query rows each running the online
+/// softmax over the key tiles of a `TmaRing`.
 class FlashEmitter {
 public:
   FlashEmitter(DeviceBuilder &d, const FlashPlan &p, gpu::GPUFuncOp func)
-      : d(d), p(p), func(func) {}
+      : d(d), p(p), func(func), ids(d),
+        smem(d.alignedDynamicShared(kSharedSymbol)),
+        ring(d, smem, p.barOff, p.stages) {}
 
   void emit();
 
 private:
+  /// The ring's barrier set of the rotated key tiles.
+  static constexpr int64_t kRotated = 2;
+
+  void readParams();
+  void planWork();
   void producer();
   void rotator();
   void consumer();
+  /// The scores of key tile `it`, masked where the tile crosses the end of
+  /// the keys, the diagonal or the window edge (or any key may be padding).
+  SmallVector<Value> maskScores(SmallVector<Value> scores, Value it,
+                                const AccumulatorTile &tile,
+                                const Value queryPos[2], Value negInf);
 
   // Shared-memory addresses.
   Value qSlab(Value c) { return d.sAt(smem, d.mul(c, p.qSlabBytes)); }
@@ -239,31 +257,26 @@ private:
       return d.sAt(smem, d.add(d.mul(s, p.rotStageBytes), p.rotOff));
     return kStage(s);
   }
-  Value bar(int64_t kind, Value s) {
-    return d.sAt(smem, d.add(d.shl(s, 3), p.barOff + 8 * kind * p.stages));
+  Value qBar() {
+    return d.sAt(smem, p.barOff + TmaRing::barrierBytes(p.stages, 3));
   }
-  Value fullBar(Value s) { return bar(0, s); }
-  Value emptyBar(Value s) { return bar(1, s); }
-  Value rotBar(Value s) { return bar(2, s); }
-  Value qBar() { return d.sAt(smem, p.barOff + 24 * p.stages); }
-
-  Value stageOf(Value it) { return d.remu(it, p.stages); }
-  Value parityOf(Value it) { return d.andi(d.divu(it, p.stages), 1); }
   Value keyStart(Value it) { return d.mul(d.add(jlo, it), p.blockKV); }
 
   DeviceBuilder &d;
   const FlashPlan &p;
   gpu::GPUFuncOp func;
+  WarpgroupCoords ids;
+  Value smem;
+  TmaRing ring;
 
   // Kernel parameters.
   Value tmaQ, tmaK, tmaV, tmaO, seqQ, seqKV;
   Value qCos, qSin, kCos, kSin, keyMask;
   // Per-CTA values.
-  Value smem, tid, wg, tInWg, warpInWg, lane;
   Value batch, h0, kvHead, s0, offset, jlo, numTiles;
 };
 
-void FlashEmitter::emit() {
+void FlashEmitter::readParams() {
   Block &entry = func.getBody().front();
   unsigned arg = 0;
   tmaQ = entry.getArgument(arg++);
@@ -288,29 +301,9 @@ void FlashEmitter::emit() {
   }
   if (p.keyMaskBits)
     keyMask = entry.getArgument(arg++);
+}
 
-  tid = d.tid();
-  wg = d.divu(tid, 128);
-  tInWg = d.remu(tid, 128);
-  warpInWg = d.divu(tInWg, 32);
-  lane = d.remu(tid, 32);
-  smem = d.alignedDynamicShared(kSharedSymbol);
-
-  // Barrier initialization by one thread, fenced for the async proxy (TMA),
-  // visible to all after bar.sync.
-  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
-    for (int64_t s = 0; s < p.stages; ++s) {
-      Value sv = d.c32(s);
-      d.mbarInit(fullBar(sv), 1);
-      d.mbarInit(emptyBar(sv), 128 * p.consumers);
-      if (p.keyRotated)
-        d.mbarInit(rotBar(sv), 96);
-    }
-    d.mbarInit(qBar(), 1);
-    d.fenceMbarrierInit();
-  });
-  d.barrierAll();
-
+void FlashEmitter::planWork() {
   // The CTA's work: a block of positions of `pack` heads of one batch.
   Value qBlock = d.ctaid(0);
   if (p.causal) // heaviest (latest) query blocks first
@@ -331,62 +324,60 @@ void FlashEmitter::emit() {
   jlo = d.divu(loKey, p.blockKV);
   Value jhi = d.maxs(jlo, d.ceilDivs(hiKey, p.blockKV));
   numTiles = d.sub(jhi, jlo);
+}
 
-  d.ifThenElse(
-      d.cmp(CmpIPredicate::eq, wg, 0),
-      [&]() {
-        d.setMaxRegisters(false, p.producerRegs);
-        producer();
-      },
-      [&]() {
-        d.setMaxRegisters(true, p.consumerRegs);
-        consumer();
-      });
+void FlashEmitter::emit() {
+  readParams();
+  initializeBarriers(d, ids.tid, [&]() {
+    SmallVector<int64_t> arrivals = {1, 128 * p.consumers};
+    if (p.keyRotated)
+      arrivals.push_back(96); // the rotating warps
+    ring.initBarriers(arrivals);
+    d.mbarInit(qBar(), 1);
+  });
+  planWork();
+  warpSpecialize(
+      d, ids.warpgroup, p.producerRegs, p.consumerRegs, [&]() { producer(); },
+      [&]() { consumer(); });
 }
 
 void FlashEmitter::producer() {
-  d.ifThen(d.cmp(CmpIPredicate::eq, warpInWg, 0), [&]() {
-    d.ifThen(d.electSync(), [&]() {
-      // Q: one box per consumer slab and 64-column block.
-      d.mbarArriveExpectTx(qBar(), p.blockQ * p.headDim * 2);
-      for (int64_t c = 0; c < p.consumers; ++c)
-        for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
-          d.tmaLoad(d.sAt(smem, p.qOff + c * p.qSlabBytes + cb * 64 * 128),
-                    tmaQ,
-                    {d.c32(cb * 64), h0, d.add(s0, c * (64 / p.pack)), batch},
-                    qBar());
-      int64_t bytes = p.kStageBytes + p.vStageBytes;
-      d.forLoop(
-          d.c32(0), numTiles, d.c32(1), ValueRange(),
-          [&](Value it, ValueRange) -> SmallVector<Value> {
-            Value s = stageOf(it);
-            // A fresh barrier passes a wait on parity 1.
-            d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
-            d.mbarArriveExpectTx(fullBar(s), bytes);
-            Value key0 = keyStart(it);
-            for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
-              d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
-                        {d.c32(cb * 64), kvHead, key0, batch}, fullBar(s));
-            if (!p.keyIsValue)
-              for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
-                d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
-                          {d.c32(cb * 64), kvHead, key0, batch}, fullBar(s));
-            return {};
-          });
-    });
+  onIssuingThread(d, ids.warpInWarpgroup, [&]() {
+    // Q: one box per consumer slab and 64-column block.
+    d.mbarArriveExpectTx(qBar(), p.blockQ * p.headDim * 2);
+    for (int64_t c = 0; c < p.consumers; ++c)
+      for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+        d.tmaLoad(d.sAt(smem, p.qOff + c * p.qSlabBytes + cb * 64 * 128), tmaQ,
+                  {d.c32(cb * 64), h0, d.add(s0, c * (64 / p.pack)), batch},
+                  qBar());
+    int64_t bytes = p.kStageBytes + p.vStageBytes;
+    d.forLoop(
+        d.c32(0), numTiles, d.c32(1), ValueRange(),
+        [&](Value it, ValueRange) -> SmallVector<Value> {
+          Value s = ring.acquire(it, bytes);
+          Value key0 = keyStart(it);
+          for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+            d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
+                      {d.c32(cb * 64), kvHead, key0, batch}, ring.full(s));
+          if (!p.keyIsValue)
+            for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+              d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
+                        {d.c32(cb * 64), kvHead, key0, batch}, ring.full(s));
+          return {};
+        });
   });
   if (p.keyRotated)
-    d.ifThen(d.cmp(CmpIPredicate::ne, warpInWg, 0), [&]() { rotator(); });
+    d.ifThen(d.cmp(CmpIPredicate::ne, ids.warpInWarpgroup, 0),
+             [&]() { rotator(); });
 }
 
 void FlashEmitter::rotator() {
   // Warps 1-3 of the producer warpgroup: rotate each landed key tile.
-  Value thread = d.sub(tInWg, d.c32(32));
+  Value thread = d.sub(ids.threadInWarpgroup, d.c32(32));
   Value lastKey = d.sub(seqKV, d.c32(1));
   d.forLoop(d.c32(0), numTiles, d.c32(1), ValueRange(),
             [&](Value it, ValueRange) -> SmallVector<Value> {
-              Value s = stageOf(it);
-              d.mbarWait(fullBar(s), parityOf(it));
+              Value s = ring.wait(it);
               Value key0 = keyStart(it);
               // Rows past the last key are zero (TMA fill); clamp their
               // table row to stay in bounds.
@@ -396,35 +387,78 @@ void FlashEmitter::rotator() {
                   [&](Value row) { return d.mins(d.add(key0, row), lastKey); },
                   kCos, kSin, thread, 96);
               d.fenceProxyAsync();
-              d.mbarArrive(rotBar(s));
+              d.mbarArrive(ring.barrier(kRotated, s));
               return {};
             });
 }
 
+SmallVector<Value> FlashEmitter::maskScores(SmallVector<Value> sv, Value it,
+                                            const AccumulatorTile &tile,
+                                            const Value queryPos[2],
+                                            Value negInf) {
+  int64_t kv = p.blockKV;
+  Value key0 = keyStart(it);
+  Value lastKeyOfTile = d.add(key0, kv - 1);
+  Value firstQuery = d.add(s0, offset);
+  Value lastQuery = d.add(firstQuery, p.positions() - 1);
+  Value needsMask =
+      d.cmp(CmpIPredicate::slt, d.sub(seqKV, d.c32(1)), lastKeyOfTile);
+  if (p.causal)
+    needsMask =
+        d.orb(needsMask, d.cmp(CmpIPredicate::slt, firstQuery, lastKeyOfTile));
+  if (p.window)
+    needsMask = d.orb(needsMask, d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
+                                       d.sub(lastQuery, key0)));
+  if (p.keyMaskBits) // any key may be padding
+    needsMask = d.cmp(CmpIPredicate::eq, d.c32(0), d.c32(0));
+  SmallVector<Type> f32s(sv.size(), d.f32);
+  return d.ifThenElseValues(
+      needsMask, f32s,
+      [&]() {
+        SmallVector<Value> masked;
+        // The key mask entry of each of the thread's columns, read once for
+        // both of its rows (clamped into the keys: a column past them is
+        // masked anyway).
+        llvm::DenseMap<int64_t, Value> real;
+        if (p.keyMaskBits)
+          for (size_t i = 0; i < sv.size(); ++i) {
+            int64_t col = AccumulatorTile::column(i);
+            if (real.count(col))
+              continue;
+            Value key = d.mins(d.add(d.add(key0, tile.colBase), col),
+                               d.sub(seqKV, d.c32(1)));
+            real[col] = d.nonZeroAt(keyMask, d.add(d.mul(batch, seqKV), key),
+                                    p.keyMaskBits);
+          }
+        for (auto [i, v] : llvm::enumerate(sv)) {
+          int64_t col = AccumulatorTile::column(i);
+          Value key = d.add(d.add(key0, tile.colBase), col);
+          Value q = queryPos[AccumulatorTile::half(i)];
+          Value valid = d.cmp(CmpIPredicate::slt, key, seqKV);
+          if (p.keyMaskBits)
+            valid = d.andb(valid, real[col]);
+          if (p.causal)
+            valid = d.andb(valid, d.cmp(CmpIPredicate::sle, key, q));
+          if (p.window)
+            valid = d.andb(valid, d.cmp(CmpIPredicate::slt, d.sub(q, key),
+                                        d.c32(*p.window)));
+          masked.push_back(d.select(valid, v, negInf));
+        }
+        return masked;
+      },
+      [&]() { return sv; });
+}
+
 void FlashEmitter::consumer() {
-  MLIRContext *ctx = d.b.getContext();
-  Value c = d.sub(wg, d.c32(1));
-  Value groupRow = d.add(d.mul(warpInWg, 16), d.divu(lane, 4));
-  Value rows[2] = {groupRow, d.add(groupRow, 8)};
-  Value colBase = d.mul(d.andi(lane, 3), 2);
+  Value c = d.sub(ids.warpgroup, d.c32(1));
+  AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
   Value qPos[2];
   for (int h = 0; h < 2; ++h)
-    qPos[h] =
-        d.add(d.add(s0, d.divu(d.add(d.mul(c, 64), rows[h]), p.pack)), offset);
+    qPos[h] = d.add(
+        d.add(s0, d.divu(d.add(d.mul(c, 64), tile.rows[h]), p.pack)), offset);
 
   Value slab = qSlab(c);
   d.mbarWait(qBar(), d.c32(0));
-  // Named barrier 1 + c over the 128 threads of this consumer. The id is a
-  // compile-time constant in each branch so ptxas sees the barriers used.
-  auto slabBarrier = [&]() {
-    if (p.consumers == 1) {
-      d.namedBarrier(1, 128);
-      return;
-    }
-    for (int64_t k = 0; k < p.consumers; ++k)
-      d.ifThen(d.cmp(CmpIPredicate::eq, c, k),
-               [&]() { d.namedBarrier(1 + k, 128); });
-  };
   if (p.queryRotated) {
     Value lastQuery = d.sub(seqQ, d.c32(1));
     rotateTile(
@@ -433,198 +467,57 @@ void FlashEmitter::consumer() {
           return d.mins(d.add(s0, d.divu(d.add(d.mul(c, 64), row), p.pack)),
                         lastQuery);
         },
-        qCos, qSin, tInWg, 128);
+        qCos, qSin, ids.threadInWarpgroup, 128);
     d.fenceProxyAsync();
-    slabBarrier();
+    consumerBarrier(d, c, p.consumers);
   }
 
   Value descQ = d.wgmmaDesc(d.sAddr(slab), 16, 1024);
-  const double log2e = 1.4426950408889634;
-  Value scaleLog2 = d.cf(p.scale * log2e);
-  Value negInf = d.cf(-std::numeric_limits<double>::infinity());
-  Value zero = d.cf(0.0);
+  OnlineSoftmax softmax(d, p.scale);
   int64_t kv = p.blockKV, dv = p.valueDim;
+  SmallVector<int64_t> alsoWait;
+  if (p.keyRotated)
+    alsoWait.push_back(kRotated);
 
-  SmallVector<Value> init = {d.zeroAcc(dv), negInf, negInf, zero, zero};
+  SmallVector<Value> init = {d.zeroAcc(dv), softmax.negInf, softmax.negInf,
+                             softmax.zero, softmax.zero};
   SmallVector<Value> state = d.forLoop(
       d.c32(0), numTiles, d.c32(1), init,
       [&](Value it, ValueRange args) -> SmallVector<Value> {
-        Value acc = args[0];
-        Value mOld[2] = {args[1], args[2]};
-        Value lOld[2] = {args[3], args[4]};
-        Value s = stageOf(it);
-        Value parity = parityOf(it);
-        d.mbarWait(fullBar(s), parity);
-        if (p.keyRotated)
-          d.mbarWait(rotBar(s), parity);
+        Value max[2] = {args[1], args[2]};
+        Value sum[2] = {args[3], args[4]};
+        Value s = ring.wait(it, alsoWait);
 
         // S = Q K^T: head_dim / 16 SS wgmmas, K-major operands.
         Value descK = d.wgmmaDesc(d.sAddr(scoreKeyStage(s)), 16, 1024);
-        d.wgmmaFence();
-        Value scores = d.poisonAcc(kv);
-        for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
-          int64_t block = kk / 4, step = (kk % 4) * 32;
-          scores = d.wgmmaSS(scores, d.descAdd(descQ, block * 64 * 128 + step),
-                             d.descAdd(descK, block * kv * 128 + step), kv,
-                             /*accumulate=*/kk > 0, /*transB=*/false);
-        }
-        d.wgmmaCommit();
+        Value scores =
+            mmaSharedShared(d, d.poisonAcc(kv), descQ, descK, kv, p.headDim,
+                            64 * 128, kv * 128, /*accumulate=*/false);
         d.wgmmaWait(0);
-        SmallVector<Value> sv = d.unpack(scores, kv);
-
-        // Mask only the tiles crossing the end of the keys, the diagonal or
-        // the window edge.
-        Value key0 = keyStart(it);
-        Value lastKeyOfTile = d.add(key0, kv - 1);
-        Value firstQuery = d.add(s0, offset);
-        Value lastQuery = d.add(firstQuery, p.positions() - 1);
-        Value needsMask =
-            d.cmp(CmpIPredicate::slt, d.sub(seqKV, d.c32(1)), lastKeyOfTile);
-        if (p.causal)
-          needsMask = d.orb(
-              needsMask, d.cmp(CmpIPredicate::slt, firstQuery, lastKeyOfTile));
-        if (p.window)
-          needsMask =
-              d.orb(needsMask, d.cmp(CmpIPredicate::slt, d.c32(*p.window - 1),
-                                     d.sub(lastQuery, key0)));
-        if (p.keyMaskBits) // any key may be padding
-          needsMask = d.cmp(CmpIPredicate::eq, d.c32(0), d.c32(0));
-        SmallVector<Type> f32s(sv.size(), d.f32);
-        sv = d.ifThenElseValues(
-            needsMask, f32s,
-            [&]() {
-              SmallVector<Value> masked;
-              // The key mask entry of each of the thread's columns, read
-              // once for both of its rows (clamped into the keys: a column
-              // past them is masked anyway).
-              llvm::DenseMap<int64_t, Value> real;
-              if (p.keyMaskBits)
-                for (size_t i = 0; i < sv.size(); ++i) {
-                  int64_t col = (i % 2) + 8 * (i / 4);
-                  if (real.count(col))
-                    continue;
-                  Value key = d.mins(d.add(d.add(key0, colBase), col),
-                                     d.sub(seqKV, d.c32(1)));
-                  real[col] = d.nonZeroAt(
-                      keyMask, d.add(d.mul(batch, seqKV), key), p.keyMaskBits);
-                }
-              for (auto [i, v] : llvm::enumerate(sv)) {
-                int64_t col = (i % 2) + 8 * (i / 4);
-                Value key = d.add(d.add(key0, colBase), col);
-                Value q = qPos[(i / 2) % 2];
-                Value valid = d.cmp(CmpIPredicate::slt, key, seqKV);
-                if (p.keyMaskBits)
-                  valid = d.andb(valid, real[col]);
-                if (p.causal)
-                  valid = d.andb(valid, d.cmp(CmpIPredicate::sle, key, q));
-                if (p.window)
-                  valid = d.andb(valid, d.cmp(CmpIPredicate::slt, d.sub(q, key),
-                                              d.c32(*p.window)));
-                masked.push_back(d.select(valid, v, negInf));
-              }
-              return masked;
-            },
-            [&]() { return sv; });
-
-        // Online softmax. Each thread holds two rows (h = 0, 1); a row is
-        // spread over the 4 lanes of a quad.
-        Value mNew[2], mScaled[2], alpha[2], lNew[2];
-        // Pairwise (tree) reductions keep the dependency chains short.
-        auto reduce = [&](SmallVector<Value> values,
-                          const std::function<Value(Value, Value)> &f) {
-          while (values.size() > 1) {
-            SmallVector<Value> next;
-            for (size_t i = 0; i + 1 < values.size(); i += 2)
-              next.push_back(f(values[i], values[i + 1]));
-            if (values.size() % 2)
-              next.push_back(values.back());
-            values = std::move(next);
-          }
-          return values.front();
-        };
-        auto maxOf = [&](Value a, Value b2) { return d.maxf(a, b2); };
-        auto sumOf = [&](Value a, Value b2) { return d.addf(a, b2); };
-        for (int h = 0; h < 2; ++h) {
-          SmallVector<Value> row;
-          for (size_t i = 0; i < sv.size(); ++i)
-            if ((i / 2) % 2 == static_cast<size_t>(h))
-              row.push_back(sv[i]);
-          Value mx = reduce(row, maxOf);
-          mx = d.maxf(mx, d.shflBfly(mx, 1));
-          mx = d.maxf(mx, d.shflBfly(mx, 2));
-          mNew[h] = d.maxf(mOld[h], mx);
-          // A row that has seen no key keeps m = -inf: subtract 0 instead so
-          // p = exp2(-inf) = 0 and alpha = 0, never NaN.
-          Value empty = d.cmpf(CmpFPredicate::OEQ, mNew[h], negInf);
-          mScaled[h] = d.select(empty, zero, d.mulf(mNew[h], scaleLog2));
-          alpha[h] = d.exp2(d.subf(d.mulf(mOld[h], scaleLog2), mScaled[h]));
-        }
-        SmallVector<Value> probs, rowTerms[2];
-        Value negScaled[2] = {arith::NegFOp::create(d.b, d.loc, mScaled[0]),
-                              arith::NegFOp::create(d.b, d.loc, mScaled[1])};
-        for (auto [i, v] : llvm::enumerate(sv)) {
-          int h = (i / 2) % 2;
-          Value e = d.exp2(d.fma(v, scaleLog2, negScaled[h]));
-          probs.push_back(e);
-          rowTerms[h].push_back(e);
-        }
-        for (int h = 0; h < 2; ++h)
-          lNew[h] = d.fma(lOld[h], alpha[h], reduce(rowTerms[h], sumOf));
-
-        // Rescale O, pack P (A fragment of k-step kk = value pairs
-        // 8kk + {0,1}, {2,3}, {4,5}, {6,7}).
-        SmallVector<Value> ov = d.unpack(acc, dv);
-        for (size_t i = 0; i < ov.size(); ++i)
-          ov[i] = d.mulf(ov[i], alpha[(i / 2) % 2]);
-        acc = d.pack(acc, ov);
-        SmallVector<Value> pRegs;
-        for (size_t j = 0; j + 1 < probs.size(); j += 2)
-          pRegs.push_back(d.packHalf2(probs[j], probs[j + 1]));
+        SmallVector<Value> sv =
+            maskScores(d.unpack(scores, kv), it, tile, qPos, softmax.negInf);
+        OnlineSoftmax::Step step = softmax.update(sv, max, sum);
+        Value acc = softmax.rescale(args[0], dv, step);
 
         // O += P V: block_kv / 16 RS wgmmas, V MN-major (transposed B).
         Value descV = d.wgmmaDesc(d.sAddr(vStage(s)), kv * 128, 1024);
-        d.wgmmaFence();
-        for (int64_t kk = 0; kk < kv / 16; ++kk)
-          acc = d.wgmmaRS(acc, ArrayRef<Value>(pRegs).slice(4 * kk, 4),
-                          d.descAdd(descV, kk * 16 * 128), dv,
-                          /*transB=*/true);
-        d.wgmmaCommit();
+        acc = mmaRegisterShared(d, acc, packOperandA(d, step.probs), descV, dv,
+                                kv, 16 * 128);
         d.wgmmaWait(0);
-        d.mbarArrive(emptyBar(s));
-        return {acc, mNew[0], mNew[1], lNew[0], lNew[1]};
+        ring.release(s);
+        return {acc, step.max[0], step.max[1], step.sum[0], step.sum[1]};
       });
 
   // Epilogue: O / l (0 for a row that saw no key), staged through this
   // consumer's Q slab (its wgmmas are complete) and stored with TMA.
-  Value acc = state[0];
-  Value inv[2];
-  for (int h = 0; h < 2; ++h) {
-    Value l = state[3 + h];
-    l = d.addf(l, d.shflBfly(l, 1));
-    l = d.addf(l, d.shflBfly(l, 2));
-    Value empty = d.cmpf(CmpFPredicate::OEQ, l, zero);
-    inv[h] = d.select(empty, zero, d.divf(d.cf(1.0), l));
-  }
-  SmallVector<Value> ov = d.unpack(acc, dv);
-  Value quadByte = d.mul(d.andi(lane, 3), 4);
-  for (size_t i = 0; i + 1 < ov.size(); i += 2) {
-    int h = (i / 2) % 2;
-    Value packed =
-        d.packHalf2(d.mulf(ov[i], inv[h]), d.mulf(ov[i + 1], inv[h]));
-    Value chunk = d.c32(i / 4);
-    Value off = d.add(swizzledChunk(d, rows[h], chunk, 64), quadByte);
-    d.store(packed, d.sAt(slab, off), 4);
-  }
-  d.fenceProxyAsync();
-  slabBarrier();
-  d.ifThen(d.cmp(CmpIPredicate::eq, tInWg, 0), [&]() {
-    for (int64_t cb = 0; cb < dv / 64; ++cb)
-      d.tmaStore(tmaO, d.sAt(slab, cb * 64 * 128),
-                 {d.c32(cb * 64), h0, d.add(s0, d.mul(c, 64 / p.pack)), batch});
-    d.bulkCommit();
-    d.bulkWaitRead0();
-  });
-  (void)ctx;
+  Value sums[2] = {state[3], state[4]}, inverse[2];
+  softmax.inverseSums(sums, inverse);
+  stageAccumulator(d, tile, ids.lane, d.unpack(state[0], dv), slab, inverse);
+  storeStagedTile(
+      d, c, p.consumers, ids.threadInWarpgroup, tmaO, slab, dv / 64,
+      [&](int64_t cb) -> SmallVector<Value> {
+        return {d.c32(cb * 64), h0, d.add(s0, d.mul(c, 64 / p.pack)), batch};
+      });
 }
 
 } // namespace

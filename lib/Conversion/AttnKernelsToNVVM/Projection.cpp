@@ -17,7 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Epilogue.h"
 #include "Kernels.h"
+#include "Pipeline.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -110,7 +112,7 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
   p.bOff = p.aOff + p.stages * p.aStageBytes;
   p.cOff = p.bOff + p.stages * p.bStageBytes;
   p.barOff = p.cOff + p.cBytes;
-  p.sharedBytes = p.barOff + 8 * 2 * p.stages + 1024;
+  p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 2) + 1024;
   std::string name = llvm::formatv("attn_gemm_{0}_k{1}_n{2}", elemName(p.elem),
                                    p.inFeatures, p.outFeatures);
   if (p.hasBias)
@@ -123,10 +125,15 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
 
 namespace {
 
+/// Emits one projection GEMM: a producer warpgroup (one TMA thread) filling a
+/// `TmaRing` of A and B k-steps, and `consumers` warpgroups of 64 rows each
+/// running the wgmma mainloop and the bias / RoPE / TMA-store epilogue.
 class GemmEmitter {
 public:
   GemmEmitter(DeviceBuilder &d, const GemmPlan &p, gpu::GPUFuncOp func)
-      : d(d), p(p), func(func) {}
+      : d(d), p(p), func(func), ids(d),
+        smem(d.alignedDynamicShared(kSharedSymbol)),
+        ring(d, smem, p.barOff, p.stages) {}
   void emit();
 
 private:
@@ -136,21 +143,21 @@ private:
   Value bStage(Value s) {
     return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
   }
-  Value fullBar(Value s) { return d.sAt(smem, d.add(d.shl(s, 3), p.barOff)); }
-  Value emptyBar(Value s) {
-    return d.sAt(smem, d.add(d.shl(s, 3), p.barOff + 8 * p.stages));
-  }
-  Value stageOf(Value it) { return d.remu(it, p.stages); }
-  Value parityOf(Value it) { return d.andi(d.divu(it, p.stages), 1); }
 
   void producer();
   void consumer();
+  Value mainloop(Value c);
+  void addBias(SmallVector<Value> &v, const AccumulatorTile &tile);
+  void rotate(SmallVector<Value> &v, const AccumulatorTile &tile, Value c);
 
   DeviceBuilder &d;
   const GemmPlan &p;
   gpu::GPUFuncOp func;
+  WarpgroupCoords ids;
+  Value smem;
+  TmaRing ring;
   Value tmaX, tmaW, tmaY, seq, biasPtr, ropeCos, ropeSin;
-  Value smem, tid, wg, tInWg, warpInWg, lane, row0, col0, batch, numK;
+  Value row0, col0, batch, numK;
 };
 
 void GemmEmitter::emit() {
@@ -166,162 +173,122 @@ void GemmEmitter::emit() {
     ropeCos = entry.getArgument(arg++);
     ropeSin = entry.getArgument(arg++);
   }
-  tid = d.tid();
-  wg = d.divu(tid, 128);
-  tInWg = d.remu(tid, 128);
-  warpInWg = d.divu(tInWg, 32);
-  lane = d.remu(tid, 32);
-  smem = d.alignedDynamicShared(kSharedSymbol);
-  d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
-    for (int64_t s = 0; s < p.stages; ++s) {
-      d.mbarInit(fullBar(d.c32(s)), 1);
-      d.mbarInit(emptyBar(d.c32(s)), 128 * p.consumers);
-    }
-    d.fenceMbarrierInit();
+  initializeBarriers(d, ids.tid, [&]() {
+    ring.initBarriers({1, 128 * p.consumers});
   });
-  d.barrierAll();
   row0 = d.mul(d.ctaid(0), p.blockM);
   col0 = d.mul(d.ctaid(1), p.blockN);
   batch = d.ctaid(2);
   numK = d.c32((p.inFeatures + p.blockK - 1) / p.blockK);
-  d.ifThenElse(
-      d.cmp(CmpIPredicate::eq, wg, 0),
-      [&]() {
-        d.setMaxRegisters(false, p.producerRegs);
-        producer();
-      },
-      [&]() {
-        d.setMaxRegisters(true, p.consumerRegs);
-        consumer();
-      });
+  warpSpecialize(
+      d, ids.warpgroup, p.producerRegs, p.consumerRegs, [&]() { producer(); },
+      [&]() { consumer(); });
 }
 
 void GemmEmitter::producer() {
-  d.ifThen(d.cmp(CmpIPredicate::eq, warpInWg, 0), [&]() {
-    d.ifThen(d.electSync(), [&]() {
-      d.forLoop(d.c32(0), numK, d.c32(1), ValueRange(),
-                [&](Value it, ValueRange) -> SmallVector<Value> {
-                  Value s = stageOf(it);
-                  d.mbarWait(emptyBar(s), d.xori(parityOf(it), 1));
-                  d.mbarArriveExpectTx(fullBar(s),
-                                       p.aStageBytes + p.bStageBytes);
-                  Value k0 = d.mul(it, p.blockK);
-                  // X box {64, 128 rows, 1}; W box {64, 128 rows}.
-                  d.tmaLoad(aStage(s), tmaX, {k0, row0, batch}, fullBar(s));
-                  d.tmaLoad(bStage(s), tmaW, {k0, col0}, fullBar(s));
-                  return {};
-                });
-    });
+  onIssuingThread(d, ids.warpInWarpgroup, [&]() {
+    d.forLoop(d.c32(0), numK, d.c32(1), ValueRange(),
+              [&](Value it, ValueRange) -> SmallVector<Value> {
+                Value s = ring.acquire(it, p.aStageBytes + p.bStageBytes);
+                Value k0 = d.mul(it, p.blockK);
+                // X box {64, 128 rows, 1}; W box {64, 128 rows}.
+                d.tmaLoad(aStage(s), tmaX, {k0, row0, batch}, ring.full(s));
+                d.tmaLoad(bStage(s), tmaW, {k0, col0}, ring.full(s));
+                return {};
+              });
   });
 }
 
-void GemmEmitter::consumer() {
-  Value c = d.sub(wg, d.c32(1));
+Value GemmEmitter::mainloop(Value c) {
   int64_t n = p.blockN;
-  auto descA = [&](Value s) {
-    return d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16, 1024);
-  };
-  auto descB = [&](Value s) {
-    return d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
-  };
   // One k step: wait for its stage, issue blockK / 16 wgmmas, commit. The
-  // first step of the first k block starts the accumulator (scale-d = 0), so
-  // no register is zeroed outside wgmma.
+  // first step starts the accumulator (scale-d = 0), so no register is
+  // zeroed outside wgmma.
   auto step = [&](Value it, Value a, bool first) {
-    Value s = stageOf(it);
-    d.mbarWait(fullBar(s), parityOf(it));
-    Value da = descA(s), db = descB(s);
-    d.wgmmaFence();
-    for (int64_t kk = 0; kk < p.blockK / 16; ++kk)
-      a = d.wgmmaSS(a, d.descAdd(da, kk * 32), d.descAdd(db, kk * 32), n,
-                    /*accumulate=*/!(first && kk == 0), /*transB=*/false);
-    d.wgmmaCommit();
-    return a;
+    Value s = ring.wait(it);
+    Value da =
+        d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16, 1024);
+    Value db = d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
+    return mmaSharedShared(d, a, da, db, n, p.blockK, 0, 0,
+                           /*accumulate=*/!first);
   };
   Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
-  // Main loop: one wgmma group in flight; the stage of the group that
-  // completed (the previous one) goes back to the producer.
+  // One wgmma group in flight; the stage of the group that completed (the
+  // previous one) goes back to the producer.
   SmallVector<Value> state =
       d.forLoop(d.c32(1), numK, d.c32(1), ValueRange{acc},
                 [&](Value it, ValueRange args) -> SmallVector<Value> {
                   Value a = step(it, args[0], /*first=*/false);
                   d.wgmmaWait(1);
-                  d.mbarArrive(emptyBar(stageOf(d.sub(it, 1))));
+                  ring.release(ring.stageOf(d.sub(it, 1)));
                   return {a};
                 });
   d.wgmmaWait(0);
-  acc = state[0];
-  SmallVector<Value> v = d.unpack(acc, n);
+  return state[0];
+}
 
-  // Epilogue: bias, RoPE, convert, stage, TMA store.
-  Value groupRow = d.add(d.mul(warpInWg, 16), d.divu(lane, 4));
-  Value rows[2] = {groupRow, d.add(groupRow, 8)};
-  Value colBase = d.mul(d.andi(lane, 3), 2);
-  if (p.hasBias) {
-    Type pairType = VectorType::get({2}, d.elemType);
-    auto pairF32 = VectorType::get({2}, d.f32);
-    for (int64_t g = 0; g < n / 8; ++g) {
-      // Columns col0 + 8g + colBase + {0, 1}; the last tile may overhang N:
-      // clamp (those columns are clipped by the store).
-      Value col =
-          d.mins(d.add(d.add(col0, colBase), 8 * g), d.c32(p.outFeatures - 2));
-      Value pair = d.load(pairType, d.gAt(biasPtr, col, d.elemType), 4);
-      Value f = arith::ExtFOp::create(d.b, d.loc, pairF32, pair);
-      for (int64_t e = 0; e < 2; ++e) {
-        Value be = LLVM::ExtractElementOp::create(d.b, d.loc, f, d.c32(e));
-        for (int64_t h = 0; h < 2; ++h) {
-          int64_t i = 4 * g + 2 * h + e;
-          v[i] = d.addf(v[i], be);
+void GemmEmitter::addBias(SmallVector<Value> &v, const AccumulatorTile &tile) {
+  Type pairType = VectorType::get({2}, d.elemType);
+  auto pairF32 = VectorType::get({2}, d.f32);
+  for (int64_t g = 0; g < p.blockN / 8; ++g) {
+    // Columns col0 + 8g + colBase + {0, 1}; the last tile may overhang N:
+    // clamp (those columns are clipped by the store).
+    Value col = d.mins(d.add(d.add(col0, tile.colBase), 8 * g),
+                       d.c32(p.outFeatures - 2));
+    Value pair = d.load(pairType, d.gAt(biasPtr, col, d.elemType), 4);
+    Value f = arith::ExtFOp::create(d.b, d.loc, pairF32, pair);
+    for (int64_t e = 0; e < 2; ++e) {
+      Value be = LLVM::ExtractElementOp::create(d.b, d.loc, f, d.c32(e));
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t i = 4 * g + 2 * h + e;
+        v[i] = d.addf(v[i], be);
+      }
+    }
+  }
+}
+
+void GemmEmitter::rotate(SmallVector<Value> &v, const AccumulatorTile &tile,
+                         Value c) {
+  // Rotation pairs are (j, j + r/2) within a head: value offset r/4.
+  int64_t half = p.rotated / 2;
+  Value lastPos = d.sub(seq, d.c32(1));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value pos = d.mins(d.add(d.add(row0, d.mul(c, 64)), tile.rows[h]), lastPos);
+    Value tableRow = d.mul(pos, half);
+    for (int64_t head = 0; head < p.blockN / p.headDim; ++head) {
+      for (int64_t g = 0; g < half / 8; ++g) {
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t i = (head * p.headDim / 8 + g) * 4 + 2 * h + e;
+          int64_t j = i + p.rotated / 4;
+          Value idx = d.add(tableRow, d.add(tile.colBase, 8 * g + e));
+          Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
+          Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
+          Value x = v[i], y = v[j];
+          v[i] = d.subf(d.mulf(x, cs), d.mulf(y, sn));
+          v[j] = d.addf(d.mulf(y, cs), d.mulf(x, sn));
         }
       }
     }
   }
-  if (p.rotated) {
-    // Value i sits at column (i % 2) + 8 (i / 4) + colBase of the tile;
-    // rotation pairs are (j, j + r/2) within a head, value offset r/4.
-    int64_t half = p.rotated / 2;
-    Value lastPos = d.sub(seq, d.c32(1));
-    for (int64_t h = 0; h < 2; ++h) {
-      Value pos = d.mins(d.add(d.add(row0, d.mul(c, 64)), rows[h]), lastPos);
-      Value tableRow = d.mul(pos, half);
-      for (int64_t head = 0; head < n / p.headDim; ++head) {
-        for (int64_t g = 0; g < half / 8; ++g) {
-          for (int64_t e = 0; e < 2; ++e) {
-            int64_t i = (head * p.headDim / 8 + g) * 4 + 2 * h + e;
-            int64_t j = i + p.rotated / 4;
-            Value idx = d.add(tableRow, d.add(colBase, 8 * g + e));
-            Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
-            Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
-            Value x = v[i], y = v[j];
-            v[i] = d.subf(d.mulf(x, cs), d.mulf(y, sn));
-            v[j] = d.addf(d.mulf(y, cs), d.mulf(x, sn));
-          }
-        }
-      }
-    }
-  }
-  // Stage this warpgroup's 64 x 128 block: two 64-column blocks of
-  // 64 x 128 bytes, swizzled as the TMA store expects.
+}
+
+void GemmEmitter::consumer() {
+  Value c = d.sub(ids.warpgroup, d.c32(1));
+  int64_t n = p.blockN;
+  SmallVector<Value> v = d.unpack(mainloop(c), n);
+  AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
+  if (p.hasBias)
+    addBias(v, tile);
+  if (p.rotated)
+    rotate(v, tile, c);
+  // This warpgroup's 64 x 128 block: two 64-column blocks of 64 x 128 bytes.
   Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
-  Value quadByte = d.mul(d.andi(lane, 3), 4);
-  for (size_t i = 0; i + 1 < v.size(); i += 2) {
-    int64_t h = (i / 2) % 2;
-    Value packed = d.packHalf2(v[i], v[i + 1]);
-    Value off = d.add(swizzledChunk(d, rows[h], d.c32(i / 4), 64), quadByte);
-    d.store(packed, d.sAt(cSlab, off), 4);
-  }
-  d.fenceProxyAsync();
-  for (int64_t k = 0; k < p.consumers; ++k)
-    d.ifThen(d.cmp(CmpIPredicate::eq, c, k),
-             [&]() { d.namedBarrier(1 + k, 128); });
-  d.ifThen(d.cmp(CmpIPredicate::eq, tInWg, 0), [&]() {
-    Value r = d.add(row0, d.mul(c, 64));
-    for (int64_t cb = 0; cb < n / 64; ++cb)
-      d.tmaStore(tmaY, d.sAt(cSlab, cb * 64 * 128),
-                 {d.add(col0, cb * 64), r, batch});
-    d.bulkCommit();
-    d.bulkWaitRead0();
-  });
+  stageAccumulator(d, tile, ids.lane, v, cSlab);
+  storeStagedTile(
+      d, c, p.consumers, ids.threadInWarpgroup, tmaY, cSlab, n / 64,
+      [&](int64_t cb) -> SmallVector<Value> {
+        return {d.add(col0, cb * 64), d.add(row0, d.mul(c, 64)), batch};
+      });
 }
 
 } // namespace

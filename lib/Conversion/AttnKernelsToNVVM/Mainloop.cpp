@@ -1,0 +1,52 @@
+//===- Mainloop.cpp - wgmma tile products for sm_90a ------------*- C++ -*-===//
+
+#include "Mainloop.h"
+
+using namespace mlir;
+using namespace attnfuse::sm90;
+
+AccumulatorTile::AccumulatorTile(DeviceBuilder &d, Value warpInWarpgroup,
+                                 Value lane) {
+  Value groupRow = d.add(d.mul(warpInWarpgroup, 16), d.divu(lane, 4));
+  rows[0] = groupRow;
+  rows[1] = d.add(groupRow, 8);
+  colBase = d.mul(d.andi(lane, 3), 2);
+}
+
+Value attnfuse::sm90::mmaSharedShared(DeviceBuilder &d, Value acc, Value descA,
+                                      Value descB, int64_t n, int64_t k,
+                                      int64_t aBlockBytes, int64_t bBlockBytes,
+                                      bool accumulate) {
+  d.wgmmaFence();
+  // Four k steps of 16 (32 bytes) per 64-column block.
+  for (int64_t kk = 0; kk < k / 16; ++kk) {
+    int64_t block = kk / 4, step = (kk % 4) * 32;
+    acc = d.wgmmaSS(acc, d.descAdd(descA, block * aBlockBytes + step),
+                    d.descAdd(descB, block * bBlockBytes + step), n,
+                    /*accumulate=*/accumulate || kk > 0, /*transB=*/false);
+  }
+  d.wgmmaCommit();
+  return acc;
+}
+
+Value attnfuse::sm90::mmaRegisterShared(DeviceBuilder &d, Value acc,
+                                        ArrayRef<Value> a, Value descB,
+                                        int64_t n, int64_t k,
+                                        int64_t bStepBytes) {
+  d.wgmmaFence();
+  for (int64_t kk = 0; kk < k / 16; ++kk)
+    acc = d.wgmmaRS(acc, a.slice(4 * kk, 4), d.descAdd(descB, kk * bStepBytes),
+                    n, /*transB=*/true);
+  d.wgmmaCommit();
+  return acc;
+}
+
+SmallVector<Value> attnfuse::sm90::packOperandA(DeviceBuilder &d,
+                                                ArrayRef<Value> values) {
+  // The A fragment of k step kk is value pairs 8kk + {0,1}, {2,3}, {4,5},
+  // {6,7}: the accumulator order.
+  SmallVector<Value> regs;
+  for (size_t j = 0; j + 1 < values.size(); j += 2)
+    regs.push_back(d.packHalf2(values[j], values[j + 1]));
+  return regs;
+}
