@@ -4,6 +4,7 @@
 #include "attnfuse/Conversion/AttnKernelsToNVVM/AttnKernelsToNVVM.h"
 #include "attnfuse/Conversion/AttnKernelsToNVVM/AttnToPTX.h"
 #include "attnfuse/Conversion/Pipelines.h"
+#include "attnfuse/Dialect/Attn/IR/AttnAttributes.h"
 #include "attnfuse/Dialect/Attn/IR/AttnDialect.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
@@ -61,6 +62,62 @@ static json::Value toJson(Attribute attr) {
     json::Object object;
     for (NamedAttribute n : d)
       object[n.getName().getValue()] = toJson(n.getValue());
+    return object;
+  }
+  if (auto param = dyn_cast<attn::KernelParamAttr>(attr)) {
+    json::Object object{{"name", param.getName().str()},
+                        {"kind", param.getKind().str()}};
+    bool tma = param.getKind() == "tma_descriptor";
+    if (!param.getDetail().empty())
+      object[tma ? "tma" : "dtype"] = param.getDetail().str();
+    if (!param.getValue().empty())
+      object["value"] = param.getValue().str();
+    if (tma)
+      object["abi"] = "CUtensorMap (128 bytes, 64-byte aligned) passed by "
+                      "value as a __grid_constant__ parameter";
+    return object;
+  }
+  if (auto tensor = dyn_cast<attn::KernelTensorAttr>(attr)) {
+    json::Object object{{"name", tensor.getName().str()},
+                        {"role", tensor.getRole().str()},
+                        {"operand", tensor.getOperand()},
+                        {"dtype", tensor.getDtype().str()},
+                        {"shape", toJson(tensor.getShape())},
+                        {"layout", tensor.getLayout().str()}};
+    if (tensor.getStrides())
+      object["strides_elements"] = toJson(tensor.getStrides());
+    if (!tensor.getUpdates().empty()) {
+      object["updates"] = tensor.getUpdates().str();
+      object["in_place"] = ("may be the same buffer as '" +
+                            tensor.getUpdates() + "' (updated in place)")
+                               .str();
+    }
+    return object;
+  }
+  if (auto launch = dyn_cast<attn::KernelLaunchAttr>(attr)) {
+    json::Array block;
+    for (int64_t n : launch.getBlock())
+      block.push_back(n);
+    json::Object object{{"kernel", launch.getKernel().str()},
+                        {"kind", launch.getKind().str()},
+                        {"symbols", launch.getSymbols().str()},
+                        {"block", std::move(block)},
+                        {"grid", toJson(launch.getGrid())},
+                        {"dynamic_smem_bytes", launch.getDynamicSmemBytes()},
+                        {"params", toJson(launch.getParams())},
+                        {"tensors", toJson(launch.getTensors())},
+                        {"tma_descriptors", toJson(launch.getTmaDescriptors())},
+                        {"config", toJson(launch.getConfig())}};
+    if (launch.getRopeTables())
+      object["rope_tables"] = toJson(launch.getRopeTables());
+    if (!launch.getHostCast().empty())
+      object["host_cast"] = launch.getHostCast().str();
+    if (launch.getAliases())
+      object["aliases"] = toJson(launch.getAliases());
+    if (!launch.getThen().empty())
+      object["then"] = launch.getThen().str();
+    if (launch.getWorkspace())
+      object["workspace"] = toJson(launch.getWorkspace());
     return object;
   }
   std::string text;
@@ -203,10 +260,9 @@ static bool feedsOnlyReshapes(Operation *op) {
 /// a reshape of a contiguous tensor (a view) or the index arithmetic that
 /// feeds a reshape; anything else is an error on the op, since nothing would
 /// execute it.
-static FailureOr<json::Object>
-buildProgram(func::FuncOp func,
-             const std::map<std::string, std::string> &kernelOfDecl,
-             const std::map<std::string, DictionaryAttr> &launchByKernel) {
+static FailureOr<json::Object> buildProgram(
+    func::FuncOp func, const std::map<std::string, std::string> &kernelOfDecl,
+    const std::map<std::string, attn::KernelLaunchAttr> &launchByKernel) {
   llvm::DenseMap<Value, int64_t> ids;
   int64_t next = 0;
   json::Array inputs, steps, outputs;
@@ -246,13 +302,12 @@ buildProgram(func::FuncOp func,
     auto kernel = kernelOfDecl.find(call.getCallee().str());
     if (kernel == kernelOfDecl.end())
       return;
-    DictionaryAttr launch = launchByKernel.at(kernel->second);
+    attn::KernelLaunchAttr launch = launchByKernel.at(kernel->second);
     bool paged = false;
     int64_t cacheOperand = -1;
-    for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
-      auto tensor = cast<DictionaryAttr>(t);
-      StringRef name = cast<StringAttr>(tensor.get("name")).getValue();
-      int64_t operand = cast<IntegerAttr>(tensor.get("operand")).getInt();
+    for (attn::KernelTensorAttr tensor : launch.getTensorList()) {
+      StringRef name = tensor.getName();
+      int64_t operand = tensor.getOperand();
       paged |= name == "block_table";
       if ((name == "cache" || name == "key_cache") && operand >= 0)
         cacheOperand = operand;
@@ -326,8 +381,8 @@ buildProgram(func::FuncOp func,
       return op.emitError()
              << "has no sm_90a kernel: the device program of @"
              << func.getName() << " cannot execute '" << op.getName() << "'";
-    DictionaryAttr launch = launchByKernel.at(kernel->second);
-    if (launch.get("host_cast"))
+    attn::KernelLaunchAttr launch = launchByKernel.at(kernel->second);
+    if (!launch.getHostCast().empty())
       return op.emitError()
              << "runs its kernel on f32 tensors converted by the host; the "
                 "device program runs bf16 or f16 models (build the model "
@@ -336,10 +391,9 @@ buildProgram(func::FuncOp func,
     // tensors without one, in order, then the tensors updated in place.
     json::Object tensors;
     SmallVector<std::string> resultTensors;
-    for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
-      auto tensor = cast<DictionaryAttr>(t);
-      std::string name = cast<StringAttr>(tensor.get("name")).getValue().str();
-      int64_t operand = cast<IntegerAttr>(tensor.get("operand")).getInt();
+    for (attn::KernelTensorAttr tensor : launch.getTensorList()) {
+      std::string name = tensor.getName().str();
+      int64_t operand = tensor.getOperand();
       if (operand < 0) {
         resultTensors.push_back(name);
         continue;
@@ -356,13 +410,12 @@ buildProgram(func::FuncOp func,
     // A size no operand gives (the rows of the RoPE tables of a rotation at
     // given positions) is the function's largest cache.
     json::Object sizes;
-    if (auto tables = launch.getAs<ArrayAttr>("rope_tables")) {
+    if (ArrayAttr tables = launch.getRopeTables()) {
       std::set<std::string> bound;
-      for (Attribute t : cast<ArrayAttr>(launch.get("tensors"))) {
-        auto tensor = cast<DictionaryAttr>(t);
-        if (cast<IntegerAttr>(tensor.get("operand")).getInt() < 0)
+      for (attn::KernelTensorAttr tensor : launch.getTensorList()) {
+        if (tensor.getOperand() < 0)
           continue;
-        for (Attribute d : cast<ArrayAttr>(tensor.get("shape")))
+        for (Attribute d : tensor.getShape())
           if (auto symbol = dyn_cast<StringAttr>(d))
             bound.insert(symbol.getValue().str());
       }
@@ -387,7 +440,7 @@ buildProgram(func::FuncOp func,
       }
     }
     json::Object aliases;
-    if (auto list = launch.getAs<ArrayAttr>("aliases"))
+    if (ArrayAttr list = launch.getAliases())
       for (Attribute a : list) {
         auto alias = cast<DictionaryAttr>(a);
         std::string result =
@@ -467,13 +520,12 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
   });
 
   // Launch descriptions and the host-side schedule.
-  std::map<std::string, DictionaryAttr> launchByKernel;
+  std::map<std::string, attn::KernelLaunchAttr> launchByKernel;
   std::map<std::string, std::string> kernelOfDecl, opOfDecl;
   module.walk([&](func::FuncOp func) {
-    if (auto launch =
-            func->getAttrOfType<DictionaryAttr>(attnfuse::kLaunchAttrName)) {
-      std::string kernel =
-          cast<StringAttr>(launch.get("kernel")).getValue().str();
+    if (auto launch = func->getAttrOfType<attn::KernelLaunchAttr>(
+            attnfuse::kLaunchAttrName)) {
+      std::string kernel = launch.getKernel().str();
       launchByKernel.emplace(kernel, launch);
       kernelOfDecl[func.getName().str()] = kernel;
       if (auto op = func->getAttrOfType<StringAttr>("attnfuse.op"))

@@ -107,7 +107,8 @@ def ConvertAttnKernelsToNVVMPass
     host program of a model only launches kernels.
 
     The op is replaced by a `func.call` to a private declaration
-    `@<kernel>_launch` whose `attnfuse.launch` attribute describes the launch
+    `@<kernel>_launch` whose `attnfuse.launch` attribute (an
+    `#attn.kernel_launch`) describes the launch
     (grid and block as functions of the dynamic sizes, dynamic shared
     memory, parameters, tensors and the TMA descriptors the host encodes);
     `attnfuse-compile` writes it to manifest.json. Kernels of identical

@@ -18,7 +18,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -37,7 +39,17 @@ using namespace attnfuse::sm90;
 
 namespace {
 
-/// Emits kernels and launch declarations into one module.
+/// The ops that have sm_90a kernels (or, for the backward, an error).
+bool isKernelOp(Operation *op) {
+  return isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
+             attn::FusedWeightGradOp, attn::FlashDecodeOp,
+             attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
+             attn::CCADecodePrologueOp, attn::CacheUpdateOp,
+             attn::CacheGatherOp, attn::RoPEOp, attn::SDPAOp>(op);
+}
+
+/// Emits kernels and launch declarations into one module: one gpu.module per
+/// distinct kernel configuration, one declaration per kernel, op and type.
 class KernelEmitter {
 public:
   KernelEmitter(ModuleOp module) : module(module), symbols(module) {}
@@ -45,7 +57,8 @@ public:
   /// Returns the name under which the kernel of `key` lives, creating it
   /// with `build` (given the final name) the first time.
   StringRef kernelFor(
-      const std::string &key, const std::string &baseName, Location loc,
+      RewriterBase &rewriter, const std::string &key,
+      const std::string &baseName, Location loc,
       const std::function<void(gpu::GPUModuleOp, const std::string &)> &build) {
     auto it = byKey.find(key);
     if (it != byKey.end())
@@ -53,9 +66,9 @@ public:
     std::string name = baseName;
     for (int i = 1; symbols.lookup(name); ++i)
       name = baseName + "_" + std::to_string(i);
-    OpBuilder b(module.getContext());
-    b.setInsertionPointToEnd(module.getBody());
-    auto gpuModule = gpu::GPUModuleOp::create(b, loc, name);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(rewriter, loc, name);
     symbols.insert(gpuModule);
     build(gpuModule, name);
     return byKey.emplace(key, name).first->second;
@@ -63,67 +76,64 @@ public:
 
   /// The host-side declaration `@<kernel>_launch` of type `type` carrying
   /// `launch`, shared by every op of `opName` with that type.
-  func::FuncOp declareLaunch(Location loc, StringRef kernel, StringRef opName,
-                             FunctionType type, DictionaryAttr launch) {
+  func::FuncOp declareLaunch(RewriterBase &rewriter, Location loc,
+                             StringRef kernel, StringRef opName,
+                             FunctionType type, attn::KernelLaunchAttr launch) {
     std::string key =
         (kernel + ":" + opName + ":" + llvm::formatv("{0}", type).str()).str();
     auto it = launches.find(key);
     if (it != launches.end())
       return it->second;
-    OpBuilder mb(module.getContext());
-    mb.setInsertionPointToEnd(module.getBody());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
     std::string name = (kernel + "_launch").str();
     for (int i = 1; symbols.lookup(name); ++i)
       name = (kernel + "_launch_" + Twine(i)).str();
-    func::FuncOp decl = func::FuncOp::create(mb, loc, name, type);
+    MLIRContext *ctx = module.getContext();
+    func::FuncOp decl = func::FuncOp::create(rewriter, loc, name, type);
     decl.setPrivate();
-    decl->setAttr(kLaunchAttr, launch);
-    decl->setAttr("attnfuse.op", StringAttr::get(module.getContext(), opName));
-    decl->setAttr("attnfuse.kernel",
-                  SymbolRefAttr::get(
-                      module.getContext(), kernel,
-                      {FlatSymbolRefAttr::get(module.getContext(), kernel)}));
+    decl->setAttr(kLaunchAttrName, launch);
+    decl->setAttr("attnfuse.op", StringAttr::get(ctx, opName));
+    decl->setAttr(
+        "attnfuse.kernel",
+        SymbolRefAttr::get(ctx, kernel, {FlatSymbolRefAttr::get(ctx, kernel)}));
     symbols.insert(decl);
     launches.emplace(key, decl);
     return decl;
   }
 
   /// Replaces `op` by a call to `@<kernel>_launch` carrying `launch`.
-  void replaceWithLaunch(Operation *op, StringRef kernel,
-                         DictionaryAttr launch) {
-    OpBuilder b(op);
+  void replaceWithLaunch(RewriterBase &rewriter, Operation *op,
+                         StringRef kernel, int64_t resultInits,
+                         attn::KernelLaunchAttr launch) {
     SmallVector<Value> operands, unread;
-    splitLaunchOperands(op, operands, unread);
-    SmallVector<Type> operandTypes;
-    for (Value operand : operands)
-      operandTypes.push_back(operand.getType());
+    splitLaunchOperands(op, resultInits, operands, unread);
     auto type =
-        FunctionType::get(op->getContext(), operandTypes, op->getResultTypes());
-    func::FuncOp decl = declareLaunch(
-        op->getLoc(), kernel, op->getName().getStringRef(), type, launch);
-    auto call = func::CallOp::create(b, op->getLoc(), decl, operands);
-    op->replaceAllUsesWith(call.getResults());
-    op->erase();
+        FunctionType::get(op->getContext(), ValueRange(operands).getTypes(),
+                          op->getResultTypes());
+    func::FuncOp decl =
+        declareLaunch(rewriter, op->getLoc(), kernel,
+                      op->getName().getStringRef(), type, launch);
+    rewriter.setInsertionPoint(op);
+    auto call = func::CallOp::create(rewriter, op->getLoc(), decl, operands);
+    rewriter.replaceOp(op, call.getResults());
     // The init's shape computation (tensor.empty, tensor.dim) would be left
     // in the host program, which runs no such ops.
-    eraseIfUnused(unread);
+    eraseIfUnused(rewriter, unread);
   }
 
   /// Splits `op`'s operands (positionally: one value may fill several) into
   /// the launch's `operands` and the `unread` inits that only carry a
-  /// result's shape: the kernel writes those results into buffers of its
-  /// own. The caches and states a decode op updates in place are inits the
-  /// kernel reads, so they stay launch operands.
-  static void splitLaunchOperands(Operation *op,
+  /// result's shape, the first `resultInits` inits (-1: all): the kernel
+  /// writes those results into buffers of its own. The caches and states a
+  /// decode op updates in place are inits the kernel reads, so they stay
+  /// launch operands.
+  static void splitLaunchOperands(Operation *op, int64_t resultInits,
                                   SmallVectorImpl<Value> &operands,
                                   SmallVectorImpl<Value> &unread) {
     llvm::SmallDenseSet<unsigned> outputOnly;
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
-      int64_t count = dps.getNumDpsInits();
-      if (isa<attn::FlashDecodeOp>(op))
-        count = 1;
-      else if (isa<attn::CCADecodePrologueOp>(op))
-        count = 3;
+      int64_t count = resultInits < 0 ? dps.getNumDpsInits() : resultInits;
       for (OpOperand &init : dps.getDpsInitsMutable())
         if (static_cast<int64_t>(outputOnly.size()) < count)
           outputOnly.insert(init.getOperandNumber());
@@ -136,7 +146,7 @@ public:
   /// Erases the side-effect-free ops that computed `values` (and, in turn,
   /// their operands) once nothing reads them. A value may be listed twice
   /// (one tensor.empty for two inits) or feed another listed value.
-  static void eraseIfUnused(ArrayRef<Value> values) {
+  static void eraseIfUnused(RewriterBase &rewriter, ArrayRef<Value> values) {
     SmallVector<Operation *> worklist;
     for (Value value : values)
       if (Operation *producer = value.getDefiningOp())
@@ -151,7 +161,7 @@ public:
         if (Operation *definition = operand.getDefiningOp())
           worklist.push_back(definition);
       erased.insert(producer);
-      producer->erase();
+      rewriter.eraseOp(producer);
     }
   }
 
@@ -162,79 +172,234 @@ private:
   std::map<std::string, func::FuncOp> launches;
 };
 
-/// Emits (or reuses) the kernel of `plan` and replaces `op` by its launch.
-/// `build` writes the kernel into a gpu.module; `describe` gives the launch
-/// description once the plan carries the kernel's final name.
-template <typename Plan, typename BuildFn, typename DescribeFn>
-void lowerToKernel(KernelEmitter &emitter, Operation *op, Plan &plan,
-                   BuildFn build, DescribeFn describe) {
-  StringRef name =
-      emitter.kernelFor(plan.key(), plan.name, op->getLoc(),
-                        [&](gpu::GPUModuleOp gm, const std::string &finalName) {
-                          plan.name = finalName;
-                          OpBuilder b(op->getContext());
-                          build(b, op->getLoc(), gm, plan);
-                        });
-  plan.name = name.str();
-  emitter.replaceWithLaunch(op, name, describe());
+/// What the patterns share: the target, the kernel emitter, the functions
+/// whose residual adds run on the device, and whether an op was rejected
+/// (models repeat layers: after the first op without a kernel the patterns
+/// stop instead of reporting the same problem for every layer).
+struct LoweringState {
+  LoweringState(ModuleOp module, const TargetOptions &options)
+      : emitter(module), options(options) {}
+  KernelEmitter emitter;
+  const TargetOptions &options;
+  llvm::SmallPtrSet<Operation *, 8> programs;
+  bool failed = false;
+};
+
+/// Rewrites one fused op into the launch of its kernel: plan (an error on the
+/// op, or `unsupported` set to leave it on the host with a warning), emit the
+/// kernel once per configuration, describe the launch.
+template <typename OpTy, typename Plan>
+class KernelLaunchPattern : public OpRewritePattern<OpTy> {
+public:
+  using PlanFn = std::function<FailureOr<Plan>(OpTy, const TargetOptions &,
+                                               std::string &)>;
+  using BuildFn = void (*)(OpBuilder &, Location, gpu::GPUModuleOp,
+                           const Plan &);
+  using DescribeFn =
+      std::function<attn::KernelLaunchAttr(MLIRContext *, OpTy, const Plan &)>;
+
+  /// `resultInits`: how many of the op's inits only carry a result's shape
+  /// (the rest are state the kernel updates in place); -1: all of them.
+  KernelLaunchPattern(MLIRContext *ctx, LoweringState &state, PlanFn plan,
+                      BuildFn build, DescribeFn describe,
+                      int64_t resultInits = -1)
+      : OpRewritePattern<OpTy>(ctx), state(state), plan(std::move(plan)),
+        build(build), describe(std::move(describe)), resultInits(resultInits) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    if (state.failed)
+      return failure();
+    if (!accepts(op))
+      return rewriter.notifyMatchFailure(op, "not part of a device program");
+    std::string unsupported;
+    FailureOr<Plan> p = plan(op, state.options, unsupported);
+    if (failed(p)) {
+      if (unsupported.empty()) {
+        state.failed = true;
+        return failure();
+      }
+      op->emitWarning() << unsupported << "; " << op->getName().getStringRef()
+                        << " stays on the host";
+      return failure();
+    }
+    StringRef name = state.emitter.kernelFor(
+        rewriter, p->key(), p->name, op.getLoc(),
+        [&](gpu::GPUModuleOp module, const std::string &finalName) {
+          p->name = finalName;
+          build(rewriter, op.getLoc(), module, *p);
+        });
+    p->name = name.str();
+    state.emitter.replaceWithLaunch(rewriter, op, name, resultInits,
+                                    describe(op.getContext(), op, *p));
+    return success();
+  }
+
+private:
+  bool accepts(OpTy op) const {
+    if constexpr (std::is_same_v<OpTy, arith::AddFOp>)
+      return isa<RankedTensorType>(op.getType()) &&
+             state.programs.contains(
+                 op->template getParentOfType<func::FuncOp>());
+    return true;
+  }
+
+  LoweringState &state;
+  PlanFn plan;
+  BuildFn build;
+  DescribeFn describe;
+  int64_t resultInits;
+};
+
+/// attn.flash_decode: the split kernel (its launch returns the workspace and
+/// the caches, updated in place), then the combine kernel (workspace ->
+/// output).
+class FlashDecodeLaunchPattern : public OpRewritePattern<attn::FlashDecodeOp> {
+public:
+  FlashDecodeLaunchPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern(ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(attn::FlashDecodeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (state.failed)
+      return failure();
+    FailureOr<DecodePlan> plan = planFlashDecode(op, state.options);
+    if (failed(plan)) {
+      state.failed = true;
+      return failure();
+    }
+    emitKernels(rewriter, op, *plan);
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+    auto workspaceType = RankedTensorType::get(
+        {queryType.getDimSize(0), plan->numHeads,
+         plan->numSplits > 0 ? plan->numSplits : ShapedType::kDynamic,
+         plan->workspaceRow()},
+        Float32Type::get(ctx));
+    SmallVector<Type> splitResults = {workspaceType};
+    for (Value cache : op.getResults().drop_front())
+      splitResults.push_back(cache.getType());
+    // Every operand but the output's init, whose shape the combine kernel's
+    // result has.
+    SmallVector<Value> operands, unread;
+    KernelEmitter::splitLaunchOperands(op, /*resultInits=*/1, operands, unread);
+    KernelEmitter &emitter = state.emitter;
+    func::FuncOp splitDecl = emitter.declareLaunch(
+        rewriter, loc, plan->name, op->getName().getStringRef(),
+        FunctionType::get(ctx, ValueRange(operands).getTypes(), splitResults),
+        describeFlashDecodeSplit(ctx, op, *plan));
+    func::FuncOp combineDecl = emitter.declareLaunch(
+        rewriter, loc, plan->combineName, op->getName().getStringRef(),
+        FunctionType::get(ctx, {workspaceType}, {op.getResult().getType()}),
+        describeFlashDecodeCombine(ctx, op, *plan));
+    auto split = func::CallOp::create(rewriter, loc, splitDecl, operands);
+    auto combine = func::CallOp::create(rewriter, loc, combineDecl,
+                                        ValueRange{split.getResult(0)});
+    SmallVector<Value> results = {combine.getResult(0)};
+    llvm::append_range(results, split.getResults().drop_front());
+    rewriter.replaceOp(op, results);
+    KernelEmitter::eraseIfUnused(rewriter, unread);
+    return success();
+  }
+
+private:
+  void emitKernels(PatternRewriter &rewriter, attn::FlashDecodeOp op,
+                   DecodePlan &plan) const {
+    Location loc = op.getLoc();
+    std::string key = plan.key();
+    plan.name =
+        state.emitter
+            .kernelFor(rewriter, key + ":split", "attn_flash_decode", loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan.name = n;
+                         buildFlashDecodeSplitKernel(rewriter, loc, gm, plan);
+                       })
+            .str();
+    plan.combineName =
+        state.emitter
+            .kernelFor(rewriter, key + ":combine", "attn_flash_decode_combine",
+                       loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan.combineName = n;
+                         buildFlashDecodeCombineKernel(rewriter, loc, gm, plan);
+                       })
+            .str();
+  }
+
+  LoweringState &state;
+};
+
+/// The backward ops have no sm_90a kernels yet: an error on the op.
+template <typename OpTy>
+class RejectOnSM90aPattern : public OpRewritePattern<OpTy> {
+public:
+  RejectOnSM90aPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern<OpTy>(ctx), state(state) {}
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &) const override {
+    if (state.failed)
+      return failure();
+    op->emitOpError() << "is not supported on sm_90a yet (the backward runs "
+                         "on the CPU: attn-to-cpu)";
+    state.failed = true;
+    return failure();
+  }
+
+private:
+  LoweringState &state;
+};
+
+/// A plan function that reports every problem as an error on the op.
+template <typename OpTy, typename Plan>
+std::function<FailureOr<Plan>(OpTy, const TargetOptions &, std::string &)>
+alwaysOnDevice(FailureOr<Plan> (*plan)(OpTy, const TargetOptions &)) {
+  return [plan](OpTy op, const TargetOptions &options, std::string &) {
+    return plan(op, options);
+  };
 }
 
-/// attn.flash_decode: the split kernel (its launch returns the workspace
-/// and the caches, updated in place), then the combine kernel (workspace ->
-/// output).
-void lowerFlashDecode(KernelEmitter &emitter, attn::FlashDecodeOp op,
-                      DecodePlan &plan) {
-  MLIRContext *ctx = op.getContext();
-  Location loc = op.getLoc();
-  std::string key = plan.key();
-  plan.name = emitter
-                  .kernelFor(key + ":split", "attn_flash_decode", loc,
-                             [&](gpu::GPUModuleOp gm, const std::string &n) {
-                               plan.name = n;
-                               OpBuilder b(ctx);
-                               buildFlashDecodeSplitKernel(b, loc, gm, plan);
-                             })
-                  .str();
-  plan.combineName =
-      emitter
-          .kernelFor(key + ":combine", "attn_flash_decode_combine", loc,
-                     [&](gpu::GPUModuleOp gm, const std::string &n) {
-                       plan.combineName = n;
-                       OpBuilder b(ctx);
-                       buildFlashDecodeCombineKernel(b, loc, gm, plan);
-                     })
-          .str();
-
-  auto queryType = cast<RankedTensorType>(op.getQuery().getType());
-  auto workspaceType = RankedTensorType::get(
-      {queryType.getDimSize(0), plan.numHeads,
-       plan.numSplits > 0 ? plan.numSplits : ShapedType::kDynamic,
-       plan.workspaceRow()},
-      Float32Type::get(ctx));
-  SmallVector<Type> splitResults = {workspaceType};
-  for (Value cache : op.getResults().drop_front())
-    splitResults.push_back(cache.getType());
-  // Every operand but the output's init, whose shape the combine kernel's
-  // result has.
-  SmallVector<Value> operands, unread;
-  KernelEmitter::splitLaunchOperands(op, operands, unread);
-  func::FuncOp splitDecl = emitter.declareLaunch(
-      loc, plan.name, op->getName().getStringRef(),
-      FunctionType::get(ctx, ValueRange(operands).getTypes(), splitResults),
-      describeFlashDecodeSplit(ctx, op, plan));
-  func::FuncOp combineDecl = emitter.declareLaunch(
-      loc, plan.combineName, op->getName().getStringRef(),
-      FunctionType::get(ctx, {workspaceType}, {op.getResult().getType()}),
-      describeFlashDecodeCombine(ctx, op, plan));
-  OpBuilder b(op);
-  auto split = func::CallOp::create(b, loc, splitDecl, operands);
-  auto combine =
-      func::CallOp::create(b, loc, combineDecl, ValueRange{split.getResult(0)});
-  SmallVector<Value> results = {combine.getResult(0)};
-  llvm::append_range(results, split.getResults().drop_front());
-  op->replaceAllUsesWith(results);
-  op->erase();
-  emitter.eraseIfUnused(unread);
+void populateKernelLaunchPatterns(RewritePatternSet &patterns,
+                                  LoweringState &state) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<KernelLaunchPattern<attn::FlashAttentionOp, FlashPlan>>(
+      ctx, state, alwaysOnDevice(planFlashAttention), buildFlashAttentionKernel,
+      describeFlashAttention);
+  patterns.add<FlashDecodeLaunchPattern>(ctx, state);
+  auto planGemm = [](Operation *op, const TargetOptions &options,
+                     std::string &) { return planProjection(op, options); };
+  auto describeGemm = [](MLIRContext *c, Operation *op, const GemmPlan &p) {
+    return describeProjection(c, op, p);
+  };
+  patterns.add<KernelLaunchPattern<attn::FusedProjectionOp, GemmPlan>>(
+      ctx, state, planGemm, buildProjectionKernel, describeGemm);
+  patterns.add<KernelLaunchPattern<attn::ProjectOp, GemmPlan>>(
+      ctx, state, planGemm, buildProjectionKernel, describeGemm);
+  patterns.add<KernelLaunchPattern<attn::CCAPrologueOp, ProloguePlan>>(
+      ctx, state, planCCAPrologue, buildCCAPrologueKernel, describeCCAPrologue);
+  // The q, k, v outputs; the conv and value-shift states are updated in place.
+  patterns.add<
+      KernelLaunchPattern<attn::CCADecodePrologueOp, DecodePrologueKernelPlan>>(
+      ctx, state, planCCADecodePrologue, buildCCADecodePrologueKernel,
+      describeCCADecodePrologue, /*resultInits=*/3);
+  patterns.add<KernelLaunchPattern<attn::CacheUpdateOp, CacheUpdatePlan>>(
+      ctx, state, planCacheUpdate, buildCacheUpdateKernel, describeCacheUpdate);
+  patterns.add<KernelLaunchPattern<attn::CacheGatherOp, CacheGatherPlan>>(
+      ctx, state, planCacheGather, buildCacheGatherKernel, describeCacheGather);
+  patterns.add<KernelLaunchPattern<attn::RoPEOp, RopeKernelPlan>>(
+      ctx, state, planRope, buildRopeKernel, describeRope);
+  patterns.add<KernelLaunchPattern<attn::SDPAOp, SdpaPlan>>(
+      ctx, state, planSdpa, buildSdpaKernel, describeSdpa);
+  patterns.add<KernelLaunchPattern<arith::AddFOp, ElementwisePlan>>(
+      ctx, state,
+      [](arith::AddFOp op, const TargetOptions &, std::string &) {
+        return planElementwise(op);
+      },
+      buildElementwiseKernel,
+      [](MLIRContext *c, arith::AddFOp op, const ElementwisePlan &p) {
+        return describeElementwise(c, op, p);
+      });
+  patterns.add<RejectOnSM90aPattern<attn::FlashAttentionGradOp>,
+               RejectOnSM90aPattern<attn::FusedWeightGradOp>>(ctx, state);
 }
 
 struct ConvertAttnKernelsToNVVMPass
@@ -265,149 +430,22 @@ struct ConvertAttnKernelsToNVVMPass
     }
     options.stages = stages;
 
-    SmallVector<Operation *> ops;
+    // A function with kernels is a device program: its residual adds run on
+    // the device too.
+    LoweringState state(module, options);
     module.walk([&](Operation *op) {
-      if (isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
-              attn::FusedWeightGradOp, attn::FlashDecodeOp, attn::FusedProjectionOp, attn::ProjectOp,
-              attn::CCAPrologueOp, attn::CCADecodePrologueOp,
-              attn::CacheUpdateOp, attn::CacheGatherOp, attn::RoPEOp,
-              attn::SDPAOp>(op))
-        ops.push_back(op);
+      if (isKernelOp(op))
+        state.programs.insert(op->getParentOfType<func::FuncOp>());
     });
-    if (ops.empty())
+    if (state.programs.empty())
       return;
-    // The residual adds of the functions that launch kernels run on the
-    // device too (a function without kernels is not a device program).
-    llvm::SmallPtrSet<Operation *, 8> programs;
-    for (Operation *op : ops)
-      programs.insert(op->getParentOfType<func::FuncOp>());
-    module.walk([&](arith::AddFOp add) {
-      if (isa<RankedTensorType>(add.getType()) &&
-          programs.contains(add->getParentOfType<func::FuncOp>()))
-        ops.push_back(add);
-    });
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(ctx));
-
-    // Models repeat layers: stop at the first op without a kernel instead of
-    // reporting the same problem for every layer.
-    KernelEmitter emitter(module);
-    for (Operation *op : ops) {
-      if (isa<attn::FlashAttentionGradOp, attn::FusedWeightGradOp>(op)) {
-        op->emitOpError() << "is not supported on sm_90a yet (the backward "
-                             "runs on the CPU: attn-to-cpu)";
-        return signalPassFailure();
-      }
-      if (auto fa = dyn_cast<attn::FlashAttentionOp>(op)) {
-        if (fa.getLse()) {
-          op->emitOpError() << "with an 'lse' result is not supported on "
-                               "sm_90a yet (the backward runs on the CPU: "
-                               "attn-to-cpu)";
-          return signalPassFailure();
-        }
-        FailureOr<FlashPlan> plan = planFlashAttention(fa, options);
-        if (failed(plan))
-          return signalPassFailure();
-        lowerToKernel(emitter, op, *plan, buildFlashAttentionKernel,
-                      [&] { return describeFlashAttention(ctx, fa, *plan); });
-        continue;
-      }
-      if (auto decode = dyn_cast<attn::FlashDecodeOp>(op)) {
-        FailureOr<DecodePlan> plan = planFlashDecode(decode, options);
-        if (failed(plan))
-          return signalPassFailure();
-        lowerFlashDecode(emitter, decode, *plan);
-        continue;
-      }
-      if (auto cca = dyn_cast<attn::CCAPrologueOp>(op)) {
-        std::string unsupported;
-        FailureOr<ProloguePlan> plan =
-            planCCAPrologue(cca, options, unsupported);
-        if (failed(plan)) {
-          if (unsupported.empty())
-            return signalPassFailure();
-          // No kernel for this shape: the op stays on the host side.
-          op->emitWarning()
-              << unsupported << "; attn.cca_prologue stays on the host";
-          continue;
-        }
-        lowerToKernel(emitter, op, *plan, buildCCAPrologueKernel,
-                      [&] { return describeCCAPrologue(ctx, cca, *plan); });
-        continue;
-      }
-      if (auto decode = dyn_cast<attn::CCADecodePrologueOp>(op)) {
-        std::string unsupported;
-        FailureOr<DecodePrologueKernelPlan> plan =
-            planCCADecodePrologue(decode, options, unsupported);
-        if (failed(plan)) {
-          if (unsupported.empty())
-            return signalPassFailure();
-          op->emitWarning()
-              << unsupported << "; attn.cca_decode_prologue stays on the host";
-          continue;
-        }
-        lowerToKernel(emitter, op, *plan, buildCCADecodePrologueKernel, [&] {
-          return describeCCADecodePrologue(ctx, decode, *plan);
-        });
-        continue;
-      }
-      if (isa<arith::AddFOp>(op)) {
-        FailureOr<ElementwisePlan> plan = planElementwise(op);
-        if (failed(plan))
-          return signalPassFailure();
-        lowerToKernel(emitter, op, *plan, buildElementwiseKernel,
-                      [&] { return describeElementwise(ctx, op, *plan); });
-        continue;
-      }
-      // The SIMT kernels of the primitives: plan, or leave an unsupported
-      // shape to the host with a warning.
-      std::string unsupported;
-      auto lowerPrimitive = [&](auto typedOp, auto plan, auto build,
-                                auto describe) -> LogicalResult {
-        if (failed(plan)) {
-          if (unsupported.empty())
-            return failure();
-          op->emitWarning()
-              << unsupported << "; " << op->getName().getStringRef()
-              << " stays on the host";
-          return success();
-        }
-        lowerToKernel(emitter, op, *plan, build,
-                      [&] { return describe(ctx, typedOp, *plan); });
-        return success();
-      };
-      if (auto update = dyn_cast<attn::CacheUpdateOp>(op)) {
-        if (failed(lowerPrimitive(update,
-                                  planCacheUpdate(update, options, unsupported),
-                                  buildCacheUpdateKernel, describeCacheUpdate)))
-          return signalPassFailure();
-        continue;
-      }
-      if (auto gather = dyn_cast<attn::CacheGatherOp>(op)) {
-        if (failed(lowerPrimitive(gather,
-                                  planCacheGather(gather, options, unsupported),
-                                  buildCacheGatherKernel, describeCacheGather)))
-          return signalPassFailure();
-        continue;
-      }
-      if (auto rope = dyn_cast<attn::RoPEOp>(op)) {
-        if (failed(lowerPrimitive(rope, planRope(rope, options, unsupported),
-                                  buildRopeKernel, describeRope)))
-          return signalPassFailure();
-        continue;
-      }
-      if (auto sdpa = dyn_cast<attn::SDPAOp>(op)) {
-        if (failed(lowerPrimitive(sdpa, planSdpa(sdpa, options, unsupported),
-                                  buildSdpaKernel, describeSdpa)))
-          return signalPassFailure();
-        continue;
-      }
-      FailureOr<GemmPlan> plan = planProjection(op, options);
-      if (failed(plan))
-        return signalPassFailure();
-      lowerToKernel(emitter, op, *plan, buildProjectionKernel,
-                    [&] { return describeProjection(ctx, op, *plan); });
-    }
+    RewritePatternSet patterns(ctx);
+    populateKernelLaunchPatterns(patterns, state);
+    walkAndApplyPatterns(module, std::move(patterns));
+    if (state.failed)
+      signalPassFailure();
   }
 };
 

@@ -480,7 +480,7 @@ void attnfuse::sm90::buildCCADecodePrologueKernel(
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr
+attn::KernelLaunchAttr
 attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
                                           CCADecodePrologueOp op,
                                           const DecodePrologueKernelPlan &p) {
@@ -492,78 +492,52 @@ attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
   auto S = [&](StringRef v) { return strAttr(ctx, v); };
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,
                     ArrayRef<Attribute> shape, StringRef dtype,
-                    StringRef layout) {
-    DictBuilder t(ctx);
-    t.set("name", name)
-        .set("role", role)
-        .set("operand", operand)
-        .set("dtype", dtype)
-        .set("shape", arrayAttr(ctx, shape))
-        .set("layout", layout);
-    return t;
+                    StringRef layout, StringRef updates = "") {
+    return describeTensor(ctx, name, role, operand, dtype, shape, {}, layout,
+                          updates);
   };
   StringRef rowMajor = "row-major, contiguous";
   SmallVector<Attribute> tensors;
   int64_t operand = 0;
   tensors.push_back(
-      tensor("qr", "input", operand++, {S("B"), I(1), I(lq)}, elem, rowMajor)
-          .get());
+      tensor("qr", "input", operand++, {S("B"), I(1), I(lq)}, elem, rowMajor));
   tensors.push_back(
-      tensor("kr", "input", operand++, {S("B"), I(1), I(lk)}, elem, rowMajor)
-          .get());
+      tensor("kr", "input", operand++, {S("B"), I(1), I(lk)}, elem, rowMajor));
   tensors.push_back(tensor("v_cur", "input", operand++,
-                           {S("B"), I(1), I(valueWidth)}, elem, rowMajor)
-                        .get());
+                           {S("B"), I(1), I(valueWidth)}, elem, rowMajor));
   if (p.valueShift)
     tensors.push_back(tensor("v_prev", "input", operand++,
-                             {S("B"), I(1), I(lk / 2)}, elem, rowMajor)
-                          .get());
+                             {S("B"), I(1), I(lk / 2)}, elem, rowMajor));
   tensors.push_back(tensor("conv_dw_weight", "weight", operand++,
-                           {I(c), I(1), I(p.k0)}, elem, "contiguous")
-                        .get());
+                           {I(c), I(1), I(p.k0)}, elem, "contiguous"));
   tensors.push_back(
-      tensor("conv_dw_bias", "bias", operand++, {I(c)}, elem, "contiguous")
-          .get());
+      tensor("conv_dw_bias", "bias", operand++, {I(c)}, elem, "contiguous"));
   tensors.push_back(tensor("conv_g_weight", "weight", operand++,
                            {I(c), I(dim), I(p.k1)}, elem,
-                           "contiguous (rows read as 16-byte vectors)")
-                        .get());
+                           "contiguous (rows read as 16-byte vectors)"));
   tensors.push_back(
-      tensor("conv_g_bias", "bias", operand++, {I(c)}, elem, "contiguous")
-          .get());
+      tensor("conv_g_bias", "bias", operand++, {I(c)}, elem, "contiguous"));
   tensors.push_back(
-      tensor("temp", "weight", operand++, {I(hk)}, elem, "contiguous").get());
+      tensor("temp", "weight", operand++, {I(hk)}, elem, "contiguous"));
   tensors.push_back(tensor("conv_state", "state", operand++,
                            {S("B"), I(p.padding), I(c)}, elem,
-                           "row-major [batch, P, C], oldest row first")
-                        .get());
+                           "row-major [batch, P, C], oldest row first"));
   if (p.valueShift)
     tensors.push_back(tensor("shift_state", "state", operand++,
-                             {S("B"), I(1), I(lk / 2)}, elem, rowMajor)
-                          .get());
+                             {S("B"), I(1), I(lk / 2)}, elem, rowMajor));
   tensors.push_back(tensor("positions", "positions", operand++, {S("B")}, "i32",
-                           "contiguous; every position < T")
-                        .get());
+                           "contiguous; every position < T"));
   auto stateResult = [&](StringRef name, StringRef state,
                          ArrayRef<Attribute> shape) {
-    std::string inPlace = ("may be the same buffer as '" + state +
-                           "' (updated in place): every element of the "
-                           "state is read and then written by one thread")
-                              .str();
-    return tensor(name, "state_result", -1, shape, elem, rowMajor)
-        .set("updates", state)
-        .set("in_place", StringRef(inPlace))
-        .get();
+    return tensor(name, "state_result", -1, shape, elem, rowMajor, state);
   };
+
   tensors.push_back(tensor("query", "result", -1, {S("B"), I(1), I(hq), I(dim)},
-                           elem, "row-major [batch, 1, heads, head_dim]")
-                        .get());
+                           elem, "row-major [batch, 1, heads, head_dim]"));
   tensors.push_back(tensor("key", "result", -1, {S("B"), I(1), I(hk), I(dim)},
-                           elem, "row-major [batch, 1, kv_heads, head_dim]")
-                        .get());
+                           elem, "row-major [batch, 1, kv_heads, head_dim]"));
   tensors.push_back(tensor("value", "result", -1, {S("B"), I(1), I(hk), I(dim)},
-                           elem, "row-major [batch, 1, kv_heads, head_dim]")
-                        .get());
+                           elem, "row-major [batch, 1, kv_heads, head_dim]"));
   tensors.push_back(stateResult("conv_state_out", "conv_state",
                                 {S("B"), I(p.padding), I(c)}));
   if (p.valueShift)

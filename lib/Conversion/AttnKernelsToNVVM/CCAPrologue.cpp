@@ -591,22 +591,15 @@ void attnfuse::sm90::buildCCAPrologueKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
-                                                   CCAPrologueOp op,
-                                                   const ProloguePlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
+                                    const ProloguePlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t e = p.width, dim = p.headDim, hq = p.numHeads, hk = p.numKvHeads;
   int64_t lq = hq * dim, lk = hk * dim, c = lq + lk;
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,
                     ArrayRef<Attribute> shape, StringRef layout) {
-    return DictBuilder(ctx)
-        .set("name", name)
-        .set("role", role)
-        .set("operand", operand)
-        .set("dtype", elem)
-        .set("shape", arrayAttr(ctx, shape))
-        .set("layout", layout)
-        .get();
+    return describeTensor(ctx, name, role, operand, elem, shape, {}, layout);
   };
   auto I = [&](int64_t v) { return intAttr(ctx, v); };
   auto S = [&](StringRef v) { return strAttr(ctx, v); };
@@ -682,16 +675,12 @@ DictionaryAttr attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx,
     params.push_back(describeParam(ctx, t, "pointer", elem, t));
   if (p.paddingMaskBits) {
     StringRef maskType = p.paddingMaskBits == 64 ? "i64" : "i32";
-    tensors.push_back(
-        DictBuilder(ctx)
-            .set("name", "padding_mask")
-            .set("role", "padding mask: token s of sequence b is real where "
-                         "padding_mask[b, s] != 0, else a zero row of x")
-            .set("operand", operand++)
-            .set("dtype", maskType)
-            .set("shape", arrayAttr(ctx, {S("B"), S("S")}))
-            .set("layout", "row-major [batch, seq], contiguous")
-            .get());
+    tensors.push_back(describeTensor(
+        ctx, "padding_mask",
+        "padding mask: token s of sequence b is real where padding_mask[b, s] "
+        "!= 0, else a zero row of x",
+        operand++, maskType, {S("B"), S("S")}, {},
+        "row-major [batch, seq], contiguous"));
     params.push_back(describeParam(ctx, "padding_mask", "pointer", maskType,
                                    "padding_mask"));
   }

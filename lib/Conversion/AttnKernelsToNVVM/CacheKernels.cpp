@@ -235,9 +235,9 @@ void attnfuse::sm90::buildCacheUpdateKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx,
-                                                   CacheUpdateOp op,
-                                                   const CacheUpdatePlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx, CacheUpdateOp op,
+                                    const CacheUpdatePlan &p) {
   StringRef elem = elemName(p.elem);
   LaunchSymbols sym = cacheUpdateSymbols(ctx, op, p.paged);
   Attribute batch = sym.dim(op.getNewRows(), 0, "batch");
@@ -303,12 +303,10 @@ DictionaryAttr attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx,
   launch.tensors = tensors;
   launch.config = config.get();
   launch.hostCast = p.hostCastFromF32;
-  NamedAttrList attrs(describeLaunch(ctx, launch));
-  attrs.set("aliases", arrayAttr(ctx, {DictBuilder(ctx)
-                                           .set("result", "cache_out")
-                                           .set("tensor", "cache")
-                                           .get()}));
-  return attrs.getDictionary(ctx);
+  Attribute alias =
+      DictBuilder(ctx).set("result", "cache_out").set("tensor", "cache").get();
+  launch.aliases = alias;
+  return describeLaunch(ctx, launch);
 }
 
 //===----------------------------------------------------------------------===//
@@ -400,9 +398,9 @@ void attnfuse::sm90::buildCacheGatherKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeCacheGather(MLIRContext *ctx,
-                                                   CacheGatherOp op,
-                                                   const CacheGatherPlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeCacheGather(MLIRContext *ctx, CacheGatherOp op,
+                                    const CacheGatherPlan &p) {
   StringRef elem = elemName(p.elem);
   LaunchSymbols sym = cacheGatherSymbols(ctx, op);
   Attribute batch = sym.dim(op.getBlockTable(), 0, "batch");

@@ -232,19 +232,10 @@ void attnfuse::sm90::rotateTile(DeviceBuilder &d, Value src, Value dst,
             });
 }
 
-DictionaryAttr attnfuse::sm90::describeParam(MLIRContext *ctx, StringRef name,
-                                             StringRef kind, StringRef detail,
-                                             StringRef value) {
-  DictBuilder param(ctx);
-  param.set("name", name).set("kind", kind);
-  if (!detail.empty())
-    param.set(kind == "tma_descriptor" ? "tma" : "dtype", detail);
-  if (!value.empty())
-    param.set("value", value);
-  if (kind == "tma_descriptor")
-    param.set("abi", "CUtensorMap (128 bytes, 64-byte aligned) passed by "
-                     "value as a __grid_constant__ parameter");
-  return param.get();
+attn::KernelParamAttr
+attnfuse::sm90::describeParam(MLIRContext *ctx, StringRef name, StringRef kind,
+                              StringRef detail, StringRef value) {
+  return attn::KernelParamAttr::get(ctx, name, kind, detail, value);
 }
 
 std::string attnfuse::sm90::ccaKernelNameSuffix(bool qkMean, bool valueShift,
@@ -287,27 +278,25 @@ void attnfuse::sm90::describeRopeTables(MLIRContext *ctx, StringRef prefix,
   }
 }
 
-DictionaryAttr attnfuse::sm90::describeLaunch(MLIRContext *ctx,
-                                              const LaunchDescription &launch) {
-  DictBuilder info(ctx);
-  info.set("kernel", launch.kernel)
-      .set("kind", launch.kind)
-      .set("symbols", launch.symbols)
-      .set("block", intArray(ctx, {launch.threads, 1, 1}))
-      .set("grid", arrayAttr(ctx, launch.grid))
-      .set("dynamic_smem_bytes", launch.sharedBytes)
-      .set("params", arrayAttr(ctx, launch.params))
-      .set("tensors", arrayAttr(ctx, launch.tensors))
-      .set("tma_descriptors", arrayAttr(ctx, launch.tmas))
-      .set("config", Attribute(launch.config));
-  if (!launch.ropeTables.empty())
-    info.set("rope_tables", arrayAttr(ctx, launch.ropeTables));
+attn::KernelLaunchAttr
+attnfuse::sm90::describeLaunch(MLIRContext *ctx,
+                               const LaunchDescription &launch) {
+  std::string hostCast;
   if (launch.hostCast)
-    info.set("host_cast", ("the op's tensors are f32: the host converts "
-                           "inputs to the kernel type and the " +
-                           launch.castBack + " back")
-                              .str());
-  return info.get();
+    hostCast = ("the op's tensors are f32: the host converts inputs to the "
+                "kernel type and the " +
+                launch.castBack + " back")
+                   .str();
+  auto optionalArray = [&](ArrayRef<Attribute> values) {
+    return values.empty() ? ArrayAttr() : arrayAttr(ctx, values);
+  };
+  return attn::KernelLaunchAttr::get(
+      ctx, launch.kernel, launch.kind, launch.symbols, {launch.threads, 1, 1},
+      arrayAttr(ctx, launch.grid), launch.sharedBytes,
+      arrayAttr(ctx, launch.params), arrayAttr(ctx, launch.tensors),
+      arrayAttr(ctx, launch.tmas), optionalArray(launch.ropeTables), hostCast,
+      optionalArray(launch.aliases), launch.then, launch.workspace,
+      launch.config);
 }
 
 //===----------------------------------------------------------------------===//
@@ -363,18 +352,13 @@ DictionaryAttr attnfuse::sm90::gridEntry(MLIRContext *ctx, Attribute size) {
   return entry.set("value", size).get();
 }
 
-DictionaryAttr attnfuse::sm90::describeTensor(MLIRContext *ctx, StringRef name,
-                                              StringRef role, int64_t operand,
-                                              StringRef dtype,
-                                              ArrayRef<Attribute> shape) {
-  return DictBuilder(ctx)
-      .set("name", name)
-      .set("role", role)
-      .set("operand", operand)
-      .set("dtype", dtype)
-      .set("shape", arrayAttr(ctx, shape))
-      .set("layout", "row-major, contiguous")
-      .get();
+attn::KernelTensorAttr attnfuse::sm90::describeTensor(
+    MLIRContext *ctx, StringRef name, StringRef role, int64_t operand,
+    StringRef dtype, ArrayRef<Attribute> shape, ArrayRef<Attribute> strides,
+    StringRef layout, StringRef updates) {
+  return attn::KernelTensorAttr::get(
+      ctx, name, role, operand, dtype, arrayAttr(ctx, shape),
+      strides.empty() ? ArrayAttr() : arrayAttr(ctx, strides), layout, updates);
 }
 
 StringRef attnfuse::sm90::indexDtype(int64_t bits) {

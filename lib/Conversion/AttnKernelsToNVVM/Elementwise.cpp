@@ -103,9 +103,9 @@ void attnfuse::sm90::buildElementwiseKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeElementwise(MLIRContext *ctx,
-                                                   Operation *op,
-                                                   const ElementwisePlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeElementwise(MLIRContext *ctx, Operation *op,
+                                    const ElementwisePlan &p) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   // The first dynamic size is B, the others S and T (planElementwise allows
   // three).

@@ -82,6 +82,10 @@ static int64_t ropeDims(RopeAttr rope, int64_t headDim) {
 FailureOr<FlashPlan>
 attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
                                    const TargetOptions &options) {
+  if (op.getLse())
+    return op.emitOpError() << "with an 'lse' result is not supported on "
+                               "sm_90a yet (the backward runs on the CPU: "
+                               "attn-to-cpu)";
   FlashPlan p;
   auto queryType = cast<RankedTensorType>(op.getQuery().getType());
   auto keyType = cast<RankedTensorType>(op.getKey().getType());
@@ -557,26 +561,20 @@ void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
 // Host-side description
 //===----------------------------------------------------------------------===//
 
-DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
-                                                      FlashAttentionOp op,
-                                                      const FlashPlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeFlashAttention(MLIRContext *ctx, FlashAttentionOp op,
+                                       const FlashPlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t d = p.headDim, dv = p.valueDim, hq = p.numHeads, hk = p.numKvHeads;
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,
                     int64_t heads, int64_t dim, StringRef seq) {
-    return DictBuilder(ctx)
-        .set("name", name)
-        .set("role", role)
-        .set("operand", operand)
-        .set("dtype", elem)
-        .set("shape", arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, seq),
-                                      intAttr(ctx, heads), intAttr(ctx, dim)}))
-        .set("strides_elements",
-             arrayAttr(ctx, {scaled(ctx, heads * dim, seq == "S" ? "S" : "T"),
-                             intAttr(ctx, heads * dim), intAttr(ctx, dim),
-                             intAttr(ctx, 1)}))
-        .set("layout", "row-major [batch, seq, heads, dim], contiguous")
-        .get();
+    return describeTensor(ctx, name, role, operand, elem,
+                          {strAttr(ctx, "B"), strAttr(ctx, seq),
+                           intAttr(ctx, heads), intAttr(ctx, dim)},
+                          {scaled(ctx, heads * dim, seq),
+                           intAttr(ctx, heads * dim), intAttr(ctx, dim),
+                           intAttr(ctx, 1)},
+                          "row-major [batch, seq, heads, dim], contiguous");
   };
   SmallVector<Attribute> tensors;
   tensors.push_back(tensor("query", "query", 0, hq, d, "S"));
@@ -584,19 +582,7 @@ DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
                            1, hk, d, "T"));
   if (!p.keyIsValue)
     tensors.push_back(tensor("value", "value", 2, hk, dv, "T"));
-  tensors.push_back(
-      DictBuilder(ctx)
-          .set("name", "output")
-          .set("role", "result")
-          .set("operand", int64_t(-1))
-          .set("dtype", elem)
-          .set("shape", arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, "S"),
-                                        intAttr(ctx, hq), intAttr(ctx, dv)}))
-          .set("strides_elements",
-               arrayAttr(ctx, {scaled(ctx, hq * dv, "S"), intAttr(ctx, hq * dv),
-                               intAttr(ctx, dv), intAttr(ctx, 1)}))
-          .set("layout", "row-major [batch, seq, heads, dim], contiguous")
-          .get());
+  tensors.push_back(tensor("output", "result", -1, hq, dv, "S"));
 
   // TMA descriptors: dims innermost first {dim, heads, seq, batch}.
   auto tma = [&](StringRef param, StringRef tensorName, int64_t heads,
@@ -648,19 +634,13 @@ DictionaryAttr attnfuse::sm90::describeFlashAttention(MLIRContext *ctx,
     // key_mask is ODS operand 4 (after query, key, value, bias).
     auto operand =
         static_cast<int64_t>(op.getODSOperandIndexAndLength(4).first);
-    tensors.push_back(
-        DictBuilder(ctx)
-            .set("name", "key_mask")
-            .set("role", "key mask: key j of sequence b is attended to only "
-                         "where key_mask[b, j] != 0 (padding)")
-            .set("operand", operand)
-            .set("dtype", maskType)
-            .set("shape",
-                 arrayAttr(ctx, {strAttr(ctx, "B"), strAttr(ctx, "T")}))
-            .set("strides_elements",
-                 arrayAttr(ctx, {strAttr(ctx, "T"), intAttr(ctx, 1)}))
-            .set("layout", "row-major [batch, seq], contiguous")
-            .get());
+    tensors.push_back(describeTensor(
+        ctx, "key_mask",
+        "key mask: key j of sequence b is attended to only where "
+        "key_mask[b, j] != 0 (padding)",
+        operand, maskType, {strAttr(ctx, "B"), strAttr(ctx, "T")},
+        {strAttr(ctx, "T"), intAttr(ctx, 1)},
+        "row-major [batch, seq], contiguous"));
     params.push_back(
         describeParam(ctx, "key_mask", "pointer", maskType, "key_mask"));
   }

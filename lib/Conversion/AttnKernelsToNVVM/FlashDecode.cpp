@@ -885,17 +885,11 @@ std::string attnfuse::sm90::decodeSplitsExpr(FlashDecodeOp op,
       .str();
 }
 
-static DictionaryAttr decodeTensor(MLIRContext *ctx, StringRef name,
-                                   StringRef role, int64_t operand,
-                                   StringRef dtype, ArrayRef<Attribute> shape) {
-  return DictBuilder(ctx)
-      .set("name", name)
-      .set("role", role)
-      .set("operand", operand)
-      .set("dtype", dtype)
-      .set("shape", arrayAttr(ctx, shape))
-      .set("layout", "row-major, contiguous")
-      .get();
+static attn::KernelTensorAttr decodeTensor(MLIRContext *ctx, StringRef name,
+                                           StringRef role, int64_t operand,
+                                           StringRef dtype,
+                                           ArrayRef<Attribute> shape) {
+  return describeTensor(ctx, name, role, operand, dtype, shape);
 }
 
 static DictionaryAttr decodeGrid(MLIRContext *ctx, Attribute value) {
@@ -931,9 +925,9 @@ static DictionaryAttr decodeConfig(MLIRContext *ctx, const DecodePlan &p,
   return config.get();
 }
 
-DictionaryAttr attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx,
-                                                        FlashDecodeOp op,
-                                                        const DecodePlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx, FlashDecodeOp op,
+                                         const DecodePlan &p) {
   StringRef elem = elemName(p.elem);
   DecodeSymbols sym = decodeSymbols(ctx, op, p);
   std::string splits = decodeSplitsExpr(op, p);
@@ -1025,31 +1019,29 @@ DictionaryAttr attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx,
   launch.tensors = tensors;
   launch.ropeTables = tables;
   launch.config = decodeConfig(ctx, p, splits);
-  DictionaryAttr base = describeLaunch(ctx, launch);
-  NamedAttrList attrs(base);
-  attrs.set("aliases", arrayAttr(ctx, aliases));
-  attrs.set("then", strAttr(ctx, p.combineName));
-  attrs.set("workspace",
-            DictBuilder(ctx)
-                .set("tensor", "workspace")
-                .set("bytes",
-                     StringRef(llvm::formatv(
-                                   "4*{0}*{1}*({2})*{3}",
-                                   isa<StringAttr>(batch)
-                                       ? std::string("B")
-                                       : std::to_string(
-                                             cast<IntegerAttr>(batch).getInt()),
-                                   hq, splits, p.workspaceRow())
-                                   .str()))
-                .set("note", "allocated by the host, no initialization "
-                             "needed; read by the combine kernel")
-                .get());
-  return attrs.getDictionary(ctx);
+  launch.aliases = aliases;
+  launch.then = p.combineName;
+  launch.workspace =
+      DictBuilder(ctx)
+          .set("tensor", "workspace")
+          .set("bytes",
+               StringRef(
+                   llvm::formatv(
+                       "4*{0}*{1}*({2})*{3}",
+                       isa<StringAttr>(batch)
+                           ? std::string("B")
+                           : std::to_string(cast<IntegerAttr>(batch).getInt()),
+                       hq, splits, p.workspaceRow())
+                       .str()))
+          .set("note", "allocated by the host, no initialization "
+                       "needed; read by the combine kernel")
+          .get();
+  return describeLaunch(ctx, launch);
 }
 
-DictionaryAttr attnfuse::sm90::describeFlashDecodeCombine(MLIRContext *ctx,
-                                                          FlashDecodeOp op,
-                                                          const DecodePlan &p) {
+attn::KernelLaunchAttr
+attnfuse::sm90::describeFlashDecodeCombine(MLIRContext *ctx, FlashDecodeOp op,
+                                           const DecodePlan &p) {
   StringRef elem = elemName(p.elem);
   DecodeSymbols sym = decodeSymbols(ctx, op, p);
   std::string splits = decodeSplitsExpr(op, p);

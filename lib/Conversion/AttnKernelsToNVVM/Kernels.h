@@ -27,8 +27,6 @@ constexpr llvm::StringLiteral kSharedSymbol = "attn_dynamic_smem";
 /// Function attribute listing the CUtensorMap parameters that
 /// `attn-nvvm-kernel-params` turns into byval + nvvm.grid_constant.
 constexpr llvm::StringLiteral kTmaArgsAttr = "attnfuse.tma_params";
-/// Attribute of the host-side launch declarations.
-constexpr llvm::StringLiteral kLaunchAttr = "attnfuse.launch";
 
 /// Options shared by all kernels (the pass options). The flash attention
 /// tiles are not among them: they are the op's `block_q` / `block_kv`, which
@@ -85,9 +83,9 @@ void buildFlashAttentionKernel(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::gpu::GPUModuleOp module,
                                const FlashPlan &plan);
 /// The host-side description (launch shape, parameters, TMA descriptors).
-mlir::DictionaryAttr describeFlashAttention(mlir::MLIRContext *ctx,
-                                            attn::FlashAttentionOp op,
-                                            const FlashPlan &plan);
+attn::KernelLaunchAttr describeFlashAttention(mlir::MLIRContext *ctx,
+                                              attn::FlashAttentionOp op,
+                                              const FlashPlan &plan);
 
 /// The plan of one projection GEMM (attn.fused_projection, or attn.project
 /// as a GEMM without head split and RoPE).
@@ -110,9 +108,9 @@ mlir::FailureOr<GemmPlan> planProjection(mlir::Operation *op,
                                          const TargetOptions &options);
 void buildProjectionKernel(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::gpu::GPUModuleOp module, const GemmPlan &plan);
-mlir::DictionaryAttr describeProjection(mlir::MLIRContext *ctx,
-                                        mlir::Operation *op,
-                                        const GemmPlan &plan);
+attn::KernelLaunchAttr describeProjection(mlir::MLIRContext *ctx,
+                                          mlir::Operation *op,
+                                          const GemmPlan &plan);
 
 /// The plan of one attn.cca_prologue kernel: one CTA of two warpgroups per
 /// (block of 64 tokens, KV group, batch).
@@ -145,9 +143,9 @@ mlir::FailureOr<ProloguePlan> planCCAPrologue(attn::CCAPrologueOp op,
 void buildCCAPrologueKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const ProloguePlan &plan);
-mlir::DictionaryAttr describeCCAPrologue(mlir::MLIRContext *ctx,
-                                         attn::CCAPrologueOp op,
-                                         const ProloguePlan &plan);
+attn::KernelLaunchAttr describeCCAPrologue(mlir::MLIRContext *ctx,
+                                           attn::CCAPrologueOp op,
+                                           const ProloguePlan &plan);
 
 /// The plan of one attn.flash_decode: a split kernel (grid num_splits x Hk x
 /// B, one CTA of 128 threads per split of the keys of one KV head of one
@@ -190,12 +188,12 @@ void buildFlashDecodeCombineKernel(mlir::OpBuilder &b, mlir::Location loc,
                                    const DecodePlan &plan);
 /// The expression (over B, S, T) of the number of splits.
 std::string decodeSplitsExpr(attn::FlashDecodeOp op, const DecodePlan &plan);
-mlir::DictionaryAttr describeFlashDecodeSplit(mlir::MLIRContext *ctx,
-                                              attn::FlashDecodeOp op,
-                                              const DecodePlan &plan);
-mlir::DictionaryAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
+attn::KernelLaunchAttr describeFlashDecodeSplit(mlir::MLIRContext *ctx,
                                                 attn::FlashDecodeOp op,
                                                 const DecodePlan &plan);
+attn::KernelLaunchAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
+                                                  attn::FlashDecodeOp op,
+                                                  const DecodePlan &plan);
 
 /// The plan of one attn.cca_decode_prologue kernel: one CTA of 256 threads
 /// per (head, sequence), heads = the num_heads query heads, then the
@@ -229,7 +227,7 @@ planCCADecodePrologue(attn::CCADecodePrologueOp op,
 void buildCCADecodePrologueKernel(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::gpu::GPUModuleOp module,
                                   const DecodePrologueKernelPlan &plan);
-mlir::DictionaryAttr
+attn::KernelLaunchAttr
 describeCCADecodePrologue(mlir::MLIRContext *ctx, attn::CCADecodePrologueOp op,
                           const DecodePrologueKernelPlan &plan);
 
@@ -257,9 +255,9 @@ mlir::FailureOr<CacheUpdatePlan> planCacheUpdate(attn::CacheUpdateOp op,
 void buildCacheUpdateKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const CacheUpdatePlan &plan);
-mlir::DictionaryAttr describeCacheUpdate(mlir::MLIRContext *ctx,
-                                         attn::CacheUpdateOp op,
-                                         const CacheUpdatePlan &plan);
+attn::KernelLaunchAttr describeCacheUpdate(mlir::MLIRContext *ctx,
+                                           attn::CacheUpdateOp op,
+                                           const CacheUpdatePlan &plan);
 
 /// The plan of one attn.cache_gather kernel: one CTA per (block-table entry,
 /// sequence) copies one page (contiguous in both tensors).
@@ -279,9 +277,9 @@ mlir::FailureOr<CacheGatherPlan> planCacheGather(attn::CacheGatherOp op,
 void buildCacheGatherKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const CacheGatherPlan &plan);
-mlir::DictionaryAttr describeCacheGather(mlir::MLIRContext *ctx,
-                                         attn::CacheGatherOp op,
-                                         const CacheGatherPlan &plan);
+attn::KernelLaunchAttr describeCacheGather(mlir::MLIRContext *ctx,
+                                           attn::CacheGatherOp op,
+                                           const CacheGatherPlan &plan);
 
 /// The plan of one attn.rope kernel: one CTA per (token, sequence) rotates
 /// every head of the token, angles from the f32 cos/sin tables.
@@ -301,8 +299,8 @@ mlir::FailureOr<RopeKernelPlan> planRope(attn::RoPEOp op,
                                          std::string &unsupported);
 void buildRopeKernel(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::gpu::GPUModuleOp module, const RopeKernelPlan &plan);
-mlir::DictionaryAttr describeRope(mlir::MLIRContext *ctx, attn::RoPEOp op,
-                                  const RopeKernelPlan &plan);
+attn::KernelLaunchAttr describeRope(mlir::MLIRContext *ctx, attn::RoPEOp op,
+                                    const RopeKernelPlan &plan);
 
 /// The plan of one attn.sdpa kernel (SIMT, f32 online softmax): one CTA of
 /// `warps` warps per (block of `blockQ` query rows, query head, sequence);
@@ -331,8 +329,8 @@ mlir::FailureOr<SdpaPlan> planSdpa(attn::SDPAOp op,
                                    std::string &unsupported);
 void buildSdpaKernel(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::gpu::GPUModuleOp module, const SdpaPlan &plan);
-mlir::DictionaryAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
-                                  const SdpaPlan &plan);
+attn::KernelLaunchAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
+                                    const SdpaPlan &plan);
 
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
@@ -351,9 +349,9 @@ mlir::FailureOr<ElementwisePlan> planElementwise(mlir::Operation *op);
 void buildElementwiseKernel(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::gpu::GPUModuleOp module,
                             const ElementwisePlan &plan);
-mlir::DictionaryAttr describeElementwise(mlir::MLIRContext *ctx,
-                                         mlir::Operation *op,
-                                         const ElementwisePlan &plan);
+attn::KernelLaunchAttr describeElementwise(mlir::MLIRContext *ctx,
+                                           mlir::Operation *op,
+                                           const ElementwisePlan &plan);
 
 //===----------------------------------------------------------------------===//
 // Shared helpers
@@ -398,16 +396,22 @@ struct LaunchDescription {
   /// it converts back ("output" or "outputs").
   bool hostCast = false;
   llvm::StringRef castBack = "output";
+  /// Which results alias which tensors ({result, tensor}: in-place updates).
+  llvm::ArrayRef<mlir::Attribute> aliases;
+  /// The kernel that finishes this one's results, and the workspace between.
+  llvm::StringRef then;
+  mlir::DictionaryAttr workspace;
 };
-mlir::DictionaryAttr describeLaunch(mlir::MLIRContext *ctx,
-                                    const LaunchDescription &launch);
+attn::KernelLaunchAttr describeLaunch(mlir::MLIRContext *ctx,
+                                      const LaunchDescription &launch);
 /// One kernel parameter of the launch description: `kind` is
 /// "tma_descriptor" (then `detail` names the descriptor), "scalar" or
 /// "pointer" (then `detail` is the dtype); `value` says what the host
 /// passes (a symbol such as "S"), when it is not an argument buffer.
-mlir::DictionaryAttr describeParam(mlir::MLIRContext *ctx, llvm::StringRef name,
-                                   llvm::StringRef kind, llvm::StringRef detail,
-                                   llvm::StringRef value);
+attn::KernelParamAttr describeParam(mlir::MLIRContext *ctx,
+                                    llvm::StringRef name, llvm::StringRef kind,
+                                    llvm::StringRef detail,
+                                    llvm::StringRef value);
 /// The CCA toggles in a prologue kernel's name: `_qkmean`, `_vshift`,
 /// `_tclamp`, `_nclamp` (norm = <clamp_eps>) and `_rope<rotated dims>` for
 /// those that are on.
@@ -460,12 +464,16 @@ mlir::Attribute scaledSize(mlir::MLIRContext *ctx, mlir::Attribute size,
                            int64_t factor);
 /// A grid entry of the launch description: {value: n} or {expr: "..."}.
 mlir::DictionaryAttr gridEntry(mlir::MLIRContext *ctx, mlir::Attribute size);
-/// A tensor entry of the launch description (row-major, contiguous);
-/// `operand` is the op operand it is, -1 for a result.
-mlir::DictionaryAttr describeTensor(mlir::MLIRContext *ctx,
-                                    llvm::StringRef name, llvm::StringRef role,
-                                    int64_t operand, llvm::StringRef dtype,
-                                    llvm::ArrayRef<mlir::Attribute> shape);
+/// A tensor entry of the launch description; `operand` is the op operand it
+/// is, -1 for a result; `strides` (elements) only where the layout needs
+/// them spelled out; `updates` names the tensor a result advances in place.
+attn::KernelTensorAttr
+describeTensor(mlir::MLIRContext *ctx, llvm::StringRef name,
+               llvm::StringRef role, int64_t operand, llvm::StringRef dtype,
+               llvm::ArrayRef<mlir::Attribute> shape,
+               llvm::ArrayRef<mlir::Attribute> strides = {},
+               llvm::StringRef layout = "row-major, contiguous",
+               llvm::StringRef updates = "");
 /// The manifest dtype of an index operand of `bits` (i32 / i64).
 llvm::StringRef indexDtype(int64_t bits);
 /// The element width (32 or 64) of an index operand (positions, lengths,

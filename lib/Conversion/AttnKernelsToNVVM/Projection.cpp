@@ -313,23 +313,16 @@ void attnfuse::sm90::buildProjectionKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
-                                                  Operation *op,
-                                                  const GemmPlan &p) {
+attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
+                                                          Operation *op,
+                                                          const GemmPlan &p) {
   StringRef elem = elemName(p.elem);
   int64_t k = p.inFeatures, n = p.outFeatures;
   auto tensor = [&](StringRef name, StringRef role, int64_t operand,
                     ArrayRef<Attribute> shape, ArrayRef<Attribute> strides,
                     StringRef layout) {
-    return DictBuilder(ctx)
-        .set("name", name)
-        .set("role", role)
-        .set("operand", operand)
-        .set("dtype", elem)
-        .set("shape", arrayAttr(ctx, shape))
-        .set("strides_elements", arrayAttr(ctx, strides))
-        .set("layout", layout)
-        .get();
+    return describeTensor(ctx, name, role, operand, elem, shape, strides,
+                          layout);
   };
   SmallVector<Attribute> tensors = {
       tensor("input", "input", 0,

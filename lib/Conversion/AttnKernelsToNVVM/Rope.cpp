@@ -192,8 +192,8 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
-                                            const RopeKernelPlan &p) {
+attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
+                                                    const RopeKernelPlan &p) {
   StringRef elem = elemName(p.elem);
   LaunchSymbols sym = ropeSymbols(ctx, op);
   Attribute batch = sym.dim(op.getInput(), 0, "batch");

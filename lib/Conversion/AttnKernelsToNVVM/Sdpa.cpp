@@ -454,8 +454,8 @@ void attnfuse::sm90::buildSdpaKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-DictionaryAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
-                                            const SdpaPlan &p) {
+attn::KernelLaunchAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
+                                                    const SdpaPlan &p) {
   StringRef elem = elemName(p.elem);
   LaunchSymbols sym = sdpaSymbols(ctx, op);
   Attribute batch = sym.dim(op.getQuery(), 0, "batch");

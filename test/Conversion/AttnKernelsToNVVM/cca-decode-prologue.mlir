@@ -22,13 +22,11 @@
 // CHECK: nvvm.barrier0
 // The launch description.
 // CHECK: func.func private @[[K]]_launch
-// CHECK-SAME: dynamic_smem_bytes = 3104
-// CHECK-SAME: expr = "10", value = 10
 // CHECK-SAME: kind = "cca_decode_prologue"
-// CHECK-SAME: in_place = "may be the same buffer as 'conv_state'
-// CHECK-SAME: name = "conv_state_out"
-// CHECK-SAME: in_place = "may be the same buffer as 'shift_state'
-// CHECK-SAME: name = "shift_state_out"
+// CHECK-SAME: expr = "10", value = 10
+// CHECK-SAME: dynamic_smem_bytes = 3104
+// CHECK-SAME: name = "conv_state_out", role = "state_result", {{.*}}, updates = "conv_state"
+// CHECK-SAME: name = "shift_state_out", role = "state_result", {{.*}}, updates = "shift_state"
 // CHECK-SAME: attnfuse.op = "attn.cca_decode_prologue"
 func.func @zaya1(%qr: tensor<?x1x1024xbf16>, %kr: tensor<?x1x256xbf16>, %vc: tensor<?x1x128xbf16>, %vp: tensor<?x1x128xbf16>, %dw: tensor<1280x1x2xbf16>, %dwb: tensor<1280xbf16>, %gw: tensor<1280x128x2xbf16>, %gwb: tensor<1280xbf16>, %temp: tensor<2xbf16>, %cs: tensor<?x2x1280xbf16>, %ss: tensor<?x1x128xbf16>, %pos: tensor<?xi32>) -> (tensor<?x1x8x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x1x2x128xbf16>, tensor<?x2x1280xbf16>, tensor<?x1x128xbf16>) {
   %di43_c0 = arith.constant 0 : index

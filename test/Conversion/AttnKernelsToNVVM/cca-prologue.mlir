@@ -36,8 +36,8 @@
 // CHECK: llvm.inline_asm asm_dialect = att "sqrt.rn.f32 $0, $1;", "=f,f"
 // The launch description.
 // CHECK: func.func private @[[K]]_launch
-// CHECK-SAME: dynamic_smem_bytes = 202776
 // CHECK-SAME: kind = "cca_prologue"
+// CHECK-SAME: dynamic_smem_bytes = 202776
 // CHECK-SAME: attnfuse.op = "attn.cca_prologue"
 func.func @zaya1(%x: tensor<?x?x2048xbf16>, %wq: tensor<1024x2048xbf16>,
                  %wk: tensor<256x2048xbf16>, %wv: tensor<128x2048xbf16>,
@@ -197,8 +197,8 @@ func.func @tiny(%x: tensor<?x?x16xbf16>, %wq: tensor<32x16xbf16>,
 // CHECK: nvvm.wgmma.mma_async
 // CHECK: arith.select %[[REAL]], %{{.*}}, %{{.*}} : f32
 // CHECK: func.func private @[[K]]_launch
-// CHECK-SAME: {dtype = "i64", kind = "pointer", name = "padding_mask", value = "padding_mask"}
-// CHECK-SAME: {dtype = "i64", layout = "row-major [batch, seq], contiguous", name = "padding_mask", operand = 10 : i64
+// CHECK-SAME: #attn.kernel_param<name = "padding_mask", kind = "pointer", detail = "i64", value = "padding_mask">
+// CHECK-SAME: #attn.kernel_tensor<name = "padding_mask", role = "{{[^"]*}}", operand = 10, dtype = "i64"
 func.func @padding_mask(%x: tensor<?x?x128xbf16>, %wq: tensor<256x128xbf16>, %wk: tensor<128x128xbf16>, %wv: tensor<64x128xbf16>, %wvp: tensor<64x128xbf16>, %dw: tensor<384x1x2xbf16>, %dwb: tensor<384xbf16>, %gw: tensor<384x64x2xbf16>, %gwb: tensor<384xbf16>, %temp: tensor<2xbf16>, %m: tensor<?x?xi64>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) {
   %cp5_c0 = arith.constant 0 : index
   %cp5_c1 = arith.constant 1 : index

@@ -19,9 +19,9 @@
 // CHECK: } else {
 // CHECK: scf.for
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> bf16
-// CHECK: func.func private @[[ADD]]_launch(tensor<?x?x256xbf16>, tensor<?x?x256xbf16>) -> tensor<?x?x256xbf16> attributes {attnfuse.kernel = @[[ADD]]::@[[ADD]], attnfuse.launch = {block = [256, 1, 1], config = {count = "256*B*S", elements_per_thread = 8 : i64, op = "add"}
-// CHECK-SAME: grid = [{expr = "ceil_div(256*B*S, 2048)"}]
-// CHECK-SAME: kind = "elementwise"
+// CHECK: func.func private @[[ADD]]_launch(tensor<?x?x256xbf16>, tensor<?x?x256xbf16>) -> tensor<?x?x256xbf16> attributes {attnfuse.kernel = @[[ADD]]::@[[ADD]], attnfuse.launch = #attn.kernel_launch<kernel = "[[ADD]]", kind = "elementwise"
+// CHECK-SAME: block = [256, 1, 1], grid = [{expr = "ceil_div(256*B*S, 2048)"}]
+// CHECK-SAME: config = {count = "256*B*S", elements_per_thread = 8 : i64, op = "add"}
 func.func @residual(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<?x?x256xbf16> {
   %c = attn.project %x, %w : (tensor<?x?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x?x256xbf16>
   %h = arith.addf %x, %c : tensor<?x?x256xbf16>

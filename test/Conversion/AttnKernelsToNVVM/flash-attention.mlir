@@ -80,18 +80,21 @@
 // The host-side description the manifest is written from.
 // CHECK: func.func private @[[K]]_launch(tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>) -> tensor<?x?x16x64xbf16>
 // CHECK-SAME: attnfuse.kernel = @[[K]]::@[[K]]
+// CHECK-SAME: attnfuse.launch = #attn.kernel_launch<kernel = "[[K]]", kind = "flash_attention"
 // CHECK-SAME: block = [384, 1, 1]
+// CHECK-SAME: grid = [{ceil_div = 32 : i64, expr = "ceil_div(S, 32)", symbol = "S"}, {expr = "4", value = 4 : i64}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: dynamic_smem_bytes = 83000
+// CHECK-SAME: params = [#attn.kernel_param<name = "tma_q", kind = "tma_descriptor", detail = "tma_q">
+// CHECK-SAME: #attn.kernel_param<name = "seq_q", kind = "scalar", detail = "i32", value = "S">
+// CHECK-SAME: tensors = [#attn.kernel_tensor<name = "query", role = "query", operand = 0, dtype = "bf16", shape = ["B", "S", 16, 64], strides = ["1024*S", 1024, 64, 1], layout = "row-major [batch, seq, heads, dim], contiguous">
+// CHECK-SAME: tma_descriptors = [{box_dim = [64, 4, 16, 1], element_strides = [1, 1, 1, 1], element_type = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", global_dim = [64, 16, "S", "B"], global_strides_bytes = [128, 2048, "2048*S"], interleave = "CU_TENSOR_MAP_INTERLEAVE_NONE", l2_promotion = "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", oob_fill = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", param = "tma_q", rank = 4 : i64, swizzle = "CU_TENSOR_MAP_SWIZZLE_128B", tensor = "query", use = "load"}
+// CHECK-SAME: box_dim = [64, 1, 128, 1]
+// CHECK-SAME: rope_tables = [{dtype = "f32", formula = "cos
+// CHECK-SAME: config = {
 // CHECK-SAME: causal = true
 // CHECK-SAME: heads_per_cta = 4
 // CHECK-SAME: key_is_value = true
 // CHECK-SAME: key_rope_dims = 64
-// CHECK-SAME: dynamic_smem_bytes = 83000
-// CHECK-SAME: grid = [{ceil_div = 32 : i64, expr = "ceil_div(S, 32)", symbol = "S"}, {expr = "4", value = 4 : i64}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
-// CHECK-SAME: params = [{abi = "CUtensorMap (128 bytes, 64-byte aligned) passed by value as a __grid_constant__ parameter", kind = "tma_descriptor", name = "tma_q", tma = "tma_q"}
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "seq_q", value = "S"}
-// CHECK-SAME: rope_tables = [{dtype = "f32", formula = "cos
-// CHECK-SAME: tma_descriptors = [{box_dim = [64, 4, 16, 1], element_strides = [1, 1, 1, 1], element_type = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", global_dim = [64, 16, "S", "B"], global_strides_bytes = [128, 2048, "2048*S"], interleave = "CU_TENSOR_MAP_INTERLEAVE_NONE", l2_promotion = "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", oob_fill = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", param = "tma_q", rank = 4 : i64, swizzle = "CU_TENSOR_MAP_SWIZZLE_128B", tensor = "query", use = "load"}
-// CHECK-SAME: box_dim = [64, 1, 128, 1]
 // CHECK-SAME: attnfuse.op = "attn.flash_attention"
 func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
     -> tensor<?x?x16x64xbf16> {
@@ -125,10 +128,10 @@ func.func @flash_kv_gqa4(%q: tensor<?x?x16x64xbf16>, %kv: tensor<?x?x4x64xbf16>)
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: dynamic_smem_bytes = 164920
 // CHECK-SAME: causal = false
 // CHECK-SAME: consumer_registers = 240
 // CHECK-SAME: key_is_value = false
-// CHECK-SAME: dynamic_smem_bytes = 164920
 func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
                           %v: tensor<?x?x8x128xbf16>) -> tensor<?x?x8x128xbf16> {
   %o_c0 = arith.constant 0 : index
@@ -152,8 +155,8 @@ func.func @flash_mha_d128(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>
 // CHECK: gpu.module @[[K]]
 // CHECK-NOT: gpu.module
 // CHECK: func.func private @[[K]]_launch
-// CHECK-SAME: heads_per_cta = 8
 // CHECK-SAME: expr = "ceil_div(S, 16)"
+// CHECK-SAME: heads_per_cta = 8
 func.func @two_layers(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x1x64xbf16>,
                       %v: tensor<?x?x1x64xbf16>) -> tensor<?x?x8x64xbf16> {
   %a_c0 = arith.constant 0 : index
@@ -221,9 +224,9 @@ func.func @window_qrope(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>,
 // CHECK: %[[ENTRY:.*]] = llvm.load %[[PTR]] {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK: arith.cmpi ne, %[[ENTRY]], %{{.*}} : i32
 // CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: #attn.kernel_param<name = "key_mask", kind = "pointer", detail = "i32", value = "key_mask">
+// CHECK-SAME: #attn.kernel_tensor<name = "key_mask", role = "{{[^"]*}}", operand = 2, dtype = "i32", shape = ["B", "T"], strides = ["T", 1], layout = "row-major [batch, seq], contiguous">
 // CHECK-SAME: key_mask_bits = 32
-// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "key_mask", value = "key_mask"}
-// CHECK-SAME: {dtype = "i32", layout = "row-major [batch, seq], contiguous", name = "key_mask", operand = 2 : i64
 func.func @flash_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %m: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
   %o_c0 = arith.constant 0 : index
   %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x64xbf16>

@@ -22,17 +22,17 @@
 // CHECK: gpu.module @attn_flash_decode_combine
 // CHECK: gpu.func @attn_flash_decode_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>
 // CHECK: func.func private @attn_flash_decode_launch
-// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}]
-// CHECK-SAME: grid = [{expr = "max(1, min(ceil_div(264, 4*B), ceil_div(S, 256)))"}, {value = 4 : i64}, {expr = "B"}]
 // CHECK-SAME: kind = "flash_decode_split"
-// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "positions", value = "positions"}
-// CHECK-SAME: {dtype = "f32", kind = "pointer", name = "rope_cos"}
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "S"}
+// CHECK-SAME: grid = [{expr = "max(1, min(ceil_div(264, 4*B), ceil_div(S, 256)))"}, {value = 4 : i64}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "positions", kind = "pointer", detail = "i32", value = "positions">
+// CHECK-SAME: #attn.kernel_param<name = "rope_cos", kind = "pointer", detail = "f32">
+// CHECK-SAME: #attn.kernel_param<name = "capacity", kind = "scalar", detail = "i32", value = "S">
+// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}]
 // CHECK-SAME: then = "attn_flash_decode_combine"
 // CHECK-SAME: workspace = {bytes = "4*B*16*(max(1, min(ceil_div(264, 4*B), ceil_div(S, 256))))*132"
 // CHECK: func.func private @attn_flash_decode_combine_launch
-// CHECK-SAME: grid = [{value = 16 : i64}, {expr = "B"}]
 // CHECK-SAME: kind = "flash_decode_combine"
+// CHECK-SAME: grid = [{value = 16 : i64}, {expr = "B"}]
 func.func @decode_kv(%q: tensor<?x1x16x128xbf16>, %k: tensor<?x1x4x128xbf16>,
                      %cache: tensor<?x?x4x128xbf16>, %pos: tensor<?xi32>)
     -> (tensor<?x1x16x128xbf16>, tensor<?x?x4x128xbf16>) {
@@ -54,12 +54,12 @@ func.func @decode_kv(%q: tensor<?x1x16x128xbf16>, %k: tensor<?x1x4x128xbf16>,
 // CHECK-LABEL: func.func @decode_paged
 // CHECK: call @attn_flash_decode_launch({{.*}}) : ({{.*}}) -> (tensor<?x8x8x68xf32>, tensor<?x64x2x64xbf16>, tensor<?x64x2x64xbf16>)
 // CHECK: func.func private @attn_flash_decode_launch
-// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}, {result = "value_cache_out", tensor = "value_cache"}]
 // CHECK-SAME: grid = [{expr = "8"}, {value = 2 : i64}, {expr = "B"}]
-// CHECK-SAME: {dtype = "i32", kind = "pointer", name = "block_table", value = "block_table"}
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "64*S"}
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "max_pages", value = "S"}
+// CHECK-SAME: #attn.kernel_param<name = "block_table", kind = "pointer", detail = "i32", value = "block_table">
+// CHECK-SAME: #attn.kernel_param<name = "capacity", kind = "scalar", detail = "i32", value = "64*S">
+// CHECK-SAME: #attn.kernel_param<name = "max_pages", kind = "scalar", detail = "i32", value = "S">
 // CHECK-SAME: shape = ["T", 64, 2, 64]
+// CHECK-SAME: aliases = [{result = "key_cache_out", tensor = "key_cache"}, {result = "value_cache_out", tensor = "value_cache"}]
 func.func @decode_paged(%q: tensor<?x1x8x64xbf16>, %k: tensor<?x1x2x64xbf16>,
                         %v: tensor<?x1x2x64xbf16>, %kp: tensor<?x64x2x64xbf16>,
                         %vp: tensor<?x64x2x64xbf16>, %pos: tensor<?xi32>,

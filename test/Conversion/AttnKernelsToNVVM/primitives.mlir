@@ -9,13 +9,13 @@
 // CHECK: gpu.func @attn_cache_update_bf16_paged_h4_d64(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 32, 1, 1>
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: func.func private @attn_cache_update_bf16_paged_h4_d64_launch
-// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
-// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
 // CHECK-SAME: kind = "cache_update"
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "max_pages", value = "T"}, {dtype = "i32", kind = "scalar", name = "num_pages", value = "64"}
 // CHECK-SAME: symbols = "B = batch, S = new tokens per sequence, T = pages per sequence (block_table width)"
-// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "cache", operand = 0 : i64, role = "paged cache, updated in place", shape = [64, 16, 4, 64]}
-// CHECK-SAME: {dtype = "i32", layout = "row-major, contiguous", name = "block_table", operand = 4 : i64
+// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "max_pages", kind = "scalar", detail = "i32", value = "T">, #attn.kernel_param<name = "num_pages", kind = "scalar", detail = "i32", value = "64">
+// CHECK-SAME: #attn.kernel_tensor<name = "cache", role = "paged cache, updated in place", operand = 0, dtype = "bf16", shape = [64, 16, 4, 64], layout = "row-major, contiguous">
+// CHECK-SAME: #attn.kernel_tensor<name = "block_table", role = "{{[^"]*}}", operand = 4, dtype = "i32"
+// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
 func.func @update_paged(%c: tensor<64x16x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?x?xi32>) -> tensor<64x16x4x64xbf16> {
   %r = attn.cache_update %c, %k positions(%pos) lengths(%len) block_table(%bt)
       : (tensor<64x16x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<64x16x4x64xbf16>
@@ -28,10 +28,10 @@ func.func @update_paged(%c: tensor<64x16x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, 
 // CHECK-LABEL: func.func @update_contiguous_i64
 // CHECK: call @attn_cache_update_bf16_h2_d64_launch(%arg0, %arg1, %arg2)
 // CHECK: func.func private @attn_cache_update_bf16_h2_d64_launch
-// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "capacity", value = "T"}
 // CHECK-SAME: symbols = "B = batch, S = new tokens per sequence, T = cache capacity in tokens"
-// CHECK-SAME: {dtype = "i64", layout = "row-major, contiguous", name = "positions", operand = 2 : i64
+// CHECK-SAME: #attn.kernel_param<name = "capacity", kind = "scalar", detail = "i32", value = "T">
+// CHECK-SAME: #attn.kernel_tensor<name = "positions", role = "{{[^"]*}}", operand = 2, dtype = "i64"
+// CHECK-SAME: aliases = [{result = "cache_out", tensor = "cache"}]
 func.func @update_contiguous_i64(%c: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %pos: tensor<?xi64>) -> tensor<?x?x2x64xbf16> {
   %r = attn.cache_update %c, %k positions(%pos)
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?xi64>) -> tensor<?x?x2x64xbf16>
@@ -46,9 +46,9 @@ func.func @update_contiguous_i64(%c: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64x
 // CHECK: call @attn_cache_gather_bf16_p16_h4_d64_launch(%arg0, %arg1) : (tensor<64x16x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
 // CHECK: gpu.func @attn_cache_gather_bf16_p16_h4_d64(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 128, 1, 1>
 // CHECK: func.func private @attn_cache_gather_bf16_p16_h4_d64_launch
-// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
 // CHECK-SAME: kind = "cache_gather"
-// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "output", operand = -1 : i64, {{.*}}shape = ["B", "16*S", 4, 64]}
+// CHECK-SAME: grid = [{expr = "S"}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "output", role = "{{[^"]*}}", operand = -1, dtype = "bf16", shape = ["B", "16*S", 4, 64]
 func.func @gather(%c: tensor<64x16x4x64xbf16>, %bt: tensor<?x?xi32>) -> tensor<?x?x4x64xbf16> {
   %v = attn.cache_gather %c block_table(%bt) : (tensor<64x16x4x64xbf16>, tensor<?x?xi32>) -> tensor<?x?x4x64xbf16>
   return %v : tensor<?x?x4x64xbf16>
@@ -63,9 +63,9 @@ func.func @gather(%c: tensor<64x16x4x64xbf16>, %bt: tensor<?x?xi32>) -> tensor<?
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK: func.func private @attn_rope_bf16_h16_d64_r64_pos_launch
 // CHECK-SAME: kind = "rope"
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "table_rows", value = "T"}
-// CHECK-SAME: rope_tables = [{dtype = "f32", {{.*}}param = "rope_cos", rotated_dims = 64 : i64, shape = ["T", 32]
 // CHECK-SAME: symbols = "B = batch, S = tokens per sequence, T = rows of the cos/sin tables (every positions[b] + t must be below it)"
+// CHECK-SAME: #attn.kernel_param<name = "table_rows", kind = "scalar", detail = "i32", value = "T">
+// CHECK-SAME: rope_tables = [{dtype = "f32", {{.*}}param = "rope_cos", rotated_dims = 64 : i64, shape = ["T", 32]
 func.func @rope_positions(%q: tensor<?x?x16x64xbf16>, %pos: tensor<?xi32>) -> tensor<?x?x16x64xbf16> {
   %r = attn.rope %q positions(%pos : tensor<?xi32>) {rope = #attn.rope<theta = 10000.0>} : tensor<?x?x16x64xbf16>
   return %r : tensor<?x?x16x64xbf16>
@@ -96,12 +96,12 @@ func.func @rope_partial(%x: tensor<?x?x2x128xbf16>) -> tensor<?x?x2x128xbf16> {
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: func.func private @attn_sdpa_bf16_h16_4_d64_64_causal_pos_launch
-// CHECK-SAME: grid = [{expr = "ceil_div(S, 16)"}, {value = 16 : i64}, {expr = "B"}]
 // CHECK-SAME: kind = "sdpa"
-// CHECK-SAME: {dtype = "i32", kind = "scalar", name = "queries", value = "S"}, {dtype = "i32", kind = "scalar", name = "keys", value = "T"}
 // CHECK-SAME: symbols = "B = batch, S = query tokens per sequence, T = key tokens per sequence"
-// CHECK-SAME: {dtype = "i32", layout = "row-major, contiguous", name = "positions", operand = 3 : i64
-// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "output", operand = -1 : i64
+// CHECK-SAME: grid = [{expr = "ceil_div(S, 16)"}, {value = 16 : i64}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "queries", kind = "scalar", detail = "i32", value = "S">, #attn.kernel_param<name = "keys", kind = "scalar", detail = "i32", value = "T">
+// CHECK-SAME: #attn.kernel_tensor<name = "positions", role = "{{[^"]*}}", operand = 3, dtype = "i32"
+// CHECK-SAME: #attn.kernel_tensor<name = "output", role = "{{[^"]*}}", operand = -1, dtype = "bf16"
 func.func @sdpa_positions(%q: tensor<?x?x16x64xbf16>, %k: tensor<?x?x4x64xbf16>, %v: tensor<?x?x4x64xbf16>, %pos: tensor<?xi32>) -> tensor<?x?x16x64xbf16> {
   %o = attn.sdpa %q, %k, %v positions(%pos) {causal}
       : (tensor<?x?x16x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?xi32>) -> tensor<?x?x16x64xbf16>
@@ -115,11 +115,11 @@ func.func @sdpa_positions(%q: tensor<?x?x16x64xbf16>, %k: tensor<?x?x4x64xbf16>,
 // CHECK-LABEL: func.func @sdpa_masks
 // CHECK: call @attn_sdpa_bf16_h4_1_d32_40_causal_win8_kmask_bias_launch(%arg0, %arg1, %arg2, %arg3, %arg4)
 // CHECK: func.func private @attn_sdpa_bf16_h4_1_d32_40_causal_win8_kmask_bias_launch
+// CHECK-SAME: #attn.kernel_tensor<name = "bias", role = "additive bias per head", operand = 3, dtype = "bf16", shape = [4, "S", "T"], layout = "row-major, contiguous">
+// CHECK-SAME: #attn.kernel_tensor<name = "key_mask", role = "{{[^"]*}}", operand = 4, dtype = "i64"
 // CHECK-SAME: query_position = "i + (T - S)"
 // CHECK-SAME: scale = 2.000000e-01
 // CHECK-SAME: window = 8 : i64
-// CHECK-SAME: {dtype = "bf16", layout = "row-major, contiguous", name = "bias", operand = 3 : i64, role = "additive bias per head", shape = [4, "S", "T"]}
-// CHECK-SAME: {dtype = "i64", layout = "row-major, contiguous", name = "key_mask", operand = 4 : i64
 func.func @sdpa_masks(%q: tensor<?x?x4x32xbf16>, %k: tensor<?x?x1x32xbf16>, %v: tensor<?x?x1x40xbf16>, %b: tensor<4x?x?xbf16>, %m: tensor<?x?xi64>) -> tensor<?x?x4x40xbf16> {
   %o = attn.sdpa %q, %k, %v bias(%b) key_mask(%m) {causal, window = 8 : i64, scale = 0.2 : f64}
       : (tensor<?x?x4x32xbf16>, tensor<?x?x1x32xbf16>, tensor<?x?x1x40xbf16>, tensor<4x?x?xbf16>, tensor<?x?xi64>) -> tensor<?x?x4x40xbf16>

@@ -101,3 +101,71 @@ FailureOr<int64_t> RopeAttr::getRotatedDim(int64_t headDim) const {
     return failure();
   return static_cast<int64_t>(rounded);
 }
+
+//===----------------------------------------------------------------------===//
+// Kernel launch descriptions
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KernelParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        StringRef name, StringRef kind, StringRef detail,
+                        StringRef value) {
+  if (name.empty())
+    return emitError() << "a kernel parameter needs a name";
+  if (kind != "tma_descriptor" && kind != "pointer" && kind != "scalar")
+    return emitError() << "kernel parameter '" << name << "' has kind '" << kind
+                       << "' (tma_descriptor, pointer or scalar)";
+  return success();
+}
+
+/// Whether every element of `sizes` is an integer or a size expression.
+static bool areSizes(ArrayAttr sizes) {
+  return llvm::all_of(
+      sizes, [](Attribute size) { return isa<IntegerAttr, StringAttr>(size); });
+}
+
+LogicalResult
+KernelTensorAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         StringRef name, StringRef role, int64_t operand,
+                         StringRef dtype, ArrayAttr shape, ArrayAttr strides,
+                         StringRef layout, StringRef updates) {
+  if (name.empty())
+    return emitError() << "a kernel tensor needs a name";
+  if (operand < -1)
+    return emitError() << "kernel tensor '" << name << "' names operand "
+                       << operand << " (an operand index, or -1 for a result)";
+  if (!areSizes(shape) || (strides && !areSizes(strides)))
+    return emitError() << "kernel tensor '" << name
+                       << "' has sizes that are neither integers nor size "
+                          "expressions";
+  if (strides && strides.size() != shape.size())
+    return emitError() << "kernel tensor '" << name << "' has "
+                       << strides.size() << " strides for " << shape.size()
+                       << " dimensions";
+  return success();
+}
+
+LogicalResult KernelLaunchAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef kernel,
+    StringRef kind, StringRef symbols, ArrayRef<int64_t> block, ArrayAttr grid,
+    int64_t dynamicSmemBytes, ArrayAttr params, ArrayAttr tensors,
+    ArrayAttr tmaDescriptors, ArrayAttr ropeTables, StringRef hostCast,
+    ArrayAttr aliases, StringRef then, DictionaryAttr workspace,
+    DictionaryAttr config) {
+  if (kernel.empty())
+    return emitError() << "a kernel launch needs a kernel name";
+  if (block.size() != 3 ||
+      llvm::any_of(block, [](int64_t n) { return n <= 0; }))
+    return emitError() << "kernel launch '" << kernel
+                       << "' needs a block of three positive sizes";
+  if (dynamicSmemBytes < 0)
+    return emitError() << "kernel launch '" << kernel
+                       << "' has negative dynamic shared memory";
+  if (!llvm::all_of(params, llvm::IsaPred<KernelParamAttr>))
+    return emitError() << "kernel launch '" << kernel
+                       << "': params must be #attn.kernel_param";
+  if (!llvm::all_of(tensors, llvm::IsaPred<KernelTensorAttr>))
+    return emitError() << "kernel launch '" << kernel
+                       << "': tensors must be #attn.kernel_tensor";
+  return success();
+}

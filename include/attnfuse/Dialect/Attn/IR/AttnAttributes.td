@@ -86,4 +86,123 @@ def Attn_RopeAttr : AttrDef<Attn_Dialect, "Rope"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel launch descriptions (convert-attn-kernels-to-nvvm)
+//===----------------------------------------------------------------------===//
+
+def Attn_KernelParamAttr : AttrDef<Attn_Dialect, "KernelParam"> {
+  let mnemonic = "kernel_param";
+  let summary = "one parameter of an sm_90a kernel launch";
+  let description = [{
+    A kernel parameter in the order the kernel takes it: `kind` is
+    `tma_descriptor` (a CUtensorMap passed by value as a
+    `__grid_constant__`; `detail` names the descriptor), `pointer` or
+    `scalar` (`detail` is the element type). `value`, when present, is what
+    the host passes: a size symbol such as `S`, or the tensor of that name.
+
+    ```mlir
+    #attn.kernel_param<name = "tma_q", kind = "tma_descriptor", detail = "tma_q">
+    #attn.kernel_param<name = "seq_q", kind = "scalar", detail = "i32", value = "S">
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the parameter's name">:$name,
+                        StringRefParameter<"tma_descriptor, pointer or scalar">:$kind,
+                        StringRefParameter<"descriptor or element type", [{""}]>:$detail,
+                        StringRefParameter<"what the host passes", [{""}]>:$value);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Attn_KernelTensorAttr : AttrDef<Attn_Dialect, "KernelTensor"> {
+  let mnemonic = "kernel_tensor";
+  let summary = "one tensor an sm_90a kernel reads or writes";
+  let description = [{
+    A tensor of a kernel launch: `operand` is the op operand (and launch
+    call operand) it is, -1 for a result the kernel writes into a buffer of
+    its own. `shape` (and `strides`, in elements, when given) hold integers
+    and expressions of the launch's size symbols (`"B"`, `"S"`, `"4096*S"`).
+    A result that `updates` a tensor (a state advanced by one step) may be
+    given the same buffer.
+
+    ```mlir
+    #attn.kernel_tensor<name = "query", role = "query", operand = 0,
+                        dtype = "bf16", shape = ["B", "S", 16, 64],
+                        layout = "row-major [batch, seq, heads, dim], contiguous">
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the tensor's name">:$name,
+                        StringRefParameter<"what the kernel uses it for">:$role,
+                        "int64_t":$operand,
+                        StringRefParameter<"element type">:$dtype,
+                        "::mlir::ArrayAttr":$shape,
+                        OptionalParameter<"::mlir::ArrayAttr">:$strides,
+                        StringRefParameter<"memory layout">:$layout,
+                        StringRefParameter<"the tensor a result updates", [{""}]>:$updates);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Attn_KernelLaunchAttr : AttrDef<Attn_Dialect, "KernelLaunch"> {
+  let mnemonic = "kernel_launch";
+  let summary = "how the host launches one sm_90a kernel";
+  let description = [{
+    Carried by the host-side launch declarations that
+    `convert-attn-kernels-to-nvvm` creates (`attnfuse.launch`), and written
+    by `attnfuse-compile` to manifest.json: the kernel, the CTA shape
+    (`block`), the grid as functions of the launch's size `symbols`, the
+    dynamic shared memory, the parameters (`#attn.kernel_param`), the
+    tensors (`#attn.kernel_tensor`), the TMA descriptors the host encodes,
+    the RoPE tables it fills, the kernel's configuration, and, for kernels
+    that update a tensor in place, which results alias which tensors. A
+    kernel whose results another kernel finishes (the split-K decode) names
+    it in `then` and describes the `workspace` the host allocates between
+    them.
+    `host_cast` is set when the op's tensors are f32 and the host converts
+    them to the kernel's 16-bit type and back.
+
+    ```mlir
+    #attn.kernel_launch<kernel = "attn_ewise_add_bf16", kind = "elementwise",
+      symbols = "B = batch, S = dimension 1", block = [256, 1, 1],
+      grid = [ {expr = "ceil_div(1024*B*S, 2048)"} ], dynamic_smem_bytes = 0,
+      params = [...], tensors = [...], tma_descriptors = [],
+      config = {op = "add"}>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the kernel's symbol">:$kernel,
+                        StringRefParameter<"the kernel family">:$kind,
+                        StringRefParameter<"the size symbols' meanings">:$symbols,
+                        ArrayRefParameter<"int64_t", "threads per CTA (x, y, z)">:$block,
+                        "::mlir::ArrayAttr":$grid,
+                        "int64_t":$dynamic_smem_bytes,
+                        "::mlir::ArrayAttr":$params,
+                        "::mlir::ArrayAttr":$tensors,
+                        "::mlir::ArrayAttr":$tma_descriptors,
+                        OptionalParameter<"::mlir::ArrayAttr">:$rope_tables,
+                        StringRefParameter<"the host's f32 conversion", [{""}]>:$host_cast,
+                        OptionalParameter<"::mlir::ArrayAttr">:$aliases,
+                        StringRefParameter<"the kernel launched next", [{""}]>:$then,
+                        OptionalParameter<"::mlir::DictionaryAttr">:$workspace,
+                        "::mlir::DictionaryAttr":$config);
+  let assemblyFormat = [{
+    `<` `kernel` `=` $kernel `,` `kind` `=` $kind `,` `symbols` `=` $symbols
+    `,` `block` `=` `[` $block `]` `,` `grid` `=` $grid
+    `,` `dynamic_smem_bytes` `=` $dynamic_smem_bytes `,` `params` `=` $params
+    `,` `tensors` `=` $tensors `,` `tma_descriptors` `=` $tma_descriptors `,`
+    (`rope_tables` `=` $rope_tables^ `,`)? (`host_cast` `=` $host_cast^ `,`)?
+    (`aliases` `=` $aliases^ `,`)? (`then` `=` $then^ `,`)?
+    (`workspace` `=` $workspace^ `,`)? `config` `=` $config `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The typed entries of `params` and `tensors` (the verifier checks
+    /// them).
+    auto getParamList() const {
+      return getParams().getAsRange<KernelParamAttr>();
+    }
+    auto getTensorList() const {
+      return getTensors().getAsRange<KernelTensorAttr>();
+    }
+  }];
+}
+
 #endif // ATTNFUSE_DIALECT_ATTN_IR_ATTNATTRIBUTES_TD
