@@ -346,7 +346,8 @@ def compile(module, target="cpu", entry=None, **options):
     (torch CUDA tensors in and out on the current stream, or host arrays
     copied through device memory), `.function(name)` for the other
     functions. Options: output_dir (default: a new temporary directory),
-    elem_type (bf16 or f16), block_q, block_kv, stages, ptxas (path), cubin
+    elem_type (bf16 or f16), block_q, block_kv, stages (None: the
+    compiler's defaults, those of attnfuse-compile), ptxas (path), cubin
     (True), programs (True; False writes only the kernels, to launch by hand).
     """
     if not isinstance(module, Module):
@@ -575,7 +576,8 @@ def _to_torch(array, dtype):
 
 
 def _compile_sm90a(module, entry=None, output_dir=None, elem_type="bf16",
-                   block_q=128, block_kv=128, stages=2, ptxas=None, cubin=True,
+                   block_q=None, block_kv=None, stages=None, ptxas=None,
+                   cubin=True,
                    programs=True, source_name="module.mlir"):
     if entry is not None:
         entry = _pick_entry(module, entry)
@@ -584,6 +586,8 @@ def _compile_sm90a(module, entry=None, output_dir=None, elem_type="bf16",
         raise ValueError(f"elem_type must be bf16 or f16, got {elem_type!r}")
     for name, value in (("block_q", block_q), ("block_kv", block_kv),
                         ("stages", stages)):
+        if value is None:  # the compiler's default
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if output_dir is None:

@@ -213,18 +213,21 @@ NB_MODULE(_attnfuse, m) {
       .def("compile_sm90a",
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,
-              int64_t blockQ, int64_t blockKV, int64_t stages,
-              const std::string &ptxas, bool cubin, bool programs) {
+              std::optional<int64_t> blockQ, std::optional<int64_t> blockKV,
+              std::optional<int64_t> stages, const std::string &ptxas,
+              bool cubin, bool programs) {
+             // Sizes left as None keep SM90aOptions' defaults.
              SM90aRequest request;
              request.outputDir = outputDir;
              request.sourceName = sourceName;
-             request.elemType = elemType;
-             request.blockQ = blockQ;
-             request.blockKV = blockKV;
-             request.stages = stages;
-             request.ptxasPath = ptxas;
-             request.cubin = cubin;
-             request.programs = programs;
+             attnfuse::SM90aOptions &options = request.options;
+             options.elemType = elemType;
+             options.blockQ = blockQ.value_or(options.blockQ);
+             options.blockKV = blockKV.value_or(options.blockKV);
+             options.stages = stages.value_or(options.stages);
+             options.ptxasPath = ptxas;
+             options.cubin = cubin;
+             options.programs = programs;
              SM90aResult result;
              Failure failure;
              bool ok;

@@ -278,16 +278,8 @@ bool Module::compileSM90a(const SM90aRequest &request, SM90aResult &result,
   DiagnosticCapture capture(failure);
   OwningOpRef<ModuleOp> copy(
       cast<ModuleOp>(impl->module->getOperation()->clone()));
-  attnfuse::SM90aOptions options;
-  options.elemType = request.elemType;
-  options.blockQ = request.blockQ;
-  options.blockKV = request.blockKV;
-  options.stages = request.stages;
-  options.ptxasPath = request.ptxasPath;
-  options.cubin = request.cubin;
-  options.programs = request.programs;
-  auto artifacts = attnfuse::writeSM90aArtifacts(*copy, request.sourceName,
-                                                 request.outputDir, options);
+  auto artifacts = attnfuse::writeSM90aArtifacts(
+      *copy, request.sourceName, request.outputDir, request.options);
   if (!artifacts) {
     failure.message = llvm::toString(artifacts.takeError());
     return false;

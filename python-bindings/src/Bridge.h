@@ -9,6 +9,8 @@
 #ifndef ATTNFUSE_PYTHON_BRIDGE_H
 #define ATTNFUSE_PYTHON_BRIDGE_H
 
+#include "attnfuse/Target/SM90aOptions.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -54,11 +56,8 @@ struct ResultBuffer {
 class CpuFunction;
 
 struct SM90aRequest {
-  std::string outputDir, sourceName = "module.mlir", elemType = "bf16";
-  int64_t blockQ = 128, blockKV = 128, stages = 2;
-  std::string ptxasPath;
-  bool cubin = true;
-  bool programs = true;
+  std::string outputDir, sourceName = "module.mlir";
+  attnfuse::SM90aOptions options;
 };
 
 struct SM90aResult {

@@ -53,13 +53,16 @@ static cl::opt<std::string> elemType("elem-type",
                                      cl::init("bf16"), cl::cat(compilerCategory));
 static cl::opt<int64_t> blockQ("block-q",
                                cl::desc("Flash attention query rows per CTA"),
-                               cl::init(128), cl::cat(compilerCategory));
+                               cl::init(attnfuse::SM90aOptions().blockQ),
+                               cl::cat(compilerCategory));
 static cl::opt<int64_t> blockKV("block-kv",
                                 cl::desc("Flash attention keys per tile"),
-                                cl::init(128), cl::cat(compilerCategory));
+                                cl::init(attnfuse::SM90aOptions().blockKV),
+                                cl::cat(compilerCategory));
 static cl::opt<int64_t> stages("stages",
                                cl::desc("Flash attention pipeline depth"),
-                               cl::init(2), cl::cat(compilerCategory));
+                               cl::init(attnfuse::SM90aOptions().stages),
+                               cl::cat(compilerCategory));
 static cl::opt<std::string>
     ptxasPath("ptxas", cl::desc("ptxas to run (default: PATH, then "
                                 "$CUDA_HOME/bin, /usr/local/cuda/bin)"),

@@ -11,6 +11,7 @@
 #ifndef ATTNFUSE_TARGET_SM90AARTIFACTS_H
 #define ATTNFUSE_TARGET_SM90AARTIFACTS_H
 
+#include "attnfuse/Target/SM90aOptions.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/Error.h"
@@ -24,21 +25,6 @@ class DialectRegistry;
 } // namespace mlir
 
 namespace attnfuse {
-
-struct SM90aOptions {
-  /// Kernel element type: bf16 or f16.
-  std::string elemType = "bf16";
-  /// Flash attention query rows per CTA, keys per tile, pipeline depth.
-  int64_t blockQ = 128;
-  int64_t blockKV = 128;
-  int64_t stages = 2;
-  /// ptxas to run; empty: PATH, then $CUDA_HOME/bin, /usr/local/cuda/bin.
-  std::string ptxasPath;
-  /// false: PTX and the manifest only.
-  bool cubin = true;
-  /// false: no device programs (kernels to launch one by one).
-  bool programs = true;
-};
 
 struct SM90aArtifacts {
   std::string outputDir;

@@ -193,9 +193,26 @@ private:
   }
   Value i64(Value v) { return arith::ExtUIOp::create(d.b, d.loc, d.i64, v); }
 
+  /// The conv channel a thread owns in one chunk.
+  struct ConvChannel {
+    Value active;    // the chunk's channel exists
+    Value clamped;   // the channel (clamped into range) in the group
+    Value localHead; // its head in the group (G: the key head)
+    Value column;    // its column in the head
+    Value isKey;
+    Value global;   // the channel in the op's [query | key heads] order
+    Value slotBase; // the scratch column of the head's first channel
+  };
+
   void issue(Value g);
   void gemm();
   void convChunk(Value chunk);
+  void depthwiseConv(const ConvChannel &c);
+  SmallVector<Value> groupedConv(const ConvChannel &c);
+  void addQKMean(const ConvChannel &c, SmallVectorImpl<Value> &acc);
+  void normalize(const ConvChannel &c, SmallVectorImpl<Value> &acc);
+  void rotate(const ConvChannel &c, SmallVectorImpl<Value> &acc);
+  void storeHeads(const ConvChannel &c, ArrayRef<Value> acc);
   void values();
 
   DeviceBuilder &d;
@@ -372,18 +389,32 @@ void PrologueEmitter::gemm() {
 
 void PrologueEmitter::convChunk(Value chunk) {
   int64_t dim = p.headDim, G = p.group, T = p.threads;
+  ConvChannel c;
   Value ch = d.add(d.mul(chunk, T), tid);
-  Value active = d.cmp(CmpIPredicate::slt, ch, p.convChannels);
-  Value chc = d.mins(ch, d.c32(p.convChannels - 1));
-  Value localHead = d.divu(chc, dim);
-  Value o = d.remu(chc, dim);
-  Value isKey = d.cmp(CmpIPredicate::eq, localHead, G);
+  c.active = d.cmp(CmpIPredicate::slt, ch, p.convChannels);
+  c.clamped = d.mins(ch, d.c32(p.convChannels - 1));
+  c.localHead = d.divu(c.clamped, dim);
+  c.column = d.remu(c.clamped, dim);
+  c.isKey = d.cmp(CmpIPredicate::eq, c.localHead, G);
   // Channel in the op's [query heads | key heads] order.
-  Value gc =
-      d.select(isKey, d.add(d.mul(kvHead, dim), d.add(o, p.numHeads * dim)),
-               d.add(d.mul(d.add(d.mul(kvHead, G), localHead), dim), o));
+  c.global = d.select(
+      c.isKey, d.add(d.mul(kvHead, dim), d.add(c.column, p.numHeads * dim)),
+      d.add(d.mul(d.add(d.mul(kvHead, G), c.localHead), dim), c.column));
+  depthwiseConv(c);
+  // The first column of the thread's head.
+  c.slotBase = d.mul(d.divu(tid, dim), dim);
+  SmallVector<Value> acc = groupedConv(c);
+  if (p.qkMean)
+    addQKMean(c, acc);
+  normalize(c, acc);
+  if (p.rotated)
+    rotate(c, acc);
+  storeHeads(c, acc);
+}
 
-  // (a) depthwise conv of this channel: m[r] = b + sum_t w[t] u[r + t + off].
+/// (a) depthwise conv of this channel: m[r] = b + sum_t w[t] u[r + t + off].
+void PrologueEmitter::depthwiseConv(const ConvChannel &c) {
+  Value chc = c.clamped, gc = c.global;
   SmallVector<Value> wdw;
   for (int64_t t = 0; t < p.k0; ++t)
     wdw.push_back(loadParam(dwW, d.add(d.mul(gc, p.k0), t)));
@@ -396,9 +427,12 @@ void PrologueEmitter::convChunk(Value chunk) {
     d.store(m, scratchAt(d.c32(r), tid), 4);
   }
   d.barrierAll();
+}
 
-  // (b) grouped conv: acc[i] = b_g + sum_{e, t} w_g[gc, e, t] m[i + t][e].
-  Value slotBase = d.mul(d.divu(tid, dim), dim); // first column of the head
+/// (b) grouped conv: acc[i] = b_g + sum_{e, t} w_g[gc, e, t] m[i + t][e].
+SmallVector<Value> PrologueEmitter::groupedConv(const ConvChannel &c) {
+  int64_t dim = p.headDim;
+  Value gc = c.global, slotBase = c.slotBase;
   Value bg = loadParam(gB, gc);
   SmallVector<Value> init(p.blockS, bg);
   SmallVector<Value> acc =
@@ -420,26 +454,36 @@ void PrologueEmitter::convChunk(Value chunk) {
                   }
                   return a;
                 });
+  return acc;
+}
 
-  // (c) QK-mean from the pre-conv projections of the token's row.
-  if (p.qkMean) {
-    Value keyCol = d.add(o, G * dim);
-    for (int64_t i = 0; i < p.blockS; ++i) {
-      Value row = d.c32(i + p.halo);
-      Value kraw = loadU(row, keyCol);
-      Value own = loadU(row, chc);
-      Value qsum;
-      for (int64_t m = 0; m < G; ++m) {
-        Value q = loadU(row, d.add(o, m * dim));
-        qsum = qsum ? d.addf(qsum, q) : q;
-      }
-      Value qmean = d.mulf(qsum, d.cf(1.0 / static_cast<double>(G)));
-      Value term = d.select(isKey, d.addf(qmean, kraw), d.addf(own, kraw));
-      acc[i] = d.fma(term, d.cf(0.5), acc[i]);
+/// (c) QK-mean from the pre-conv projections of the token's row.
+void PrologueEmitter::addQKMean(const ConvChannel &c,
+                                SmallVectorImpl<Value> &acc) {
+  int64_t dim = p.headDim, G = p.group;
+  Value o = c.column, chc = c.clamped, isKey = c.isKey;
+  Value keyCol = d.add(o, G * dim);
+  for (int64_t i = 0; i < p.blockS; ++i) {
+    Value row = d.c32(i + p.halo);
+    Value kraw = loadU(row, keyCol);
+    Value own = loadU(row, chc);
+    Value qsum;
+    for (int64_t m = 0; m < G; ++m) {
+      Value q = loadU(row, d.add(o, m * dim));
+      qsum = qsum ? d.addf(qsum, q) : q;
     }
+    Value qmean = d.mulf(qsum, d.cf(1.0 / static_cast<double>(G)));
+    Value term = d.select(isKey, d.addf(qmean, kraw), d.addf(own, kraw));
+    acc[i] = d.fma(term, d.cf(0.5), acc[i]);
   }
+}
 
-  // (d) L2 norm over the head's d channels (= d consecutive threads).
+/// (d) L2 norm over the head's d channels (= d consecutive threads), times
+/// sqrt(d) and, for keys, the temperature.
+void PrologueEmitter::normalize(const ConvChannel &c,
+                                SmallVectorImpl<Value> &acc) {
+  int64_t dim = p.headDim;
+  Value isKey = c.isKey, slotBase = c.slotBase;
   Value partBase = d.sAt(smem, p.partOff);
   for (int64_t i = 0; i < p.blockS; ++i) {
     Value sq = d.mulf(acc[i], acc[i]);
@@ -478,33 +522,40 @@ void PrologueEmitter::convChunk(Value chunk) {
     Value norm = d.sqrtRn(floored);
     acc[i] = d.divf(d.mulf(acc[i], scale), norm);
   }
+}
 
-  // (e) RoPE: the partner column o +- r/2 lives in another thread.
-  if (p.rotated) {
-    for (int64_t i = 0; i < p.blockS; ++i)
-      d.store(acc[i], scratchAt(d.c32(i), tid), 4);
-    d.barrierAll();
-    int64_t half = p.rotated / 2;
-    Value low = d.cmp(CmpIPredicate::slt, o, half);
-    Value rotatedDim = d.cmp(CmpIPredicate::slt, o, p.rotated);
-    Value partnerCol = d.select(low, d.add(tid, half), d.sub(tid, half));
-    partnerCol = d.select(rotatedDim, partnerCol, tid);
-    Value freq = d.select(low, o, d.sub(o, half));
-    freq = d.mins(freq, d.c32(half - 1));
-    Value sign = d.select(low, d.cf(-1.0), d.cf(1.0));
-    Value lastPos = d.sub(seq, 1);
-    for (int64_t i = 0; i < p.blockS; ++i) {
-      Value pos = d.mins(d.add(s0, i), lastPos);
-      Value idx = d.add(d.mul(pos, half), freq);
-      Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
-      Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
-      Value partner = d.load(d.f32, scratchAt(d.c32(i), partnerCol), 4);
-      Value rot = d.fma(d.mulf(partner, sign), sn, d.mulf(acc[i], cs));
-      acc[i] = d.select(rotatedDim, rot, acc[i]);
-    }
+/// (e) RoPE: the partner column o +- r/2 lives in another thread.
+void PrologueEmitter::rotate(const ConvChannel &c,
+                             SmallVectorImpl<Value> &acc) {
+  Value o = c.column;
+  for (int64_t i = 0; i < p.blockS; ++i)
+    d.store(acc[i], scratchAt(d.c32(i), tid), 4);
+  d.barrierAll();
+  int64_t half = p.rotated / 2;
+  Value low = d.cmp(CmpIPredicate::slt, o, half);
+  Value rotatedDim = d.cmp(CmpIPredicate::slt, o, p.rotated);
+  Value partnerCol = d.select(low, d.add(tid, half), d.sub(tid, half));
+  partnerCol = d.select(rotatedDim, partnerCol, tid);
+  Value freq = d.select(low, o, d.sub(o, half));
+  freq = d.mins(freq, d.c32(half - 1));
+  Value sign = d.select(low, d.cf(-1.0), d.cf(1.0));
+  Value lastPos = d.sub(seq, 1);
+  for (int64_t i = 0; i < p.blockS; ++i) {
+    Value pos = d.mins(d.add(s0, i), lastPos);
+    Value idx = d.add(d.mul(pos, half), freq);
+    Value cs = d.load(d.f32, d.gAt(ropeCos, idx, d.f32), 4);
+    Value sn = d.load(d.f32, d.gAt(ropeSin, idx, d.f32), 4);
+    Value partner = d.load(d.f32, scratchAt(d.c32(i), partnerCol), 4);
+    Value rot = d.fma(d.mulf(partner, sign), sn, d.mulf(acc[i], cs));
+    acc[i] = d.select(rotatedDim, rot, acc[i]);
   }
+}
 
-  // (f) Store: query [B, S, Hq, d] or key [B, S, Hk, d].
+/// (f) Store: query [B, S, Hq, d] or key [B, S, Hk, d].
+void PrologueEmitter::storeHeads(const ConvChannel &c, ArrayRef<Value> acc) {
+  int64_t dim = p.headDim, G = p.group;
+  Value isKey = c.isKey, o = c.column, active = c.active;
+  Value localHead = c.localHead;
   Value outPtr = d.select(isKey, outK, outQ);
   Value headsOut = d.select(isKey, d.c32(p.numKvHeads), d.c32(p.numHeads));
   Value head = d.select(isKey, kvHead, d.add(d.mul(kvHead, G), localHead));

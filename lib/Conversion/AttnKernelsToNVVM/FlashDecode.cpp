@@ -235,11 +235,38 @@ private:
   Value warpMax(Value v);
   Value warpSum(Value v);
 
+  /// The CTA's keys: tiles [firstTile, firstTile + numTiles) of [lo, p].
+  void planWork();
+  /// Split 0 writes the new token into the cache (no CTA reads that row).
+  void writeNewToken();
+  /// Barriers, query rows (rotated at p, scaled into the log2 domain) and
+  /// the running softmax state.
+  void stageQuery();
+  /// Which scores and which value columns of which heads a thread computes.
+  void assignRoles();
+  /// One key tile: scores, online softmax, acc * alpha + P V; then refill.
+  SmallVector<Value> processTile(Value tile, ValueRange accIn);
+  /// Scores of this thread's row against its heads, into shared memory.
+  void tileScores(Value stage, Value start, Value rows);
+  /// The online softmax per head: warp w serves heads w, w + 4, ...
+  void tileSoftmax();
+  /// acc * alpha + P V over the tile's rows.
+  SmallVector<Value> tileValues(Value stage, Value rows, ValueRange accIn);
+  /// Sums the row parts and writes the split's normalized partial output
+  /// and log-sum-exp to the workspace.
+  void writeSplit(ArrayRef<Value> acc);
+
   DeviceBuilder &d;
   const DecodePlan &p;
   const SplitArgs &a;
   Value smem, tid, lane, warp, batch, kvHead, split;
   Value position, lo, valid, firstTile, numTiles;
+  Value negInf, zero;
+  // Thread roles (assignRoles).
+  Value scoreRow, scoreParity, valueChunk, headBlock, rowPart;
+  int64_t scoreHeads = 0, valueChunks = 0, valueHeads = 0, softmaxHeads = 0;
+  bool ragged = false;
+  SmallVector<Value> heads, headValid;
 };
 
 Value DecodeEmitter::cacheRow(Value token, int64_t dim) {
@@ -343,12 +370,8 @@ Value DecodeEmitter::warpSum(Value v) {
 }
 
 void DecodeEmitter::emit() {
-  OpBuilder &b = d.b;
-  Location loc = d.loc;
-  const int64_t g = p.group, dh = p.headDim, dv = p.valueDim;
-  Value negInf = d.cf(-std::numeric_limits<double>::infinity());
-  Value zero = d.cf(0.0);
-
+  negInf = d.cf(-std::numeric_limits<double>::infinity());
+  zero = d.cf(0.0);
   tid = d.tid();
   lane = d.remu(tid, 32);
   warp = d.divu(tid, 32);
@@ -356,8 +379,25 @@ void DecodeEmitter::emit() {
   kvHead = d.ctaid(1);
   batch = d.ctaid(2);
   smem = d.alignedDynamicShared(kSharedSymbol);
+  planWork();
+  writeNewToken();
+  stageQuery();
+  // Prologue: the first `stages` tiles in flight.
+  d.ifThen(d.cmp(CmpIPredicate::eq, warp, 0), [&]() {
+    for (int64_t s = 0; s < p.stages; ++s)
+      d.ifThen(d.cmp(CmpIPredicate::slt, d.c32(s), numTiles),
+               [&]() { issueTile(d.c32(s)); });
+  });
 
-  // The CTA's keys: tiles [firstTile, firstTile + numTiles) of [lo, p].
+  assignRoles();
+  SmallVector<Value> accInit(valueHeads * 8, zero);
+  SmallVector<Value> acc = d.forLoop(
+      d.c32(0), numTiles, d.c32(1), accInit,
+      [&](Value t, ValueRange accIn) { return processTile(t, accIn); });
+  writeSplit(acc);
+}
+
+void DecodeEmitter::planWork() {
   position = d.load(d.i32, d.gAt(a.positions, batch, d.i32), 4);
   valid = d.andb(d.cmp(CmpIPredicate::sge, position, 0),
                  d.cmp(CmpIPredicate::slt, position, a.capacity));
@@ -374,8 +414,12 @@ void DecodeEmitter::emit() {
   numTiles =
       d.maxs(d.c32(0),
              d.sub(d.mins(d.add(firstTile, perSplit), totalTiles), firstTile));
+}
 
-  // Split 0 writes the new token into the cache (no CTA reads that row).
+void DecodeEmitter::writeNewToken() {
+  OpBuilder &b = d.b;
+  Location loc = d.loc;
+  const int64_t dh = p.headDim, dv = p.valueDim;
   d.ifThen(d.andb(valid, d.cmp(CmpIPredicate::eq, split, 0)), [&]() {
     auto writeRow = [&](Value newRows, Value cache, int64_t dim) {
       int64_t chunks = dim / 8;
@@ -394,9 +438,12 @@ void DecodeEmitter::emit() {
     if (!p.keyIsValue)
       writeRow(a.valueNew, a.valueCache, dv);
   });
+}
 
-  // Barriers, query rows (rotated at p, scaled into the log2 domain) and
-  // the running state.
+void DecodeEmitter::stageQuery() {
+  OpBuilder &b = d.b;
+  Location loc = d.loc;
+  const int64_t g = p.group, dh = p.headDim;
   d.ifThen(d.cmp(CmpIPredicate::eq, tid, 0), [&]() {
     for (int64_t s = 0; s < p.stages; ++s)
       d.mbarInit(bar(d.c32(s)), 1);
@@ -445,201 +492,197 @@ void DecodeEmitter::emit() {
   });
   d.fenceProxyAsync();
   d.barrierAll();
+}
 
-  // Prologue: the first `stages` tiles in flight.
-  d.ifThen(d.cmp(CmpIPredicate::eq, warp, 0), [&]() {
-    for (int64_t s = 0; s < p.stages; ++s)
-      d.ifThen(d.cmp(CmpIPredicate::slt, d.c32(s), numTiles),
-               [&]() { issueTile(d.c32(s)); });
-  });
-
-  // Thread roles.
-  Value scoreRow = d.remu(tid, kDecodeRows);
-  Value scoreParity = d.divu(tid, kDecodeRows);
-  int64_t scoreHeads = (g + 1) / 2;
-  int64_t valueChunks = dv / 8;
-  Value valueChunk = d.remu(tid, valueChunks);
-  Value headBlock = d.remu(d.divu(tid, valueChunks), p.pvHeadBlocks);
-  Value rowPart = d.divu(tid, valueChunks * p.pvHeadBlocks);
-  int64_t valueHeads = p.pvHeads;
+void DecodeEmitter::assignRoles() {
+  const int64_t g = p.group, dv = p.valueDim;
+  scoreRow = d.remu(tid, kDecodeRows);
+  scoreParity = d.divu(tid, kDecodeRows);
+  scoreHeads = (g + 1) / 2;
+  valueChunks = dv / 8;
+  valueChunk = d.remu(tid, valueChunks);
+  headBlock = d.remu(d.divu(tid, valueChunks), p.pvHeadBlocks);
+  rowPart = d.divu(tid, valueChunks * p.pvHeadBlocks);
+  valueHeads = p.pvHeads;
   // Heads past G (G not a multiple of the block) compute on head 0 and are
   // never stored.
-  bool ragged = p.pvHeads * p.pvHeadBlocks != g;
-  SmallVector<Value> heads, headValid;
+  ragged = p.pvHeads * p.pvHeadBlocks != g;
   for (int64_t j = 0; j < valueHeads; ++j) {
     Value head = d.add(d.mul(headBlock, p.pvHeads), j);
     Value inRange = d.cmp(CmpIPredicate::slt, head, g);
     heads.push_back(ragged ? d.select(inRange, head, d.c32(0)) : head);
     headValid.push_back(inRange);
   }
-  int64_t softmaxHeads = (g + 3) / 4;
+  softmaxHeads = (g + 3) / 4;
+}
 
-  SmallVector<Value> accInit(valueHeads * 8, zero);
-  SmallVector<Value> acc = d.forLoop(
-      d.c32(0), numTiles, d.c32(1), accInit,
-      [&](Value tile, ValueRange accIn) -> SmallVector<Value> {
-        Value stage = d.remu(tile, p.stages);
-        Value parity = d.andi(d.divu(tile, p.stages), 1);
-        Value start = d.add(lo, d.mul(d.add(firstTile, tile), kDecodeRows));
-        Value rows =
-            d.mins(d.c32(kDecodeRows), d.sub(d.add(position, 1), start));
-        d.mbarWait(bar(stage), parity);
+SmallVector<Value> DecodeEmitter::processTile(Value tile, ValueRange accIn) {
+  Value stage = d.remu(tile, p.stages);
+  Value parity = d.andi(d.divu(tile, p.stages), 1);
+  Value start = d.add(lo, d.mul(d.add(firstTile, tile), kDecodeRows));
+  Value rows = d.mins(d.c32(kDecodeRows), d.sub(d.add(position, 1), start));
+  d.mbarWait(bar(stage), parity);
+  tileScores(stage, start, rows);
+  tileSoftmax();
+  SmallVector<Value> result = tileValues(stage, rows, accIn);
+  // Every thread is done with this stage: refill it.
+  d.barrierAll();
+  d.ifThen(d.andb(d.cmp(CmpIPredicate::eq, warp, 0),
+                  d.cmp(CmpIPredicate::slt, d.add(tile, p.stages), numTiles)),
+           [&]() { issueTile(d.add(tile, p.stages)); });
+  return result;
+}
 
-        // Scores of one row against this thread's heads.
-        Value rowPtr = d.sAt(kStage(stage), d.mul(scoreRow, p.kRowBytes));
-        Value rowValid = d.cmp(CmpIPredicate::slt, scoreRow, rows);
-        SmallVector<Value> scores = d.ifThenElseValues(
-            rowValid, SmallVector<Type>(scoreHeads, d.f32),
-            [&]() -> SmallVector<Value> {
-              SmallVector<Value> init(scoreHeads, zero);
-              Value token = d.add(start, scoreRow);
-              return d.forLoop(
-                  d.c32(0), d.c32(dh / 8), d.c32(1), init,
-                  [&](Value chunk, ValueRange sums) -> SmallVector<Value> {
-                    SmallVector<Value> k =
-                        loadChunk(d.sAt(rowPtr, d.mul(chunk, 16)));
-                    if (p.keyRotated) {
-                      int64_t halfChunks = p.keyRotated / 16;
-                      Value inRotated =
-                          d.cmp(CmpIPredicate::slt, chunk, p.keyRotated / 8);
-                      Value firstHalf =
-                          d.cmp(CmpIPredicate::slt, chunk, halfChunks);
-                      Value partner =
-                          d.select(inRotated,
-                                   d.select(firstHalf, d.add(chunk, halfChunks),
-                                            d.sub(chunk, halfChunks)),
-                                   chunk);
-                      SmallVector<Value> y =
-                          loadChunk(d.sAt(rowPtr, d.mul(partner, 16)));
-                      Value column = d.select(
-                          inRotated, d.mul(d.remu(chunk, halfChunks), 8),
-                          d.c32(0));
-                      Value index =
-                          d.add(d.mul(token, p.keyRotated / 2), column);
-                      for (int64_t i = 0; i < 8; ++i) {
-                        Value cosine = d.load(
-                            d.f32, d.gAt(a.keyCos, d.add(index, i), d.f32), 4);
-                        Value sine = d.load(
-                            d.f32, d.gAt(a.keySin, d.add(index, i), d.f32), 4);
-                        Value rotated = d.select(
-                            firstHalf,
-                            d.subf(d.mulf(k[i], cosine), d.mulf(y[i], sine)),
-                            d.addf(d.mulf(k[i], cosine), d.mulf(y[i], sine)));
-                        k[i] = d.select(inRotated, rotated, k[i]);
-                      }
-                    }
-                    SmallVector<Value> out;
-                    for (int64_t j = 0; j < scoreHeads; ++j) {
-                      Value head = d.add(scoreParity, 2 * j);
-                      // Odd G: the last head of parity 1 does not exist;
-                      // its slot reads head 0 and is never stored.
-                      if (g % 2)
-                        head = d.select(d.cmp(CmpIPredicate::slt, head, g),
-                                        head, d.c32(0));
-                      Value qPtr = d.sAt(
-                          smem, d.add(d.c32(p.qOff), d.add(d.mul(head, dh * 4),
+void DecodeEmitter::tileScores(Value stage, Value start, Value rows) {
+  const int64_t g = p.group, dh = p.headDim;
+  Value rowPtr = d.sAt(kStage(stage), d.mul(scoreRow, p.kRowBytes));
+  Value rowValid = d.cmp(CmpIPredicate::slt, scoreRow, rows);
+  SmallVector<Value> scores = d.ifThenElseValues(
+      rowValid, SmallVector<Type>(scoreHeads, d.f32),
+      [&]() -> SmallVector<Value> {
+        SmallVector<Value> init(scoreHeads, zero);
+        Value token = d.add(start, scoreRow);
+        return d.forLoop(
+            d.c32(0), d.c32(dh / 8), d.c32(1), init,
+            [&](Value chunk, ValueRange sums) -> SmallVector<Value> {
+              SmallVector<Value> k = loadChunk(d.sAt(rowPtr, d.mul(chunk, 16)));
+              if (p.keyRotated) {
+                int64_t halfChunks = p.keyRotated / 16;
+                Value inRotated =
+                    d.cmp(CmpIPredicate::slt, chunk, p.keyRotated / 8);
+                Value firstHalf = d.cmp(CmpIPredicate::slt, chunk, halfChunks);
+                Value partner =
+                    d.select(inRotated,
+                             d.select(firstHalf, d.add(chunk, halfChunks),
+                                      d.sub(chunk, halfChunks)),
+                             chunk);
+                SmallVector<Value> y =
+                    loadChunk(d.sAt(rowPtr, d.mul(partner, 16)));
+                Value column = d.select(
+                    inRotated, d.mul(d.remu(chunk, halfChunks), 8), d.c32(0));
+                Value index = d.add(d.mul(token, p.keyRotated / 2), column);
+                for (int64_t i = 0; i < 8; ++i) {
+                  Value cosine =
+                      d.load(d.f32, d.gAt(a.keyCos, d.add(index, i), d.f32), 4);
+                  Value sine =
+                      d.load(d.f32, d.gAt(a.keySin, d.add(index, i), d.f32), 4);
+                  Value rotated = d.select(
+                      firstHalf,
+                      d.subf(d.mulf(k[i], cosine), d.mulf(y[i], sine)),
+                      d.addf(d.mulf(k[i], cosine), d.mulf(y[i], sine)));
+                  k[i] = d.select(inRotated, rotated, k[i]);
+                }
+              }
+              SmallVector<Value> out;
+              for (int64_t j = 0; j < scoreHeads; ++j) {
+                Value head = d.add(scoreParity, 2 * j);
+                // Odd G: the last head of parity 1 does not exist;
+                // its slot reads head 0 and is never stored.
+                if (g % 2)
+                  head = d.select(d.cmp(CmpIPredicate::slt, head, g), head,
+                                  d.c32(0));
+                Value qPtr =
+                    d.sAt(smem, d.add(d.c32(p.qOff), d.add(d.mul(head, dh * 4),
                                                            d.mul(chunk, 32))));
-                      SmallVector<Value> q = loadF32x8(qPtr);
-                      Value sum = sums[j];
-                      for (int64_t i = 0; i < 8; ++i)
-                        sum = d.fma(q[i], k[i], sum);
-                      out.push_back(sum);
-                    }
-                    return out;
-                  });
-            },
-            [&]() -> SmallVector<Value> {
-              return SmallVector<Value>(scoreHeads, negInf);
-            });
-        for (int64_t j = 0; j < scoreHeads; ++j) {
-          Value head = d.add(scoreParity, 2 * j);
-          auto storeScore = [&]() {
-            d.store(
-                scores[j],
-                d.sAt(smem, d.add(d.c32(p.pOff), d.add(d.mul(head, p.pRowBytes),
-                                                       d.mul(scoreRow, 4)))),
-                4);
-          };
-          if (g % 2)
-            d.ifThen(d.cmp(CmpIPredicate::slt, head, g), storeScore);
-          else
-            storeScore();
-        }
-        d.barrierAll();
-
-        // Online softmax per head: warp w serves heads w, w + 4, ...
-        for (int64_t j = 0; j < softmaxHeads; ++j) {
-          Value head = d.add(warp, 4 * j);
-          auto update = [&]() {
-            Value rowBase = d.add(d.c32(p.pOff), d.mul(head, p.pRowBytes));
-            Value p0Ptr = d.sAt(smem, d.add(rowBase, d.mul(lane, 4)));
-            Value p1Ptr =
-                d.sAt(smem, d.add(rowBase, d.mul(d.add(lane, 32), 4)));
-            Value s0 = d.load(d.f32, p0Ptr, 4);
-            Value s1 = d.load(d.f32, p1Ptr, 4);
-            Value maxOld = d.load(d.f32, headSlot(p.maxOff, head), 4);
-            Value maxNew = d.maxf(maxOld, warpMax(d.maxf(s0, s1)));
-            Value none = d.cmpf(CmpFPredicate::OEQ, maxNew, negInf);
-            Value alpha =
-                d.select(none, d.cf(1.0), d.exp2(d.subf(maxOld, maxNew)));
-            Value e0 = d.select(none, zero, d.exp2(d.subf(s0, maxNew)));
-            Value e1 = d.select(none, zero, d.exp2(d.subf(s1, maxNew)));
-            d.store(e0, p0Ptr, 4);
-            d.store(e1, p1Ptr, 4);
-            Value tileSum = warpSum(d.addf(e0, e1));
-            d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
-              Value sumOld = d.load(d.f32, headSlot(p.sumOff, head), 4);
-              d.store(d.fma(sumOld, alpha, tileSum), headSlot(p.sumOff, head),
-                      4);
-              d.store(maxNew, headSlot(p.maxOff, head), 4);
-              d.store(alpha, headSlot(p.alphaOff, head), 4);
-            });
-          };
-          if (g % 4)
-            d.ifThen(d.cmp(CmpIPredicate::slt, head, g), update);
-          else
-            update();
-        }
-        d.barrierAll();
-
-        // acc = acc * alpha + P V over the tile's rows.
-        Value valueBase = p.keyIsValue ? kStage(stage) : vStage(stage);
-        int64_t valueRowBytes = p.keyIsValue ? p.kRowBytes : p.vRowBytes;
-        SmallVector<Value> scaled(accIn.begin(), accIn.end());
-        for (int64_t j = 0; j < valueHeads; ++j) {
-          Value alpha = d.load(d.f32, headSlot(p.alphaOff, heads[j]), 4);
-          for (int64_t i = 0; i < 8; ++i)
-            scaled[j * 8 + i] = d.mulf(scaled[j * 8 + i], alpha);
-        }
-        // One V chunk read serves every head of the block.
-        SmallVector<Value> result = d.forLoop(
-            rowPart, rows, d.c32(p.pvRowParts), scaled,
-            [&](Value row, ValueRange sums) -> SmallVector<Value> {
-              SmallVector<Value> v =
-                  loadChunk(d.sAt(valueBase, d.add(d.mul(row, valueRowBytes),
-                                                   d.mul(valueChunk, 16))));
-              SmallVector<Value> out(sums.begin(), sums.end());
-              for (int64_t j = 0; j < valueHeads; ++j) {
-                Value weight =
-                    d.load(d.f32,
-                           d.sAt(smem, d.add(d.c32(p.pOff),
-                                             d.add(d.mul(heads[j], p.pRowBytes),
-                                                   d.mul(row, 4)))),
-                           4);
+                SmallVector<Value> q = loadF32x8(qPtr);
+                Value sum = sums[j];
                 for (int64_t i = 0; i < 8; ++i)
-                  out[j * 8 + i] = d.fma(weight, v[i], out[j * 8 + i]);
+                  sum = d.fma(q[i], k[i], sum);
+                out.push_back(sum);
               }
               return out;
             });
-        // Every thread is done with this stage: refill it.
-        d.barrierAll();
-        d.ifThen(
-            d.andb(d.cmp(CmpIPredicate::eq, warp, 0),
-                   d.cmp(CmpIPredicate::slt, d.add(tile, p.stages), numTiles)),
-            [&]() { issueTile(d.add(tile, p.stages)); });
-        return result;
+      },
+      [&]() -> SmallVector<Value> {
+        return SmallVector<Value>(scoreHeads, negInf);
       });
+  for (int64_t j = 0; j < scoreHeads; ++j) {
+    Value head = d.add(scoreParity, 2 * j);
+    auto storeScore = [&]() {
+      d.store(scores[j],
+              d.sAt(smem, d.add(d.c32(p.pOff), d.add(d.mul(head, p.pRowBytes),
+                                                     d.mul(scoreRow, 4)))),
+              4);
+    };
+    if (g % 2)
+      d.ifThen(d.cmp(CmpIPredicate::slt, head, g), storeScore);
+    else
+      storeScore();
+  }
+  d.barrierAll();
+}
 
+void DecodeEmitter::tileSoftmax() {
+  const int64_t g = p.group;
+  for (int64_t j = 0; j < softmaxHeads; ++j) {
+    Value head = d.add(warp, 4 * j);
+    auto update = [&]() {
+      Value rowBase = d.add(d.c32(p.pOff), d.mul(head, p.pRowBytes));
+      Value p0Ptr = d.sAt(smem, d.add(rowBase, d.mul(lane, 4)));
+      Value p1Ptr = d.sAt(smem, d.add(rowBase, d.mul(d.add(lane, 32), 4)));
+      Value s0 = d.load(d.f32, p0Ptr, 4);
+      Value s1 = d.load(d.f32, p1Ptr, 4);
+      Value maxOld = d.load(d.f32, headSlot(p.maxOff, head), 4);
+      Value maxNew = d.maxf(maxOld, warpMax(d.maxf(s0, s1)));
+      Value none = d.cmpf(CmpFPredicate::OEQ, maxNew, negInf);
+      Value alpha = d.select(none, d.cf(1.0), d.exp2(d.subf(maxOld, maxNew)));
+      Value e0 = d.select(none, zero, d.exp2(d.subf(s0, maxNew)));
+      Value e1 = d.select(none, zero, d.exp2(d.subf(s1, maxNew)));
+      d.store(e0, p0Ptr, 4);
+      d.store(e1, p1Ptr, 4);
+      Value tileSum = warpSum(d.addf(e0, e1));
+      d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
+        Value sumOld = d.load(d.f32, headSlot(p.sumOff, head), 4);
+        d.store(d.fma(sumOld, alpha, tileSum), headSlot(p.sumOff, head), 4);
+        d.store(maxNew, headSlot(p.maxOff, head), 4);
+        d.store(alpha, headSlot(p.alphaOff, head), 4);
+      });
+    };
+    if (g % 4)
+      d.ifThen(d.cmp(CmpIPredicate::slt, head, g), update);
+    else
+      update();
+  }
+  d.barrierAll();
+}
+
+SmallVector<Value> DecodeEmitter::tileValues(Value stage, Value rows,
+                                             ValueRange accIn) {
+  Value valueBase = p.keyIsValue ? kStage(stage) : vStage(stage);
+  int64_t valueRowBytes = p.keyIsValue ? p.kRowBytes : p.vRowBytes;
+  SmallVector<Value> scaled(accIn.begin(), accIn.end());
+  for (int64_t j = 0; j < valueHeads; ++j) {
+    Value alpha = d.load(d.f32, headSlot(p.alphaOff, heads[j]), 4);
+    for (int64_t i = 0; i < 8; ++i)
+      scaled[j * 8 + i] = d.mulf(scaled[j * 8 + i], alpha);
+  }
+  // One V chunk read serves every head of the block.
+  SmallVector<Value> result = d.forLoop(
+      rowPart, rows, d.c32(p.pvRowParts), scaled,
+      [&](Value row, ValueRange sums) -> SmallVector<Value> {
+        SmallVector<Value> v =
+            loadChunk(d.sAt(valueBase, d.add(d.mul(row, valueRowBytes),
+                                             d.mul(valueChunk, 16))));
+        SmallVector<Value> out(sums.begin(), sums.end());
+        for (int64_t j = 0; j < valueHeads; ++j) {
+          Value weight = d.load(
+              d.f32,
+              d.sAt(smem,
+                    d.add(d.c32(p.pOff),
+                          d.add(d.mul(heads[j], p.pRowBytes), d.mul(row, 4)))),
+              4);
+          for (int64_t i = 0; i < 8; ++i)
+            out[j * 8 + i] = d.fma(weight, v[i], out[j * 8 + i]);
+        }
+        return out;
+      });
+  return result;
+}
+
+void DecodeEmitter::writeSplit(ArrayRef<Value> acc) {
+  OpBuilder &b = d.b;
+  Location loc = d.loc;
+  const int64_t g = p.group, dv = p.valueDim;
   // Sum the row parts through the drained ring: [row part][head][dv] f32.
   auto partialAt = [&](Value part, Value head, Value chunk) {
     return d.sAt(smem, d.add(d.c32(p.kOff),

@@ -193,11 +193,25 @@ private:
     return v;
   }
 
+  /// One key tile: stage K and V, then update every row of the warp.
+  SmallVector<Value> processTile(Value tile, ValueRange carried);
+  /// The online softmax and P V of the warp's row `r` for key `j` (this
+  /// lane's), `dot` its raw score.
+  void updateRow(int64_t r, MutableArrayRef<Value> st, Value dot, Value j,
+                 Value jValid, Value jSafe);
+  /// out = o / l (zeros for a row that saw no key).
+  void writeOutput(ArrayRef<Value> state);
+
   DeviceBuilder &d;
   OpBuilder &b;
   Location loc;
   const SdpaPlan &p;
   Value query, key, value, bias, positions, keyMask, output, queries, keys;
+  // Per CTA (emit).
+  int64_t cols = 0, perRowState = 0;
+  Value sQ, sK, sV, sP, batch, head, kvHead, warp, lane, firstRow, p0, kvEnd;
+  Value scaleLog2;
+  SmallVector<Value> rowIndex;
 };
 } // namespace
 
@@ -228,23 +242,28 @@ void SdpaEmitter::stage(Value src, Value dst, int64_t rows, int64_t dim,
       });
 }
 
+static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+static constexpr double kLog2e = 1.4426950408889634;
+
 void SdpaEmitter::emit() {
   const int64_t rpw = p.rowsPerWarp, kv = p.blockKV;
-  const int64_t cols = (p.valueDim + 31) / 32; // output columns per lane
-  const float negInf = -std::numeric_limits<float>::infinity();
-  const double log2e = 1.4426950408889634;
+  cols = (p.valueDim + 31) / 32; // output columns per lane
   Value smem = d.alignedDynamicShared(kSharedSymbol);
-  Value sQ = d.sAt(smem, p.qOff), sK = d.sAt(smem, p.kOff);
-  Value sV = d.sAt(smem, p.vOff), sP = d.sAt(smem, p.pOff);
+  sQ = d.sAt(smem, p.qOff);
+  sK = d.sAt(smem, p.kOff);
+  sV = d.sAt(smem, p.vOff);
+  sP = d.sAt(smem, p.pOff);
 
-  Value qBlock = d.ctaid(0), head = d.ctaid(1), batch = d.ctaid(2);
-  Value kvHead = d.divu(head, p.group);
+  Value qBlock = d.ctaid(0);
+  head = d.ctaid(1);
+  batch = d.ctaid(2);
+  kvHead = d.divu(head, p.group);
   Value tid = d.tid();
-  Value warp = d.divu(tid, 32), lane = d.remu(tid, 32);
-  Value firstRow = d.mul(qBlock, p.blockQ);
+  warp = d.divu(tid, 32);
+  lane = d.remu(tid, 32);
+  firstRow = d.mul(qBlock, p.blockQ);
 
   // Query i sits at p0 + i: p0 = positions[b], or T - S.
-  Value p0;
   if (positions)
     p0 = arith::TruncIOp::create(b, loc, d.i32,
                                  d.loadIndex(positions, batch, p.positionBits));
@@ -253,7 +272,7 @@ void SdpaEmitter::emit() {
 
   // Keys any row of the block can see: [kvStart, kvEnd).
   Value lastRow = d.sub(d.mins(queries, d.add(firstRow, p.blockQ)), d.c32(1));
-  Value kvEnd = keys;
+  kvEnd = keys;
   if (p.causal)
     kvEnd = d.mins(keys, d.add(d.add(p0, lastRow), d.c32(1)));
   Value kvStart = d.c32(0);
@@ -275,137 +294,144 @@ void SdpaEmitter::emit() {
   // Per row: running max m (log2 domain), sum l, output columns.
   SmallVector<Value> init;
   for (int64_t r = 0; r < rpw; ++r) {
-    init.push_back(d.cf(negInf));
+    init.push_back(d.cf(kNegInf));
     init.push_back(d.cf(0.0));
     for (int64_t c = 0; c < cols; ++c)
       init.push_back(d.cf(0.0));
   }
-  const int64_t perRowState = 2 + cols;
-  Value scaleLog2 = d.cf(p.scale * log2e);
+  perRowState = 2 + cols;
+  scaleLog2 = d.cf(p.scale * kLog2e);
+  SmallVector<Value> state = d.forLoop(kvStart, kvEnd, d.c32(kv), init,
+                                       [&](Value tile, ValueRange carried) {
+                                         return processTile(tile, carried);
+                                       });
+  writeOutput(state);
+}
+
+SmallVector<Value> SdpaEmitter::processTile(Value tile, ValueRange carried) {
+  const int64_t rpw = p.rowsPerWarp, kv = p.blockKV;
   Type vec4 = d.vec(d.f32, 4);
+  SmallVector<Value> st(carried.begin(), carried.end());
+  d.barrierAll(); // the previous tile's readers are done
+  auto keyRow = [&](Value row) { return d.add(tile, row); };
+  auto keyValid = [&](Value row) {
+    return d.cmp(Pred::slt, keyRow(row), kvEnd);
+  };
+  stage(
+      key, sK, kv, p.headDim, p.kStride,
+      [&](Value row) {
+        return headRow(batch, keys, keyRow(row), p.numKvHeads, kvHead,
+                       p.headDim);
+      },
+      keyValid);
+  stage(
+      value, sV, kv, p.valueDim, p.vStride,
+      [&](Value row) {
+        return headRow(batch, keys, keyRow(row), p.numKvHeads, kvHead,
+                       p.valueDim);
+      },
+      keyValid);
+  d.barrierAll();
 
-  SmallVector<Value> state = d.forLoop(
-      kvStart, kvEnd, d.c32(kv), init,
-      [&](Value tile, ValueRange carried) -> SmallVector<Value> {
-        SmallVector<Value> st(carried.begin(), carried.end());
-        d.barrierAll(); // the previous tile's readers are done
-        auto keyRow = [&](Value row) { return d.add(tile, row); };
-        auto keyValid = [&](Value row) {
-          return d.cmp(Pred::slt, keyRow(row), kvEnd);
-        };
-        stage(
-            key, sK, kv, p.headDim, p.kStride,
-            [&](Value row) {
-              return headRow(batch, keys, keyRow(row), p.numKvHeads, kvHead,
-                             p.headDim);
-            },
-            keyValid);
-        stage(
-            value, sV, kv, p.valueDim, p.vStride,
-            [&](Value row) {
-              return headRow(batch, keys, keyRow(row), p.numKvHeads, kvHead,
-                             p.valueDim);
-            },
-            keyValid);
-        d.barrierAll();
-
-        // Lane l scores key j = tile + l against the warp's rows.
-        Value j = d.add(tile, lane);
-        Value jValid = d.cmp(Pred::slt, j, kvEnd);
-        Value jSafe = d.select(jValid, j, d.c32(0));
-        if (keyMask) {
-          Value at = add64(mul64(i64(batch), i64(keys)), i64(jSafe));
-          jValid = d.andb(jValid, d.nonZeroAt(keyMask, at, p.keyMaskBits));
-        }
-        SmallVector<Value> rowIndex;
-        for (int64_t r = 0; r < rpw; ++r)
-          rowIndex.push_back(
-              d.add(firstRow, d.add(d.mul(warp, rpw), d.c32(r))));
-        SmallVector<Value> zeroAcc(rpw, d.zerosOf(vec4));
-        SmallVector<Value> acc = d.forLoop(
-            d.c32(0), d.c32(p.headDim), d.c32(4), zeroAcc,
-            [&](Value c, ValueRange accs) -> SmallVector<Value> {
-              Value k4 = d.load(
-                  vec4, d.sAt(sK, d.mul(d.add(d.mul(lane, p.kStride), c), 4)),
-                  16);
-              SmallVector<Value> next;
-              for (int64_t r = 0; r < rpw; ++r) {
-                Value qRow = d.add(d.mul(warp, rpw), d.c32(r));
-                Value q4 = d.load(
-                    vec4, d.sAt(sQ, d.mul(d.add(d.mul(qRow, p.qStride), c), 4)),
-                    16);
-                next.push_back(LLVM::FMAOp::create(b, loc, q4, k4, accs[r]));
-              }
-              return next;
-            });
-
+  // Lane l scores key j = tile + l against the warp's rows.
+  Value j = d.add(tile, lane);
+  Value jValid = d.cmp(Pred::slt, j, kvEnd);
+  Value jSafe = d.select(jValid, j, d.c32(0));
+  if (keyMask) {
+    Value at = add64(mul64(i64(batch), i64(keys)), i64(jSafe));
+    jValid = d.andb(jValid, d.nonZeroAt(keyMask, at, p.keyMaskBits));
+  }
+  rowIndex.clear();
+  for (int64_t r = 0; r < rpw; ++r)
+    rowIndex.push_back(d.add(firstRow, d.add(d.mul(warp, rpw), d.c32(r))));
+  SmallVector<Value> zeroAcc(rpw, d.zerosOf(vec4));
+  SmallVector<Value> acc = d.forLoop(
+      d.c32(0), d.c32(p.headDim), d.c32(4), zeroAcc,
+      [&](Value c, ValueRange accs) -> SmallVector<Value> {
+        Value k4 = d.load(
+            vec4, d.sAt(sK, d.mul(d.add(d.mul(lane, p.kStride), c), 4)), 16);
+        SmallVector<Value> next;
         for (int64_t r = 0; r < rpw; ++r) {
-          Value *m = &st[r * perRowState], *l = &st[r * perRowState + 1];
-          Value *o = &st[r * perRowState + 2];
-          Value dot = d.cf(0.0);
-          for (int64_t e = 0; e < 4; ++e)
-            dot = d.addf(
-                dot, LLVM::ExtractElementOp::create(b, loc, acc[r], d.c32(e)));
-          Value i = rowIndex[r];
-          Value pos = d.add(p0, i);
-          Value s = d.mulf(dot, scaleLog2);
-          if (bias) {
-            // bias[h?, i, j], added after the scale: log2e * bias.
-            Value iSafe = d.select(d.cmp(Pred::slt, i, queries), i, d.c32(0));
-            Value at = add64(mul64(i64(iSafe), i64(keys)), i64(jSafe));
-            if (p.biasRank == 3)
-              at = add64(mul64(mul64(i64(head), i64(queries)), i64(keys)), at);
-            Value raw = d.load(d.elemType, d.gAt(bias, at, d.elemType), 2);
-            Value bf = arith::ExtFOp::create(b, loc, d.f32, raw);
-            s = d.fma(bf, d.cf(log2e), s);
-          }
-          Value visible = jValid;
-          if (p.causal)
-            visible = d.andb(visible, d.cmp(Pred::sle, j, pos));
-          if (p.window)
-            visible = d.andb(visible,
-                             d.cmp(Pred::slt, d.sub(pos, j), d.c32(*p.window)));
-          s = d.select(visible, s, d.cf(negInf));
-          Value mNew = d.maxf(*m, warpMax(s));
-          Value mSafe =
-              d.select(d.cmpf(arith::CmpFPredicate::OEQ, mNew, d.cf(negInf)),
-                       d.cf(0.0), mNew);
-          Value prob = d.exp2(d.subf(s, mSafe));
-          Value alpha = d.exp2(d.subf(*m, mSafe));
-          *l = d.fma(*l, alpha, warpSum(prob));
-          *m = mNew;
-          // P V: the warp's probabilities through shared memory.
-          Value pRow = d.sAt(sP, d.mul(d.mul(warp, kv), 4));
-          d.store(prob, d.sAt(pRow, d.mul(lane, 4)), 4);
-          d.warpSync();
-          SmallVector<Value> scaled;
-          for (int64_t c = 0; c < cols; ++c)
-            scaled.push_back(d.mulf(o[c], alpha));
-          Value colBase = lane;
-          SmallVector<Value> outCols = d.forLoop(
-              d.c32(0), d.c32(kv), d.c32(1), scaled,
-              [&](Value jj, ValueRange os) -> SmallVector<Value> {
-                Value pj = d.load(d.f32, d.sAt(pRow, d.mul(jj, 4)), 4);
-                SmallVector<Value> next;
-                for (int64_t c = 0; c < cols; ++c) {
-                  Value col = d.add(colBase, d.c32(32 * c));
-                  if ((c + 1) * 32 > p.valueDim)
-                    col = d.mins(col, d.c32(p.valueDim - 1));
-                  Value vv = d.load(
-                      d.f32,
-                      d.sAt(sV, d.mul(d.add(d.mul(jj, p.vStride), col), 4)), 4);
-                  next.push_back(d.fma(pj, vv, os[c]));
-                }
-                return next;
-              });
-          d.warpSync(); // every lane read the probabilities
-          for (int64_t c = 0; c < cols; ++c)
-            o[c] = outCols[c];
+          Value qRow = d.add(d.mul(warp, rpw), d.c32(r));
+          Value q4 = d.load(
+              vec4, d.sAt(sQ, d.mul(d.add(d.mul(qRow, p.qStride), c), 4)), 16);
+          next.push_back(LLVM::FMAOp::create(b, loc, q4, k4, accs[r]));
         }
-        return st;
+        return next;
       });
 
-  // out = o / l (zeros for a row that saw no key).
+  for (int64_t r = 0; r < rpw; ++r) {
+    Value dot = d.cf(0.0);
+    for (int64_t e = 0; e < 4; ++e)
+      dot =
+          d.addf(dot, LLVM::ExtractElementOp::create(b, loc, acc[r], d.c32(e)));
+    updateRow(r, st, dot, j, jValid, jSafe);
+  }
+  return st;
+}
+
+void SdpaEmitter::updateRow(int64_t r, MutableArrayRef<Value> st, Value dot,
+                            Value j, Value jValid, Value jSafe) {
+  const int64_t kv = p.blockKV;
+  Value *m = &st[r * perRowState], *l = &st[r * perRowState + 1];
+  Value *o = &st[r * perRowState + 2];
+  Value i = rowIndex[r];
+  Value pos = d.add(p0, i);
+  Value s = d.mulf(dot, scaleLog2);
+  if (bias) {
+    // bias[h?, i, j], added after the scale: log2e * bias.
+    Value iSafe = d.select(d.cmp(Pred::slt, i, queries), i, d.c32(0));
+    Value at = add64(mul64(i64(iSafe), i64(keys)), i64(jSafe));
+    if (p.biasRank == 3)
+      at = add64(mul64(mul64(i64(head), i64(queries)), i64(keys)), at);
+    Value raw = d.load(d.elemType, d.gAt(bias, at, d.elemType), 2);
+    Value bf = arith::ExtFOp::create(b, loc, d.f32, raw);
+    s = d.fma(bf, d.cf(kLog2e), s);
+  }
+  Value visible = jValid;
+  if (p.causal)
+    visible = d.andb(visible, d.cmp(Pred::sle, j, pos));
+  if (p.window)
+    visible =
+        d.andb(visible, d.cmp(Pred::slt, d.sub(pos, j), d.c32(*p.window)));
+  s = d.select(visible, s, d.cf(kNegInf));
+  Value mNew = d.maxf(*m, warpMax(s));
+  Value mSafe = d.select(d.cmpf(arith::CmpFPredicate::OEQ, mNew, d.cf(kNegInf)),
+                         d.cf(0.0), mNew);
+  Value prob = d.exp2(d.subf(s, mSafe));
+  Value alpha = d.exp2(d.subf(*m, mSafe));
+  *l = d.fma(*l, alpha, warpSum(prob));
+  *m = mNew;
+  // P V: the warp's probabilities through shared memory.
+  Value pRow = d.sAt(sP, d.mul(d.mul(warp, kv), 4));
+  d.store(prob, d.sAt(pRow, d.mul(lane, 4)), 4);
+  d.warpSync();
+  SmallVector<Value> scaled;
+  for (int64_t c = 0; c < cols; ++c)
+    scaled.push_back(d.mulf(o[c], alpha));
+  Value colBase = lane;
+  SmallVector<Value> outCols = d.forLoop(
+      d.c32(0), d.c32(kv), d.c32(1), scaled,
+      [&](Value jj, ValueRange os) -> SmallVector<Value> {
+        Value pj = d.load(d.f32, d.sAt(pRow, d.mul(jj, 4)), 4);
+        SmallVector<Value> next;
+        for (int64_t c = 0; c < cols; ++c) {
+          Value col = d.add(colBase, d.c32(32 * c));
+          if ((c + 1) * 32 > p.valueDim)
+            col = d.mins(col, d.c32(p.valueDim - 1));
+          Value vv = d.load(
+              d.f32, d.sAt(sV, d.mul(d.add(d.mul(jj, p.vStride), col), 4)), 4);
+          next.push_back(d.fma(pj, vv, os[c]));
+        }
+        return next;
+      });
+  d.warpSync(); // every lane read the probabilities
+  for (int64_t c = 0; c < cols; ++c)
+    o[c] = outCols[c];
+}
+
+void SdpaEmitter::writeOutput(ArrayRef<Value> state) {
+  const int64_t rpw = p.rowsPerWarp;
   for (int64_t r = 0; r < rpw; ++r) {
     Value i = d.add(firstRow, d.add(d.mul(warp, rpw), d.c32(r)));
     Value l = state[r * perRowState + 1];
