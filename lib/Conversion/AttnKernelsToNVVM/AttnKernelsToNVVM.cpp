@@ -39,7 +39,8 @@ using namespace attnfuse::sm90;
 
 namespace {
 
-/// The ops that have sm_90a kernels (or, for the backward, an error).
+/// The ops that have sm_90a kernels (or, for attn.fused_weight_grad, an
+/// error).
 bool isKernelOp(Operation *op) {
   return isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
              attn::FusedWeightGradOp, attn::FlashDecodeOp,
@@ -330,7 +331,99 @@ private:
   LoweringState &state;
 };
 
-/// The backward ops have no sm_90a kernels yet: an error on the op.
+/// attn.flash_attention_grad: the dQ kernel (its launch returns dQ and the
+/// workspace D), then the dK/dV kernel (which reads D).
+class FlashAttentionGradLaunchPattern
+    : public OpRewritePattern<attn::FlashAttentionGradOp> {
+public:
+  FlashAttentionGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern(ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(attn::FlashAttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (state.failed)
+      return failure();
+    FailureOr<FlashGradPlan> plan = planFlashAttentionGrad(op, state.options);
+    if (failed(plan)) {
+      state.failed = true;
+      return failure();
+    }
+    Location loc = op.getLoc();
+    KernelEmitter &emitter = state.emitter;
+    std::string key = plan->key();
+    plan->query.name =
+        emitter
+            .kernelFor(rewriter, key + ":dq", plan->query.name, loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan->query.name = n;
+                         buildFlashAttentionKernel(rewriter, loc, gm,
+                                                   plan->query);
+                       })
+            .str();
+    plan->name =
+        emitter
+            .kernelFor(rewriter, key + ":dkv", plan->name, loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan->name = n;
+                         buildFlashKeyValueGradKernel(rewriter, loc, gm, *plan);
+                       })
+            .str();
+
+    MLIRContext *ctx = op.getContext();
+    auto queryType = cast<RankedTensorType>(op.getQuery().getType());
+    auto deltaType =
+        RankedTensorType::get({queryType.getDimSize(0), queryType.getDimSize(1),
+                               queryType.getDimSize(2)},
+                              Float32Type::get(ctx));
+    // The dQ kernel reads q, k, [v], o, do, [key_mask], lse; the dK/dV
+    // kernel the same without o, plus D.
+    SmallVector<Value> queryOperands = {op.getQuery(), op.getKey()};
+    if (op.getValue())
+      queryOperands.push_back(op.getValue());
+    queryOperands.push_back(op.getOutput());
+    SmallVector<Value> keyOperands = queryOperands;
+    keyOperands.pop_back();
+    for (SmallVector<Value> *list : {&queryOperands, &keyOperands}) {
+      list->push_back(op.getOutputGrad());
+      if (op.getKeyMask())
+        list->push_back(op.getKeyMask());
+      list->push_back(op.getLse());
+    }
+    SmallVector<Type> keyResults = {op.getKeyGrad().getType()};
+    if (op.getValue())
+      keyResults.push_back(op.getValueGrad().getType());
+
+    func::FuncOp queryDecl = emitter.declareLaunch(
+        rewriter, loc, plan->query.name, op->getName().getStringRef(),
+        FunctionType::get(ctx, ValueRange(queryOperands).getTypes(),
+                          {op.getQueryGrad().getType(), deltaType}),
+        describeFlashQueryGrad(ctx, op, *plan));
+    keyOperands.push_back(Value()); // D, once the first call exists
+    SmallVector<Type> keyOperandTypes = llvm::to_vector(
+        ValueRange(ArrayRef(keyOperands).drop_back()).getTypes());
+    keyOperandTypes.push_back(deltaType);
+    func::FuncOp keyDecl = emitter.declareLaunch(
+        rewriter, loc, plan->name, op->getName().getStringRef(),
+        FunctionType::get(ctx, keyOperandTypes, keyResults),
+        describeFlashKeyValueGrad(ctx, op, *plan));
+    auto queryCall =
+        func::CallOp::create(rewriter, loc, queryDecl, queryOperands);
+    keyOperands.back() = queryCall.getResult(1);
+    auto keyCall = func::CallOp::create(rewriter, loc, keyDecl, keyOperands);
+    SmallVector<Value> results = {queryCall.getResult(0)};
+    llvm::append_range(results, keyCall.getResults());
+    SmallVector<Value> inits = llvm::to_vector(llvm::map_range(
+        op.getDpsInitsMutable(), [](OpOperand &init) { return init.get(); }));
+    rewriter.replaceOp(op, results);
+    KernelEmitter::eraseIfUnused(rewriter, inits);
+    return success();
+  }
+
+private:
+  LoweringState &state;
+};
+
+/// The backward ops without sm_90a kernels: an error on the op.
 template <typename OpTy>
 class RejectOnSM90aPattern : public OpRewritePattern<OpTy> {
 public:
@@ -398,8 +491,8 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       [](MLIRContext *c, arith::AddFOp op, const ElementwisePlan &p) {
         return describeElementwise(c, op, p);
       });
-  patterns.add<RejectOnSM90aPattern<attn::FlashAttentionGradOp>,
-               RejectOnSM90aPattern<attn::FusedWeightGradOp>>(ctx, state);
+  patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
+  patterns.add<RejectOnSM90aPattern<attn::FusedWeightGradOp>>(ctx, state);
 }
 
 struct ConvertAttnKernelsToNVVMPass

@@ -569,16 +569,8 @@ attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
   if (p.valueShift)
     pointer("shift_state_out", elem);
 
-  SmallVector<Attribute> grid = {
-      DictBuilder(ctx)
-          .set("expr", StringRef(std::to_string(hq + hk)))
-          .set("value", hq + hk)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", "B")
-          .set("symbol", "B")
-          .set("ceil_div", int64_t(1))
-          .get()};
+  SmallVector<Attribute> grid = {gridConstant(ctx, hq + hk),
+                                 gridCeilDiv(ctx, "B", 1)};
   DictBuilder config(ctx);
   config.set("elem_type", elem)
       .set("num_heads", hq)

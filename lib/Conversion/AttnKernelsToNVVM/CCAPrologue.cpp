@@ -736,22 +736,9 @@ attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
                                    "padding_mask"));
   }
 
-  SmallVector<Attribute> grid = {
-      DictBuilder(ctx)
-          .set("expr",
-               StringRef(llvm::formatv("ceil_div(S, {0})", p.blockS).str()))
-          .set("symbol", "S")
-          .set("ceil_div", p.blockS)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", StringRef(std::to_string(hk)))
-          .set("value", hk)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", "B")
-          .set("symbol", "B")
-          .set("ceil_div", int64_t(1))
-          .get()};
+  SmallVector<Attribute> grid = {gridCeilDiv(ctx, "S", p.blockS),
+                                 gridConstant(ctx, hk),
+                                 gridCeilDiv(ctx, "B", 1)};
   DictBuilder config(ctx);
   config.set("elem_type", elem)
       .set("width", e)

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace attnfuse;
@@ -350,6 +351,24 @@ DictionaryAttr attnfuse::sm90::gridEntry(MLIRContext *ctx, Attribute size) {
   if (auto s = dyn_cast<StringAttr>(size))
     return entry.set("expr", s.getValue()).get();
   return entry.set("value", size).get();
+}
+
+DictionaryAttr attnfuse::sm90::gridCeilDiv(MLIRContext *ctx, StringRef symbol,
+                                           int64_t n) {
+  std::string expr =
+      n == 1 ? symbol.str() : llvm::formatv("ceil_div({0}, {1})", symbol, n);
+  return DictBuilder(ctx)
+      .set("expr", StringRef(expr))
+      .set("symbol", symbol)
+      .set("ceil_div", n)
+      .get();
+}
+
+DictionaryAttr attnfuse::sm90::gridConstant(MLIRContext *ctx, int64_t n) {
+  return DictBuilder(ctx)
+      .set("expr", StringRef(std::to_string(n)))
+      .set("value", n)
+      .get();
 }
 
 attn::KernelTensorAttr attnfuse::sm90::describeTensor(

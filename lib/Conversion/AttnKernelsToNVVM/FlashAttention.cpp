@@ -63,12 +63,12 @@ using arith::CmpIPredicate;
 
 std::string FlashPlan::key() const {
   return llvm::formatv("fa:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
-                       "{12}:{13}:{14}:{15}:{16}:{17}",
+                       "{12}:{13}:{14}:{15}:{16}:{17}:{18}:{19}",
                        elemName(elem), headDim, valueDim, numHeads, numKvHeads,
                        pack, blockQ, blockKV, stages, causal,
                        window ? *window : -1, llvm::formatv("{0:e}", scale),
                        keyIsValue, queryRotated, keyRotated, sharedRopeTable,
-                       hostCastFromF32, keyMaskBits)
+                       hostCastFromF32, keyMaskBits, queryGrad, writesLse)
       .str();
 }
 
@@ -79,14 +79,12 @@ static int64_t ropeDims(RopeAttr rope, int64_t headDim) {
   return succeeded(r) ? *r : -1;
 }
 
-FailureOr<FlashPlan>
-attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
-                                   const TargetOptions &options) {
-  if (op.getLse())
-    return op.emitOpError() << "with an 'lse' result is not supported on "
-                               "sm_90a yet (the backward runs on the CPU: "
-                               "attn-to-cpu)";
-  FlashPlan p;
+/// What the forward and the backward kernels check and take alike from
+/// `op` (an attn.flash_attention or attn.flash_attention_grad): element
+/// type, heads, tiles, masks, scale, K=V and key RoPE.
+template <typename OpTy>
+static LogicalResult planAttentionShape(OpTy op, const TargetOptions &options,
+                                        FlashPlan &p) {
   auto queryType = cast<RankedTensorType>(op.getQuery().getType());
   auto keyType = cast<RankedTensorType>(op.getKey().getType());
   auto valueType = cast<RankedTensorType>(op.getValueOrKey().getType());
@@ -114,10 +112,6 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   if (op.getBias())
     return op.emitOpError()
            << "additive logit bias is not supported by the sm_90a kernel yet";
-  if (op.getQueryRowOffset())
-    return op.emitOpError() << "a tile of query rows ('query_rows') is not "
-                               "supported by the sm_90a kernel, which tiles "
-                               "the whole attention itself";
   FailureOr<int64_t> maskBits =
       maskElementBits(op, "key_mask", op.getKeyMask());
   if (failed(maskBits))
@@ -150,17 +144,19 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
     return op.emitOpError()
            << "the sm_90a kernel needs a positive softmax scale";
   p.keyIsValue = !op.getValue();
-  p.queryRotated = ropeDims(op.getQueryRopeAttr(), p.headDim);
   p.keyRotated = ropeDims(op.getKeyRopeAttr(), p.headDim);
+  return success();
+}
+
+/// Registers, shared memory and the kernel name of a query-tile kernel (the
+/// forward or the dQ kernel) whose shape `planAttentionShape` set.
+static LogicalResult planQueryTileKernel(Operation *op, FlashPlan &p) {
   for (int64_t r : {p.queryRotated, p.keyRotated})
     if (r < 0 || r % 16 != 0)
-      return op.emitOpError() << "the sm_90a kernel rotates whole 16-byte "
-                                 "chunks: RoPE must rotate a multiple of 16 "
-                                 "dims (got "
-                              << r << ")";
-  p.sharedRopeTable = p.queryRotated && p.keyRotated &&
-                      op.getQueryRopeAttr() == op.getKeyRopeAttr();
-
+      return op->emitOpError() << "the sm_90a kernel rotates whole 16-byte "
+                                  "chunks: RoPE must rotate a multiple of 16 "
+                                  "dims (got "
+                               << r << ")";
   // Threads, occupancy and the register split. One consumer warpgroup runs
   // two CTAs per SM; two or three run one.
   p.threads = 128 * (1 + p.consumers);
@@ -178,7 +174,9 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   p.rotStageBytes =
       (p.keyRotated && p.keyIsValue) ? p.blockKV * p.headDim * elemBytes : 0;
   p.qOff = 0;
-  p.kOff = p.qOff + p.consumers * p.qSlabBytes;
+  // The dQ kernel's dO slabs follow the Q slabs.
+  p.doOff = p.qOff + p.consumers * p.qSlabBytes;
+  p.kOff = p.doOff + (p.queryGrad ? p.consumers * 64 * p.valueDim * 2 : 0);
   p.vOff = p.kOff + p.stages * p.kStageBytes;
   p.rotOff = p.vOff + p.stages * p.vStageBytes;
   p.barOff = p.rotOff + p.stages * p.rotStageBytes;
@@ -187,15 +185,16 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
   p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 3) + 8 + 1024;
   int64_t limit = kMaxDynamicSharedBytes / p.minBlocksPerSM;
   if (p.sharedBytes > limit)
-    return op.emitOpError()
+    return op->emitOpError()
            << "the sm_90a kernel needs " << p.sharedBytes
            << " bytes of shared memory (block_q " << p.blockQ << ", block_kv "
            << p.blockKV << ", " << p.stages << " stages), more than the "
            << limit << " available; lower stages or block_kv";
 
-  std::string name = llvm::formatv("attn_fa_{0}_d{1}_h{2}_g{3}_q{4}_kv{5}_s{6}",
-                                   elemName(p.elem), p.headDim, p.numHeads,
-                                   p.group, p.blockQ, p.blockKV, p.stages);
+  std::string name =
+      llvm::formatv("attn_fa{0}_{1}_d{2}_h{3}_g{4}_q{5}_kv{6}_s{7}",
+                    p.queryGrad ? "_dq" : "", elemName(p.elem), p.headDim,
+                    p.numHeads, p.group, p.blockQ, p.blockKV, p.stages);
   if (p.causal)
     name += "_causal";
   if (p.window)
@@ -208,7 +207,51 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
     name += "_qrope" + std::to_string(p.queryRotated);
   if (p.keyMaskBits)
     name += "_kmask" + std::to_string(p.keyMaskBits);
+  if (p.writesLse)
+    name += "_lse";
   p.name = name;
+  return success();
+}
+
+FailureOr<FlashPlan>
+attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
+                                   const TargetOptions &options) {
+  FlashPlan p;
+  if (failed(planAttentionShape(op, options, p)))
+    return failure();
+  if (op.getQueryRowOffset())
+    return op.emitOpError() << "a tile of query rows ('query_rows') is not "
+                               "supported by the sm_90a kernel, which tiles "
+                               "the whole attention itself";
+  p.writesLse = static_cast<bool>(op.getLse());
+  p.queryRotated = ropeDims(op.getQueryRopeAttr(), p.headDim);
+  p.sharedRopeTable = p.queryRotated && p.keyRotated &&
+                      op.getQueryRopeAttr() == op.getKeyRopeAttr();
+  if (failed(planQueryTileKernel(op, p)))
+    return failure();
+  return p;
+}
+
+FailureOr<FlashPlan>
+attnfuse::sm90::planFlashQueryGrad(FlashAttentionGradOp op,
+                                   const TargetOptions &options) {
+  FlashPlan p;
+  p.queryGrad = true;
+  if (failed(planAttentionShape(op, options, p)))
+    return failure();
+  if (!op.getLse())
+    return op.emitOpError()
+           << "needs the forward's log-sum-exp ('lse(...)') on sm_90a: the "
+              "backward kernels do not recompute it (attn-differentiate "
+              "passes it; attn.flash_attention returns it on sm_90a too)";
+  if (op.getBiasGradInit())
+    return op.emitOpError() << "a logit-bias gradient ('accumulate') is not "
+                               "supported by the sm_90a kernels yet";
+  if (p.keyRotated)
+    return op.emitOpError() << "key_rope is not supported by the sm_90a "
+                               "backward kernels yet";
+  if (failed(planQueryTileKernel(op, p)))
+    return failure();
   return p;
 }
 
@@ -240,6 +283,21 @@ private:
   void producer();
   void rotator();
   void consumer();
+  /// The dQ kernel's consumer: D of its rows, then dQ over the key tiles.
+  void queryGradConsumer();
+  /// Row statistics of the thread's two accumulator rows (consumer `c`):
+  /// their element index into `[B, S, Hq]` arrays (clamped into the rows)
+  /// and whether the row is a query row.
+  void rowStatIndex(Value c, const AccumulatorTile &tile, Value index[2],
+                    Value valid[2]);
+  /// D of the thread's two rows: the sum over the quad of dO * O.
+  void rowDelta(const AccumulatorTile &tile, const Value index[2],
+                Value delta[2]);
+  /// Stores the rows' `values` at `index` of the f32 array `base` (one lane
+  /// of each quad, query rows only).
+  void storeRowStats(const AccumulatorTile &tile, Value base,
+                     const Value values[2], const Value index[2],
+                     const Value valid[2]);
   /// The scores of key tile `it`, masked where the tile crosses the end of
   /// the keys, the diagonal or the window edge (or any key may be padding).
   SmallVector<Value> maskScores(SmallVector<Value> scores, Value it,
@@ -248,6 +306,9 @@ private:
 
   // Shared-memory addresses.
   Value qSlab(Value c) { return d.sAt(smem, d.mul(c, p.qSlabBytes)); }
+  Value doSlab(Value c) {
+    return d.sAt(smem, d.add(d.mul(c, 64 * p.valueDim * 2), p.doOff));
+  }
   Value kStage(Value s) {
     return d.sAt(smem, d.add(d.mul(s, p.kStageBytes), p.kOff));
   }
@@ -273,9 +334,10 @@ private:
   Value smem;
   TmaRing ring;
 
-  // Kernel parameters.
-  Value tmaQ, tmaK, tmaV, tmaO, seqQ, seqKV;
+  // Kernel parameters (tmaO stores dQ in the dQ kernel).
+  Value tmaQ, tmaK, tmaV, tmaDO, tmaO, seqQ, seqKV;
   Value qCos, qSin, kCos, kSin, keyMask;
+  Value lse, output, outputGrad, delta;
   // Per-CTA values.
   Value batch, h0, kvHead, s0, offset, jlo, numTiles;
 };
@@ -287,6 +349,8 @@ void FlashEmitter::readParams() {
   tmaK = entry.getArgument(arg++);
   if (!p.keyIsValue)
     tmaV = entry.getArgument(arg++);
+  if (p.queryGrad)
+    tmaDO = entry.getArgument(arg++);
   tmaO = entry.getArgument(arg++);
   seqQ = entry.getArgument(arg++);
   seqKV = entry.getArgument(arg++);
@@ -305,6 +369,14 @@ void FlashEmitter::readParams() {
   }
   if (p.keyMaskBits)
     keyMask = entry.getArgument(arg++);
+  if (p.queryGrad) {
+    output = entry.getArgument(arg++);
+    outputGrad = entry.getArgument(arg++);
+  }
+  if (p.writesLse || p.queryGrad)
+    lse = entry.getArgument(arg++);
+  if (p.queryGrad)
+    delta = entry.getArgument(arg++);
 }
 
 void FlashEmitter::planWork() {
@@ -342,18 +414,25 @@ void FlashEmitter::emit() {
   planWork();
   warpSpecialize(
       d, ids.warpgroup, p.producerRegs, p.consumerRegs, [&]() { producer(); },
-      [&]() { consumer(); });
+      [&]() { p.queryGrad ? queryGradConsumer() : consumer(); });
 }
 
 void FlashEmitter::producer() {
   onIssuingThread(d, ids.warpInWarpgroup, [&]() {
-    // Q: one box per consumer slab and 64-column block.
-    d.mbarArriveExpectTx(qBar(), p.blockQ * p.headDim * 2);
-    for (int64_t c = 0; c < p.consumers; ++c)
+    // Q (and dO): one box per consumer slab and 64-column block.
+    int64_t dims = p.headDim + (p.queryGrad ? p.valueDim : 0);
+    d.mbarArriveExpectTx(qBar(), p.blockQ * dims * 2);
+    for (int64_t c = 0; c < p.consumers; ++c) {
+      SmallVector<Value> at = {h0, d.add(s0, c * (64 / p.pack)), batch};
       for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
         d.tmaLoad(d.sAt(smem, p.qOff + c * p.qSlabBytes + cb * 64 * 128), tmaQ,
-                  {d.c32(cb * 64), h0, d.add(s0, c * (64 / p.pack)), batch},
-                  qBar());
+                  {d.c32(cb * 64), at[0], at[1], at[2]}, qBar());
+      if (p.queryGrad)
+        for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+          d.tmaLoad(
+              d.sAt(smem, p.doOff + c * 64 * p.valueDim * 2 + cb * 64 * 128),
+              tmaDO, {d.c32(cb * 64), at[0], at[1], at[2]}, qBar());
+    }
     int64_t bytes = p.kStageBytes + p.vStageBytes;
     d.forLoop(
         d.c32(0), numTiles, d.c32(1), ValueRange(),
@@ -516,9 +595,135 @@ void FlashEmitter::consumer() {
   // consumer's Q slab (its wgmmas are complete) and stored with TMA.
   Value sums[2] = {state[3], state[4]}, inverse[2];
   softmax.inverseSums(sums, inverse);
+  if (p.writesLse) {
+    Value maxima[2] = {state[1], state[2]}, rowLse[2], index[2], valid[2];
+    softmax.logSumExp(maxima, sums, rowLse);
+    rowStatIndex(c, tile, index, valid);
+    storeRowStats(tile, lse, rowLse, index, valid);
+  }
   stageAccumulator(d, tile, ids.lane, d.unpack(state[0], dv), slab, inverse);
   storeStagedTile(
       d, c, p.consumers, ids.threadInWarpgroup, tmaO, slab, dv / 64,
+      [&](int64_t cb) -> SmallVector<Value> {
+        return {d.c32(cb * 64), h0, d.add(s0, d.mul(c, 64 / p.pack)), batch};
+      });
+}
+
+void FlashEmitter::rowStatIndex(Value c, const AccumulatorTile &tile,
+                                Value index[2], Value valid[2]) {
+  for (int h = 0; h < 2; ++h) {
+    Value row = d.add(d.mul(c, 64), tile.rows[h]);
+    Value position = d.add(s0, d.divu(row, p.pack));
+    Value head = d.add(h0, d.remu(row, p.pack));
+    valid[h] = d.cmp(CmpIPredicate::slt, position, seqQ);
+    Value clamped = d.mins(position, d.sub(seqQ, d.c32(1)));
+    index[h] =
+        d.add(d.mul(d.add(d.mul(batch, seqQ), clamped), p.numHeads), head);
+  }
+}
+
+void FlashEmitter::storeRowStats(const AccumulatorTile &tile, Value base,
+                                 const Value values[2], const Value index[2],
+                                 const Value valid[2]) {
+  // The quad's first lane writes its rows.
+  Value first = d.cmp(CmpIPredicate::eq, d.andi(ids.lane, 3), 0);
+  for (int h = 0; h < 2; ++h)
+    d.ifThen(d.andb(first, valid[h]),
+             [&]() { d.store(values[h], d.gAt(base, index[h], d.f32), 4); });
+}
+
+void FlashEmitter::rowDelta(const AccumulatorTile &tile, const Value index[2],
+                            Value delta[2]) {
+  Type pair = d.vec(d.elemType, 2), pairF32 = d.vec(d.f32, 2);
+  int64_t dv = p.valueDim;
+  for (int h = 0; h < 2; ++h) {
+    Value rowBase =
+        arith::MulIOp::create(d.b, d.loc, d.ext64(index[h]), d.c64(dv));
+    SmallVector<Value> terms;
+    // The thread's column pairs of an m64 x dv accumulator row.
+    for (int64_t i = 2 * h; i < dv / 2; i += 4) {
+      Value col = d.ext64(d.add(tile.colBase, AccumulatorTile::column(i)));
+      Value at = arith::AddIOp::create(d.b, d.loc, rowBase, col);
+      auto read = [&](Value base) {
+        return arith::ExtFOp::create(
+            d.b, d.loc, pairF32, d.load(pair, d.gAt(base, at, d.elemType), 4));
+      };
+      Value o = read(output), dO = read(outputGrad);
+      Value product = arith::MulFOp::create(d.b, d.loc, o, dO);
+      for (int64_t k = 0; k < 2; ++k)
+        terms.push_back(
+            LLVM::ExtractElementOp::create(d.b, d.loc, product, d.c32(k)));
+    }
+    auto sumOf = [&](Value a, Value b) { return d.addf(a, b); };
+    delta[h] = quadReduce(d, treeReduce(d, terms, sumOf), sumOf);
+  }
+}
+
+void FlashEmitter::queryGradConsumer() {
+  Value c = d.sub(ids.warpgroup, d.c32(1));
+  AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
+  Value qPos[2];
+  for (int h = 0; h < 2; ++h)
+    qPos[h] = d.add(
+        d.add(s0, d.divu(d.add(d.mul(c, 64), tile.rows[h]), p.pack)), offset);
+
+  // D and the log2-domain probability offset of the thread's rows; D goes
+  // to the workspace for the dK/dV kernel.
+  OnlineSoftmax softmax(d, p.scale);
+  Value index[2], valid[2], rowD[2], offsetLog2[2];
+  rowStatIndex(c, tile, index, valid);
+  rowDelta(tile, index, rowD);
+  storeRowStats(tile, delta, rowD, index, valid);
+  for (int h = 0; h < 2; ++h)
+    offsetLog2[h] = softmax.probabilityOffset(
+        d.load(d.f32, d.gAt(lse, index[h], d.f32), 4));
+
+  Value slab = qSlab(c);
+  d.mbarWait(qBar(), d.c32(0));
+  Value descQ = d.wgmmaDesc(d.sAddr(slab), 16, 1024);
+  Value descDO = d.wgmmaDesc(d.sAddr(doSlab(c)), 16, 1024);
+  int64_t kv = p.blockKV, dh = p.headDim, dv = p.valueDim;
+  SmallVector<Value> init = {d.zeroAcc(dh)};
+  SmallVector<Value> state = d.forLoop(
+      d.c32(0), numTiles, d.c32(1), init,
+      [&](Value it, ValueRange args) -> SmallVector<Value> {
+        Value s = ring.wait(it);
+        // S = Q K^T and dP = dO V^T: SS wgmmas, K-major operands.
+        Value scores =
+            mmaSharedShared(d, d.poisonAcc(kv), descQ,
+                            d.wgmmaDesc(d.sAddr(kStage(s)), 16, 1024), kv, dh,
+                            64 * 128, kv * 128, /*accumulate=*/false);
+        Value dP =
+            mmaSharedShared(d, d.poisonAcc(kv), descDO,
+                            d.wgmmaDesc(d.sAddr(vStage(s)), 16, 1024), kv, dv,
+                            64 * 128, kv * 128, /*accumulate=*/false);
+        d.wgmmaWait(0);
+        SmallVector<Value> sv =
+            maskScores(d.unpack(scores, kv), it, tile, qPos, softmax.negInf);
+        SmallVector<Value> dpv = d.unpack(dP, kv), dS;
+        // dS = P (dP - D), P = exp2(s scale log2(e) - lse log2(e)).
+        for (auto [i, v] : llvm::enumerate(sv)) {
+          int64_t h = AccumulatorTile::half(i);
+          Value prob =
+              d.exp2(d.fma(v, softmax.scaleLog2,
+                           arith::NegFOp::create(d.b, d.loc, offsetLog2[h])));
+          dS.push_back(d.mulf(prob, d.subf(dpv[i], rowD[h])));
+        }
+        // dQ += dS K: RS wgmmas, K MN-major (transposed B).
+        Value descK = d.wgmmaDesc(d.sAddr(kStage(s)), kv * 128, 1024);
+        Value acc = mmaRegisterShared(d, args[0], packOperandA(d, dS), descK,
+                                      dh, kv, 16 * 128);
+        d.wgmmaWait(0);
+        ring.release(s);
+        return {acc};
+      });
+
+  // Epilogue: scale dQ, staged through this consumer's Q slab.
+  Value scale = d.cf(p.scale);
+  Value rowScale[2] = {scale, scale};
+  stageAccumulator(d, tile, ids.lane, d.unpack(state[0], dh), slab, rowScale);
+  storeStagedTile(
+      d, c, p.consumers, ids.threadInWarpgroup, tmaO, slab, dh / 64,
       [&](int64_t cb) -> SmallVector<Value> {
         return {d.c32(cb * 64), h0, d.add(s0, d.mul(c, 64 / p.pack)), batch};
       });
@@ -536,6 +741,8 @@ void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
   SmallVector<Type> args = {ptr, ptr};
   if (!p.keyIsValue)
     args.push_back(ptr);
+  if (p.queryGrad)
+    args.push_back(ptr); // dO
   args.push_back(ptr);
   SmallVector<int32_t> tmaArgs;
   for (size_t i = 0; i < args.size(); ++i)
@@ -547,6 +754,12 @@ void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
     args.append({gptr, gptr});
   if (p.keyMaskBits)
     args.push_back(gptr);
+  if (p.queryGrad)
+    args.append({gptr, gptr}); // O, dO
+  if (p.writesLse || p.queryGrad)
+    args.push_back(gptr);
+  if (p.queryGrad)
+    args.push_back(gptr); // delta
 
   gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, tmaArgs,
                                          p.threads, p.minBlocksPerSM);
@@ -561,60 +774,135 @@ void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
 // Host-side description
 //===----------------------------------------------------------------------===//
 
+attn::KernelTensorAttr
+attnfuse::sm90::attentionTensor(MLIRContext *ctx, ElemKind elem, StringRef name,
+                                StringRef role, int64_t operand, int64_t heads,
+                                int64_t dim, StringRef seq) {
+  return describeTensor(ctx, name, role, operand, elemName(elem),
+                        {strAttr(ctx, "B"), strAttr(ctx, seq),
+                         intAttr(ctx, heads), intAttr(ctx, dim)},
+                        {scaled(ctx, heads * dim, seq),
+                         intAttr(ctx, heads * dim), intAttr(ctx, dim),
+                         intAttr(ctx, 1)},
+                        "row-major [batch, seq, heads, dim], contiguous");
+}
+
+DictionaryAttr attnfuse::sm90::attentionTma(MLIRContext *ctx, ElemKind elem,
+                                            StringRef param, StringRef tensor,
+                                            int64_t heads, int64_t dim,
+                                            StringRef seq,
+                                            ArrayRef<int64_t> box,
+                                            StringRef role) {
+  TmaInfo t;
+  t.param = param.str();
+  t.tensor = tensor.str();
+  t.role = role.str();
+  t.globalDim = {intAttr(ctx, dim), intAttr(ctx, heads), strAttr(ctx, seq),
+                 strAttr(ctx, "B")};
+  t.globalStridesBytes = {intAttr(ctx, dim * 2), intAttr(ctx, heads * dim * 2),
+                          scaled(ctx, heads * dim * 2, seq)};
+  t.boxDim = llvm::to_vector(box);
+  return describeTma(ctx, t, elem);
+}
+
+attn::KernelTensorAttr
+attnfuse::sm90::rowStatTensor(MLIRContext *ctx, StringRef name, StringRef role,
+                              int64_t operand, int64_t heads) {
+  return describeTensor(
+      ctx, name, role, operand, "f32",
+      {strAttr(ctx, "B"), strAttr(ctx, "S"), intAttr(ctx, heads)},
+      {scaled(ctx, heads, "S"), intAttr(ctx, heads), intAttr(ctx, 1)},
+      "row-major [batch, seq, heads], contiguous");
+}
+
+void attnfuse::sm90::describeKeyMask(MLIRContext *ctx, int64_t operand,
+                                     int64_t bits,
+                                     SmallVectorImpl<Attribute> &tensors,
+                                     SmallVectorImpl<Attribute> &params) {
+  StringRef maskType = bits == 64 ? "i64" : "i32";
+  tensors.push_back(
+      describeTensor(ctx, "key_mask",
+                     "key mask: key j of sequence b is attended to only where "
+                     "key_mask[b, j] != 0 (padding)",
+                     operand, maskType, {strAttr(ctx, "B"), strAttr(ctx, "T")},
+                     {strAttr(ctx, "T"), intAttr(ctx, 1)},
+                     "row-major [batch, seq], contiguous"));
+  params.push_back(
+      describeParam(ctx, "key_mask", "pointer", maskType, "key_mask"));
+}
+
+SmallVector<Attribute> attnfuse::sm90::queryTileGrid(MLIRContext *ctx,
+                                                     const FlashPlan &p) {
+  return {gridCeilDiv(ctx, "S", p.positions()),
+          gridConstant(ctx, p.numHeads / p.pack), gridCeilDiv(ctx, "B", 1)};
+}
+
+DictBuilder attnfuse::sm90::queryTileConfig(MLIRContext *ctx,
+                                            const FlashPlan &p) {
+  DictBuilder config(ctx);
+  config.set("elem_type", elemName(p.elem))
+      .set("head_dim", p.headDim)
+      .set("value_dim", p.valueDim)
+      .set("num_heads", p.numHeads)
+      .set("num_kv_heads", p.numKvHeads)
+      .set("group", p.group)
+      .set("heads_per_cta", p.pack)
+      .set("block_q_rows", p.blockQ)
+      .set("block_q_positions", p.positions())
+      .set("block_kv", p.blockKV)
+      .set("stages", p.stages)
+      .set("consumer_warpgroups", p.consumers)
+      .set("producer_registers", p.producerRegs)
+      .set("consumer_registers", p.consumerRegs)
+      .set("min_blocks_per_sm", p.minBlocksPerSM)
+      .setBool("causal", p.causal)
+      .setBool("key_is_value", p.keyIsValue)
+      .set("scale", p.scale)
+      .set("query_rope_dims", p.queryRotated)
+      .set("key_rope_dims", p.keyRotated)
+      .set("key_mask_bits", p.keyMaskBits);
+  return config;
+}
+
+void attnfuse::sm90::describeQueryTileLoads(
+    MLIRContext *ctx, const FlashPlan &p, SmallVectorImpl<Attribute> &tmas,
+    SmallVectorImpl<Attribute> &params) {
+  SmallVector<int64_t> qBox = {64, p.pack, 64 / p.pack, 1};
+  SmallVector<int64_t> kvBox = {64, 1, p.blockKV, 1};
+  int64_t hq = p.numHeads, hk = p.numKvHeads;
+  tmas.push_back(attentionTma(ctx, p.elem, "tma_q", "query", hq, p.headDim, "S",
+                              qBox, "load"));
+  tmas.push_back(attentionTma(ctx, p.elem, "tma_k", "key", hk, p.headDim, "T",
+                              kvBox, "load"));
+  if (!p.keyIsValue)
+    tmas.push_back(attentionTma(ctx, p.elem, "tma_v", "value", hk, p.valueDim,
+                                "T", kvBox, "load"));
+  for (StringRef name : {"tma_q", "tma_k", "tma_v"})
+    if (name != "tma_v" || !p.keyIsValue)
+      params.push_back(describeParam(ctx, name, "tma_descriptor", name, ""));
+}
+
 attn::KernelLaunchAttr
 attnfuse::sm90::describeFlashAttention(MLIRContext *ctx, FlashAttentionOp op,
                                        const FlashPlan &p) {
-  StringRef elem = elemName(p.elem);
   int64_t d = p.headDim, dv = p.valueDim, hq = p.numHeads, hk = p.numKvHeads;
-  auto tensor = [&](StringRef name, StringRef role, int64_t operand,
-                    int64_t heads, int64_t dim, StringRef seq) {
-    return describeTensor(ctx, name, role, operand, elem,
-                          {strAttr(ctx, "B"), strAttr(ctx, seq),
-                           intAttr(ctx, heads), intAttr(ctx, dim)},
-                          {scaled(ctx, heads * dim, seq),
-                           intAttr(ctx, heads * dim), intAttr(ctx, dim),
-                           intAttr(ctx, 1)},
-                          "row-major [batch, seq, heads, dim], contiguous");
-  };
   SmallVector<Attribute> tensors;
-  tensors.push_back(tensor("query", "query", 0, hq, d, "S"));
-  tensors.push_back(tensor("key", p.keyIsValue ? "key and value (K=V)" : "key",
-                           1, hk, d, "T"));
+  tensors.push_back(
+      attentionTensor(ctx, p.elem, "query", "query", 0, hq, d, "S"));
+  tensors.push_back(attentionTensor(
+      ctx, p.elem, "key", p.keyIsValue ? "key and value (K=V)" : "key", 1, hk,
+      d, "T"));
   if (!p.keyIsValue)
-    tensors.push_back(tensor("value", "value", 2, hk, dv, "T"));
-  tensors.push_back(tensor("output", "result", -1, hq, dv, "S"));
+    tensors.push_back(
+        attentionTensor(ctx, p.elem, "value", "value", 2, hk, dv, "T"));
+  tensors.push_back(
+      attentionTensor(ctx, p.elem, "output", "result", -1, hq, dv, "S"));
 
-  // TMA descriptors: dims innermost first {dim, heads, seq, batch}.
-  auto tma = [&](StringRef param, StringRef tensorName, int64_t heads,
-                 int64_t dim, StringRef seq, SmallVector<int64_t> box,
-                 StringRef role) {
-    TmaInfo t;
-    t.param = param.str();
-    t.tensor = tensorName.str();
-    t.role = role.str();
-    t.globalDim = {intAttr(ctx, dim), intAttr(ctx, heads), strAttr(ctx, seq),
-                   strAttr(ctx, "B")};
-    t.globalStridesBytes = {intAttr(ctx, dim * 2),
-                            intAttr(ctx, heads * dim * 2),
-                            scaled(ctx, heads * dim * 2, seq)};
-    t.boxDim = box;
-    return describeTma(ctx, t, p.elem);
-  };
+  SmallVector<Attribute> tmas, params;
+  describeQueryTileLoads(ctx, p, tmas, params);
   SmallVector<int64_t> qBox = {64, p.pack, 64 / p.pack, 1};
-  SmallVector<int64_t> kvBox = {64, 1, p.blockKV, 1};
-  SmallVector<Attribute> tmas;
-  tmas.push_back(tma("tma_q", "query", hq, d, "S", qBox, "load"));
-  tmas.push_back(tma("tma_k", "key", hk, d, "T", kvBox, "load"));
-  if (!p.keyIsValue)
-    tmas.push_back(tma("tma_v", "value", hk, dv, "T", kvBox, "load"));
-  tmas.push_back(tma("tma_o", "output", hq, dv, "S", qBox, "store"));
-
-  SmallVector<Attribute> params;
-  params.push_back(describeParam(ctx, "tma_q", "tma_descriptor", "tma_q", ""));
-  params.push_back(describeParam(ctx, "tma_k", "tma_descriptor", "tma_k", ""));
-  if (!p.keyIsValue)
-    params.push_back(
-        describeParam(ctx, "tma_v", "tma_descriptor", "tma_v", ""));
+  tmas.push_back(
+      attentionTma(ctx, p.elem, "tma_o", "output", hq, dv, "S", qBox, "store"));
   params.push_back(describeParam(ctx, "tma_o", "tma_descriptor", "tma_o", ""));
   params.push_back(describeParam(ctx, "seq_q", "scalar", "i32", "S"));
   params.push_back(describeParam(ctx, "seq_kv", "scalar", "i32", "T"));
@@ -629,65 +917,27 @@ attnfuse::sm90::describeFlashAttention(MLIRContext *ctx, FlashAttentionOp op,
               p.queryRotated, p.sharedRopeTable ? "max(S,T)" : "S");
   if (p.keyRotated && !p.sharedRopeTable)
     ropeTable("rope_k", op.getKeyRopeAttr(), p.keyRotated, "T");
-  if (p.keyMaskBits) {
-    StringRef maskType = p.keyMaskBits == 64 ? "i64" : "i32";
-    // key_mask is ODS operand 4 (after query, key, value, bias).
-    auto operand =
-        static_cast<int64_t>(op.getODSOperandIndexAndLength(4).first);
-    tensors.push_back(describeTensor(
-        ctx, "key_mask",
-        "key mask: key j of sequence b is attended to only where "
-        "key_mask[b, j] != 0 (padding)",
-        operand, maskType, {strAttr(ctx, "B"), strAttr(ctx, "T")},
-        {strAttr(ctx, "T"), intAttr(ctx, 1)},
-        "row-major [batch, seq], contiguous"));
-    params.push_back(
-        describeParam(ctx, "key_mask", "pointer", maskType, "key_mask"));
+  // key_mask is ODS operand 4 (after query, key, value, bias).
+  if (p.keyMaskBits)
+    describeKeyMask(
+        ctx, static_cast<int64_t>(op.getODSOperandIndexAndLength(4).first),
+        p.keyMaskBits, tensors, params);
+  if (p.writesLse) {
+    tensors.push_back(
+        rowStatTensor(ctx, "lse",
+                      "result: each row's log-sum-exp of its scaled scores "
+                      "(-inf without a visible key)",
+                      -1, hq));
+    params.push_back(describeParam(ctx, "lse", "pointer", "f32", "lse"));
   }
 
-  int64_t positions = p.positions();
-  SmallVector<Attribute> grid = {
-      DictBuilder(ctx)
-          .set("expr",
-               StringRef(llvm::formatv("ceil_div(S, {0})", positions).str()))
-          .set("symbol", "S")
-          .set("ceil_div", positions)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", StringRef(std::to_string(hq / p.pack)))
-          .set("value", hq / p.pack)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", "B")
-          .set("symbol", "B")
-          .set("ceil_div", int64_t(1))
-          .get()};
-
-  DictBuilder config(ctx);
-  config.set("elem_type", elem)
-      .set("head_dim", d)
-      .set("value_dim", dv)
-      .set("num_heads", hq)
-      .set("num_kv_heads", hk)
-      .set("group", p.group)
-      .set("heads_per_cta", p.pack)
-      .set("block_q_rows", p.blockQ)
-      .set("block_q_positions", positions)
-      .set("block_kv", p.blockKV)
-      .set("stages", p.stages)
-      .set("consumer_warpgroups", p.consumers)
-      .set("producer_registers", p.producerRegs)
-      .set("consumer_registers", p.consumerRegs)
-      .set("min_blocks_per_sm", p.minBlocksPerSM)
-      .setBool("causal", p.causal)
-      .setBool("key_is_value", p.keyIsValue)
-      .set("scale", p.scale)
-      .set("query_rope_dims", p.queryRotated)
-      .set("key_rope_dims", p.keyRotated)
-      .set("key_mask_bits", p.keyMaskBits)
-      .set("pv_operand_a", "registers (RS wgmma, inline PTX)");
+  SmallVector<Attribute> grid = queryTileGrid(ctx, p);
+  DictBuilder config = queryTileConfig(ctx, p);
+  config.set("pv_operand_a", "registers (RS wgmma, inline PTX)");
   if (p.window)
     config.set("window", *p.window);
+  if (p.writesLse)
+    config.setBool("writes_lse", true);
 
   LaunchDescription launch;
   launch.kernel = p.name;

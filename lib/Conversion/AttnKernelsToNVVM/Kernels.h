@@ -49,10 +49,16 @@ struct TmaInfo {
   std::string role; // "load" / "store"
 };
 
-/// The plan of one attn.flash_attention kernel.
+/// The plan of one attn.flash_attention kernel, or of the dQ kernel of an
+/// attn.flash_attention_grad (the same query-tile CTA over the key tiles).
 struct FlashPlan {
   ElemKind elem;
   bool hostCastFromF32 = false;
+  /// The dQ kernel: dQ = scale sum_j dS_ij k_j with dS = P (dP - D), P from
+  /// the forward's log-sum-exp; it also writes D = rowsum(dO * O).
+  bool queryGrad = false;
+  /// The forward also stores each row's log-sum-exp (its `lse` result).
+  bool writesLse = false;
   int64_t headDim, valueDim, numHeads, numKvHeads, group, pack;
   int64_t blockQ, blockKV, stages, consumers;
   bool causal;
@@ -65,7 +71,7 @@ struct FlashPlan {
   // Launch and resources.
   int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
   int64_t qSlabBytes, kStageBytes, vStageBytes, rotStageBytes;
-  int64_t qOff, kOff, vOff, rotOff, barOff, sharedBytes;
+  int64_t qOff, doOff = 0, kOff, vOff, rotOff, barOff, sharedBytes;
   std::string name;
 
   /// Positions per CTA (`block_q / pack`).
@@ -78,7 +84,10 @@ struct FlashPlan {
 /// unsupported shapes on `op`.
 mlir::FailureOr<FlashPlan> planFlashAttention(attn::FlashAttentionOp op,
                                               const TargetOptions &options);
-/// Emits the kernel into `module` (a gpu.module).
+/// Plans the dQ kernel of `op` (see FlashGradPlan).
+mlir::FailureOr<FlashPlan> planFlashQueryGrad(attn::FlashAttentionGradOp op,
+                                              const TargetOptions &options);
+/// Emits the kernel (the forward or the dQ kernel) into `module`.
 void buildFlashAttentionKernel(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::gpu::GPUModuleOp module,
                                const FlashPlan &plan);
@@ -86,6 +95,86 @@ void buildFlashAttentionKernel(mlir::OpBuilder &b, mlir::Location loc,
 attn::KernelLaunchAttr describeFlashAttention(mlir::MLIRContext *ctx,
                                               attn::FlashAttentionOp op,
                                               const FlashPlan &plan);
+
+/// The grid of a query-tile kernel: (query blocks, head packs, batch).
+llvm::SmallVector<mlir::Attribute> queryTileGrid(mlir::MLIRContext *ctx,
+                                                 const FlashPlan &p);
+class DictBuilder;
+/// The launch configuration both query-tile kernels report.
+DictBuilder queryTileConfig(mlir::MLIRContext *ctx, const FlashPlan &p);
+/// The TMA descriptors (and parameters) of Q, K and [V] of a query-tile
+/// kernel.
+void describeQueryTileLoads(mlir::MLIRContext *ctx, const FlashPlan &p,
+                            llvm::SmallVectorImpl<mlir::Attribute> &tmas,
+                            llvm::SmallVectorImpl<mlir::Attribute> &params);
+
+/// The plan of one attn.flash_attention_grad on sm_90a: two kernels.
+/// 1. `query`, the dQ kernel (grid as the forward's): D = rowsum(dO * O)
+///    into the f32 workspace `delta [B, S, Hq]`, and dQ.
+/// 2. The dK/dV kernel: one CTA of `consumers` warpgroups of 64 keys each
+///    per (key block, KV head, batch); the K (and V) slabs are loaded once,
+///    the Q and dO tiles of every query head of the group stream through a
+///    TMA ring, and S^T = K Q^T, dP^T = V dO^T, dV += P^T dO,
+///    dK += dS^T Q run on wgmma with dK and dV (one dKV for K=V) in
+///    registers. Recomputing S and dP in both kernels (7 tile products
+///    instead of 5) keeps dQ free of atomics and of an f32 dQ buffer.
+struct FlashGradPlan {
+  FlashPlan query;
+  int64_t consumers, threads, minBlocksPerSM, producerRegs, consumerRegs;
+  int64_t kSlabBytes, vSlabBytes, qStageBytes, doStageBytes;
+  int64_t kOff, vOff, qOff, doOff, barOff, sharedBytes;
+  std::string name; // the dK/dV kernel
+
+  /// Keys per dK/dV CTA.
+  int64_t blockKeys() const { return 64 * consumers; }
+  std::string key() const;
+};
+
+mlir::FailureOr<FlashGradPlan>
+planFlashAttentionGrad(attn::FlashAttentionGradOp op,
+                       const TargetOptions &options);
+void buildFlashKeyValueGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::gpu::GPUModuleOp module,
+                                  const FlashGradPlan &plan);
+/// The dQ kernel's launch: operands (q, k, [v], o, do, [key_mask], lse),
+/// results (dq, delta).
+attn::KernelLaunchAttr describeFlashQueryGrad(mlir::MLIRContext *ctx,
+                                              attn::FlashAttentionGradOp op,
+                                              const FlashGradPlan &plan);
+/// The dK/dV kernel's launch: operands (q, k, [v], do, [key_mask], lse,
+/// delta), results (dk, [dv]).
+attn::KernelLaunchAttr describeFlashKeyValueGrad(mlir::MLIRContext *ctx,
+                                                 attn::FlashAttentionGradOp op,
+                                                 const FlashGradPlan &plan);
+
+/// A `[batch, seq, heads, dim]` tensor of an attention kernel (`seq` the
+/// symbol of its length), row-major and contiguous.
+attn::KernelTensorAttr attentionTensor(mlir::MLIRContext *ctx, ElemKind elem,
+                                       llvm::StringRef name,
+                                       llvm::StringRef role, int64_t operand,
+                                       int64_t heads, int64_t dim,
+                                       llvm::StringRef seq);
+/// The TMA descriptor of such a tensor, dims innermost first
+/// {dim, heads, seq, batch}.
+mlir::DictionaryAttr attentionTma(mlir::MLIRContext *ctx, ElemKind elem,
+                                  llvm::StringRef param, llvm::StringRef tensor,
+                                  int64_t heads, int64_t dim,
+                                  llvm::StringRef seq,
+                                  llvm::ArrayRef<int64_t> box,
+                                  llvm::StringRef role);
+/// A `[batch, seq, heads]` f32 row statistic (log-sum-exp, D).
+attn::KernelTensorAttr rowStatTensor(mlir::MLIRContext *ctx,
+                                     llvm::StringRef name, llvm::StringRef role,
+                                     int64_t operand, int64_t heads);
+/// The key mask `[batch, T]` of an attention kernel (`bits` wide) and its
+/// pointer parameter.
+void describeKeyMask(mlir::MLIRContext *ctx, int64_t operand, int64_t bits,
+                     llvm::SmallVectorImpl<mlir::Attribute> &tensors,
+                     llvm::SmallVectorImpl<mlir::Attribute> &params);
+/// Grid entries: `ceil_div(symbol, n)`, and a constant.
+mlir::DictionaryAttr gridCeilDiv(mlir::MLIRContext *ctx, llvm::StringRef symbol,
+                                 int64_t n);
+mlir::DictionaryAttr gridConstant(mlir::MLIRContext *ctx, int64_t n);
 
 /// The plan of one projection GEMM (attn.fused_projection, or attn.project
 /// as a GEMM without head split and RoPE).

@@ -84,3 +84,21 @@ void OnlineSoftmax::inverseSums(const Value sum[2], Value inverse[2]) const {
     inverse[h] = d.select(empty, zero, d.divf(d.cf(1.0), l));
   }
 }
+
+void OnlineSoftmax::logSumExp(const Value max[2], const Value sum[2],
+                              Value lse[2]) const {
+  const double ln2 = 0.6931471805599453;
+  for (int h = 0; h < 2; ++h) {
+    Value l =
+        quadReduce(d, sum[h], [&](Value a, Value b) { return d.addf(a, b); });
+    Value empty = d.cmpf(CmpFPredicate::OEQ, l, zero);
+    Value log2Sum = d.fma(max[h], scaleLog2, d.log2Approx(l));
+    lse[h] = d.select(empty, negInf, d.mulf(log2Sum, d.cf(ln2)));
+  }
+}
+
+Value OnlineSoftmax::probabilityOffset(Value lse) const {
+  const double log2e = 1.4426950408889634;
+  Value empty = d.cmpf(CmpFPredicate::OEQ, lse, negInf);
+  return d.select(empty, zero, d.mulf(lse, d.cf(log2e)));
+}

@@ -39,6 +39,13 @@ struct OnlineSoftmax {
   Value rescale(Value acc, int64_t n, const Step &step) const;
   /// 1 / (the quad's sum) per row, 0 for a row that saw no key.
   void inverseSums(const Value sum[2], Value inverse[2]) const;
+  /// The natural log-sum-exp `scale * max + ln(sum)` of the scaled scores
+  /// per row (the quad's sum), -inf for a row that saw no key.
+  void logSumExp(const Value max[2], const Value sum[2], Value lse[2]) const;
+  /// The log2-domain offset `lse * log2(e)` that turns the scaled scores
+  /// into probabilities, `exp2(score * scaleLog2 - offset)`; 0 for a row
+  /// without keys (lse = -inf), whose scores are all -inf.
+  Value probabilityOffset(Value lse) const;
 
   DeviceBuilder &d;
   Value scaleLog2, negInf, zero;

@@ -380,21 +380,9 @@ attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
                        params, tables);
   }
   SmallVector<Attribute> grid = {
-      DictBuilder(ctx)
-          .set("expr",
-               StringRef(llvm::formatv("ceil_div(S, {0})", p.blockM).str()))
-          .set("symbol", "S")
-          .set("ceil_div", p.blockM)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", StringRef(std::to_string((n + p.blockN - 1) / p.blockN)))
-          .set("value", (n + p.blockN - 1) / p.blockN)
-          .get(),
-      DictBuilder(ctx)
-          .set("expr", "B")
-          .set("symbol", "B")
-          .set("ceil_div", int64_t(1))
-          .get()};
+      gridCeilDiv(ctx, "S", p.blockM),
+      gridConstant(ctx, (n + p.blockN - 1) / p.blockN),
+      gridCeilDiv(ctx, "B", 1)};
   DictBuilder config(ctx);
   config.set("elem_type", elem)
       .set("in_features", k)

@@ -23,6 +23,11 @@ must use cp.async.bulk and
 mbarrier try_wait (no wgmma: decode is bandwidth-bound) and, like all others,
 assemble without spills or warnings.
 
+A backward matrix covers attn.flash_attention_grad (its dQ and dK/dV
+kernels): head dim 64 (K=V or not) and 128 (K=V), group 1, 4, 8, causal or
+not, block_q 64 and 128, and a key mask; like the forward kernels they must use
+wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
+
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
 conv kernels 3/3, the toggles off, and two with a padding mask. A third covers attn.cca_decode_prologue
@@ -114,6 +119,54 @@ def key_mask_function(name, hq, hk, d):
         f"      {{block_q = 128 : i64, block_kv = 128 : i64, causal}}\n"
         f"      : ({q}, {kv}, {kv}, tensor<?x?xi64>, {q}) -> {q}\n"
         f"  return %o : {q}\n}}\n")
+
+
+def grad_function(name, hq, hk, d, causal, keqv, block_q, mask=None):
+    """attn.flash_attention_grad (the dQ and dK/dV kernels) with the forward's lse."""
+    q, kv = f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>"
+    lse = f"tensor<?x?x{hq}xf32>"
+    kv_args, kv_use, kv_types = (f"%k: {kv}", "%k", kv) if keqv else (
+        f"%k: {kv}, %v: {kv}", "%k, %v", f"{kv}, {kv}")
+    mask_arg = f", %m: tensor<?x?x{mask}>" if mask else ""
+    mask_use = " key_mask(%m)" if mask else ""
+    mask_ty = f", tensor<?x?x{mask}>" if mask else ""
+    outs, results, names = ("%dq0, %dk0", f"{q}, {kv}", "%dq, %dk") if keqv else (
+        "%dq0, %dk0, %dk0", f"{q}, {kv}, {kv}", "%dq, %dk, %dv")
+    attrs = f"block_q = {block_q} : i64, block_kv = 64 : i64" + (", causal" if causal else "")
+    return (
+        f"func.func @{name}(%q: {q}, {kv_args}, %o: {q}, %do: {q}{mask_arg}, %l: {lse})"
+        f" -> ({results}) {{\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %c1 = arith.constant 1 : index\n"
+        f"  %b = tensor.dim %q, %c0 : {q}\n"
+        f"  %s = tensor.dim %q, %c1 : {q}\n"
+        f"  %t = tensor.dim %k, %c1 : {kv}\n"
+        f"  %dq0 = tensor.empty(%b, %s) : {q}\n"
+        f"  %dk0 = tensor.empty(%b, %t) : {kv}\n"
+        f"  {names} = attn.flash_attention_grad %q, {kv_use}, %o, %do{mask_use} lse(%l)\n"
+        f"      outs({outs}) {{{attrs}}}\n"
+        f"      : ({q}, {kv_types}, {q}, {q}{mask_ty}, {lse}, {results}) -> ({results})\n"
+        f"  return {names} : {results}\n}}\n")
+
+
+def grad_model():
+    """The backward kernels: head dim 64 and 128, group 1, 4, 8, causal or not, K=V
+    or not (alternating), block_q 64 and 128, and a key mask."""
+    funcs, configs = [], []
+    for d in MATRIX_HEAD_DIMS:
+        hq = 16 if d == 64 else 8
+        for i, g in enumerate(MATRIX_GROUPS):
+            for causal in (False, True):
+                # Head dim 128 has the dK/dV kernel for K=V only.
+                keqv = d == 128 or (i + causal) % 2 == 1
+                block_q = 128 if causal else 64
+                name = f"grad_d{d}_g{g}_{'causal' if causal else 'full'}_{'keqv' if keqv else 'kv2'}"
+                funcs.append(grad_function(name, hq, hq // g, d, causal, keqv, block_q))
+                configs.append(dict(name=name))
+        name = f"grad_d{d}_g4_causal_keymask"
+        funcs.append(grad_function(name, hq, hq // 4, d, True, d == 128, 128, mask="i64"))
+        configs.append(dict(name=name))
+    return "\n".join(funcs), configs
 
 
 # attn.cca_prologue configurations: (name, E, Hq, Hk, d, k0, k1, toggles,
@@ -410,6 +463,11 @@ def main():
         with open(decode_path, "w") as f:
             f.write(decode_text)
         models.append((f"decode_matrix_{elem}", decode_path, [f"--elem-type={elem}"]))
+    grad_text, grad_configs = grad_model()
+    grad_path = os.path.join(args.work, "grad_matrix.mlir")
+    with open(grad_path, "w") as f:
+        f.write(grad_text)
+    models.append(("grad_matrix", grad_path, []))
     flash_decode_text, flash_decode_configs = flash_decode_model()
     flash_decode_path = os.path.join(args.work, "flash_decode_matrix.mlir")
     with open(flash_decode_path, "w") as f:
@@ -461,6 +519,11 @@ def main():
         if len(names) != 1:
             failures.append(f"matrix {c['name']}: expected one flash_attention kernel, got {names}")
         c["kernel"] = names[0] if names else None
+    for c in grad_configs:
+        kinds = sorted(kernels[k]["kind"] for k in launches.get(("grad_matrix", c["name"]), []))
+        if kinds != ["flash_attention_grad_dkv", "flash_attention_grad_dq"]:
+            failures.append(f"grad matrix {c['name']}: expected a dQ and a dK/dV kernel, "
+                            f"got {kinds}")
     for c in cca_configs:
         names = [k for k in launches.get(("cca_matrix", c["name"]), [])
                  if kernels[k]["kind"] == "cca_prologue"]

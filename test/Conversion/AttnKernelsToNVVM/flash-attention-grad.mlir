@@ -1,0 +1,64 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file | FileCheck %s
+
+// GQA-2, causal: the op becomes two launches, the dQ kernel (its launch
+// returns dQ and the f32 workspace D = rowsum(dO * O)) and the dK/dV kernel,
+// which reads D. Both are warp-specialized TMA + wgmma kernels: the dQ
+// kernel has the forward's query-tile grid, the dK/dV kernel one CTA of two
+// consumer warpgroups per 128 keys of a KV head.
+// CHECK-LABEL: func.func @grad_gqa
+// CHECK: %[[DQ:.*]]:2 = call @attn_fa_dq_bf16_d64_h4_g2_q64_kv64_s2_causal_launch(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>)
+// CHECK: %[[DKV:.*]]:2 = call @attn_fa_dkv_bf16_d64_h4_g2_k128_s2_causal_launch(%arg0, %arg1, %arg2, %arg4, %arg5, %[[DQ]]#1)
+// CHECK: return %[[DQ]]#0, %[[DKV]]#0, %[[DKV]]#1
+// CHECK: gpu.func @attn_fa_dq_bf16_d64_h4_g2_q64_kv64_s2_causal({{.*}}) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 256, 1, 1>
+// CHECK: nvvm.setmaxregister decrease 24
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: gpu.func @attn_fa_dkv_bf16_d64_h4_g2_k128_s2_causal({{.*}}) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 384, 1, 1>
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: func.func private @attn_fa_dq_bf16_d64_h4_g2_q64_kv64_s2_causal_launch
+// CHECK-SAME: kind = "flash_attention_grad_dq"
+// CHECK-SAME: grid = [{ceil_div = 32 : i64, expr = "ceil_div(S, 32)", symbol = "S"}, {expr = "2", value = 2 : i64}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "delta", kind = "pointer", detail = "f32", value = "delta">
+// CHECK-SAME: #attn.kernel_tensor<name = "delta", role = "result (the dK/dV kernel's workspace): D = rowsum(dO * O)", operand = -1, dtype = "f32"
+// CHECK-SAME: then = "attn_fa_dkv_bf16_d64_h4_g2_k128_s2_causal"
+// CHECK-SAME: workspace = {bytes = "4*B*S*4"
+// CHECK: func.func private @attn_fa_dkv_bf16_d64_h4_g2_k128_s2_causal_launch
+// CHECK-SAME: kind = "flash_attention_grad_dkv"
+// CHECK-SAME: grid = [{ceil_div = 128 : i64, expr = "ceil_div(T, 128)", symbol = "T"}, {expr = "2", value = 2 : i64}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "delta", role = "workspace: D = rowsum(dO * O), from the dQ kernel", operand = 5, dtype = "f32"
+func.func @grad_gqa(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %o: tensor<?x?x4x64xbf16>, %do: tensor<?x?x4x64xbf16>, %l: tensor<?x?x4xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x4x64xbf16>
+  %s = tensor.dim %q, %c1 : tensor<?x?x4x64xbf16>
+  %t = tensor.dim %k, %c1 : tensor<?x?x2x64xbf16>
+  %dq0 = tensor.empty(%b, %s) : tensor<?x?x4x64xbf16>
+  %dk0 = tensor.empty(%b, %t) : tensor<?x?x2x64xbf16>
+  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %v, %o, %do lse(%l) outs(%dq0, %dk0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
+  return %dq, %dk, %dv : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+// K=V with a key mask: one gradient for the shared tensor (dKV), so the
+// dK/dV kernel has one result.
+// CHECK-LABEL: func.func @grad_kv_masked
+// CHECK: %[[DQ:.*]]:2 = call @attn_fa_dq_bf16_d128_h8_g8_q128_kv64_s2_keqv_kmask64_launch(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5)
+// CHECK: %[[DKV:.*]] = call @attn_fa_dkv_bf16_d128_h8_g8_k128_s2_keqv_kmask64_launch(%arg0, %arg1, %arg3, %arg4, %arg5, %[[DQ]]#1) : (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi64>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x1x128xbf16>
+// CHECK: return %[[DQ]]#0, %[[DKV]]
+func.func @grad_kv_masked(%q: tensor<?x?x8x128xbf16>, %kv: tensor<?x?x1x128xbf16>, %o: tensor<?x?x8x128xbf16>, %do: tensor<?x?x8x128xbf16>, %m: tensor<?x?xi64>, %l: tensor<?x?x8xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x8x128xbf16>
+  %s = tensor.dim %q, %c1 : tensor<?x?x8x128xbf16>
+  %t = tensor.dim %kv, %c1 : tensor<?x?x1x128xbf16>
+  %dq0 = tensor.empty(%b, %s) : tensor<?x?x8x128xbf16>
+  %dk0 = tensor.empty(%b, %t) : tensor<?x?x1x128xbf16>
+  %dq, %dkv = attn.flash_attention_grad %q, %kv, %o, %do key_mask(%m) lse(%l) outs(%dq0, %dk0) {block_q = 128 : i64, block_kv = 64 : i64} : (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi64>, tensor<?x?x8xf32>, tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>)
+  return %dq, %dkv : tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>
+}
