@@ -741,8 +741,18 @@ class QKVAttention(nn.Module):
     rope_fraction * head_dim dims of each head, positions 0..S-1), scale
     (default 1/sqrt(head_dim)).
 
-    forward(x [B, S, embed_dim]) -> [B, S, embed_dim] in x's dtype
-    (float32, float16 or bfloat16; parameters of another dtype are cast).
+    forward(x [B, S, embed_dim], logit_bias=None) -> [B, S, embed_dim] in
+    x's dtype (float32, float16 or bfloat16; parameters of another dtype
+    are cast). logit_bias: an additive bias of the scaled logits before the
+    causal / window masking and the softmax, `[S, S]` (every head: the
+    projection-sharing paper's positional bias P) or `[num_heads, S, S]`;
+    it is cast to x's dtype and receives a gradient when it requires one.
+    past_key_values: None, or an attnfuse.generation.AttnFuseCache (CPU
+    tensors, no autograd): x holds the next tokens of the sequences the
+    cache holds at `layer_idx`, through the attn.qkv_decode functions
+    (the cache is updated in place; K=V modes keep one tensor);
+    attention_mask [B, S] (nonzero for a real token) then pads prompts of
+    different lengths on the left. Without a cache every token is real.
     The layer is compiled once per configuration and dtype; CPU tensors
     run the CPU JIT, CUDA tensors the GPU compiler's callable (see
     set_gpu_compiler). Differentiable: gradients reach x and every
@@ -753,8 +763,10 @@ class QKVAttention(nn.Module):
     def __init__(self, embed_dim, num_heads, num_kv_heads=None,
                  head_dim=None, sharing="none", bias=False, causal=True,
                  window=None, rope_theta=None, rope_fraction=1.0, scale=None,
-                 device=None, dtype=None):
+                 layer_idx=None, device=None, dtype=None):
         super().__init__()
+        # The index of this layer's state in a cache (past_key_values).
+        self.layer_idx = layer_idx
         # The builder checks the configuration and names what is wrong.
         config = dict(embed_dim=embed_dim, num_heads=num_heads,
                       num_kv_heads=num_kv_heads, head_dim=head_dim,
@@ -792,12 +804,72 @@ class QKVAttention(nn.Module):
             weights += [getattr(self, projections[p]).bias for p in kept]
         return [_as(w, dtype) for w in weights]
 
-    def forward(self, x):
+    def _logit_bias_kind(self, logit_bias, x):
+        """The builder's logit_bias option for this bias of x's logits."""
+        if not isinstance(logit_bias, torch.Tensor):
+            raise TypeError(f"logit_bias must be None or a torch tensor, got "
+                            f"{type(logit_bias).__name__}")
+        if not logit_bias.is_floating_point():
+            raise ValueError(f"logit_bias must be a floating-point tensor, "
+                             f"got {logit_bias.dtype}")
+        seq = x.shape[1]
+        expected = {2: ("shared", [seq, seq]),
+                    3: ("per_head", [self.num_heads, seq, seq])}
+        kind, shape = expected.get(logit_bias.dim(), (None, None))
+        if kind is None or list(logit_bias.shape) != shape:
+            raise ValueError(
+                f"logit_bias must have shape [S, S] (every head) or "
+                f"[num_heads, S, S] = [{self.num_heads}, S, S], with S = "
+                f"{seq} the length of x: got {list(logit_bias.shape)}")
+        if logit_bias.device != x.device:
+            raise ValueError(f"logit_bias is on {logit_bias.device}, x on "
+                             f"{x.device}")
+        return kind
+
+    def _cached_forward(self, x, past_key_values, attention_mask, element):
+        from . import generation
+        if self.layer_idx is None:
+            raise ValueError("past_key_values: this QKVAttention has no "
+                             "layer_idx, the index of its state in the cache "
+                             "(pass layer_idx=)")
+        config = dict(self._config, dtype=element)
+        if not config.pop("causal"):
+            raise ValueError("past_key_values: a decoder's cache needs a "
+                             "causal layer (causal=False)")
+        if attention_mask is not None and (
+                not isinstance(attention_mask, torch.Tensor)
+                or list(attention_mask.shape) != list(x.shape[:2])):
+            got = (list(attention_mask.shape)
+                   if isinstance(attention_mask, torch.Tensor)
+                   else type(attention_mask).__name__)
+            raise ValueError(f"attention_mask must be a [batch, seq] = "
+                             f"{list(x.shape[:2])} padding mask, got {got}")
+        y, _ = generation.cached_call(
+            "qkv", tuple(sorted(config.items())), ("qkv", self._config),
+            past_key_values, self.layer_idx, x, self._weights(x.dtype),
+            attention_mask)
+        return y
+
+    def forward(self, x, logit_bias=None, past_key_values=None,
+                attention_mask=None):
         element = _compute_dtype(x, "x")
-        return _module_call(
-            "qkv_attention",
-            tuple(sorted(dict(self._config, dtype=element).items())), x,
-            *self._weights(x.dtype))
+        if past_key_values is not None:
+            if logit_bias is not None:
+                raise ValueError("logit_bias: the decode functions of a "
+                                 "cache take no logit bias")
+            return self._cached_forward(x, past_key_values, attention_mask,
+                                        element)
+        if attention_mask is not None:
+            raise ValueError("attention_mask: without past_key_values every "
+                             "token of x is real (attn.qkv_attention has no "
+                             "padding mask)")
+        config = dict(self._config, dtype=element)
+        tensors = [x, *self._weights(x.dtype)]
+        if logit_bias is not None:
+            config["logit_bias"] = self._logit_bias_kind(logit_bias, x)
+            tensors.append(_as(logit_bias, x.dtype))
+        return _module_call("qkv_attention", tuple(sorted(config.items())),
+                            *tensors)
 
 
 # ---------------------------------------------------------------------------
@@ -861,10 +933,15 @@ class CCAAttention(nn.Module):
     padding mask, or None) is read: padded tokens are zeroed before the
     projections and masked as keys. The causal and sliding-window masking
     is the layer's own (the dict's 4-D "causal" mask is not read).
-    position_embeddings: ZAYA's (cos, sin); the layer rotates at positions
-    0..S-1 itself, and checks (outside torch.compile) that the given ones
-    are those. A KV cache (past_key_values) is not supported: run the HF
-    model with use_cache=False. Differentiable (CPU tensors): gradients
+    position_embeddings: ZAYA's (cos, sin); the layer rotates at its
+    tokens' positions itself (0..S-1, or after the tokens a cache holds),
+    and checks (outside torch.compile) that the given ones are those.
+    past_key_values: None, or an attnfuse.generation.AttnFuseCache (CPU
+    tensors): the layer continues the sequences it holds at `layer_idx`
+    (set by from_hf_config) through the attn.cca_decode functions and
+    updates it in place, so transformers' generate() runs with
+    past_key_values=AttnFuseCache.for_model(model, max_length); padding
+    then goes on the left. Differentiable (CPU tensors): gradients
     reach hidden_states and every parameter, qk_norm.temp and the
     convolutions' biases included, as through ZayaAttention.
     """
@@ -873,8 +950,11 @@ class CCAAttention(nn.Module):
                  head_dim=None, conv_kernel_sizes=(2, 2), window=None,
                  rope_theta=None, rope_fraction=1.0, qk_mean=True,
                  value_shift=True, temperature="raw", norm="clamp_eps",
-                 eps=None, causal=True, device=None, dtype=None):
+                 eps=None, causal=True, layer_idx=None, device=None,
+                 dtype=None):
         super().__init__()
+        # The index of this layer's state in a cache (past_key_values).
+        self.layer_idx = layer_idx
         config = dict(embed_dim=embed_dim, num_heads=num_heads,
                       num_kv_heads=num_kv_heads, head_dim=head_dim,
                       conv_kernel_sizes=tuple(conv_kernel_sizes),
@@ -929,7 +1009,8 @@ class CCAAttention(nn.Module):
                    qk_mean=kwargs["qk_mean"],
                    value_shift=kwargs["value_shift"],
                    temperature=kwargs["temperature"], norm=kwargs["norm"],
-                   causal=kwargs["causal"], device=device, dtype=dtype)
+                   causal=kwargs["causal"], layer_idx=layer_idx,
+                   device=device, dtype=dtype)
 
     def extra_repr(self):
         return ", ".join(f"{k}={v!r}" for k, v in self._config
@@ -965,7 +1046,11 @@ class CCAAttention(nn.Module):
             attention_mask = attention_mask.to(torch.int64)
         return attention_mask
 
-    def _check_position_embeddings(self, position_embeddings, x):
+    def _check_position_embeddings(self, position_embeddings, x,
+                                   positions=None):
+        """position_embeddings must rotate at the layer's own positions:
+        0..S-1, or `positions` [B, S] (tokens after a cache's; negative at
+        padding, which is not compared)."""
         if position_embeddings is None or torch.compiler.is_compiling():
             return
         cos, sin = position_embeddings
@@ -975,35 +1060,77 @@ class CCAAttention(nn.Module):
         if rotated == 0:
             raise ValueError("position_embeddings: this layer has no RoPE "
                              "(rope_theta=None), but they were given")
-        positions = torch.arange(seq, dtype=torch.float64)
+        if positions is None:
+            positions = torch.arange(seq)[None, :]
+            where = f"positions 0..{seq - 1}"
+        else:
+            real = positions[positions >= 0]
+            where = (f"the positions after the cached tokens "
+                     f"({int(real.min())}..{int(real.max())})"
+                     if real.numel() else "no real position")
+        positions = positions.to("cpu", torch.float64)
         inv_freq = 1.0 / (self.rope_theta ** (
             torch.arange(0, rotated, 2, dtype=torch.float64) / rotated))
-        freqs = positions[:, None] * inv_freq[None, :]
-        angles = torch.cat([freqs, freqs], dim=-1)
+        freqs = positions[..., None] * inv_freq
+        angles = torch.cat([freqs, freqs], dim=-1)  # [B or 1, S, rotated]
         tolerance = 1e-4 if cos.dtype in (torch.float32, torch.float64) \
             else 2e-2
         for name, given, expected in (("cos", cos, angles.cos()),
                                       ("sin", sin, angles.sin())):
             given = given.detach().to("cpu", torch.float64)
-            if given.shape[-2:] != expected.shape or not torch.allclose(
-                    given, expected.expand_as(given), atol=tolerance,
-                    rtol=0):
+            matches = given.shape[-2:] == expected.shape[-2:]
+            if matches:
+                given, expected = torch.broadcast_tensors(given, expected)
+                compared = (positions >= 0).expand(given.shape[:-1])
+                matches = torch.allclose(given[compared], expected[compared],
+                                         atol=tolerance, rtol=0)
+            if not matches:
                 raise ValueError(
-                    f"position_embeddings: {name} is not RoPE at positions "
-                    f"0..{seq - 1} with theta {self.rope_theta} on "
-                    f"{rotated} of {self.head_dim} dims (shape "
-                    f"{list(given.shape)}); this layer rotates at those "
-                    f"positions only (no position_ids, no cache)")
+                    f"position_embeddings: {name} is not RoPE at {where} "
+                    f"with theta {self.rope_theta} on {rotated} of "
+                    f"{self.head_dim} dims (shape {list(given.shape)}); "
+                    f"this layer rotates at those positions only")
+
+    def _cached_forward(self, hidden_states, mask, past_key_values,
+                        position_embeddings, element):
+        """The output continuing the sequences of past_key_values (an
+        attnfuse.generation.AttnFuseCache), through attn.cca_decode."""
+        from . import generation
+        if self.layer_idx is None:
+            raise ValueError(
+                "past_key_values: this CCAAttention has no layer_idx, the "
+                "index of its state in the cache (from_hf_config(config, "
+                "layer_idx) sets it; else pass layer_idx=)")
+        config = dict(self._config, dtype=element)
+        if not config.pop("causal"):
+            raise ValueError("past_key_values: a decoder's cache needs a "
+                             "causal layer (causal=False)")
+        if config["norm"] == "clamp_eps" and config["eps"] is None:
+            config["eps"] = builders.MACHINE_EPS[element]
+        y, start = generation.cached_call(
+            "cca", tuple(sorted(config.items())), ("cca", self._config),
+            past_key_values, self.layer_idx, hidden_states,
+            self._weights(hidden_states.dtype), mask)
+        if position_embeddings is not None:
+            # Token i of sequence b sits at start[b] + i - (its left padding).
+            seq = hidden_states.shape[1]
+            real = (mask != 0).sum(1) if mask is not None else \
+                torch.full_like(start, seq)
+            index = torch.arange(seq)[None, :] - (seq - real.long())[:, None]
+            positions = torch.where(index >= 0, start.long()[:, None] + index,
+                                    -1)
+            self._check_position_embeddings(position_embeddings,
+                                            hidden_states, positions)
+        return y
 
     def forward(self, hidden_states, attention_mask=None,
                 past_key_values=None, position_embeddings=None, **kwargs):
         element = _compute_dtype(hidden_states, "hidden_states")
-        if past_key_values is not None:
-            raise ValueError(
-                "past_key_values: attnfuse.torch.CCAAttention does not "
-                "update a KV cache; run the model with use_cache=False")
-        self._check_position_embeddings(position_embeddings, hidden_states)
         mask = self._padding_mask(attention_mask, hidden_states)
+        if past_key_values is not None:
+            return self._cached_forward(hidden_states, mask, past_key_values,
+                                        position_embeddings, element), None
+        self._check_position_embeddings(position_embeddings, hidden_states)
         config = dict(self._config, dtype=element,
                       padding_mask=mask is not None)
         if config["norm"] == "clamp_eps" and config["eps"] is None:

@@ -489,7 +489,9 @@ def test_zaya_model_with_cca_modules_swapped_in(zaya):
         with torch.no_grad():
             full = model(ids).logits
             padded = model(ids, attention_mask=mask).logits
-            with pytest.raises(ValueError, match="use_cache=False"):
+            # transformers' own cache cannot hold the layers' state.
+            with pytest.raises(TypeError, match=r"AttnFuseCache.*got "
+                               r"DynamicCache.*or use_cache=False"):
                 model(ids, use_cache=True)
     finally:
         for block, attention in zip(model.model.layers, originals):

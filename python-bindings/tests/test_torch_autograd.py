@@ -371,7 +371,8 @@ def rope(t, theta, fraction):
 
 
 def plain_qkv_attention(x, params, sharing, num_heads, num_kv_heads,
-                        window=None, rope_theta=None, rope_fraction=1.0):
+                        window=None, rope_theta=None, rope_fraction=1.0,
+                        logit_bias=None):
     """Causal self-attention with projection sharing, from the parameters
     {name: tensor} of QKVAttention's state_dict: the projections the sharing
     keeps (K=V: the key projection is also the value, un-rotated), RoPE on
@@ -400,6 +401,8 @@ def plain_qkv_attention(x, params, sharing, num_heads, num_kv_heads,
     if window is not None:
         allowed &= (i[:, None] - i[None, :]) < window
     scores = (q @ k.transpose(-1, -2)) / D ** 0.5
+    if logit_bias is not None:  # [S, S] or [H, S, S], after the scale
+        scores = scores + logit_bias
     scores = scores.masked_fill(~allowed, float("-inf"))
     o = scores.softmax(-1) @ v
     return F.linear(o.transpose(1, 2).reshape(b, s, -1),
@@ -447,6 +450,50 @@ def test_qkv_attention_gradients_match_float64_autograd(name):
     expected_y, expected = plain_qkv_reference(module, case, x, cotangent)
     assert relative_error(y, expected_y) <= TOLERANCE
     assert_gradients(gradients(module, x), expected)
+
+
+@pytest.mark.parametrize("name,bias_shape", [
+    ("kv-mqa-rope", (7, 7)), ("none-gqa-partial-rope-window-bias", (H, 7, 7)),
+    ("qkv-window-bias", (7, 7))])
+def test_logit_bias_gradients_match_float64_autograd(name, bias_shape):
+    """An additive logit bias (shared or per head) is an input of the layer:
+    its gradient, x's and the parameters' match the float64 reference."""
+    case = QKV_CASES[name]
+    module = qkv_module(case)
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 7, E, generator=generator).requires_grad_()
+    bias = torch.randn(bias_shape, generator=generator).requires_grad_()
+    cotangent = torch.randn(2, 7, E, generator=generator)
+    y = module(x, logit_bias=bias)
+    y.backward(cotangent)
+    params = {n: p.detach().double().requires_grad_()
+              for n, p in module.named_parameters()}
+    x64 = x.detach().double().requires_grad_()
+    bias64 = bias.detach().double().requires_grad_()
+    kwargs = {k: v for k, v in case.items() if k != "bias"}
+    expected_y = plain_qkv_attention(x64, params, num_heads=H,
+                                     logit_bias=bias64, **kwargs)
+    expected_y.backward(cotangent.double())
+    assert relative_error(y, expected_y) <= TOLERANCE
+    expected = dict({n: p.grad for n, p in params.items()}, input=x64.grad,
+                    logit_bias=bias64.grad)
+    assert_gradients(dict(gradients(module, x), logit_bias=bias.grad),
+                     expected)
+    # Without a bias the layer is the unbiased one (another compiled op).
+    unbiased = plain_qkv_attention(x64, params, num_heads=H, **kwargs)
+    assert relative_error(module(x), unbiased) <= TOLERANCE
+
+
+def test_logit_bias_of_a_wrong_shape_is_refused():
+    module = qkv_module(QKV_CASES["kv-mqa-rope"])
+    x = torch.randn(1, 5, E)
+    for bad, text in ((torch.zeros(5, 6), r"\[S, S\].*got \[5, 6\]"),
+                      (torch.zeros(H + 1, 5, 5), r"\[num_heads, S, S\]"),
+                      (torch.zeros(1, H, 5, 5), r"got \[1, 4, 5, 5\]"),
+                      (torch.zeros(5, 5, dtype=torch.int64),
+                       "floating-point"), ([[0.0]], "torch tensor")):
+        with pytest.raises((ValueError, TypeError), match=text):
+            module(x, logit_bias=bad)
 
 
 def test_parameters_of_another_dtype_receive_gradients():

@@ -1,0 +1,309 @@
+"""Generation with AttnFuse layers: a transformers `Cache` whose layers hold
+the state of AttnFuse's decode functions, and the cached call of the layer
+modules of attnfuse.torch.
+
+`AttnFuseCache(num_layers, max_cache_len)` (or `.for_model(model,
+max_cache_len)`) is passed as `past_key_values` to a model whose attention
+layers are `attnfuse.torch.CCAAttention` / `QKVAttention` modules
+(transformers' `generate()` included). The first call of a layer allocates its state for the
+batch (`[B, capacity, Hk, d]` key and value caches, one for the K=V modes
+`kv` and `qkv`; CCA's conv state `[B, P, C]` and value-shift state
+`[B, 1, Lk/2]`); the layer's `prefill` function (prompts, chunks) or `step`
+function (one token per sequence) of attnfuse.cca_decode /
+attnfuse.qkv_decode then updates it in place. Prompts of different lengths
+come padded on the left (transformers' `padding_side="left"`): each sequence
+keeps its own count of real tokens, so a padded sequence is computed exactly
+as alone, and the positions of its tokens count its real tokens only.
+
+The decode functions are compiled once per layer configuration, dtype and
+capacity (and kept). The cached call runs outside autograd (generation);
+it is not a torch custom op, so it does not trace under torch.compile.
+"""
+
+import threading
+
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+from . import _api
+
+__all__ = ["AttnFuseCache", "AttnFuseCacheLayer"]
+
+
+class AttnFuseCacheLayer(CacheLayerMixin):
+    """The state of one AttnFuse layer in an AttnFuseCache.
+
+    `states`: the tensors the layer's decode functions update, in the order
+    of their arguments (`state_names`), allocated on the layer's first call;
+    `lengths`: the real tokens each sequence holds ([B] int32: the positions
+    of its next tokens); `seen_tokens`: the tokens of the padded batch
+    processed so far (transformers' sequence length, padding included).
+    `owner`: the configuration of the layer that allocated the state; another
+    layer is refused.
+    """
+
+    is_compileable = False
+    is_croppable = False
+    supports_early_init = False
+    is_sliding = False
+
+    def __init__(self, max_cache_len):
+        super().__init__()
+        self.max_cache_len = max_cache_len
+        self.states = None
+        self.state_names = None
+        self.lengths = None
+        self.seen_tokens = 0
+        self.owner = None
+
+    def __repr__(self):
+        if self.states is None:
+            return f"AttnFuseCacheLayer(capacity={self.max_cache_len}, empty)"
+        return (f"AttnFuseCacheLayer(capacity={self.max_cache_len}, "
+                f"batch={self.batch_size}, tokens={self.lengths.tolist()})")
+
+    @property
+    def batch_size(self):
+        return -1 if self.lengths is None else self.lengths.shape[0]
+
+    def allocate(self, owner, names, shapes, dtype, device, batch):
+        """Zero states of the given shapes (None: the batch) for `owner`."""
+        self.owner = owner
+        self.state_names = list(names)
+        self.states = [torch.zeros([batch if d is None else d for d in shape],
+                                   dtype=dtype, device=device)
+                       for shape in shapes]
+        self.lengths = torch.zeros(batch, dtype=torch.int32, device=device)
+        self.seen_tokens = 0
+        self.is_initialized = True
+
+    # transformers' layer interface. The attention modules call their own
+    # functions; `update` is what a transformers attention layer calls.
+    def lazy_initialization(self, key_states, value_states):
+        raise TypeError(self._not_an_attnfuse_layer())
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        raise TypeError(self._not_an_attnfuse_layer())
+
+    def _not_an_attnfuse_layer(self):
+        return ("past_key_values: an AttnFuseCache holds the state of "
+                "attnfuse.torch attention layers (CCAAttention, "
+                "QKVAttention); a transformers attention layer updated it "
+                "(use its own DynamicCache for a model that is not swapped)")
+
+    def get_mask_sizes(self, query_length):
+        return self.seen_tokens + query_length, 0
+
+    def get_seq_length(self):
+        return self.seen_tokens
+
+    def get_max_length(self):
+        return self.max_cache_len
+
+    def reset(self):
+        if self.states is not None:
+            for state in self.states:
+                state.zero_()
+            self.lengths.zero_()
+        self.seen_tokens = 0
+
+    def _select(self, select):
+        if self.states is not None:
+            self.states = [select(s) for s in self.states]
+            self.lengths = select(self.lengths)
+
+    def reorder_cache(self, beam_idx):
+        self._select(lambda t: t.index_select(0, beam_idx.to(t.device)))
+
+    def batch_repeat_interleave(self, repeats):
+        self._select(lambda t: t.repeat_interleave(repeats, dim=0))
+
+    def batch_select_indices(self, indices):
+        self._select(lambda t: t[indices].contiguous())
+
+    def crop(self, tokens_to_remove):
+        raise NotImplementedError(
+            "AttnFuseCache cannot be cropped: CCA's conv and value-shift "
+            "states cannot be rolled back (assisted and speculative decoding "
+            "need a croppable cache)")
+
+    def offload(self):
+        raise NotImplementedError("AttnFuseCache does not offload layers")
+
+    def prefetch(self):
+        raise NotImplementedError("AttnFuseCache does not offload layers")
+
+
+class AttnFuseCache(Cache):
+    """A transformers Cache for models whose attention layers are
+    attnfuse.torch modules: one AttnFuseCacheLayer per model layer, each
+    holding up to `max_cache_len` tokens per sequence (the prompt and every
+    generated token: generate's max_length). Pass it as `past_key_values`
+    (generate(..., past_key_values=AttnFuseCache.for_model(model, 64))).
+    A full cache, a batch, dtype or device other than the state's, or a
+    transformers attention layer using it raise errors that name it, and
+    leave the cache as it was."""
+
+    def __init__(self, num_layers, max_cache_len):
+        for name, value in (("num_layers", num_layers),
+                            ("max_cache_len", max_cache_len)):
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got "
+                                 f"{value!r}")
+        super().__init__(layers=[AttnFuseCacheLayer(max_cache_len)
+                                 for _ in range(num_layers)])
+        self.max_cache_len = max_cache_len
+
+    @classmethod
+    def for_model(cls, model, max_cache_len):
+        """A cache for every layer of a transformers model (its text
+        config's num_hidden_layers)."""
+        config = model.config.get_text_config(decoder=True)
+        return cls(config.num_hidden_layers, max_cache_len)
+
+    # What transformers' own attention and recurrent layers call: refused,
+    # since they would read or write state in another layout.
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
+
+    def get_conv_state(self, layer_idx, state_idx=0):
+        raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
+
+    get_recurrent_state = get_conv_state
+
+    def update_conv_state(self, states, layer_idx, *args, **kwargs):
+        raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
+
+    update_recurrent_state = update_conv_state
+
+    def layer(self, layer_idx):
+        if isinstance(layer_idx, bool) or not isinstance(layer_idx, int) \
+                or not 0 <= layer_idx < len(self.layers):
+            raise ValueError(f"past_key_values: layer index {layer_idx!r} is "
+                             f"not one of this cache's {len(self.layers)} "
+                             f"layers")
+        return self.layers[layer_idx]
+
+
+# ---------------------------------------------------------------------------
+# The cached call of a layer module
+# ---------------------------------------------------------------------------
+
+_functions = {}
+_functions_lock = threading.Lock()
+
+
+class _DecodeFunctions:
+    """A layer's compiled prefill and step functions and where their state
+    arguments sit."""
+
+    def __init__(self, kind, config, capacity):
+        build = _api.cca_decode if kind == "cca" else _api.qkv_decode
+        module = build(**dict(config), capacity=capacity)
+        self.prefill = _api.compile(module, entry="prefill")
+        self.step = _api.compile(module, entry="step")
+        names = module.argument_names("prefill")
+        specs, _ = module.signature("prefill")
+        self.state_indices = [i for i, n in enumerate(names)
+                              if n.endswith(("_cache", "_state"))]
+        self.state_names = [names[i] for i in self.state_indices]
+        self.state_shapes = [specs[i][1] for i in self.state_indices]
+
+
+def _decode_functions(kind, config, capacity):
+    key = (kind, config, capacity)
+    with _functions_lock:
+        functions = _functions.get(key)
+        if functions is None:
+            functions = _DecodeFunctions(kind, config, capacity)
+            _functions[key] = functions
+        return functions
+
+
+def _real_tokens(padding_mask, batch, seq, device):
+    """[B] int32 real tokens of the chunk; a mask must pad on the left."""
+    if padding_mask is None:
+        return torch.full((batch,), seq, dtype=torch.int32, device=device)
+    real = padding_mask != 0
+    if bool((real[:, :-1] & ~real[:, 1:]).any()):
+        raise ValueError(
+            "attention_mask: with a cache, padding must be on the left "
+            "(transformers' padding_side='left'): a real token is followed "
+            "by a padded one")
+    return real.sum(dim=1, dtype=torch.int32)
+
+
+def cached_call(kind, config, owner, cache, layer_idx, x, weights,
+                padding_mask=None):
+    """The layer's output for x [B, S, E] continuing the sequences held in
+    `cache` (an AttnFuseCache) at `layer_idx`, whose state it updates.
+    config: the decode builder's configuration (sorted items); owner: the
+    layer's identity for the state; padding_mask: None or [B, S] (nonzero
+    for a real token, zeros on the left only)."""
+    if not isinstance(cache, AttnFuseCache):
+        raise TypeError(
+            f"past_key_values must be an attnfuse.generation.AttnFuseCache "
+            f"for attnfuse.torch layers, got {type(cache).__name__} (pass "
+            f"past_key_values=AttnFuseCache.for_model(model, max_length), "
+            f"or use_cache=False)")
+    layer = cache.layer(layer_idx)
+    batch, seq, _ = x.shape
+    real = _real_tokens(padding_mask, batch, seq, x.device)
+    functions = _decode_functions(kind, config, layer.max_cache_len)
+    if layer.states is None:
+        layer.allocate(owner, functions.state_names, functions.state_shapes,
+                       x.dtype, x.device, batch)
+    _check_layer_state(layer, owner, x, layer_idx)
+    full = layer.lengths.long() + real.long() > layer.max_cache_len
+    if bool(full.any()):
+        b = int(full.nonzero()[0, 0])
+        raise ValueError(
+            f"past_key_values: layer {layer_idx}'s cache holds "
+            f"{layer.max_cache_len} tokens per sequence; sequence {b} has "
+            f"{int(layer.lengths[b])} and this call adds {int(real[b])} "
+            f"(make the cache with a larger max_cache_len)")
+    weights = [w.detach() for w in weights]
+    positions = layer.lengths.clone()
+    with torch.no_grad():
+        if padding_mask is None and seq == 1:
+            results = functions.step(x.contiguous(), *weights, *layer.states,
+                                     positions)
+            y = results[0]
+        else:
+            # Left-padded rows to right-padded ones: the real tokens of each
+            # sequence first, where the decode functions expect them.
+            offset = (seq - real.long())[:, None]
+            t = torch.arange(seq, device=x.device)[None, :]
+            source = (t + offset).clamp(max=seq - 1)
+            packed = x.gather(1, source[..., None].expand(-1, -1, x.shape[2]))
+            packed = packed * (t < real[:, None]).to(x.dtype)[..., None]
+            results = functions.prefill(packed.contiguous(), *weights,
+                                        *layer.states, positions, real)
+            back = t - offset
+            y = results[0].gather(1, back.clamp(min=0)[..., None].expand(
+                -1, -1, x.shape[2]))
+            y = y * (back >= 0).to(y.dtype)[..., None]
+    # The caches were written in place; the small states are new tensors.
+    layer.states = [r if r is not s else s for r, s in
+                    zip(results[1:], layer.states)]
+    layer.lengths += real
+    layer.seen_tokens += seq
+    return y, positions
+
+
+def _check_layer_state(layer, owner, x, layer_idx):
+    what = f"past_key_values: layer {layer_idx}'s state"
+    if layer.owner != owner:
+        raise ValueError(f"{what} was allocated by another layer "
+                         f"configuration (a cache serves one model)")
+    state = layer.states[0]
+    if state.dtype != x.dtype:
+        raise ValueError(f"{what} is {state.dtype}, the layer's input "
+                         f"{x.dtype}")
+    if state.device != x.device:
+        raise ValueError(f"{what} is on {state.device}, the layer's input on "
+                         f"{x.device}")
+    if layer.batch_size != x.shape[0]:
+        raise ValueError(f"{what} holds {layer.batch_size} sequences, the "
+                         f"input has {x.shape[0]}")
