@@ -27,7 +27,7 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 
 from . import _api
 
-__all__ = ["AttnFuseCache", "AttnFuseCacheLayer"]
+__all__ = ["AttnFuseCache", "AttnFuseCacheLayer", "AttnFusePagedCache"]
 
 
 class AttnFuseCacheLayer(CacheLayerMixin):
@@ -186,6 +186,96 @@ class AttnFuseCache(Cache):
         return self.layers[layer_idx]
 
 
+class AttnFusePagedCache(AttnFuseCache):
+    """An AttnFuseCache whose key/value caches are pools of `num_pages`
+    pages of `page_size` tokens per layer (`[num_pages, page_size, Hk, d]`,
+    docs/semantics.md, Cache layouts), shared by the sequences of the batch
+    through a block table: a sequence takes a page from the free list when
+    its tokens reach one (the same pages in every layer), so sequences of
+    very different lengths share the memory instead of each reserving its
+    longest length. `free_pages` counts what is left; `release(sequence)`
+    returns a sequence's pages (its state is then empty); a call that needs
+    more pages than are free is refused before anything is written.
+    CCA's conv and value-shift states stay per sequence."""
+
+    def __init__(self, num_layers, page_size, num_pages):
+        for name, value in (("page_size", page_size),
+                            ("num_pages", num_pages)):
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got "
+                                 f"{value!r}")
+        super().__init__(num_layers, page_size * num_pages)
+        self.page_size, self.num_pages = page_size, num_pages
+        self._free = list(range(num_pages - 1, -1, -1))
+        self._pages = None  # per sequence: its page ids, in token order
+
+    @classmethod
+    def for_model(cls, model, page_size, num_pages):
+        config = model.config.get_text_config(decoder=True)
+        return cls(config.num_hidden_layers, page_size, num_pages)
+
+    @property
+    def free_pages(self):
+        return len(self._free)
+
+    def _reserve(self, tokens, what):
+        """Pages for `tokens` [B] (the tokens each sequence will hold after
+        the call); -> the block table [B, pages] (int32, unused entries 0).
+        Nothing is taken when the pages do not suffice."""
+        tokens = [int(t) for t in tokens]
+        if self._pages is None:
+            self._pages = [[] for _ in tokens]
+        needed = [max(0, -(-t // self.page_size) - len(pages))
+                  for t, pages in zip(tokens, self._pages)]
+        if sum(needed) > len(self._free):
+            raise ValueError(
+                f"{what}: the paged cache has {len(self._free)} free pages of "
+                f"{self.page_size} tokens; this call needs {sum(needed)} more "
+                f"(per sequence: {needed}); release finished sequences or "
+                f"make it with more num_pages")
+        for pages, count in zip(self._pages, needed):
+            pages.extend(self._free.pop() for _ in range(count))
+        width = max(1, max(len(pages) for pages in self._pages))
+        return torch.tensor([pages + [0] * (width - len(pages))
+                             for pages in self._pages], dtype=torch.int32)
+
+    def release(self, sequence):
+        """Frees the pages of sequence `sequence` and empties its state in
+        every layer (a finished request), so another sequence can take its
+        place in the batch."""
+        if self._pages is None or not 0 <= sequence < len(self._pages):
+            raise ValueError(f"sequence must be one of the cache's "
+                             f"{0 if self._pages is None else len(self._pages)}"
+                             f" sequences, got {sequence!r}")
+        self._free.extend(reversed(self._pages[sequence]))
+        self._pages[sequence] = []
+        for layer in self.layers:
+            if layer.states is not None:
+                layer.lengths[sequence] = 0
+                for name, state in zip(layer.state_names, layer.states):
+                    if not name.endswith("_cache"):  # per-sequence states
+                        state[sequence].zero_()
+
+    def reset(self):
+        super().reset()
+        self._free = list(range(self.num_pages - 1, -1, -1))
+        self._pages = None
+
+    def _refuse(self, what):
+        raise NotImplementedError(f"AttnFusePagedCache cannot {what}: its "
+                                  f"sequences share one page pool")
+
+    def reorder_cache(self, beam_idx):
+        self._refuse("reorder sequences (beam search)")
+
+    def batch_repeat_interleave(self, repeats):
+        self._refuse("repeat sequences")
+
+    def batch_select_indices(self, indices):
+        self._refuse("select sequences")
+
+
 # ---------------------------------------------------------------------------
 # The cached call of a layer module
 # ---------------------------------------------------------------------------
@@ -198,9 +288,9 @@ class _DecodeFunctions:
     """A layer's compiled prefill and step functions and where their state
     arguments sit."""
 
-    def __init__(self, kind, config, capacity):
+    def __init__(self, kind, config, layout):
         build = _api.cca_decode if kind == "cca" else _api.qkv_decode
-        module = build(**dict(config), capacity=capacity)
+        module = build(**dict(config), **dict(layout))
         self.prefill = _api.compile(module, entry="prefill")
         self.step = _api.compile(module, entry="step")
         names = module.argument_names("prefill")
@@ -211,12 +301,12 @@ class _DecodeFunctions:
         self.state_shapes = [specs[i][1] for i in self.state_indices]
 
 
-def _decode_functions(kind, config, capacity):
-    key = (kind, config, capacity)
+def _decode_functions(kind, config, layout):
+    key = (kind, config, layout)
     with _functions_lock:
         functions = _functions.get(key)
         if functions is None:
-            functions = _DecodeFunctions(kind, config, capacity)
+            functions = _DecodeFunctions(kind, config, layout)
             _functions[key] = functions
         return functions
 
@@ -250,25 +340,33 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
     layer = cache.layer(layer_idx)
     batch, seq, _ = x.shape
     real = _real_tokens(padding_mask, batch, seq, x.device)
-    functions = _decode_functions(kind, config, layer.max_cache_len)
+    paged = isinstance(cache, AttnFusePagedCache)
+    layout = ((("num_pages", cache.num_pages), ("page_size", cache.page_size))
+              if paged else (("capacity", layer.max_cache_len),))
+    functions = _decode_functions(kind, config, layout)
     if layer.states is None:
         layer.allocate(owner, functions.state_names, functions.state_shapes,
                        x.dtype, x.device, batch)
     _check_layer_state(layer, owner, x, layer_idx)
-    full = layer.lengths.long() + real.long() > layer.max_cache_len
-    if bool(full.any()):
-        b = int(full.nonzero()[0, 0])
-        raise ValueError(
-            f"past_key_values: layer {layer_idx}'s cache holds "
-            f"{layer.max_cache_len} tokens per sequence; sequence {b} has "
-            f"{int(layer.lengths[b])} and this call adds {int(real[b])} "
-            f"(make the cache with a larger max_cache_len)")
+    after = layer.lengths.long() + real.long()
+    table = ()
+    if paged:
+        table = (cache._reserve(after, "past_key_values").to(x.device),)
+    else:
+        full = after > layer.max_cache_len
+        if bool(full.any()):
+            b = int(full.nonzero()[0, 0])
+            raise ValueError(
+                f"past_key_values: layer {layer_idx}'s cache holds "
+                f"{layer.max_cache_len} tokens per sequence; sequence {b} has "
+                f"{int(layer.lengths[b])} and this call adds {int(real[b])} "
+                f"(make the cache with a larger max_cache_len)")
     weights = [w.detach() for w in weights]
     positions = layer.lengths.clone()
     with torch.no_grad():
         if padding_mask is None and seq == 1:
             results = functions.step(x.contiguous(), *weights, *layer.states,
-                                     positions)
+                                     positions, *table)
             y = results[0]
         else:
             # Left-padded rows to right-padded ones: the real tokens of each
@@ -279,7 +377,8 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
             packed = x.gather(1, source[..., None].expand(-1, -1, x.shape[2]))
             packed = packed * (t < real[:, None]).to(x.dtype)[..., None]
             results = functions.prefill(packed.contiguous(), *weights,
-                                        *layer.states, positions, real)
+                                        *layer.states, positions, real,
+                                        *table)
             back = t - offset
             y = results[0].gather(1, back.clamp(min=0)[..., None].expand(
                 -1, -1, x.shape[2]))

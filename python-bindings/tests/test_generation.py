@@ -16,7 +16,7 @@ if not hasattr(transformers, "ZayaConfig"):
                 allow_module_level=True)
 
 import attnfuse.torch as at  # noqa: E402
-from attnfuse.generation import AttnFuseCache  # noqa: E402
+from attnfuse.generation import AttnFuseCache, AttnFusePagedCache  # noqa: E402,E501
 
 LOGITS_TOLERANCE = 1e-4  # f32, relative to the step's largest logit
 NEW_TOKENS = 12
@@ -130,6 +130,53 @@ def test_left_padded_prompts_of_different_lengths(models):
                             cache=AttnFuseCache.for_model(swapped, 32),
                             do_sample=False)
         assert torch.equal(alone[0, length:], ours[0][row, 10:])
+
+
+def test_a_paged_cache_generates_the_same_tokens(models):
+    """Left-padded prompts of different lengths over a pool of pages: each
+    sequence takes the pages its tokens reach, and the tokens and logits
+    are those of transformers."""
+    reference, swapped = models
+    lengths = [7, 3, 10, 1]
+    ids, mask = prompts(lengths, seed=3)
+    cache = AttnFusePagedCache.for_model(swapped, page_size=4, num_pages=32)
+    ours = generate(swapped, ids, mask, cache=cache, do_sample=False)
+    assert_same_generation(ours, generate(reference, ids, mask,
+                                          do_sample=False))
+    held = [n + NEW_TOKENS - 1 for n in lengths]
+    assert cache.layers[1].lengths.tolist() == held
+    used = sum(-(-n // 4) for n in held)  # whole pages per sequence
+    assert cache.free_pages == 32 - used
+    # A finished sequence gives its pages back; its state is empty.
+    cache.release(2)
+    assert cache.free_pages == 32 - used + -(-held[2] // 4)
+    assert cache.layers[0].lengths.tolist()[2] == 0
+
+
+def test_a_paged_cache_without_free_pages_refuses_the_call(models):
+    _reference, swapped = models
+    ids, mask = prompts([7, 3], seed=3)
+    cache = AttnFusePagedCache.for_model(swapped, page_size=4, num_pages=3)
+    token = torch.ones(2, 1, dtype=torch.long)
+    with torch.no_grad():
+        # 7 and 3 tokens: 2 + 1 pages, the whole pool.
+        swapped(ids, attention_mask=mask, past_key_values=cache,
+                position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                use_cache=True)
+        assert cache.free_pages == 0
+        # The 8th and the 4th tokens still fit in the sequences' pages.
+        swapped(token, past_key_values=cache,
+                position_ids=torch.tensor([[7], [3]]), use_cache=True)
+        before = [s.clone() for s in cache.layers[0].states]
+        with pytest.raises(ValueError, match=r"has 0 free pages of 4 tokens; "
+                           r"this call needs 2 more \(per sequence: \[1, 1\]"):
+            swapped(token, past_key_values=cache,
+                    position_ids=torch.tensor([[8], [4]]), use_cache=True)
+    assert cache.layers[0].lengths.tolist() == [8, 4]
+    assert all(torch.equal(a, b) for a, b in
+               zip(before, cache.layers[0].states))
+    with pytest.raises(NotImplementedError, match="share one page pool"):
+        cache.reorder_cache(torch.tensor([1, 0]))
 
 
 def test_a_full_cache_is_refused_and_left_as_it_was(models):
