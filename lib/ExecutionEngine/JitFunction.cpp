@@ -564,11 +564,24 @@ JitFunction::create(ModuleOp module, StringRef entry,
   SmallVector<StringRef, 1> sharedLibraries;
   if (pipelineOptions.parallel) {
     std::string loadError;
-    if (llvm::sys::DynamicLibrary::getPermanentLibrary(openmpRuntime.data(),
-                                                       &loadError)
-            .isValid())
+    llvm::sys::DynamicLibrary runtime =
+        llvm::sys::DynamicLibrary::getPermanentLibrary(openmpRuntime.data(),
+                                                       &loadError);
+    if (runtime.isValid()) {
       sharedLibraries.push_back(openmpRuntime);
-    else
+      // This runtime's own entry points (another OpenMP runtime in the
+      // process, PyTorch's, may export the same names).
+      auto setBlocktime = reinterpret_cast<void (*)(int)>(
+          runtime.getAddressOfSymbol("kmp_set_blocktime"));
+      auto getBlocktime = reinterpret_cast<int (*)()>(
+          runtime.getAddressOfSymbol("kmp_get_blocktime"));
+      if (setBlocktime && getBlocktime) {
+        // The process's default, read before any call has changed it.
+        static const int defaultBlocktime = getBlocktime();
+        function->setBlocktime = setBlocktime;
+        function->blocktime = options.passiveWait ? 0 : defaultBlocktime;
+      }
+    } else
       return makeError("cannot load the OpenMP runtime " + openmpRuntime +
                        " that the parallel loops call (" + loadError +
                        "); install libomp or compile with the attn-to-cpu "
@@ -763,6 +776,9 @@ JitFunction::call(ArrayRef<TensorRef> args) {
   CallState state;
   CallState *outer = currentCall;
   currentCall = &state;
+  // The wait policy of the teams this thread forks.
+  if (setBlocktime)
+    setBlocktime(blocktime);
   (*function)(packed.data());
   currentCall = outer;
   // Frees what the call allocated and still holds (all of it after a failed

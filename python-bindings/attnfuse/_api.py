@@ -339,7 +339,10 @@ def compile(module, target="cpu", entry=None, **options):
     vectorize (True: the kernels' tiles are register-blocked vector code;
     False: scalar loops), register_tile_m and register_tile_n (the rows
     and columns of a GEMM tile's register block; by default chosen for the
-    host: 6 x 64 with AVX-512, else 2 x 32).
+    host: 6 x 64 with AVX-512, else 2 x 32), wait_policy ("active": the
+    parallel loops' threads spin for the OpenMP runtime's blocktime after
+    a loop, ready for the next; "passive": they sleep at once, for callers
+    whose own threads run between calls, as attnfuse.torch's layers do).
 
     target="sm_90a": lowers to PTX and cubins (ptxas) and a device program
     per function, and returns SM90aArtifacts: called like the CPU function
@@ -366,7 +369,7 @@ _CPU_TILES = ("block_q", "block_kv", "block_s", "block_n", "block_k",
 
 def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
                  in_place_caches=True, num_threads=None, parallel=True,
-                 vectorize=True, **tiles):
+                 vectorize=True, wait_policy="active", **tiles):
     entry = _pick_entry(module, entry)
     parts = []
     for name, value in tiles.items():
@@ -374,7 +377,7 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
             raise ValueError(f"{name}: not an option of target 'cpu' (options: "
                              f"fused, runtime_checks, opt_level, "
                              f"in_place_caches, num_threads, parallel, "
-                             f"vectorize, "
+                             f"vectorize, wait_policy, "
                              f"{', '.join(_CPU_TILES)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -386,6 +389,9 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
                                     or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer or None, "
                          f"got {num_threads!r}")
+    if wait_policy not in ("active", "passive"):
+        raise ValueError(f"wait_policy must be 'active' or 'passive', got "
+                         f"{wait_policy!r}")
     if not vectorize:
         parts.append("vectorize=false")
     if not parallel:
@@ -394,7 +400,8 @@ def _compile_cpu(module, entry, fused=True, runtime_checks=True, opt_level=2,
         parts.append("parallel=false")
     function = _call(module._handle.compile_cpu, entry, " ".join(parts),
                      bool(fused), bool(runtime_checks), opt_level,
-                     bool(in_place_caches), num_threads or 0)
+                     bool(in_place_caches), num_threads or 0,
+                     wait_policy == "passive")
     compiled = CpuFunction(function, module.argument_names(entry))
     # What attnfuse.load_hf_weights needs of an imported module.
     compiled.hf_layers = getattr(module, "hf_layers", {}).get(entry)

@@ -291,8 +291,10 @@ class _DecodeFunctions:
     def __init__(self, kind, config, layout):
         build = _api.cca_decode if kind == "cca" else _api.qkv_decode
         module = build(**dict(config), **dict(layout))
-        self.prefill = _api.compile(module, entry="prefill")
-        self.step = _api.compile(module, entry="step")
+        # Torch's threads run between the calls (wait_policy, see compile).
+        self.prefill = _api.compile(module, entry="prefill",
+                                    wait_policy="passive")
+        self.step = _api.compile(module, entry="step", wait_policy="passive")
         names = module.argument_names("prefill")
         specs, _ = module.signature("prefill")
         self.state_indices = [i for i, n in enumerate(names)
@@ -338,6 +340,11 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
             f"past_key_values=AttnFuseCache.for_model(model, max_length), "
             f"or use_cache=False)")
     layer = cache.layer(layer_idx)
+    if x.device.type != "cpu":
+        raise ValueError(
+            f"past_key_values: a layer with an AttnFuseCache runs on CPU "
+            f"tensors (the decode functions' CPU JIT); the input is on "
+            f"{x.device}")
     batch, seq, _ = x.shape
     real = _real_tokens(padding_mask, batch, seq, x.device)
     paged = isinstance(cache, AttnFusePagedCache)

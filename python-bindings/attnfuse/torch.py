@@ -539,8 +539,11 @@ class CompiledLayer:
         """The function JIT-compiled for the CPU (attnfuse.CpuFunction)."""
         with self._lock:
             if self._cpu is None:
+                # Torch's threads run between the op's calls: ours sleep
+                # when a loop ends rather than spin against them.
+                options = dict({"wait_policy": "passive"}, **self.options)
                 self._cpu = _api.compile(self.module, target="cpu",
-                                         entry=self.entry, **self.options)
+                                         entry=self.entry, **options)
             return self._cpu
 
     def gpu_function(self):
@@ -593,7 +596,9 @@ def compile_layer(module, *, entry=None, name=None, result_shapes=None,
     namespace (default: the function's name and a hash of the module text
     and options, the same in every process, so an exported program finds
     its op again once the same layer is compiled). options: those of
-    attnfuse.compile(module, target="cpu") (fused, block_q, ...).
+    attnfuse.compile(module, target="cpu") (fused, block_q, ...);
+    wait_policy defaults to "passive" here (torch's threads run between
+    the op's calls).
     result_shapes: for results whose dynamic sizes no argument of the same
     type gives, a function from the arguments' shapes to every result's
     shape.
@@ -971,6 +976,8 @@ class CCAAttention(nn.Module):
         self.num_kv_heads, self.head_dim = num_kv_heads, head_dim
         self.window, self.rope_theta = window, rope_theta
         self.rope_fraction = rope_fraction
+        # The RoPE frequencies of the position_embeddings check, made once.
+        self._inv_freq = None
         # ZayaAttention's order: o_proj, qkv_proj, qk_norm.
         self.o_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=False,
                                 device=device, dtype=dtype)
@@ -1069,14 +1076,19 @@ class CCAAttention(nn.Module):
                      f"({int(real.min())}..{int(real.max())})"
                      if real.numel() else "no real position")
         positions = positions.to("cpu", torch.float64)
-        inv_freq = 1.0 / (self.rope_theta ** (
-            torch.arange(0, rotated, 2, dtype=torch.float64) / rotated))
-        freqs = positions[..., None] * inv_freq
+        if self._inv_freq is None:
+            self._inv_freq = 1.0 / (self.rope_theta ** (
+                torch.arange(0, rotated, 2, dtype=torch.float64) / rotated))
+        freqs = positions[..., None] * self._inv_freq
         angles = torch.cat([freqs, freqs], dim=-1)  # [B or 1, S, rotated]
         tolerance = 1e-4 if cos.dtype in (torch.float32, torch.float64) \
             else 2e-2
-        for name, given, expected in (("cos", cos, angles.cos()),
-                                      ("sin", sin, angles.sin())):
+        # One token per sequence (a decode step): cos alone, as both come
+        # from one rotary embedding at the same positions.
+        pairs = [("cos", cos, angles.cos())]
+        if seq > 1:
+            pairs.append(("sin", sin, angles.sin()))
+        for name, given, expected in pairs:
             given = given.detach().to("cpu", torch.float64)
             matches = given.shape[-2:] == expected.shape[-2:]
             if matches:

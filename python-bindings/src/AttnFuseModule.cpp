@@ -193,14 +193,14 @@ NB_MODULE(_attnfuse, m) {
           [](const Module &self, const std::string &entry,
              const std::string &pipelineOptions, std::optional<bool> fused,
              bool runtimeChecks, unsigned optLevel, bool inPlaceCaches,
-             unsigned numThreads) {
+             unsigned numThreads, bool passiveWait) {
             Failure failure;
             std::unique_ptr<CpuFunction> function;
             {
               nb::gil_scoped_release release;
-              function =
-                  self.compileCpu(entry, pipelineOptions, fused, runtimeChecks,
-                                  optLevel, inPlaceCaches, numThreads, failure);
+              function = self.compileCpu(entry, pipelineOptions, fused,
+                                         runtimeChecks, optLevel, inPlaceCaches,
+                                         numThreads, passiveWait, failure);
             }
             if (!function)
               raise(failure);
@@ -209,7 +209,7 @@ NB_MODULE(_attnfuse, m) {
           nb::arg("entry"), nb::arg("pipeline_options"),
           nb::arg("fused").none(), nb::arg("runtime_checks"),
           nb::arg("opt_level"), nb::arg("in_place_caches"),
-          nb::arg("num_threads") = 0)
+          nb::arg("num_threads") = 0, nb::arg("passive_wait") = false)
       .def("compile_sm90a",
            [](const Module &self, const std::string &outputDir,
               const std::string &sourceName, const std::string &elemType,

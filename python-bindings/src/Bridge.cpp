@@ -251,7 +251,7 @@ std::unique_ptr<CpuFunction>
 Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
                    std::optional<bool> fused, bool runtimeChecks,
                    unsigned optLevel, bool inPlaceCaches, unsigned numThreads,
-                   Failure &failure) const {
+                   bool passiveWait, Failure &failure) const {
   DiagnosticCapture capture(failure);
   OwningOpRef<ModuleOp> copy(
       cast<ModuleOp>(impl->module->getOperation()->clone()));
@@ -263,6 +263,7 @@ Module::compileCpu(const std::string &entry, const std::string &pipelineOptions,
   options.inPlaceCaches = inPlaceCaches;
   if (numThreads)
     options.numThreads = numThreads;
+  options.passiveWait = passiveWait;
   auto function = attnfuse::JitFunction::create(*copy, entry, options);
   if (!function) {
     failure.message = llvm::toString(function.takeError());

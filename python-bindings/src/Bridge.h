@@ -95,7 +95,8 @@ public:
   std::unique_ptr<CpuFunction>
   compileCpu(const std::string &entry, const std::string &pipelineOptions,
              std::optional<bool> fused, bool runtimeChecks, unsigned optLevel,
-             bool inPlaceCaches, unsigned numThreads, Failure &failure) const;
+             bool inPlaceCaches, unsigned numThreads, bool passiveWait,
+             Failure &failure) const;
   /// Lowers a copy to sm_90a and writes the artifacts.
   bool compileSM90a(const SM90aRequest &request, SM90aResult &result,
                     Failure &failure) const;

@@ -41,6 +41,13 @@ def run_all(module, args, **options):
         outputs[f"{threads} threads"] = function(*[a.copy() for a in args])
     sequential = attnfuse.compile(module, parallel=False, **options)
     outputs["sequential"] = sequential(*[a.copy() for a in args])
+    # Threads that sleep between loops compute the same, also called after
+    # and before a function whose threads spin.
+    passive = attnfuse.compile(module, num_threads=2, wait_policy="passive",
+                               **options)
+    outputs["2 threads, passive"] = passive(*[a.copy() for a in args])
+    function(*[a.copy() for a in args])
+    outputs["2 threads, passive, again"] = passive(*[a.copy() for a in args])
     return outputs
 
 
@@ -126,3 +133,6 @@ def test_num_threads_validation():
         attnfuse.compile(module, num_threads=0)
     with pytest.raises(ValueError, match="needs parallel=True"):
         attnfuse.compile(module, num_threads=2, parallel=False)
+    with pytest.raises(ValueError, match="wait_policy must be 'active' or "
+                       "'passive', got 'idle'"):
+        attnfuse.compile(module, wait_policy="idle")

@@ -93,6 +93,13 @@ struct JitOptions {
   /// num-threads); unset or 0: the OpenMP runtime's default, OMP_NUM_THREADS
   /// or one per core. An error with the option parallel=false.
   std::optional<unsigned> numThreads;
+  /// The parallel loops' threads sleep as soon as a loop ends (OpenMP's
+  /// passive wait policy, a blocktime of 0) instead of spinning for the
+  /// runtime's blocktime (200 ms unless KMP_BLOCKTIME says otherwise): for
+  /// callers whose own threads (PyTorch's) run between calls, which spinning
+  /// threads would slow. Set for each call, so functions of either policy
+  /// can alternate in one process.
+  bool passiveWait = false;
 };
 
 /// Inserts the dialects and translations the JIT path needs.
@@ -154,6 +161,10 @@ private:
   std::vector<bool> writtenArguments;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   ShapeChecks shapeChecks;
+  /// The OpenMP runtime's kmp_set_blocktime and this function's blocktime
+  /// (null without parallel loops).
+  void (*setBlocktime)(int) = nullptr;
+  int blocktime = 0;
 };
 
 } // namespace attnfuse
