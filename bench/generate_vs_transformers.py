@@ -42,13 +42,7 @@ def build(layers):
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     reference = transformers.ZayaForCausalLM(config).eval()
-    import copy
-    swapped = copy.deepcopy(reference)
-    for index, block in enumerate(swapped.model.layers):
-        attention = at.CCAAttention.from_hf_config(config, index)
-        attention.load_state_dict(block.self_attn.state_dict())
-        block.self_attn = attention
-    return reference, swapped
+    return reference, at.swap_zaya_attention(reference)
 
 
 def child(args):

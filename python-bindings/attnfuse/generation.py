@@ -30,6 +30,13 @@ from . import _api
 __all__ = ["AttnFuseCache", "AttnFuseCacheLayer", "AttnFusePagedCache"]
 
 
+def _check_positive(**values):
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got "
+                             f"{value!r}")
+
+
 class AttnFuseCacheLayer(CacheLayerMixin):
     """The state of one AttnFuse layer in an AttnFuseCache.
 
@@ -145,12 +152,7 @@ class AttnFuseCache(Cache):
     leave the cache as it was."""
 
     def __init__(self, num_layers, max_cache_len):
-        for name, value in (("num_layers", num_layers),
-                            ("max_cache_len", max_cache_len)):
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got "
-                                 f"{value!r}")
+        _check_positive(num_layers=num_layers, max_cache_len=max_cache_len)
         super().__init__(layers=[AttnFuseCacheLayer(max_cache_len)
                                  for _ in range(num_layers)])
         self.max_cache_len = max_cache_len
@@ -199,12 +201,7 @@ class AttnFusePagedCache(AttnFuseCache):
     CCA's conv and value-shift states stay per sequence."""
 
     def __init__(self, num_layers, page_size, num_pages):
-        for name, value in (("page_size", page_size),
-                            ("num_pages", num_pages)):
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got "
-                                 f"{value!r}")
+        _check_positive(page_size=page_size, num_pages=num_pages)
         super().__init__(num_layers, page_size * num_pages)
         self.page_size, self.num_pages = page_size, num_pages
         self._free = list(range(num_pages - 1, -1, -1))

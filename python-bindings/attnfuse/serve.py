@@ -226,7 +226,7 @@ class Server:
 
 
 def _tiny_zaya(width, layers, heads, kv_heads, head_dim, vocab, seed):
-    import copy
+    """(config, transformers' random ZAYA, the same with AttnFuse layers)."""
     import transformers
     from . import torch as at
     config = transformers.ZayaConfig(
@@ -239,12 +239,7 @@ def _tiny_zaya(width, layers, heads, kv_heads, head_dim, vocab, seed):
         eos_token_id=None, bos_token_id=None)
     torch.manual_seed(seed)
     reference = transformers.ZayaForCausalLM(config).eval()
-    swapped = copy.deepcopy(reference)
-    for index, block in enumerate(swapped.model.layers):
-        attention = at.CCAAttention.from_hf_config(config, index)
-        attention.load_state_dict(block.self_attn.state_dict())
-        block.self_attn = attention
-    return config, reference, swapped
+    return config, reference, at.swap_zaya_attention(reference)
 
 
 def main(argv=None):

@@ -728,6 +728,20 @@ def _as(tensor, dtype):
     return tensor if tensor.dtype == dtype else tensor.to(dtype)
 
 
+def _decode_config(module, element, how_to_index):
+    """The decode builder's configuration of a layer module that runs with
+    a cache: its own, for `element`, without `causal` (decoding is)."""
+    if module.layer_idx is None:
+        raise ValueError(
+            f"past_key_values: this {type(module).__name__} has no "
+            f"layer_idx, the index of its state in the cache ({how_to_index})")
+    config = dict(module._config, dtype=element)
+    if not config.pop("causal"):
+        raise ValueError("past_key_values: a decoder's cache needs a causal "
+                         "layer (causal=False)")
+    return config
+
+
 # ---------------------------------------------------------------------------
 # Projection sharing
 # ---------------------------------------------------------------------------
@@ -833,14 +847,7 @@ class QKVAttention(nn.Module):
 
     def _cached_forward(self, x, past_key_values, attention_mask, element):
         from . import generation
-        if self.layer_idx is None:
-            raise ValueError("past_key_values: this QKVAttention has no "
-                             "layer_idx, the index of its state in the cache "
-                             "(pass layer_idx=)")
-        config = dict(self._config, dtype=element)
-        if not config.pop("causal"):
-            raise ValueError("past_key_values: a decoder's cache needs a "
-                             "causal layer (causal=False)")
+        config = _decode_config(self, element, "pass layer_idx=")
         if attention_mask is not None and (
                 not isinstance(attention_mask, torch.Tensor)
                 or list(attention_mask.shape) != list(x.shape[:2])):
@@ -1108,15 +1115,9 @@ class CCAAttention(nn.Module):
         """The output continuing the sequences of past_key_values (an
         attnfuse.generation.AttnFuseCache), through attn.cca_decode."""
         from . import generation
-        if self.layer_idx is None:
-            raise ValueError(
-                "past_key_values: this CCAAttention has no layer_idx, the "
-                "index of its state in the cache (from_hf_config(config, "
-                "layer_idx) sets it; else pass layer_idx=)")
-        config = dict(self._config, dtype=element)
-        if not config.pop("causal"):
-            raise ValueError("past_key_values: a decoder's cache needs a "
-                             "causal layer (causal=False)")
+        config = _decode_config(
+            self, element,
+            "from_hf_config(config, layer_idx) sets it; else pass layer_idx=")
         if config["norm"] == "clamp_eps" and config["eps"] is None:
             config["eps"] = builders.MACHINE_EPS[element]
         y, start = generation.cached_call(
@@ -1154,3 +1155,27 @@ class CCAAttention(nn.Module):
             return _module_call("cca", config, hidden_states, *weights), None
         return _module_call("cca", config, hidden_states, mask,
                             *weights), None
+
+
+def swap_zaya_attention(model, copy=True):
+    """A transformers ZAYA model (ZayaForCausalLM or ZayaModel) with every
+    ZayaAttention replaced by CCAAttention.from_hf_config(config, i) holding
+    the same parameters (load_state_dict, strict): a deep copy of `model`,
+    or `model` itself with copy=False. Its forward then runs AttnFuse's
+    layers; generate() with an attnfuse.generation.AttnFuseCache."""
+    import copy as copy_module
+    if copy:
+        model = copy_module.deepcopy(model)
+    body = getattr(model, "model", model)
+    blocks = getattr(body, "layers", None)
+    if blocks is None or not all(hasattr(b, "self_attn") for b in blocks):
+        raise TypeError(f"model: a transformers ZAYA model (its .model.layers"
+                        f"[i].self_attn), got {type(model).__name__}")
+    for index, block in enumerate(blocks):
+        like = next(block.self_attn.parameters())
+        attention = CCAAttention.from_hf_config(
+            model.config, index, device=like.device, dtype=like.dtype)
+        attention.load_state_dict(block.self_attn.state_dict())
+        block.self_attn = attention
+    return model
+

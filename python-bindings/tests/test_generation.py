@@ -41,11 +41,11 @@ def models():
             for conv in (block.self_attn.qkv_proj.conv_qk_depthwise,
                          block.self_attn.qkv_proj.conv_qk_grouped):
                 conv.bias.normal_(0.0, 0.2)
-    swapped = copy.deepcopy(reference)
-    for index, block in enumerate(swapped.model.layers):
-        attention = at.CCAAttention.from_hf_config(config, index)
-        attention.load_state_dict(block.self_attn.state_dict())
-        block.self_attn = attention
+    swapped = at.swap_zaya_attention(reference)
+    assert all(isinstance(block.self_attn, at.CCAAttention)
+               for block in swapped.model.layers)
+    assert not isinstance(reference.model.layers[0].self_attn,
+                          at.CCAAttention)
     return reference, swapped
 
 
@@ -231,6 +231,8 @@ def test_wrong_caches_and_inputs_are_refused(models):
     with pytest.raises(ValueError, match="max_cache_len must be a positive "
                        "integer, got 0"):
         AttnFuseCache(2, 0)
+    with pytest.raises(TypeError, match="a transformers ZAYA model"):
+        at.swap_zaya_attention(torch.nn.Linear(2, 2))
     module = at.CCAAttention(16, 2)
     with pytest.raises(ValueError, match="has no layer_idx"):
         module(torch.zeros(1, 2, 16), past_key_values=AttnFuseCache(1, 4))
