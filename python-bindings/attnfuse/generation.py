@@ -387,9 +387,9 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
             y = results[0].gather(1, back.clamp(min=0)[..., None].expand(
                 -1, -1, x.shape[2]))
             y = y * (back >= 0).to(y.dtype)[..., None]
-    # The caches were written in place; the small states are new tensors.
-    layer.states = [r if r is not s else s for r, s in
-                    zip(results[1:], layer.states)]
+    # The caches were written in place (results[i] is that tensor); the
+    # small states come back as new tensors.
+    layer.states = list(results[1:])
     layer.lengths += real
     layer.seen_tokens += seq
     return y, positions
