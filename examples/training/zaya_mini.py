@@ -31,7 +31,6 @@ writes bench/results/zaya-mini-<date>.{json,md,png} (--out).
 """
 
 import argparse
-import copy
 import json
 import os
 import sys
@@ -73,17 +72,6 @@ def build_zaya(config, seed):
     return model
 
 
-def swap_attention(model, config):
-    """Every ZayaAttention of `model` replaced (in place) by
-    attnfuse.torch.CCAAttention with its state_dict; returns the model."""
-    attnfuse_torch = tp.import_attnfuse_torch()
-    for index, block in enumerate(model.model.layers):
-        swapped = attnfuse_torch.CCAAttention.from_hf_config(config, index)
-        swapped.load_state_dict(block.self_attn.state_dict())  # strict
-        block.self_attn = swapped
-    return model
-
-
 def train_zaya(model, batches, steps, lr=1e-3, seed=0, log=None):
     """AdamW + clipping, the loss of each step; returns {loss, seconds}."""
     torch.manual_seed(seed)
@@ -111,7 +99,7 @@ def compare(steps, context=64, batch=8, seed=42, lr=1e-3, log=print):
     corpus = tp.CharCorpus()
     config = zaya_config(corpus.vocab_size, window=16)
     reference = build_zaya(config, seed)
-    swapped = swap_attention(copy.deepcopy(reference), config)
+    swapped = tp.import_attnfuse_torch().swap_zaya_attention(reference)
     first = next(tp.train_batches(corpus.train, batch, context, seed + 1))
     with torch.no_grad():
         losses = [m.eval()(input_ids=first["input_ids"],

@@ -329,7 +329,8 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
     `cache` (an AttnFuseCache) at `layer_idx`, whose state it updates.
     config: the decode builder's configuration (sorted items); owner: the
     layer's identity for the state; padding_mask: None or [B, S] (nonzero
-    for a real token, zeros on the left only)."""
+    for a real token, zeros on the left only). Returns (y, the tokens each
+    sequence held before the call [B], its real tokens in x [B])."""
     if not isinstance(cache, AttnFuseCache):
         raise TypeError(
             f"past_key_values must be an attnfuse.generation.AttnFuseCache "
@@ -392,7 +393,7 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
     layer.states = list(results[1:])
     layer.lengths += real
     layer.seen_tokens += seq
-    return y, positions
+    return y, positions, real
 
 
 def _check_layer_state(layer, owner, x, layer_idx):

@@ -856,7 +856,7 @@ class QKVAttention(nn.Module):
                    else type(attention_mask).__name__)
             raise ValueError(f"attention_mask must be a [batch, seq] = "
                              f"{list(x.shape[:2])} padding mask, got {got}")
-        y, _ = generation.cached_call(
+        y, _, _ = generation.cached_call(
             "qkv", tuple(sorted(config.items())), ("qkv", self._config),
             past_key_values, self.layer_idx, x, self._weights(x.dtype),
             attention_mask)
@@ -1110,25 +1110,29 @@ class CCAAttention(nn.Module):
                     f"{self.head_dim} dims (shape {list(given.shape)}); "
                     f"this layer rotates at those positions only")
 
+    @staticmethod
+    def _with_default_eps(config):
+        """config with clamp_eps's default eps: transformers'
+        torch.finfo(dtype).eps of the activations (config["dtype"])."""
+        if config["norm"] == "clamp_eps" and config["eps"] is None:
+            config["eps"] = builders.MACHINE_EPS[config["dtype"]]
+        return config
+
     def _cached_forward(self, hidden_states, mask, past_key_values,
                         position_embeddings, element):
         """The output continuing the sequences of past_key_values (an
         attnfuse.generation.AttnFuseCache), through attn.cca_decode."""
         from . import generation
-        config = _decode_config(
+        config = self._with_default_eps(_decode_config(
             self, element,
-            "from_hf_config(config, layer_idx) sets it; else pass layer_idx=")
-        if config["norm"] == "clamp_eps" and config["eps"] is None:
-            config["eps"] = builders.MACHINE_EPS[element]
-        y, start = generation.cached_call(
+            "from_hf_config(config, layer_idx) sets it; else pass layer_idx="))
+        y, start, real = generation.cached_call(
             "cca", tuple(sorted(config.items())), ("cca", self._config),
             past_key_values, self.layer_idx, hidden_states,
             self._weights(hidden_states.dtype), mask)
         if position_embeddings is not None:
             # Token i of sequence b sits at start[b] + i - (its left padding).
             seq = hidden_states.shape[1]
-            real = (mask != 0).sum(1) if mask is not None else \
-                torch.full_like(start, seq)
             index = torch.arange(seq)[None, :] - (seq - real.long())[:, None]
             positions = torch.where(index >= 0, start.long()[:, None] + index,
                                     -1)
@@ -1144,12 +1148,9 @@ class CCAAttention(nn.Module):
             return self._cached_forward(hidden_states, mask, past_key_values,
                                         position_embeddings, element), None
         self._check_position_embeddings(position_embeddings, hidden_states)
-        config = dict(self._config, dtype=element,
-                      padding_mask=mask is not None)
-        if config["norm"] == "clamp_eps" and config["eps"] is None:
-            # transformers: torch.finfo(dtype).eps of the activations.
-            config["eps"] = builders.MACHINE_EPS[element]
-        config = tuple(sorted(config.items()))
+        config = tuple(sorted(self._with_default_eps(dict(
+            self._config, dtype=element,
+            padding_mask=mask is not None)).items()))
         weights = self._weights(hidden_states.dtype)
         if mask is None:
             return _module_call("cca", config, hidden_states, *weights), None
