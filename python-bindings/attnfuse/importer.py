@@ -35,6 +35,31 @@ transformers' `zaya` model reads it.
   num_hidden_layers counts the attention and the MoE blocks, which
   alternate, attention first) gives num_hidden_layers / 2 global layers,
   attention layer i being the checkpoint's block 2 i.
+  Zyphra's Megatron-style form of it (ZAYA1-base and the -legacy repos:
+  "cca": true or zaya_layers present) also reads, per block of the
+  checkpoint (attention and MoE blocks counted apart):
+    zaya_layers                     "a" for an attention block, an expert
+                                    count for a MoE block (default: they
+                                    alternate, attention first)
+    cca_num_q_heads                 query heads (an integer, or a list per
+                                    block with 0 on the MoE blocks); then
+                                    num_attention_heads is Megatron's head
+                                    count, read only for the head size
+                                    hidden_size / num_attention_heads
+    num_query_groups(_list)         KV heads (an integer or a list per
+                                    block), as num_key_value_heads
+    kv_channels                     the head size, as head_dim
+    swa_layers                      a sliding window per block, 0 for
+                                    global attention; Megatron's window
+                                    excludes the query, so window w is
+                                    sliding_window w + 1 here
+    swa_rotary_base                 RoPE theta of the sliding layers
+                                    (default 1e4); rope_theta the global's
+    clamp_temp                      true: the clamped key temperature
+                                    (transformers ignores the flag)
+    add_bias_linear                 must be false (no projection biases)
+  and ignores the Megatron keys of the MoE, the router, the norms, the
+  residual scaling and of kernel fusion choices (MEGATRON_ZAYA_IGNORED).
 
 Every layer adds its input (residual) unless `residual=False`.
 
@@ -98,6 +123,27 @@ ZAYA_USED = {"hidden_size", "num_attention_heads", "num_key_value_heads",
              "head_dim", "cca_time0", "cca_time1", "partial_rotary_factor",
              "rope_theta", "rope_parameters", "rope_scaling", "layer_types",
              "sliding_window", "num_hidden_layers", "attention_bias"}
+
+# Zyphra's Megatron-style keys (see the module docstring).
+MEGATRON_ZAYA_USED = {"cca", "zaya_layers", "cca_num_q_heads",
+                      "num_query_groups", "num_query_groups_list",
+                      "kv_channels", "swa_layers", "swa_rotary_base",
+                      "clamp_temp", "add_bias_linear"}
+MEGATRON_ZAYA_IGNORED = {
+    # MoE, router, MLP and norms.
+    "ffn_hidden_size", "ffn_hidden_size_list", "zaya_mlp_expansion",
+    "moe_router_topk", "num_local_experts", "zaya_use_mod", "zaya_mod_per",
+    "zaya_use_eda", "zaya_high_prec", "gated_linear_unit",
+    "activation_func", "normalization",
+    # The learned residual-stream scales and biases around each block.
+    "scale_residual_merge",
+    # Kernel and precision choices of the training code.
+    "fused_add_norm", "apply_rope_fusion", "bias_activation_fusion",
+    "activation_func_fp8_input_store", "residual_in_fp32",
+    "mamba_cache_dtype",
+    # transformers does not read it either: swa_layers sets the windows.
+    "sliding_window",
+}
 
 # An unknown key whose name contains one of these may change attention.
 ATTENTION_TERMS = ("attn", "attention", "head", "kv", "query", "key",
@@ -187,7 +233,8 @@ def config_from_hf(config, dtype=None, num_layers=None):
     model.layers.{hf_layers[i]}.self_attn.* for layer i); the builders do
     not take it."""
     data, source = _load(config)
-    is_zaya = data.get("model_type") == "zaya" or "cca_time0" in data
+    is_zaya = (data.get("model_type") == "zaya" or "cca_time0" in data
+               or _is_megatron_zaya(data))
     is_gpt2 = data.get("model_type") == "gpt2" or "n_embd" in data
     if not (is_zaya or is_gpt2):
         raise ValueError(f"{source}: not a GPT-2-style (n_embd) or ZAYA-style "
@@ -275,21 +322,105 @@ def _rope(params, head_dim, where, default_theta=None,
     return theta, fraction
 
 
+def _is_megatron_zaya(data):
+    return "cca" in data or "zaya_layers" in data
+
+
+def _agreeing(values, what):
+    """The one value of the given fields ({key: value}); ValueError when
+    they differ."""
+    if len(set(values.values())) > 1:
+        raise ValueError(f"fields {', '.join(f'{k!r} ({v})' for k, v in values.items())} "
+                         f"give different {what}")
+    return next(iter(values.values()))
+
+
+def _per_block(data, key, blocks, attention):
+    """An integer field of the Megatron form, given once or as a list with
+    one entry per block (0 on the blocks it does not apply to): its one
+    value on the attention blocks, None when absent."""
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, list):
+        return _int(data, key)
+    if len(value) != blocks:
+        raise ValueError(f"field {key!r} has {len(value)} entries, one per "
+                         f"block expected ({blocks})")
+    for i, entry in enumerate(value):
+        if isinstance(entry, bool) or not isinstance(entry, int) or entry < 0:
+            raise ValueError(f"field {key!r}[{i}] must be an integer >= 0, "
+                             f"got {entry!r}")
+    used = {value[b] for b in attention}
+    if 0 in used:
+        raise ValueError(f"field {key!r} is 0 on attention block "
+                         f"{next(b for b in attention if value[b] == 0)}")
+    if len(used) > 1:
+        raise ValueError(f"field {key!r} differs between attention blocks "
+                         f"({sorted(used)}); one value for every layer is "
+                         f"supported")
+    return used.pop()
+
+
+def _megatron_blocks(data):
+    """(number of blocks, attention block indices) of the Megatron form."""
+    layers = data.get("zaya_layers")
+    if layers is None:
+        blocks = _int(data, "num_hidden_layers")
+        if blocks % 2:
+            raise ValueError(f"field 'num_hidden_layers' ({blocks}) must be "
+                             f"even in a config without 'layer_types' "
+                             f"(attention and MoE blocks alternate)")
+        return blocks, list(range(0, blocks, 2))
+    if not isinstance(layers, list) or not layers:
+        raise ValueError(f"field 'zaya_layers' must be a non-empty list, got "
+                         f"{layers!r}")
+    for i, kind in enumerate(layers):
+        if kind != "a" and (isinstance(kind, bool) or not isinstance(kind, int)
+                            or kind < 0):
+            raise ValueError(f"field 'zaya_layers'[{i}] is {kind!r}: \"a\" "
+                             f"(attention) or an expert count expected")
+    attention = [i for i, kind in enumerate(layers) if kind == "a"]
+    if not attention:
+        raise ValueError("field 'zaya_layers' has no attention block (\"a\")")
+    return len(layers), attention
+
+
 def _zaya_heads(data):
     width = _int(data, "hidden_size")
-    heads = _int(data, "num_attention_heads")
-    kv_heads = _int(data, "num_key_value_heads", default=heads)
+    megatron_heads = _int(data, "num_attention_heads")
+    heads, kv_heads = megatron_heads, None
+    head_sizes = {k: _int(data, k) for k in ("head_dim", "kv_channels")
+                  if data.get(k) is not None}
+    if _is_megatron_zaya(data):
+        if data.get("cca") is not True:
+            raise ValueError(f"field 'cca' is {data.get('cca')!r}: only "
+                             f"compressed convolutional attention (true) is "
+                             f"modelled")
+        if data.get("add_bias_linear"):
+            raise ValueError("field 'add_bias_linear' is true; attn.cca "
+                             "projections have no biases")
+        blocks, attention = _megatron_blocks(data)
+        heads = _per_block(data, "cca_num_q_heads", blocks, attention) or heads
+        groups = {k: v for k in ("num_query_groups_list", "num_query_groups",
+                                 "num_key_value_heads")
+                  if (v := _per_block(data, k, blocks, attention)) is not None}
+        if groups:
+            kv_heads = _agreeing(groups, "KV head counts")
+    if kv_heads is None:
+        kv_heads = _int(data, "num_key_value_heads", default=heads)
     if heads % kv_heads:
-        raise ValueError(f"field 'num_attention_heads' ({heads}) is not a "
-                         f"multiple of 'num_key_value_heads' ({kv_heads})")
-    if "head_dim" in data:
-        head_dim = _int(data, "head_dim")
-    elif width % heads:
+        raise ValueError(f"the query heads ({heads}) are not a multiple of "
+                         f"the KV heads ({kv_heads}) ('num_attention_heads', "
+                         f"'num_key_value_heads' or their Megatron forms)")
+    if head_sizes:
+        head_dim = _agreeing(head_sizes, "head sizes")
+    elif width % megatron_heads:
         raise ValueError(f"field 'head_dim' is missing and 'hidden_size' "
                          f"({width}) is not a multiple of "
-                         f"'num_attention_heads' ({heads})")
+                         f"'num_attention_heads' ({megatron_heads})")
     else:
-        head_dim = width // heads
+        head_dim = width // megatron_heads
     if heads * head_dim > width:
         raise ValueError(f"fields 'num_attention_heads' * 'head_dim' = "
                          f"{heads * head_dim} exceed 'hidden_size' ({width}): "
@@ -308,22 +439,7 @@ def _zaya_layers(data, head_dim):
         raise ValueError(f"field 'rope_scaling' is not supported (got "
                          f"{scaling!r})")
     if "layer_types" not in data:
-        # Legacy form: attention and MoE blocks alternate, one rope_theta.
-        if "rope_parameters" in data:
-            raise ValueError("field 'rope_parameters' needs 'layer_types'")
-        blocks = _int(data, "num_hidden_layers")
-        if blocks % 2:
-            raise ValueError(f"field 'num_hidden_layers' ({blocks}) must be "
-                             f"even in a config without 'layer_types' "
-                             f"(attention and MoE blocks alternate)")
-        theta, fraction = _rope(
-            {k: data[k] for k in ("rope_theta", "partial_rotary_factor")
-             if k in data}, head_dim, "",
-            default_theta=ZAYA_DEFAULT_THETA["hybrid"],
-            default_fraction=ZAYA_DEFAULT_ROPE_FRACTION)
-        count = blocks // 2
-        return ([None] * count, [theta] * count, [fraction] * count,
-                [2 * i for i in range(count)])
+        return _legacy_zaya_layers(data, head_dim)
 
     layer_types = data["layer_types"]
     if not isinstance(layer_types, list) or not layer_types:
@@ -383,8 +499,52 @@ def _zaya_layers(data, head_dim):
     return windows, thetas, fractions, list(range(len(layer_types)))
 
 
+def _legacy_zaya_layers(data, head_dim):
+    """_zaya_layers of the legacy form: attention and MoE blocks (by
+    default alternating), one rope_theta, and in the Megatron form
+    per-block sliding windows with their own theta."""
+    if "rope_parameters" in data:
+        raise ValueError("field 'rope_parameters' needs 'layer_types'")
+    # With zaya_layers, num_hidden_layers is not read: it counts blocks
+    # differently between Zyphra's configs.
+    blocks, attention = _megatron_blocks(data)
+    rope = {k: data[k] for k in ("rope_theta", "partial_rotary_factor")
+            if k in data}
+    theta, fraction = _rope(rope, head_dim, "",
+                            default_theta=ZAYA_DEFAULT_THETA["hybrid"],
+                            default_fraction=ZAYA_DEFAULT_ROPE_FRACTION)
+    windows = [None] * len(attention)
+    thetas = [theta] * len(attention)
+    swa = data.get("swa_layers")
+    if swa is not None:
+        if not isinstance(swa, list) or len(swa) != blocks:
+            raise ValueError(f"field 'swa_layers' must be a list with one "
+                             f"window per block ({blocks}), got {swa!r}")
+        for i, w in enumerate(swa):
+            if isinstance(w, bool) or not isinstance(w, int) or w < 0:
+                raise ValueError(f"field 'swa_layers'[{i}] must be an "
+                                 f"integer >= 0 (0: global attention), got "
+                                 f"{w!r}")
+        sliding = _number(data, "swa_rotary_base",
+                          ZAYA_DEFAULT_THETA["hybrid_sliding"])
+        if sliding <= 0:
+            raise ValueError(f"field 'swa_rotary_base' must be positive, "
+                             f"got {sliding!r}")
+        for i, block in enumerate(attention):
+            if swa[block]:
+                windows[i], thetas[i] = swa[block] + 1, sliding
+    elif "swa_rotary_base" in data:
+        raise ValueError("field 'swa_rotary_base' given without "
+                         "'swa_layers'")
+    return windows, thetas, [fraction] * len(attention), attention
+
+
 def _zaya(data, dtype, num_layers):
-    _check_keys(data, ZAYA_USED, ZAYA_IGNORED, "ZAYA")
+    used, ignored = ZAYA_USED, ZAYA_IGNORED
+    if _is_megatron_zaya(data):
+        used, ignored = used | MEGATRON_ZAYA_USED, \
+            ignored | MEGATRON_ZAYA_IGNORED
+    _check_keys(data, used, ignored, "ZAYA")
     width, heads, kv_heads, head_dim = _zaya_heads(data)
     kernels = (_int(data, "cca_time0", default=2),
                _int(data, "cca_time1", default=2))
@@ -404,9 +564,10 @@ def _zaya(data, dtype, num_layers):
         windows, thetas = windows[:num_layers], thetas[:num_layers]
         hf_layers = hf_layers[:num_layers]
     dtype = _dtype(data, dtype)
+    temperature = "clamped" if _bool(data, "clamp_temp", False) else "raw"
     return dict(embed_dim=width, num_heads=heads, num_kv_heads=kv_heads,
                 head_dim=head_dim, conv_kernel_sizes=kernels, qk_mean=True,
-                value_shift=True, temperature="raw", norm="clamp_eps",
+                value_shift=True, temperature=temperature, norm="clamp_eps",
                 eps=builders.MACHINE_EPS[dtype], causal=True, dtype=dtype,
                 num_layers=len(hf_layers),
                 residual=True, window=windows, rope_theta=thetas,

@@ -29,7 +29,10 @@ ZAYA form whose attention and MoE blocks alternate) and NAME is, for
     wo -> o_proj.weight                       [E, Lq]
 
 and for `attn.qkv_attention`: {q,k,v,o}_proj.weight and .bias (torch
-Linear layout [out, in]).
+Linear layout [out, in]). A checkpoint in Zyphra's Megatron-style naming
+(ZAYA1-base and the -legacy repos: qkv.linear_q.weight, qkv.val_proj1.weight,
+qkv.conv_qk.0.weight, qkv.temp, ...; CCA_MEGATRON_NAMES) is read with those
+names: load_hf_weights picks the naming of the first layer's `wq`.
 
 Every tensor of the checkpoint under the attention blocks' `self_attn.`
 must be used, and every argument found with its exact shape: a missing,
@@ -57,6 +60,19 @@ CCA_NAMES = {
     "conv_g_w": "qkv_proj.conv_qk_grouped.weight",
     "conv_g_b": "qkv_proj.conv_qk_grouped.bias",
     "temp": "qk_norm.temp",
+    "wo": "o_proj.weight",
+}
+# The same tensors in Zyphra's Megatron-style checkpoints.
+CCA_MEGATRON_NAMES = {
+    "wq": "qkv.linear_q.weight",
+    "wk": "qkv.linear_k.weight",
+    "wv": "qkv.val_proj1.weight",
+    "wv_prev": "qkv.val_proj2.weight",
+    "conv_dw_w": "qkv.conv_qk.0.weight",
+    "conv_dw_b": "qkv.conv_qk.0.bias",
+    "conv_g_w": "qkv.conv_qk.1.weight",
+    "conv_g_b": "qkv.conv_qk.1.bias",
+    "temp": "qkv.temp",
     "wo": "o_proj.weight",
 }
 QKV_NAMES = {f"{kind}{p}": f"{p}_proj.{'weight' if kind == 'w' else 'bias'}"
@@ -216,9 +232,15 @@ def _target(module_or_compiled, function):
     return names, specs, hf_layers, CCA_NAMES if kind == "cca" else QKV_NAMES
 
 
-def hf_weight_names(module_or_compiled, function=None):
-    """{argument name: checkpoint tensor name} of every weight argument."""
+def hf_weight_names(module_or_compiled, function=None, megatron=False):
+    """{argument name: checkpoint tensor name} of every weight argument
+    (megatron: a CCA layer's names in Zyphra's Megatron-style checkpoints)."""
     names, _specs, hf_layers, table = _target(module_or_compiled, function)
+    if megatron:
+        if table is not CCA_NAMES:
+            raise ValueError("megatron names exist for attn.cca (ZAYA) "
+                             "layers only")
+        table = CCA_MEGATRON_NAMES
     mapping = {}
     for name in names:
         match = _ARGUMENT.match(name)
@@ -238,10 +260,17 @@ def load_hf_weights(module_or_compiled, path, function=None):
     at `path` and converted to the function's element type; see the module
     docstring for the names. ValueError for a missing, extra or mis-shaped
     tensor."""
-    names, specs, _hf_layers, _table = _target(module_or_compiled, function)
-    mapping = hf_weight_names(module_or_compiled, function)
+    names, specs, _hf_layers, table = _target(module_or_compiled, function)
     checkpoint = Checkpoint(path)
     available = set(checkpoint.names())
+    mapping = hf_weight_names(module_or_compiled, function)
+    if table is CCA_NAMES:
+        megatron = hf_weight_names(module_or_compiled, function,
+                                   megatron=True)
+        first = next((a for a in mapping if a.endswith("_wq")), None)
+        if first and mapping[first] not in available and \
+                megatron[first] in available:
+            mapping = megatron
     spec_of = dict(zip(names, specs))
 
     missing = [f"{tensor} (for argument {arg!r}, shape "

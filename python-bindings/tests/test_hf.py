@@ -12,6 +12,7 @@ import pytest
 
 import attnfuse
 from attnfuse import builders, importer
+from attnfuse import weights as weights_module
 from attnfuse.weights import save_safetensors
 
 # transformers 5.23's ZayaConfig().to_dict() with the layer types of a
@@ -105,6 +106,93 @@ def test_legacy_zaya1_config_gives_40_global_layers():
     assert kwargs["conv_kernel_sizes"] == (2, 2)
     assert _layer_attrs(attnfuse.hf_config_text(ZAYA_LEGACY)) == \
         [(None, 5e6)] * 40
+
+
+# Zyphra's Megatron-style ZAYA1-base config: attention ("a") and MoE blocks
+# counted apart, per-block lists with 0 on the blocks a value does not apply
+# to, Megatron's num_attention_heads (16: the head size is 2048 / 16) next
+# to the CCA query heads (8), and the Megatron keys of the MoE, router,
+# norms, residual scaling and fusion choices.
+ZAYA_MEGATRON = {
+    "model_type": "zaya", "architectures": ["ZayaForCausalLM"],
+    "hidden_size": 2048, "num_hidden_layers": 80, "num_attention_heads": 16,
+    "num_key_value_heads": 2, "num_query_groups": 2, "cca": True,
+    "cca_num_q_heads": [8, 0] * 40, "num_query_groups_list": [2, 0] * 40,
+    "kv_channels": 128, "zaya_layers": ["a", 16] * 40, "num_experts": 16,
+    "moe_router_topk": 1, "max_position_embeddings": 131072,
+    "rope_theta": 5000000, "partial_rotary_factor": 0.5,
+    "rope_scaling": False, "vocab_size": 262272, "norm_epsilon": 1e-05,
+    "ffn_hidden_size": 4096, "ffn_hidden_size_list": [0, 4096] * 40,
+    "zaya_mlp_expansion": [0, 256] * 40, "zaya_use_eda": True,
+    "zaya_use_mod": True, "zaya_high_prec": True,
+    "scale_residual_merge": True, "add_bias_linear": False,
+    "gated_linear_unit": True, "activation_func": "swiglu",
+    "normalization": "RMSNorm", "fused_add_norm": False,
+    "apply_rope_fusion": False, "bias_activation_fusion": False,
+    "residual_in_fp32": False, "clamp_temp": False,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.57.1",
+}
+
+
+def _ops(text):
+    """The module text without its comment header (which names the
+    checkpoint blocks)."""
+    return "\n".join(line for line in text.splitlines()
+                     if not line.startswith("//"))
+
+
+def test_megatron_zaya1_config_gives_the_transformers_layers():
+    kind, kwargs, _ = importer.config_from_hf(ZAYA_MEGATRON)
+    assert kind == "cca" and kwargs["num_layers"] == 40
+    assert kwargs["hf_layers"] == list(range(0, 80, 2))
+    assert (kwargs["num_heads"], kwargs["num_kv_heads"],
+            kwargs["head_dim"]) == (8, 2, 128)
+    assert kwargs["temperature"] == "raw"
+    # The same 40 global layers as transformers' form of the model.
+    hf = dict(ZAYA_CONFIG, layer_types=["hybrid"] * 40)
+    assert _ops(attnfuse.hf_config_text(ZAYA_MEGATRON)) == \
+        _ops(attnfuse.hf_config_text(hf))
+    # Integers instead of the per-block lists mean the same.
+    flat = dict(ZAYA_MEGATRON, cca_num_q_heads=8)
+    del flat["num_query_groups_list"]
+    assert attnfuse.hf_config_text(flat) == \
+        attnfuse.hf_config_text(ZAYA_MEGATRON)
+
+
+def test_megatron_zaya_windows_thetas_and_clamped_temperature():
+    # A sliding block every other attention block (Megatron's window
+    # excludes the query: 4096 is transformers' 4097), its own theta.
+    config = dict(ZAYA_MEGATRON, swa_layers=[4096, 0, 0, 0] * 20,
+                  swa_rotary_base=10000, clamp_temp=True)
+    text = attnfuse.hf_config_text(config)
+    assert _layer_attrs(text) == [(4097, 1e4), (None, 5e6)] * 20
+    assert text.count("#attn.temperature<clamped>") == 40
+    # Blocks in any order: attention blocks are the "a" entries.
+    mixed = dict(ZAYA_MEGATRON, zaya_layers=["a", "a", 16, "a"],
+                 cca_num_q_heads=[8, 8, 0, 8],
+                 num_query_groups_list=[2, 2, 0, 2])
+    assert importer.config_from_hf(mixed)[1]["hf_layers"] == [0, 1, 3]
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"cca": False}, "field 'cca' is False"),
+    ({"add_bias_linear": True}, "add_bias_linear"),
+    ({"cca_num_q_heads": [8, 0] * 39 + [4, 0]},
+     r"'cca_num_q_heads' differs between attention blocks \(\[4, 8\]\)"),
+    ({"cca_num_q_heads": [8, 0] * 39}, "78 entries, one per block"),
+    ({"num_query_groups_list": [0, 2] * 40}, "0 on attention block 0"),
+    ({"num_query_groups": 4}, "different KV head counts"),
+    ({"head_dim": 64}, "different head sizes"),
+    ({"zaya_layers": [16, 16]}, "no attention block"),
+    ({"zaya_layers": ["a", "m"]}, r"'zaya_layers'\[1\] is 'm'"),
+    ({"swa_layers": [4096] * 3}, "one window per block"),
+    ({"swa_rotary_base": 1e4}, "'swa_rotary_base' given without"),
+    ({"rotary_percent": 0.5}, "unsupported field 'rotary_percent'"),
+])
+def test_megatron_zaya_fields_that_change_attention_raise(change, message):
+    with pytest.raises(ValueError, match=message):
+        attnfuse.hf_config_text(dict(ZAYA_MEGATRON, **change))
 
 
 def test_attnfuse_import_cli_on_the_zaya1_config(tmp_path):
@@ -278,6 +366,32 @@ def test_load_hf_weights_maps_names_and_shapes(tmp_path):
     second = attnfuse.from_hf_config(TINY, layers=[1], residual=False)
     assert attnfuse.hf_weight_names(second)["l0_wq"] == \
         "model.layers.1.self_attn.qkv_proj.q_proj.weight"
+
+
+def test_load_hf_weights_reads_megatron_names(tmp_path):
+    # Zyphra's Megatron-style checkpoint names the same tensors otherwise.
+    rng = np.random.default_rng(4)
+    tensors = _tiny_checkpoint(rng)
+    save_safetensors(tmp_path / "hf.safetensors", tensors)
+    hf_names = {v: k for k, v in weights_module.CCA_NAMES.items()}
+    renamed = {}
+    for name, array in tensors.items():
+        head, _, tail = name.partition(".self_attn.")
+        renamed[f"{head}.self_attn."
+                f"{weights_module.CCA_MEGATRON_NAMES[hf_names[tail]]}"
+                if tail else name] = array
+    save_safetensors(tmp_path / "megatron.safetensors", renamed)
+    module = attnfuse.from_hf_config(TINY)
+    ours = attnfuse.load_hf_weights(module, tmp_path / "megatron.safetensors")
+    theirs = attnfuse.load_hf_weights(module, tmp_path / "hf.safetensors")
+    assert list(ours) == list(theirs)
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name]), name
+    assert attnfuse.hf_weight_names(module, megatron=True)["l1_wv"] == \
+        "model.layers.1.self_attn.qkv.val_proj1.weight"
+    with pytest.raises(ValueError, match="attn.cca"):
+        attnfuse.hf_weight_names(attnfuse.from_hf_config(PAPER_CONFIG),
+                                 megatron=True)
 
 
 def test_load_hf_weights_reads_sharded_checkpoints(tmp_path):
