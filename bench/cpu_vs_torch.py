@@ -12,7 +12,10 @@
   * decode: one kv-gqa4 step over a --decode-cache token cache (our caches
     updated in place; torch writes the new row with an in-place copy and
     rotates the cached keys on read, as attn.qkv_decode does).
-For each thread count N of --threads, ours is compiled with
+Each layer runs in every element type of --dtype: f32, and bf16 (the type
+checkpoints ship in: ours takes bf16 arguments and accumulates in f32;
+torch runs the same code on bf16 tensors). For each thread count N of
+--threads, ours is compiled with
 attnfuse.compile(..., num_threads=N) (the OpenMP threads of the kernels'
 parallel loops) and torch runs under torch.set_num_threads(N).
 GFLOP/s use the FLOPs of attn-cost-report. Then the compile time
@@ -22,6 +25,9 @@ the decode step alone).
 
     PYTHONPATH=build/python_packages python3 bench/cpu_vs_torch.py \\
         --seq 512,2048 --out bench/results/cpu-vs-torch
+    # short calls (a prompt's prefill, a few tokens), both types:
+    PYTHONPATH=build/python_packages python3 bench/cpu_vs_torch.py \\
+        --seq 8,64,512 --dtype f32,bf16 --decode-cache 0 --examples ''
 """
 
 import argparse
@@ -75,7 +81,8 @@ def torch_rope(t, positions, theta, fraction):
     half = r // 2
     freq = theta ** (-2.0 * torch.arange(half, dtype=torch.float64) / r)
     angle = (positions.double()[:, None] * freq).float()  # [S, half]
-    cos, sin = angle.cos()[None, :, None], angle.sin()[None, :, None]
+    cos = angle.cos()[None, :, None].to(t.dtype)
+    sin = angle.sin()[None, :, None].to(t.dtype)
     x1, x2 = t[..., :half], t[..., half:r]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, t[..., r:]], -1)
 
@@ -138,10 +145,19 @@ def torch_kv_step(x, wq, wk, wo, cache, position, hq=16, hk=4, d=64, theta=1e4):
 
 # --- the runs ----------------------------------------------------------------
 
+def in_dtype(module_text, dtype):
+    """The f32 module text of bench/cpu_layers.py in `dtype`."""
+    return module_text if dtype == "f32" else module_text.replace("xf32>", "xbf16>")
+
+
 def compare(name, module, seq, torch_fn, args, threads, runs, rows, flops,
-            function=None, entry=None):
+            function=None, entry=None, dtype="f32"):
     import torch
     targs = [torch.from_numpy(a) for a in args]
+    if dtype == "bf16":
+        # The same values in bf16 on both sides.
+        targs = [t.to(torch.bfloat16) for t in targs]
+        args = [attnfuse.to_bf16(a) for a in args]
     for t in threads:
         compile_start = time.perf_counter()
         ours = attnfuse.compile(module, entry=entry, runtime_checks=False,
@@ -150,19 +166,21 @@ def compare(name, module, seq, torch_fn, args, threads, runs, rows, flops,
         ours_s = timed(lambda: ours(*args), runs)
         ours_out = ours(*args)
         ours_out = ours_out[0] if isinstance(ours_out, tuple) else ours_out
+        if dtype == "bf16":
+            ours_out = attnfuse.from_bf16(ours_out)
         torch.set_num_threads(t)
         with torch.no_grad():
             torch_s = timed(lambda: torch_fn(*targs), runs)
-            want = torch_fn(*targs).numpy()
+            want = torch_fn(*targs).float().numpy()
         err = float(np.max(np.abs(ours_out - want)) / max(np.max(np.abs(want)), 1e-30))
-        row = {"case": name, "seq": seq, "threads": t,
+        row = {"case": name, "dtype": dtype, "seq": seq, "threads": t,
                "ours_s": ours_s, "torch_s": torch_s, "flops": flops,
                "ours_gflops": flops / ours_s / 1e9,
                "torch_gflops": flops / torch_s / 1e9,
                "ours_over_torch_time": ours_s / torch_s,
                "rel_err_vs_torch": err, "ours_compile_s": compile_s}
         rows.append(row)
-        print(f"{name:12s} S={seq:5d} threads {t}: ours {ours_s*1e3:9.2f} ms "
+        print(f"{name:12s} {dtype:4s} S={seq:5d} threads {t}: ours {ours_s*1e3:9.2f} ms "
               f"({row['ours_gflops']:6.2f} GFLOP/s), torch {torch_s*1e3:9.2f} ms "
               f"({row['torch_gflops']:6.2f} GFLOP/s), ours/torch time "
               f"{row['ours_over_torch_time']:6.2f}, rel err {err:.1e}", flush=True)
@@ -176,6 +194,9 @@ def main():
     parser.add_argument("--threads", "--torch-threads", dest="threads", default="1,2",
                         help="thread counts: ours num_threads=N, torch.set_num_threads(N)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dtype", default="f32",
+                        help="element types of the layers: f32, bf16 or both "
+                             "(the decode step is f32)")
     parser.add_argument("--examples", default="examples/*.mlir")
     parser.add_argument("--out", default=None)
     parser.add_argument("--cases", default="kv-gqa4,zaya1-ccgqa,decode-step",
@@ -189,20 +210,26 @@ def main():
     threads = [int(t) for t in args.threads.split(",")]
     seqs = [int(s) for s in args.seq.split(",") if s]
     cca_seqs = [int(s) for s in (args.cca_seq or args.seq).split(",") if s]
+    dtypes = args.dtype.split(",")
+    if set(dtypes) - {"f32", "bf16"}:
+        parser.error(f"unknown --dtype {args.dtype!r} (f32, bf16)")
     rng = np.random.default_rng(0)
     rows = []
 
-    kv = attnfuse.parse(cpu_layers.kv_layer())
-    for s in seqs if "kv-gqa4" in cases else []:
-        compare("kv-gqa4", kv, s, torch_kv_layer, random_args(
-            attnfuse.compile(kv, runtime_checks=False, opt_level=0), rng, s),
-            threads, args.runs, rows, flops_of(kv, s))
-    cca = attnfuse.parse(cpu_layers.cca_layer())
-    for s in cca_seqs if "zaya1-ccgqa" in cases else []:
-        fargs = random_args(attnfuse.compile(cca, runtime_checks=False, opt_level=0), rng, s)
-        fargs[9] = rng.uniform(0.2, 1.5, fargs[9].shape).astype(np.float32)  # temp
-        compare("zaya1-ccgqa", cca, s, torch_cca_layer, fargs, threads,
-                args.runs, rows, flops_of(cca, s))
+    for dtype in dtypes:
+        kv = attnfuse.parse(in_dtype(cpu_layers.kv_layer(), dtype))
+        kv32 = attnfuse.parse(cpu_layers.kv_layer())
+        for s in seqs if "kv-gqa4" in cases else []:
+            compare("kv-gqa4", kv, s, torch_kv_layer, random_args(
+                attnfuse.compile(kv32, runtime_checks=False, opt_level=0), rng, s),
+                threads, args.runs, rows, flops_of(kv32, s), dtype=dtype)
+        cca = attnfuse.parse(in_dtype(cpu_layers.cca_layer(), dtype))
+        cca32 = attnfuse.parse(cpu_layers.cca_layer())
+        for s in cca_seqs if "zaya1-ccgqa" in cases else []:
+            fargs = random_args(attnfuse.compile(cca32, runtime_checks=False, opt_level=0), rng, s)
+            fargs[9] = rng.uniform(0.2, 1.5, fargs[9].shape).astype(np.float32)  # temp
+            compare("zaya1-ccgqa", cca, s, torch_cca_layer, fargs, threads,
+                    args.runs, rows, flops_of(cca32, s), dtype=dtype)
 
     # Decode: one step at the last position of the cache.
     if args.decode_cache > 0 and "decode-step" in cases:
@@ -246,10 +273,12 @@ def compile_times(pattern):
 
 
 def report(args, rows, compiles, torch):
-    lines = ["| case | S / cache | threads (ours and torch) | ours (ms) | torch (ms) | ours GFLOP/s | "
-             "torch GFLOP/s | ours/torch time | rel. diff |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | dtype | S / cache | threads (ours and torch) | ours (ms) | torch (ms) | "
+             "ours GFLOP/s | torch GFLOP/s | ours/torch time | rel. diff |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['seq']} | {r['threads']} | {r['ours_s']*1e3:.2f} | "
+        lines.append(f"| {r['case']} | {r.get('dtype', 'f32')} | {r['seq']} | {r['threads']} | "
+                     f"{r['ours_s']*1e3:.2f} | "
                      f"{r['torch_s']*1e3:.2f} | {r['ours_gflops']:.2f} | {r['torch_gflops']:.2f} | "
                      f"{r['ours_over_torch_time']:.2f} | {r['rel_err_vs_torch']:.1e} |")
     if compiles:

@@ -11,7 +11,10 @@
 //   v    = x_t Wv^T (| x_{t-1} Wv_prev^T with the value shift).
 // The projections are tiled GEMMs over weights packed once into blocks of
 // W^T (see KernelBuilder::packWeightBlocks); x is zero-padded to whole
-// 64-wide reduction steps.
+// 64-wide reduction steps. A call with fewer than block_s tokens (a short
+// prompt) packs nothing: its one tile multiplies only its real rows by the
+// weights as they are laid out (packing W would cost more than the call's
+// products).
 // The op is tiled through its TilingInterface ([1, block_s] over (batch,
 // seq)); a tile reads its tokens and up to H earlier rows of x, zero-padded
 // to H rows in front at the sequence start, which is exactly the zero
@@ -76,11 +79,15 @@ public:
 
 private:
   /// `[rows, outputs]` = x-rows `[row0, row0 + rows)` of the block x W^T,
-  /// one tiled GEMM per block of `blockN` outputs.
+  /// one tiled GEMM per block of `blockN` outputs over `packedWeight`; in a
+  /// short call, the first `realRows` of them times `weights` (W's row
+  /// blocks as they are laid out, concatenated), zero after.
   Value project(Value block, int64_t row0, int64_t rows, Value packedWeight,
-                int64_t outputs);
-  /// The three output tiles of one block.
-  std::tuple<Value, Value, Value> buildBlock(Value block, Value s0);
+                int64_t outputs, ArrayRef<Value> weights, Value realRows);
+  /// The three output tiles of one block, `tileTokens` of whose rows are
+  /// the tile's tokens.
+  std::tuple<Value, Value, Value> buildBlock(Value block, Value s0,
+                                             Value tileTokens);
 
   CCAPrologueOp op;
   KernelBuilder kb;
@@ -90,6 +97,8 @@ private:
   int64_t blockK, blockN, paddedWidth;
   bool shift;
 
+  // Whether the call has fewer than blockS tokens (i1): no packed weights.
+  Value shortCall;
   // Parameters prepared once, in the compute type.
   Value packedWeightT, valueWeightT, previousWeightT;
   Value depthwiseWeight, depthwiseBias, groupedWeight, groupedBias;
@@ -98,37 +107,62 @@ private:
 };
 
 Value CCAPrologueLowering::project(Value block, int64_t row0, int64_t rows,
-                                   Value packedWeight, int64_t outputs) {
+                                   Value packedWeight, int64_t outputs,
+                                   ArrayRef<Value> weights, Value realRows) {
   OpBuilder &b = kb.builder;
+  Location loc = kb.loc;
+  OpFoldResult zero = b.getIndexAttr(0);
   int64_t numBlocks =
       cast<RankedTensorType>(packedWeight.getType()).getDimSize(0);
-  Value xRows = kb.slice(block, {b.getIndexAttr(row0), b.getIndexAttr(0)},
+  Value xRows = kb.slice(block, {b.getIndexAttr(row0), zero},
                          {rows, paddedWidth}, {rows, paddedWidth});
-  Value result = kb.empty({rows, numBlocks * blockN}, kb.computeType);
-  auto loop = scf::ForOp::create(
-      b, kb.loc, kb.index(0), kb.index(numBlocks), kb.index(1),
-      ValueRange{result},
-      [&](OpBuilder &, Location, Value featureBlock, ValueRange args) {
-        Value acc =
-            kb.fill(kb.empty({rows, blockN}, kb.computeType), kb.constant(0.0));
-        acc = kb.multiplyWeightBlock(acc, xRows, packedWeight, featureBlock);
-        scf::YieldOp::create(
-            b, kb.loc,
-            kb.insert(acc, args[0],
-                      {b.getIndexAttr(0), kb.mul(featureBlock, blockN)},
-                      {rows, blockN}));
+  auto product = scf::IfOp::create(
+      b, loc, shortCall,
+      [&](OpBuilder &, Location) {
+        Value result = kb.empty({rows, outputs}, kb.computeType);
+        int64_t column = 0;
+        for (Value weight : weights) {
+          Value part = kb.multiplyRowsUnpacked(xRows, realRows, weight);
+          int64_t partOutputs =
+              cast<RankedTensorType>(weight.getType()).getDimSize(0);
+          result = kb.insert(part, result, {zero, b.getIndexAttr(column)},
+                             {rows, partOutputs});
+          column += partOutputs;
+        }
+        scf::YieldOp::create(b, loc, result);
+      },
+      [&](OpBuilder &, Location) {
+        Value result = kb.empty({rows, numBlocks * blockN}, kb.computeType);
+        auto loop = scf::ForOp::create(
+            b, loc, kb.index(0), kb.index(numBlocks), kb.index(1),
+            ValueRange{result},
+            [&](OpBuilder &, Location, Value featureBlock, ValueRange args) {
+              Value acc = kb.fill(kb.empty({rows, blockN}, kb.computeType),
+                                  kb.constant(0.0));
+              acc = kb.multiplyWeightBlock(acc, xRows, packedWeight,
+                                           featureBlock);
+              scf::YieldOp::create(
+                  b, loc,
+                  kb.insert(acc, args[0], {zero, kb.mul(featureBlock, blockN)},
+                            {rows, blockN}));
+            });
+        scf::YieldOp::create(b, loc,
+                             kb.slice(loop.getResult(0), {zero, zero},
+                                      {rows, outputs}, {rows, outputs}));
       });
-  return kb.slice(loop.getResult(0), {b.getIndexAttr(0), b.getIndexAttr(0)},
-                  {rows, outputs}, {rows, outputs});
+  return product.getResult(0);
 }
 
-std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
-                                                                Value s0) {
+std::tuple<Value, Value, Value>
+CCAPrologueLowering::buildBlock(Value block, Value s0, Value tileTokens) {
   OpBuilder &b = kb.builder;
   MLIRContext *context = b.getContext();
   int64_t rows = blockS + halo;
-  // Block row i holds token s0 - halo + i.
-  Value packed = project(block, 0, rows, packedWeightT, channels); // [rows, C]
+  // Block row i holds token s0 - halo + i; rows past the tile's tokens are
+  // zero, and so are their projections.
+  Value packed = project(block, 0, rows, packedWeightT, channels,
+                         {op.getWq(), op.getWk()},
+                         kb.add(tileTokens, kb.index(halo))); // [rows, C]
 
   // m[j, c] = b_dw[c] + sum_t w_dw[c, t] u[j + t + (halo - P), c]: m row j
   // is padded-sequence position s0 + j.
@@ -265,9 +299,10 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
   // previous token's (block row halo - 1 + i) in the second half.
   Value values;
   if (shift) {
-    Value current = project(block, halo, blockS, valueWeightT, keyLatent / 2);
-    Value previous =
-        project(block, halo - 1, blockS, previousWeightT, keyLatent / 2);
+    Value current = project(block, halo, blockS, valueWeightT, keyLatent / 2,
+                            op.getWv(), tileTokens);
+    Value previous = project(block, halo - 1, blockS, previousWeightT,
+                             keyLatent / 2, op.getWvPrev(), tileTokens);
     Value both = kb.empty({blockS, keyLatent}, kb.computeType);
     both = kb.insert(current, both, {b.getIndexAttr(0), b.getIndexAttr(0)},
                      {blockS, keyLatent / 2});
@@ -275,7 +310,8 @@ std::tuple<Value, Value, Value> CCAPrologueLowering::buildBlock(Value block,
                        {b.getIndexAttr(0), b.getIndexAttr(keyLatent / 2)},
                        {blockS, keyLatent / 2});
   } else {
-    values = project(block, halo, blockS, valueWeightT, keyLatent);
+    values = project(block, halo, blockS, valueWeightT, keyLatent,
+                     op.getWv(), tileTokens);
   }
   Value valueTile = kb.convert(values, kb.elementType);
   valueTile = tensor::ExpandShapeOp::create(
@@ -290,14 +326,35 @@ void CCAPrologueLowering::buildShared(RewriterBase &rewriter, bool parallel) {
   Location loc = kb.loc;
   MLIRContext *context = b.getContext();
 
-  Value packedWeight = tensor::ConcatOp::create(
-      b, loc, /*dim=*/0, ValueRange{op.getWq(), op.getWk()});
-  // One block of features per iteration.
-  auto packed = [&](Value weight) {
-    Value blocks = kb.packWeightBlocks(weight, blockN, blockK);
-    return parallel ? distributeLoop(rewriter, blocks, 0) : blocks;
+  Value tokens = kb.dim(op.getInits()[0], 1);
+  shortCall = kb.lessThan(tokens, kb.index(blockS));
+  // The packed weights, when the call has a whole block of tokens; one
+  // block of features per iteration.
+  auto packed = [&](ValueRange weights) {
+    auto pack = scf::IfOp::create(
+        b, loc, shortCall,
+        [&](OpBuilder &, Location) {
+          int64_t outputs = 0;
+          for (Value weight : weights)
+            outputs += cast<RankedTensorType>(weight.getType()).getDimSize(0);
+          scf::YieldOp::create(
+              b, loc,
+              kb.empty({static_cast<int64_t>(llvm::divideCeil(outputs, blockN)),
+                        paddedWidth / blockK, blockK, blockN},
+                       kb.computeType));
+        },
+        [&](OpBuilder &, Location) {
+          Value weight =
+              weights.size() == 1
+                  ? weights[0]
+                  : tensor::ConcatOp::create(b, loc, /*dim=*/0, weights);
+          Value blocks = kb.packWeightBlocks(weight, blockN, blockK);
+          scf::YieldOp::create(
+              b, loc, parallel ? distributeLoop(rewriter, blocks, 0) : blocks);
+        });
+    return pack.getResult(0);
   };
-  packedWeightT = packed(packedWeight);
+  packedWeightT = packed({op.getWq(), op.getWk()});
   valueWeightT = packed(op.getWv());
   if (shift)
     previousWeightT = packed(op.getWvPrev());
@@ -327,7 +384,6 @@ void CCAPrologueLowering::buildShared(RewriterBase &rewriter, bool parallel) {
   temperature = kb.keyTemperatures(op.getTemp(), op.getTemperature() ==
                                                      TemperatureMode::clamped);
   // Positions of whole token blocks from the op's first token.
-  Value tokens = kb.dim(op.getInits()[0], 1);
   rope = buildRopeTables(kb, op.getRopeAttr(), headDim,
                          kb.mul(kb.ceilDiv(tokens, blockS), blockS),
                          op.getTokenOffset());
@@ -399,7 +455,7 @@ SmallVector<Value> CCAPrologueLowering::buildTile(CCAPrologueOp tile,
   Value block =
       kb.slice(padded, {zero, zero, zero}, {1, blockS + halo, paddedWidth},
                {blockS + halo, paddedWidth});
-  auto [queryTile, keyTile, valueTile] = buildBlock(block, s0);
+  auto [queryTile, keyTile, valueTile] = buildBlock(block, s0, tokens);
 
   // The tile's tokens of each block result, into its inits.
   Value blockTiles[] = {queryTile, keyTile, valueTile};

@@ -239,6 +239,70 @@ Value KernelBuilder::multiplyWeightBlock(Value acc, Value rows, Value packed,
   return loop.getResult(0);
 }
 
+Value KernelBuilder::multiplyRowsUnpacked(Value rows, Value realRows,
+                                          Value weight) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  const int64_t features = weightType.getDimSize(0);
+  const int64_t width = weightType.getDimSize(1);
+  const int64_t numRows = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+  const int64_t blockN = largestDivisorAtMost(features, 64);
+  // Partial sums over up to 64 interleaved input features keep the
+  // innermost loop parallel and long enough for the loop vectorizer.
+  int64_t lanes = 64;
+  while (width % lanes != 0)
+    lanes /= 2;
+  const int64_t laneSteps = width / lanes;
+  Value zeroRows =
+      fill(empty({numRows, features}, computeType), constant(0.0));
+  auto blocks = mlir::scf::ForOp::create(
+      builder, loc, index(0), index(features / blockN), index(1),
+      mlir::ValueRange{zeroRows},
+      [&](OpBuilder &, Location, Value featureBlock, mlir::ValueRange outer) {
+        Value firstFeature = mul(featureBlock, blockN);
+        Value weightRows = mlir::tensor::ExpandShapeOp::create(
+            builder, loc,
+            RankedTensorType::get({blockN, laneSteps, lanes},
+                                  weightType.getElementType()),
+            slice(weight, {firstFeature, index(0)}, {blockN, width},
+                  {blockN, width}),
+            llvm::ArrayRef<mlir::ReassociationIndices>{{0}, {1, 2}});
+        auto perRow = mlir::scf::ForOp::create(
+            builder, loc, index(0), realRows, index(1),
+            mlir::ValueRange{outer[0]},
+            [&](OpBuilder &, Location, Value row, mlir::ValueRange inner) {
+              Value xRow = mlir::tensor::ExpandShapeOp::create(
+                  builder, loc,
+                  RankedTensorType::get(
+                      {laneSteps, lanes},
+                      cast<RankedTensorType>(rows.getType()).getElementType()),
+                  slice(rows, {row, index(0)}, {1, width}, {width}),
+                  llvm::ArrayRef<mlir::ReassociationIndices>{{0, 1}});
+              Value partial = generic(
+                  {xRow, weightRows},
+                  fill(empty({blockN, lanes}, computeType), constant(0.0)),
+                  {map(3, {1, 2}), map(3, {0, 1, 2}), map(3, {0, 2})},
+                  {kPar, kRed, kPar},
+                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                    Value product = mlir::arith::MulFOp::create(
+                        b, l, toCompute(b, args[0]), toCompute(b, args[1]));
+                    return mlir::arith::AddFOp::create(b, l, args[2], product);
+                  });
+              Value sum = generic(
+                  {partial},
+                  fill(empty({1, blockN}, computeType), constant(0.0)),
+                  {map(3, {1, 2}), map(3, {0, 1})}, {kPar, kPar, kRed},
+                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                    return mlir::arith::AddFOp::create(b, l, args[1], args[0]);
+                  });
+              mlir::scf::YieldOp::create(
+                  builder, loc,
+                  insert(sum, inner[0], {row, firstFeature}, {1, blockN}));
+            });
+        mlir::scf::YieldOp::create(builder, loc, perRow.getResult(0));
+      });
+  return blocks.getResult(0);
+}
+
 Value KernelBuilder::generic(ValueRange inputs, Value init,
                              ArrayRef<AffineMap> maps,
                              ArrayRef<utils::IteratorType> iterators,

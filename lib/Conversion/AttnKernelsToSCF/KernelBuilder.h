@@ -122,6 +122,12 @@ public:
   /// contraction on `acc` `[m, blockN]` (compute type).
   Value multiplyWeightBlock(Value acc, Value rows, Value packed,
                             Value featureBlock);
+  /// `[m, N]` (compute type): rows `[0, realRows)` of `rows` `[m, >= E]`
+  /// (static) times `weight^T` for `weight` `[N, E]` as it is laid out, and
+  /// zero rows after. Matrix-vector products per row, the rows innermost so
+  /// that a block of W's rows is read from memory once: for calls too short
+  /// to pay for packing W.
+  Value multiplyRowsUnpacked(Value rows, Value realRows, Value weight);
 
   /// Affine map of `numDims` loop dims to the results `dims`.
   mlir::AffineMap map(unsigned numDims, llvm::ArrayRef<unsigned> dims);

@@ -134,13 +134,15 @@ std::optional<TilePlan> planContraction(linalg::GenericOp op,
 /// time: element-wise maps and row reductions (softmax maxima and sums).
 /// A reduction row is longer: one horizontal reduction per row, not one per
 /// chunk. Reductions over an outer dimension (a column sum) loop innermost,
-/// so the row of results they accumulate stays in registers.
+/// so the row of results they accumulate stays in registers; that row is
+/// longer too, as each of its registers is a chain of dependent FMAs (one
+/// 16-wide chain waits out the FMA latency at every step).
 std::optional<TilePlan> planRows(linalg::GenericOp op, ArrayRef<int64_t> ranges,
                                  int64_t maxVectorSize,
                                  int64_t maxReductionVectorSize) {
   int64_t inner = ranges.back();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  if (linalg::isReductionIterator(iterators.back()))
+  if (llvm::any_of(iterators, linalg::isReductionIterator))
     maxVectorSize = maxReductionVectorSize;
   if (inner > maxVectorSize && inner % maxVectorSize != 0)
     return std::nullopt;

@@ -117,6 +117,37 @@ func.func @row_max(%s: tensor<2x8x64xf32>, %m: tensor<2x8xf32>)
 
 // -----
 
+// Sums over an outer loop (a matrix-vector product's partial sums
+// acc[n, l] += x[s, l] * w[n, s, l]): the step loop innermost carries the
+// row of sums, 64 wide (max-reduction-vector-size): four 16-wide FMA
+// chains that run side by side, where one 16-wide chain would wait out the
+// FMA latency at every step.
+// CHECK-LABEL: func.func @column_sums
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK-NOT: scf.for %{{.*}} = %c0 to %c64
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x64xf32>)
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<1x64xf32>
+// SHORT-LABEL: func.func @column_sums
+// SHORT: scf.for %{{.*}} = %c0 to %c64 step %c16
+// SHORT: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<1x16xf32>
+func.func @column_sums(%x: tensor<32x64xf32>, %w: tensor<8x32x64xf32>,
+                       %acc: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(n, s, l) -> (s, l)>,
+                                        affine_map<(n, s, l) -> (n, s, l)>,
+                                        affine_map<(n, s, l) -> (n, l)>],
+                       iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : tensor<32x64xf32>, tensor<8x32x64xf32>)
+      outs(%acc : tensor<8x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %t = arith.addf %c, %p : f32
+    linalg.yield %t : f32
+  } -> tensor<8x64xf32>
+  return %r : tensor<8x64xf32>
+}
+
+// -----
+
 // Element-wise rows: exp over 16-wide vectors (max-vector-size), the outer
 // dimensions loops.
 // CHECK-LABEL: func.func @exp_rows

@@ -229,8 +229,11 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
       columns have no such divisor) takes up to twice the rows;
     * any other generic is tiled to rows of its innermost dimension (every
       outer dimension 1) of at most `max-vector-size` elements
-      (`max-reduction-vector-size` when the innermost loop is a reduction)
-      and becomes vector element-wise ops and `vector.multi_reduction`s.
+      (`max-reduction-vector-size` when it has a reduction: a row reduced
+      over the innermost loop, or a row of sums over an outer one, such as
+      a matrix-vector product's partial sums, whose registers are then
+      independent FMA chains) and becomes vector element-wise ops and
+      `vector.multi_reduction`s.
 
     Generics whose sizes are dynamic, whose tile sizes would not divide
     their sizes, whose indexing maps are not plain dimensions (a compound
@@ -267,10 +270,12 @@ def AttnVectorizeKernelTiles : Pass<"attn-vectorize-kernel-tiles"> {
            "run time and make LLVM's instruction selection slower)">,
     Option<"maxReductionVectorSize", "max-reduction-vector-size", "int64_t",
            /*default=*/"64",
-           "Longest row a reduction over the innermost loop (a softmax row "
-           "maximum or sum) is vectorized over: the row is reduced "
+           "Longest row a reduction is vectorized over: a reduction over "
+           "the innermost loop (a softmax row maximum or sum) is reduced "
            "vertically across its registers and horizontally once, where "
-           "shorter chunks are each reduced horizontally">
+           "shorter chunks are each reduced horizontally; a row of sums over "
+           "an outer loop carries one FMA chain per register, where a "
+           "shorter one is bound by the FMA latency">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
