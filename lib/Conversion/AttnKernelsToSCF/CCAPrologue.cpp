@@ -160,9 +160,9 @@ CCAPrologueLowering::buildBlock(Value block, Value s0, Value tileTokens) {
   int64_t rows = blockS + halo;
   // Block row i holds token s0 - halo + i; rows past the tile's tokens are
   // zero, and so are their projections.
-  Value packed = project(block, 0, rows, packedWeightT, channels,
-                         {op.getWq(), op.getWk()},
-                         kb.add(tileTokens, kb.index(halo))); // [rows, C]
+  Value packed =
+      project(block, 0, rows, packedWeightT, channels, {op.getWq(), op.getWk()},
+              kb.add(tileTokens, kb.index(halo))); // [rows, C]
 
   // m[j, c] = b_dw[c] + sum_t w_dw[c, t] u[j + t + (halo - P), c]: m row j
   // is padded-sequence position s0 + j.
@@ -310,8 +310,8 @@ CCAPrologueLowering::buildBlock(Value block, Value s0, Value tileTokens) {
                        {b.getIndexAttr(0), b.getIndexAttr(keyLatent / 2)},
                        {blockS, keyLatent / 2});
   } else {
-    values = project(block, halo, blockS, valueWeightT, keyLatent,
-                     op.getWv(), tileTokens);
+    values = project(block, halo, blockS, valueWeightT, keyLatent, op.getWv(),
+                     tileTokens);
   }
   Value valueTile = kb.convert(values, kb.elementType);
   valueTile = tensor::ExpandShapeOp::create(

@@ -252,8 +252,7 @@ Value KernelBuilder::multiplyRowsUnpacked(Value rows, Value realRows,
   while (width % lanes != 0)
     lanes /= 2;
   const int64_t laneSteps = width / lanes;
-  Value zeroRows =
-      fill(empty({numRows, features}, computeType), constant(0.0));
+  Value zeroRows = fill(empty({numRows, features}, computeType), constant(0.0));
   auto blocks = mlir::scf::ForOp::create(
       builder, loc, index(0), index(features / blockN), index(1),
       mlir::ValueRange{zeroRows},
