@@ -20,6 +20,7 @@ capacity (and kept). The cached call runs outside autograd (generation);
 it is not a torch custom op, so it does not trace under torch.compile.
 """
 
+import contextlib
 import threading
 
 import torch
@@ -206,6 +207,30 @@ class AttnFusePagedCache(AttnFuseCache):
         self.page_size, self.num_pages = page_size, num_pages
         self._free = list(range(num_pages - 1, -1, -1))
         self._pages = None  # per sequence: its page ids, in token order
+        self._rows = None  # sequences(): (the input rows' sequences, count)
+
+    @contextlib.contextmanager
+    def sequences(self, indices, num_sequences):
+        """Inside the block, the AttnFuse layers' inputs hold the cache's
+        sequences `indices` (row i is sequence indices[i]) of its
+        `num_sequences`, not all of them: a server prefills new requests
+        and decodes the running ones in calls over their own rows, so no
+        row is computed for a sequence the call does not continue. The
+        other sequences' pages, states and counts are left as they are."""
+        _check_positive(num_sequences=num_sequences)
+        indices = [int(i) for i in indices]
+        if not indices or len(set(indices)) != len(indices) or not all(
+                0 <= i < num_sequences for i in indices):
+            raise ValueError(f"sequences: {indices} must be distinct indices "
+                             f"in [0, {num_sequences})")
+        if self._pages is not None and len(self._pages) != num_sequences:
+            raise ValueError(f"sequences: the cache holds {len(self._pages)} "
+                             f"sequences, not {num_sequences}")
+        previous, self._rows = self._rows, (indices, num_sequences)
+        try:
+            yield self
+        finally:
+            self._rows = previous
 
     @classmethod
     def for_model(cls, model, page_size, num_pages):
@@ -346,17 +371,31 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
     batch, seq, _ = x.shape
     real = _real_tokens(padding_mask, batch, seq, x.device)
     paged = isinstance(cache, AttnFusePagedCache)
+    # The cache's sequences of x's rows (AttnFusePagedCache.sequences), or
+    # all of them.
+    rows, total = (cache._rows if paged and cache._rows is not None
+                   else (None, batch))
+    if rows is not None and len(rows) != batch:
+        raise ValueError(f"past_key_values: the input has {batch} rows, the "
+                         f"cache's sequences() names {len(rows)}")
+    index = None if rows is None else torch.tensor(rows, device=x.device)
     layout = ((("num_pages", cache.num_pages), ("page_size", cache.page_size))
               if paged else (("capacity", layer.max_cache_len),))
     functions = _decode_functions(kind, config, layout)
     if layer.states is None:
         layer.allocate(owner, functions.state_names, functions.state_shapes,
-                       x.dtype, x.device, batch)
-    _check_layer_state(layer, owner, x, layer_idx)
-    after = layer.lengths.long() + real.long()
+                       x.dtype, x.device, total)
+    _check_layer_state(layer, owner, x, layer_idx, total)
+    lengths = layer.lengths if index is None else layer.lengths[index]
+    after = layer.lengths.long().clone()
+    if index is None:
+        after += real.long()
+    else:
+        after[index] += real.long()
     table = ()
     if paged:
-        table = (cache._reserve(after, "past_key_values").to(x.device),)
+        table = cache._reserve(after, "past_key_values").to(x.device)
+        table = (table if index is None else table[index].contiguous(),)
     else:
         full = after > layer.max_cache_len
         if bool(full.any()):
@@ -367,10 +406,15 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
                 f"{int(layer.lengths[b])} and this call adds {int(real[b])} "
                 f"(make the cache with a larger max_cache_len)")
     weights = [w.detach() for w in weights]
-    positions = layer.lengths.clone()
+    positions = lengths.clone()
+    # The page pools serve every sequence; the per-sequence states of the
+    # call's rows.
+    pooled = [paged and name.endswith("_cache") for name in layer.state_names]
+    states = [state if index is None or pool else state[index].contiguous()
+              for state, pool in zip(layer.states, pooled)]
     with torch.no_grad():
         if padding_mask is None and seq == 1:
-            results = functions.step(x.contiguous(), *weights, *layer.states,
+            results = functions.step(x.contiguous(), *weights, *states,
                                      positions, *table)
             y = results[0]
         else:
@@ -382,21 +426,26 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
             packed = x.gather(1, source[..., None].expand(-1, -1, x.shape[2]))
             packed = packed * (t < real[:, None]).to(x.dtype)[..., None]
             results = functions.prefill(packed.contiguous(), *weights,
-                                        *layer.states, positions, real,
-                                        *table)
+                                        *states, positions, real, *table)
             back = t - offset
             y = results[0].gather(1, back.clamp(min=0)[..., None].expand(
                 -1, -1, x.shape[2]))
             y = y * (back >= 0).to(y.dtype)[..., None]
     # The caches were written in place (results[i] is that tensor); the
     # small states come back as new tensors.
-    layer.states = list(results[1:])
-    layer.lengths += real
+    if index is None:
+        layer.states = list(results[1:])
+        layer.lengths += real
+    else:
+        for state, result, pool in zip(layer.states, results[1:], pooled):
+            if not pool:
+                state[index] = result
+        layer.lengths[index] += real
     layer.seen_tokens += seq
     return y, positions, real
 
 
-def _check_layer_state(layer, owner, x, layer_idx):
+def _check_layer_state(layer, owner, x, layer_idx, sequences):
     what = f"past_key_values: layer {layer_idx}'s state"
     if layer.owner != owner:
         raise ValueError(f"{what} was allocated by another layer "
@@ -408,6 +457,6 @@ def _check_layer_state(layer, owner, x, layer_idx):
     if state.device != x.device:
         raise ValueError(f"{what} is on {state.device}, the layer's input on "
                          f"{x.device}")
-    if layer.batch_size != x.shape[0]:
+    if layer.batch_size != sequences:
         raise ValueError(f"{what} holds {layer.batch_size} sequences, the "
-                         f"input has {x.shape[0]}")
+                         f"input has {sequences}")

@@ -3,11 +3,14 @@
 `Server(forward, cache, slots)` keeps up to `slots` sequences in flight:
 requests (a prompt of token ids and a number of new tokens) wait in a queue,
 are admitted into a free slot when the page pool can hold their prompt and
-every token they will generate, are prefilled in the same call that decodes
-the sequences already running (each row of the batch carries its own new
-tokens, padded on the left), and give their pages back when they finish, so
-that a waiting request takes the slot at the next step. Sequences never
-wait for each other to finish (no static batch).
+every token they will generate, are prefilled in the step they are admitted
+in, and give their pages back when they finish, so that a waiting request
+takes the slot at the next step. Sequences never wait for each other to
+finish (no static batch). A step is one model call over the admitted
+requests' prompts (padded on the left to the longest) and one over a token
+of each running sequence, each over its own rows only
+(AttnFusePagedCache.sequences): a new prompt does not make every running
+sequence compute a prompt's width of padding.
 
 `forward(input_ids [B, T], attention_mask [B, T], position_ids [B, T],
 cache) -> logits [B, T, V]` runs the model: `zaya_forward(model)` adapts a
@@ -145,36 +148,23 @@ class Server:
         return admitted
 
     def step(self):
-        """One model call: the new requests' prompts and one token of every
-        running one. Returns the requests that finished."""
+        """One step: a model call over the new requests' prompts and one
+        over a token of every running sequence. Returns the requests that
+        finished."""
         admitted = self._admit()
-        rows = []
-        for slot, request in enumerate(self.running):
-            if request is None:
-                rows.append([])
-            elif request in admitted:
-                rows.append(request.prompt)
-            else:
-                rows.append(request.tokens[-1:])
-        width = max(len(r) for r in rows) if any(rows) else 0
+        prefill = [r.slot for r in admitted]
+        decode = [slot for slot, r in enumerate(self.running)
+                  if r is not None and r not in admitted]
         self.step_count += 1
-        if width == 0:
+        if not prefill and not decode:
             return []
-        ids = torch.full((self.slots, width), self.pad_token_id,
-                         dtype=torch.long)
-        mask = torch.zeros((self.slots, width), dtype=torch.long)
-        positions = torch.zeros((self.slots, width), dtype=torch.long)
-        for slot, row in enumerate(rows):
-            if not row:
-                continue
-            start = self._held(slot)
-            ids[slot, width - len(row):] = torch.tensor(row)
-            mask[slot, width - len(row):] = 1
-            positions[slot, width - len(row):] = torch.arange(
-                start, start + len(row))
-        with torch.no_grad():
-            logits = self.forward(ids, mask, positions, self.cache)[:, -1]
-        next_tokens = self._choose(logits)
+        logits = {}
+        for slots in (prefill, decode):
+            if slots:
+                logits.update(zip(slots, self._call(slots)))
+        order = sorted(logits)
+        next_tokens = dict(zip(order, self._choose(
+            torch.stack([logits[slot] for slot in order]))))
         done = []
         now = time.perf_counter()
         for slot, request in enumerate(self.running):
@@ -198,6 +188,26 @@ class Server:
         self.stats["max_in_flight"] = max(self.stats["max_in_flight"],
                                           in_flight)
         return done
+
+    def _call(self, slots):
+        """The last logits [len(slots), V] of one model call over the new
+        tokens of the sequences in `slots` (a prompt, or the last token),
+        padded on the left."""
+        rows = [self.running[slot].prompt if not self.running[slot].tokens
+                else self.running[slot].tokens[-1:] for slot in slots]
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), self.pad_token_id,
+                         dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        positions = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, (slot, row) in enumerate(zip(slots, rows)):
+            start = self._held(slot)
+            ids[i, width - len(row):] = torch.tensor(row)
+            mask[i, width - len(row):] = 1
+            positions[i, width - len(row):] = torch.arange(
+                start, start + len(row))
+        with torch.no_grad(), self.cache.sequences(slots, self.slots):
+            return self.forward(ids, mask, positions, self.cache)[:, -1]
 
     def _held(self, slot):
         layer = self.cache.layers[0]

@@ -363,3 +363,47 @@ def test_qkv_attention_cache_errors():
                        "cache's 1 layers"):
         at.QKVAttention(E, H, HK, sharing="kv", layer_idx=1)(
             x, past_key_values=AttnFuseCache(1, 8))
+
+
+def test_calls_over_some_sequences_of_a_paged_cache():
+    # A server prefills new sequences and decodes running ones in calls of
+    # their own rows (AttnFusePagedCache.sequences): the same logits and
+    # cache as one call over every sequence.
+    _plain, ours = gpt_models()
+    ids, mask = prompts([5, 9, 3], seed=6)
+    whole = AttnFusePagedCache(2, page_size=4, num_pages=16)
+    parts = AttnFusePagedCache(2, page_size=4, num_pages=16)
+    with torch.no_grad():
+        expected = ours(ids, whole, attention_mask=mask)[:, -1]
+        got = {}
+        for rows in ([2, 0], [1]):
+            sub_ids, sub_mask = ids[rows], mask[rows]
+            width = int(sub_mask.sum(1).max())  # no all-padding columns
+            with parts.sequences(rows, 3):
+                out = ours(sub_ids[:, -width:], parts,
+                           attention_mask=sub_mask[:, -width:])[:, -1]
+            got.update(zip(rows, out))
+        for row in range(3):
+            assert relative_error(got[row], expected[row]) <= \
+                LOGITS_TOLERANCE
+        # One decode step of sequences 1 and 2 only; sequence 0 waits.
+        token = expected.argmax(-1)[:, None]
+        step = ours(token, whole)[:, -1]
+        with parts.sequences([1, 2], 3):
+            sub = ours(token[[1, 2]], parts)[:, -1]
+    for i, row in enumerate([1, 2]):
+        assert relative_error(sub[i], step[row]) <= LOGITS_TOLERANCE
+    for whole_layer, parts_layer in zip(whole.layers, parts.layers):
+        assert parts_layer.lengths.tolist() == [5, 10, 4]
+        assert whole_layer.lengths.tolist() == [6, 10, 4]
+    assert parts.free_pages == 16 - (2 + 3 + 1)
+    with pytest.raises(ValueError, match="must be distinct indices"):
+        with parts.sequences([1, 1], 3):
+            pass
+    with pytest.raises(ValueError, match="holds 3 sequences, not 4"):
+        with parts.sequences([0], 4):
+            pass
+    with pytest.raises(ValueError, match="the input has 1 rows, the cache's "
+                       "sequences\\(\\) names 2"):
+        with torch.no_grad(), parts.sequences([0, 1], 3):
+            ours(token[:1], parts)
