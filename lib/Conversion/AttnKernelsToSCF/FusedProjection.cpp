@@ -142,28 +142,29 @@ Value FusedProjectionTile::epilogue(Value acc, int64_t rows, Value row0,
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           return arith::AddFOp::create(nb, l, args[0], args[1]);
         });
-  int64_t headDim = op.getHeadDim();
-  return kb.generic(
-      {biased}, dest, {kb.map(2, {0, 1}), kb.map(2, {0, 1})}, {kPar, kPar},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value element = args[0];
-        if (rope) {
-          // Tiles hold whole heads: the partner is in this tile.
-          Value row = linalg::IndexOp::create(nb, l, 0);
-          Value column = linalg::IndexOp::create(nb, l, 1);
-          Value headDimValue = arith::ConstantIndexOp::create(nb, l, headDim);
-          Value dim = arith::RemSIOp::create(nb, l, column, headDimValue);
-          Value headStart = arith::SubIOp::create(nb, l, column, dim);
-          Value partnerColumn = arith::AddIOp::create(
-              nb, l, headStart, ropePartner(nb, l, dim, rope));
-          Value partner = tensor::ExtractOp::create(
-              nb, l, biased, ValueRange{row, partnerColumn});
-          Value position = arith::AddIOp::create(
-              nb, l, tokenOffset, arith::AddIOp::create(nb, l, row0, row));
-          element = applyRope(nb, l, rope, element, partner, position, dim);
-        }
-        return kb.toElement(nb, element);
-      });
+  if (rope) {
+    // Tiles hold whole heads: each head's rows are rotated as a
+    // [rows, 2, r/2] view, a dim beside its partner in the other half, so the
+    // rotation is vector code (a per-element partner read is not).
+    const int64_t headDim = op.getHeadDim();
+    OpFoldResult zero = kb.builder.getIndexAttr(0);
+    Value firstPosition = kb.add(tokenOffset, row0);
+    Value rotated = kb.empty({rows, blockN}, kb.computeType);
+    for (int64_t head = 0; head < blockN / headDim; ++head) {
+      OpFoldResult column = kb.builder.getIndexAttr(head * headDim);
+      Value headRows = kb.slice(biased, {zero, column}, {rows, headDim},
+                                {rows, headDim});
+      rotated = kb.insert(
+          loadRotatedKeyRows(kb, headRows, rope, firstPosition), rotated,
+          {zero, column}, {rows, headDim});
+    }
+    biased = rotated;
+  }
+  return kb.generic({biased}, dest, {kb.map(2, {0, 1}), kb.map(2, {0, 1})},
+                    {kPar, kPar},
+                    [&](OpBuilder &nb, Location, ValueRange args) -> Value {
+                      return kb.toElement(nb, args[0]);
+                    });
 }
 
 Value FusedProjectionTile::multiplyBlock(Value tile) {
