@@ -8,9 +8,9 @@ the weights, compiles each attention layer for the CPU with the padding mask
 as an argument, and runs it on the inputs and the mask that transformers'
 own attention saw (forward hooks), comparing the real tokens.
 
-The README's Hugging Face example; python-bindings/tests/test_readme.py runs
-it (when torch and transformers are installed) and checks that the README
-shows this file's code.
+The Hugging Face example of docs/transformers.md;
+python-bindings/tests/test_readme.py runs it (when torch and transformers are
+installed) and checks that the page shows this file's code.
 """
 import tempfile
 

@@ -1,7 +1,7 @@
 """A ZAYA-style CCGQA layer from a Hugging Face config: build, price, run.
 
-The README's Python example; python-bindings/tests/test_readme.py runs it
-and checks that the README shows this file's code.
+The example of docs/python.md; python-bindings/tests/test_readme.py runs it
+and checks that the page shows this file's code.
 """
 import numpy as np
 

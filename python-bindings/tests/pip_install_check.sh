@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `pip install ./python-bindings` into a fresh virtual environment, then the
-# README's example with the installed package. Offline: the build uses the
+# example of docs/python.md with the installed package. Offline: the build uses the
 # scikit-build-core and nanobind that scripts/setup.sh installed into the
 # project's environment (--no-build-isolation; the new venv sees that
 # environment's site packages through a .pth file, since

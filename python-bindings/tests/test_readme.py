@@ -1,4 +1,7 @@
-"""The README's Python example is examples/python/zaya_layer.py, and it runs."""
+"""The documentation's Python examples are the files of examples/python/,
+copied exactly (zaya_layer.py in docs/python.md, zaya_from_hf.py in
+docs/transformers.md), and they run; README.md's first Python block is its
+hello-world example; the attnfuse-import command works."""
 
 import os
 import re
@@ -8,13 +11,18 @@ import sys
 import pytest
 
 
-def test_readme_example_runs(root):
+def python_blocks(root, page):
+    """The ```python blocks of a Markdown page, runnable ones included."""
+    text = open(os.path.join(root, page)).read()
+    return re.findall(r"```python(?: run)?\n(.*?)```", text, re.S)
+
+
+def test_python_guide_example_runs(root):
     path = os.path.join(root, "examples", "python", "zaya_layer.py")
     code = open(path).read()
     code = code[code.index("import numpy"):]
-    readme = open(os.path.join(root, "README.md")).read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert code in blocks, "README's Python example differs from " + path
+    assert code in python_blocks(root, "docs/python.md"), \
+        "docs/python.md's ZAYA layer example differs from " + path
     proc = subprocess.run([sys.executable, path], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -66,13 +74,24 @@ def test_zaya1_config_reproduces_the_example_model(root):
     assert str(imported) == str(example)
 
 
-def test_readme_hugging_face_example(root):
+def test_readme_hello_world_runs(root):
+    """README.md's Python example (also run by ctest docs/code-blocks) runs
+    as written and prints the output shape its comment shows."""
+    blocks = python_blocks(root, "README.md")
+    assert blocks, "README.md has no Python example"
+    proc = subprocess.run([sys.executable, "-c", blocks[0]], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(2, 8, 64)"
+    assert "from_hf_config" in blocks[0] and "attnfuse.compile" in blocks[0]
+
+
+def test_transformers_guide_hugging_face_example(root):
     path = os.path.join(root, "examples", "python", "zaya_from_hf.py")
     code = open(path).read()
     code = code[code.index("import tempfile"):]
-    readme = open(os.path.join(root, "README.md")).read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert code in blocks, "README's Hugging Face example differs from " + path
+    assert code in python_blocks(root, "docs/transformers.md"), \
+        "docs/transformers.md's Hugging Face example differs from " + path
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     if not hasattr(transformers, "ZayaConfig"):

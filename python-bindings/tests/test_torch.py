@@ -561,11 +561,12 @@ def test_attnfuse_imports_without_torch():
     assert "attnfuse.torch needs PyTorch: pip install torch" in proc.stdout
 
 
-def test_readme_example_runs(root):
-    """python-bindings/README.md's PyTorch example runs as written."""
-    readme = open(os.path.join(root, "python-bindings", "README.md")).read()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
-              if "attnfuse.torch" in b]
+def test_pytorch_guide_example_runs(root):
+    """docs/pytorch.md's custom-op and torch.compile example runs as
+    written."""
+    page = open(os.path.join(root, "docs", "pytorch.md")).read()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, re.S)
+              if "compile_layer" in b]
     assert len(blocks) == 1
     proc = subprocess.run([sys.executable, "-c", blocks[0]],
                           capture_output=True, text=True, timeout=600)

@@ -1,5 +1,6 @@
-"""The README's whole-model GPU example is examples/python/gpu_zaya_stack.py, and it runs
-(here on the emulator, with CPU tensors)."""
+"""The GPU examples of docs/runtime.md are examples/python/gpu_zaya_stack.py and
+gpu_kv_decode.py, copied exactly, and they run (here on the emulator, with CPU
+tensors)."""
 import os
 import re
 import subprocess
@@ -10,14 +11,14 @@ import pytest
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
-def test_gpu_example_is_in_the_readme_and_runs():
+def test_gpu_example_is_in_the_runtime_guide_and_runs():
     pytest.importorskip("torch")
     path = os.path.join(REPO, "examples", "python", "gpu_zaya_stack.py")
     code = open(path).read()
     code = code[code.index("import torch"):]
-    readme = open(os.path.join(REPO, "README.md")).read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert code in blocks, "README's GPU example differs from " + path
+    page = open(os.path.join(REPO, "docs", "runtime.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert code in blocks, "docs/runtime.md's GPU example differs from " + path
     proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -26,14 +27,14 @@ def test_gpu_example_is_in_the_readme_and_runs():
     assert "max difference to the CPU path" in proc.stdout
 
 
-def test_gpu_decode_example_is_in_the_readme_and_runs():
+def test_gpu_decode_example_is_in_the_runtime_guide_and_runs():
     pytest.importorskip("torch")
     path = os.path.join(REPO, "examples", "python", "gpu_kv_decode.py")
     code = open(path).read()
     code = code[code.index("import torch"):]
-    readme = open(os.path.join(REPO, "README.md")).read()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert code in blocks, "README's GPU decode example differs from " + path
+    page = open(os.path.join(REPO, "docs", "runtime.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert code in blocks, "docs/runtime.md's GPU decode example differs from " + path
     proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == 0, proc.stderr
