@@ -59,6 +59,11 @@ class Module:
     not verify; module.run_pipeline(...) returns a NEW module and leaves this
     one unchanged. Modules made by the builders know their arguments' names
     (argument_names(function)).
+
+    Modules come from attnfuse.parse, the builders (attnfuse.qkv_attention,
+    attnfuse.cca, ...) and attnfuse.from_hf_config; the constructor's handle
+    (the extension's module object) and argument_names ({function: [name,
+    ...]}) are theirs.
     """
 
     def __init__(self, handle, argument_names=None):
@@ -76,6 +81,8 @@ class Module:
         return f"<attnfuse.Module functions={self.functions()}>"
 
     def verify(self):
+        """Runs the verifiers; raises MLIRError with their diagnostics when
+        the module is invalid, else returns the module."""
         _call(self._handle.verify)
         return self
 
@@ -87,6 +94,8 @@ class Module:
         return Module(copy)
 
     def clone(self):
+        """A copy of the module (argument names and Hugging Face layer
+        information included)."""
         copy = Module(self._handle.clone(), self._argument_names)
         copy.hf_layers = dict(self.hf_layers)
         copy.hf_kind = self.hf_kind
@@ -101,23 +110,29 @@ class Module:
         return self._argument_names.get(function)
 
     def signature(self, function):
-        """([(dtype, shape)], [(dtype, shape)]) of arguments and results;
-        dynamic dimensions are None."""
+        """([(dtype, shape)], [(dtype, shape)]) of the arguments and results
+        of the function named `function`; dynamic dimensions are None."""
         args, results = _call(self._handle.signature, function)
         fix = lambda specs: [(t, tuple(None if d < 0 else d for d in s))  # noqa: E731
                              for t, s in specs]
         return fix(args), fix(results)
 
     def cost(self, **kwargs):
+        """attnfuse.cost(self, **kwargs): the cost report as a dict."""
         return cost(self, **kwargs)
 
     def compile(self, target="cpu", **kwargs):
+        """attnfuse.compile(self, target, **kwargs): a CpuFunction for
+        target "cpu", SM90aArtifacts for "sm_90a"."""
         return compile(self, target=target, **kwargs)
 
 
 def parse(text, source_name="<string>", verify=True):
     """Parses attn IR text into a Module; MLIRError with the parser's
-    diagnostics when it does not parse (or, with verify, does not verify)."""
+    diagnostics when it does not parse (or, with verify, does not verify).
+
+    text: the IR; source_name: the file name the diagnostics' locations
+    show; verify: run the verifiers after parsing (default True)."""
     ext = _extension()
     return Module(_call(ext.parse, text, source_name, bool(verify)))
 
@@ -442,7 +457,11 @@ class CpuFunction:
     Such an argument must be a writable, C-contiguous, aligned array of the
     exact dtype (it is never copied) that shares no memory with another
     argument; `written_arguments` lists their indices. A failed run-time
-    check (a position out of range) may leave a cache partly updated."""
+    check (a position out of range) may leave a cache partly updated.
+
+    attnfuse.compile makes them: handle is the extension's compiled
+    function, names the argument names (argument_names). `arguments` and
+    `results` are (dtype, shape) pairs with None for dynamic sizes."""
 
     def __init__(self, handle, names=None):
         self._handle = handle

@@ -11,7 +11,10 @@ import numpy as np
 
 
 def to_bf16(values):
-    """float array -> uint16 bf16 bit patterns (round to nearest even)."""
+    """float array -> uint16 bf16 bit patterns (round to nearest even).
+
+    values: an array or anything numpy converts to float32; NaN stays a
+    quiet NaN."""
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
     wide = bits.astype(np.uint64)
     rounded = ((wide + ((wide >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
@@ -21,7 +24,9 @@ def to_bf16(values):
 
 
 def from_bf16(bits):
-    """uint16 bf16 bit patterns (or ml_dtypes.bfloat16) -> float32."""
+    """uint16 bf16 bit patterns (or ml_dtypes.bfloat16) -> float32.
+
+    bits: the array of bit patterns; any other dtype raises ValueError."""
     array = np.asarray(bits)
     if bf16_dtype() is not None and array.dtype == bf16_dtype():
         array = array.view(np.uint16)

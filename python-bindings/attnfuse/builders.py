@@ -28,13 +28,17 @@ MACHINE_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 
 
 def tensor(shape, dtype):
-    """MLIR tensor type; None marks a dynamic dimension."""
+    """The MLIR tensor type of `shape` (a sequence of sizes; None marks a
+    dynamic dimension) and element type `dtype` ("f32", "bf16", ...), e.g.
+    tensor((None, 8, 64), "f32") -> "tensor<?x8x64xf32>"."""
     dims = "x".join("?" if d is None else str(d) for d in shape)
     return f"tensor<{dims}x{dtype}>"
 
 
 def type_list(types):
-    """`: (t0, t1, ...)` over as many lines as it takes to stay narrow."""
+    """`: (t0, t1, ...)` over as many lines as it takes to stay narrow.
+
+    types: the type strings. Returns the list of lines."""
     lines, line = [], "      : ("
     for i, ty in enumerate(types):
         item = ty + (", " if i + 1 < len(types) else ")")
@@ -61,6 +65,8 @@ def float_text(value):
 
 
 def rope_attr(theta, fraction):
+    """The `#attn.rope<theta = ..., fraction = ...>` attribute text of RoPE
+    with base `theta` on the first `fraction` of each head."""
     return (f"#attn.rope<theta = {float_text(theta)}, "
             f"fraction = {float_text(fraction)}>")
 
@@ -90,11 +96,19 @@ def qkv_layer(index, sharing, width, heads, kv_heads, head_dim, causal,
               batch=None, seq=None, residual=True, logit_bias=None):
     """Arguments and body of one `attn.qkv_attention` layer.
 
+    index: the layer's number (its arguments are named `l{index}_...`);
+    sharing: "none", "kv", "qk" or "qkv"; width: the model width E; heads,
+    kv_heads, head_dim: query heads, key/value heads and head size; causal:
+    the causal mask; bias: projection biases; dtype: the element type;
+    window: a sliding window or None; rope: None or (theta, fraction);
+    scale: the logit scale or None (1/sqrt(head_dim)); batch, seq: static
+    sizes or None; residual: add the layer's input to its output;
+    logit_bias: None, "shared" (an `[S, S]` argument added to every head's
+    logits) or "per_head" (`[num_heads, S, S]`).
+
     Returns (args, lines): args is a list of (name, type) function arguments,
     lines the op (and the residual add), reading `%h{index-1}` (or `%x`) and
-    defining `%h{index}`. rope is None or (theta, fraction). logit_bias is
-    None, "shared" (an `[S, S]` argument added to every head's logits) or
-    "per_head" (`[num_heads, S, S]`).
+    defining `%h{index}`.
     """
     q_width, k_width = heads * head_dim, kv_heads * head_dim
     has_q = sharing in ("none", "kv")
@@ -193,6 +207,13 @@ def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
               mask_dtype=None):
     """One `attn.cca` layer, as in qkv_layer (rope_theta None: no RoPE).
 
+    index, width, heads, kv_heads, head_dim, causal, dtype, window, batch,
+    seq, residual: as in qkv_layer; kernels: the two convolution kernel
+    sizes; rope_fraction: the rotated fraction of each head; qk_mean,
+    value_shift: the CCA toggles; temperature: "raw" or "clamped"; norm,
+    eps: the head norm ("sqrt_eps" or "clamp_eps", None for the IR's
+    default) and its eps.
+
     The defaults are CCGQA as in ZAYA1 (Hugging Face transformers' `zaya`):
     qk-mean, value shift, and the keys multiplied by the raw learned
     `temp` ("clamped": exp(clamp(temp, 1e-7, 2)), for checkpoints trained
@@ -215,7 +236,11 @@ def cca_layer(index, width, heads, kv_heads, head_dim, kernels, rope_theta,
 def module(header, layers, width, dtype="bf16", name="model", batch=None,
            seq=None, mask_dtype=None):
     """The text of one model: header comment lines, then `@name` (taking
-    `%mask` after `%x` with a mask_dtype)."""
+    `%mask` after `%x` with a mask_dtype).
+
+    header: comment lines; layers: the (args, lines) of qkv_layer /
+    cca_layer per layer; width: the model width; dtype: the element type of
+    `%x`; batch, seq: static sizes or None."""
     x_type = tensor((batch, seq, width), dtype)
     args = [("%x", x_type)]
     if mask_dtype is not None:
@@ -244,7 +269,10 @@ def module(header, layers, width, dtype="bf16", name="model", batch=None,
 
 
 def argument_names(layers, mask=False):
-    """Names of the model function's arguments, in order (without `%`)."""
+    """Names of the model function's arguments, in order (without `%`).
+
+    layers: the (args, lines) of each layer; mask: whether `mask` follows
+    `x`."""
     names = ["x"] + (["mask"] if mask else [])
     for layer_args, _ in layers:
         names += [arg[1:] for arg, _ in layer_args]
@@ -363,6 +391,16 @@ def qkv_attention_text(*, embed_dim, num_heads, sharing="none",
                        header=(), logit_bias=None):
     """(text, argument names) of a stack of `attn.qkv_attention` layers.
 
+    embed_dim, num_heads: the model width and the query heads; sharing:
+    "none", "kv", "qk" or "qkv"; num_kv_heads: key/value heads (default
+    num_heads; fewer is GQA, 1 MQA); head_dim: default embed_dim //
+    num_heads; causal: the causal mask (default True); rope_fraction: the
+    rotated fraction of each head (1.0); scale: the logit scale (default
+    1/sqrt(head_dim)); biases: projection biases; dtype: "f32", "f16" or
+    "bf16"; batch, seq: static sizes (default dynamic); num_layers: the
+    number of layers; name: the function's name; header: comment lines
+    written before it.
+
     Raises ValueError naming the parameter for an invalid configuration.
     logit_bias: None, "shared" (each layer takes an additive `[S, S]` bias
     of its logits, the paper's P) or "per_head" (`[num_heads, S, S]`).
@@ -406,7 +444,12 @@ def cca_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
              seq=None, num_layers=1, residual=None, name="model", header=(),
              padding_mask=False):
     """(text, argument names) of a stack of `attn.cca` layers (CCA when
-    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text.
+    num_heads == num_kv_heads, CCGQA otherwise); see qkv_attention_text for
+    embed_dim, num_heads, num_kv_heads, head_dim, causal, window,
+    rope_theta, rope_fraction, dtype, batch, seq, num_layers, residual, name
+    and header. conv_kernel_sizes: the two causal convolutions' kernel
+    sizes (default (2, 2)); qk_mean, value_shift: the CCA toggles (default
+    True).
     temperature: "raw" (default, as Hugging Face transformers' ZAYA: keys
     times the learned temp) or "clamped" (exp(clamp(temp, 1e-7, 2))).
     norm and eps: how each head's L2 norm avoids zero, "sqrt_eps"
@@ -548,7 +591,13 @@ def qkv_decode_text(*, embed_dim, num_heads, sharing="none", num_kv_heads=None,
     token per sequence), each returning the output and every layer's updated
     cache. Caches are contiguous `[B, capacity, Hk, d]`, or paged with
     page_size and num_pages (and a block table argument). K=V modes (kv, qkv)
-    cache one tensor per layer."""
+    cache one tensor per layer.
+
+    embed_dim, num_heads, sharing, num_kv_heads, head_dim, window,
+    rope_theta, rope_fraction, scale, biases, dtype, batch, num_layers,
+    residual, header: as in qkv_attention_text (the layers are causal);
+    capacity: the tokens a contiguous cache holds per sequence; page_size,
+    num_pages: the pages of a paged cache instead."""
     _check_sharing_mode(sharing)
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
@@ -605,7 +654,12 @@ def cca_decode_text(*, embed_dim, num_heads, num_kv_heads=None, head_dim=None,
                     residual=None, header=()):
     """As qkv_decode_text for `attn.cca_decode`: each layer also takes and
     returns its conv state `[B, P, C]` and, with value_shift, its shift state
-    `[B, 1, Lk/2]` (zeros before the first token)."""
+    `[B, 1, Lk/2]` (zeros before the first token).
+
+    embed_dim, num_heads, num_kv_heads, head_dim, conv_kernel_sizes,
+    qk_mean, value_shift, temperature, norm, eps, window, rope_theta,
+    rope_fraction, dtype, batch, num_layers, residual, header: as in
+    cca_text; capacity or page_size and num_pages: as in qkv_decode_text."""
     num_kv_heads, head_dim = _common(embed_dim, num_heads, num_kv_heads,
                                      head_dim, dtype, batch, None, num_layers,
                                      window, rope_theta, rope_fraction)

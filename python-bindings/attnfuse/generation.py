@@ -47,7 +47,12 @@ class AttnFuseCacheLayer(CacheLayerMixin):
     of its next tokens); `seen_tokens`: the tokens of the padded batch
     processed so far (transformers' sequence length, padding included).
     `owner`: the configuration of the layer that allocated the state; another
-    layer is refused.
+    layer is refused. max_cache_len: the tokens each sequence can hold.
+
+    The methods of transformers' cache-layer interface (lazy_initialization,
+    update, crop, offload, prefetch) are what a transformers attention
+    layer calls: they raise, since such a layer would read or write the
+    state in another layout.
     """
 
     is_compileable = False
@@ -72,10 +77,15 @@ class AttnFuseCacheLayer(CacheLayerMixin):
 
     @property
     def batch_size(self):
+        """The number of sequences held, -1 before the first call."""
         return -1 if self.lengths is None else self.lengths.shape[0]
 
     def allocate(self, owner, names, shapes, dtype, device, batch):
-        """Zero states of the given shapes (None: the batch) for `owner`."""
+        """Zero states of the given shapes (None: the batch) for `owner`.
+
+        owner: the layer configuration that will use them; names: the
+        states' argument names; shapes: their shapes; dtype, device: of the
+        tensors; batch: the number of sequences."""
         self.owner = owner
         self.state_names = list(names)
         self.states = [torch.zeros([batch if d is None else d for d in shape],
@@ -88,9 +98,13 @@ class AttnFuseCacheLayer(CacheLayerMixin):
     # transformers' layer interface. The attention modules call their own
     # functions; `update` is what a transformers attention layer calls.
     def lazy_initialization(self, key_states, value_states):
+        """Refused (TypeError): key_states and value_states come from a
+        transformers attention layer, which cannot use this cache."""
         raise TypeError(self._not_an_attnfuse_layer())
 
     def update(self, key_states, value_states, *args, **kwargs):
+        """Refused (TypeError): key_states and value_states come from a
+        transformers attention layer, which cannot use this cache."""
         raise TypeError(self._not_an_attnfuse_layer())
 
     def _not_an_attnfuse_layer(self):
@@ -100,15 +114,21 @@ class AttnFuseCacheLayer(CacheLayerMixin):
                 "(use its own DynamicCache for a model that is not swapped)")
 
     def get_mask_sizes(self, query_length):
+        """(key length, offset) of transformers' attention masks for
+        query_length new tokens: every token seen so far plus the new
+        ones."""
         return self.seen_tokens + query_length, 0
 
     def get_seq_length(self):
+        """The tokens of the padded batch processed so far."""
         return self.seen_tokens
 
     def get_max_length(self):
+        """The capacity: the tokens each sequence can hold."""
         return self.max_cache_len
 
     def reset(self):
+        """Empties the state (zeros, no tokens), keeping its tensors."""
         if self.states is not None:
             for state in self.states:
                 state.zero_()
@@ -121,24 +141,32 @@ class AttnFuseCacheLayer(CacheLayerMixin):
             self.lengths = select(self.lengths)
 
     def reorder_cache(self, beam_idx):
+        """Reorders the sequences as beam_idx (a tensor of indices) says."""
         self._select(lambda t: t.index_select(0, beam_idx.to(t.device)))
 
     def batch_repeat_interleave(self, repeats):
+        """Repeats each sequence `repeats` times, one copy after the other
+        (torch.repeat_interleave over the batch)."""
         self._select(lambda t: t.repeat_interleave(repeats, dim=0))
 
     def batch_select_indices(self, indices):
+        """Keeps only the sequences at `indices`."""
         self._select(lambda t: t[indices].contiguous())
 
     def crop(self, tokens_to_remove):
+        """Refused (NotImplementedError): tokens_to_remove cannot be taken
+        back, since CCA's states cannot be rolled back."""
         raise NotImplementedError(
             "AttnFuseCache cannot be cropped: CCA's conv and value-shift "
             "states cannot be rolled back (assisted and speculative decoding "
             "need a croppable cache)")
 
     def offload(self):
+        """Refused (NotImplementedError)."""
         raise NotImplementedError("AttnFuseCache does not offload layers")
 
     def prefetch(self):
+        """Refused (NotImplementedError)."""
         raise NotImplementedError("AttnFuseCache does not offload layers")
 
 
@@ -150,7 +178,12 @@ class AttnFuseCache(Cache):
     (generate(..., past_key_values=AttnFuseCache.for_model(model, 64))).
     A full cache, a batch, dtype or device other than the state's, or a
     transformers attention layer using it raise errors that name it, and
-    leave the cache as it was."""
+    leave the cache as it was.
+
+    num_layers: the model's layers; max_cache_len: the tokens each sequence
+    can hold. update, get_conv_state, update_conv_state and their
+    recurrent-state aliases are what transformers' own layers call: they
+    raise TypeError."""
 
     def __init__(self, num_layers, max_cache_len):
         _check_positive(num_layers=num_layers, max_cache_len=max_cache_len)
@@ -161,26 +194,35 @@ class AttnFuseCache(Cache):
     @classmethod
     def for_model(cls, model, max_cache_len):
         """A cache for every layer of a transformers model (its text
-        config's num_hidden_layers)."""
+        config's num_hidden_layers), holding max_cache_len tokens per
+        sequence."""
         config = model.config.get_text_config(decoder=True)
         return cls(config.num_hidden_layers, max_cache_len)
 
     # What transformers' own attention and recurrent layers call: refused,
     # since they would read or write state in another layout.
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        """Refused (TypeError): key_states and value_states of layer
+        layer_idx come from a transformers attention layer."""
         raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
 
     def get_conv_state(self, layer_idx, state_idx=0):
+        """Refused (TypeError): a transformers layer asking for state
+        state_idx of layer layer_idx."""
         raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
 
     get_recurrent_state = get_conv_state
 
     def update_conv_state(self, states, layer_idx, *args, **kwargs):
+        """Refused (TypeError): a transformers layer writing states into
+        layer layer_idx."""
         raise TypeError(self.layer(layer_idx)._not_an_attnfuse_layer())
 
     update_recurrent_state = update_conv_state
 
     def layer(self, layer_idx):
+        """The AttnFuseCacheLayer of model layer `layer_idx` (ValueError
+        for an index out of range)."""
         if isinstance(layer_idx, bool) or not isinstance(layer_idx, int) \
                 or not 0 <= layer_idx < len(self.layers):
             raise ValueError(f"past_key_values: layer index {layer_idx!r} is "
@@ -199,7 +241,8 @@ class AttnFusePagedCache(AttnFuseCache):
     longest length. `free_pages` counts what is left; `release(sequence)`
     returns a sequence's pages (its state is then empty); a call that needs
     more pages than are free is refused before anything is written.
-    CCA's conv and value-shift states stay per sequence."""
+    CCA's conv and value-shift states stay per sequence. num_layers: the
+    model's layers."""
 
     def __init__(self, num_layers, page_size, num_pages):
         _check_positive(page_size=page_size, num_pages=num_pages)
@@ -234,11 +277,15 @@ class AttnFusePagedCache(AttnFuseCache):
 
     @classmethod
     def for_model(cls, model, page_size, num_pages):
+        """A paged cache for every layer of a transformers model (its text
+        config's num_hidden_layers): num_pages pages of page_size tokens
+        per layer."""
         config = model.config.get_text_config(decoder=True)
         return cls(config.num_hidden_layers, page_size, num_pages)
 
     @property
     def free_pages(self):
+        """The number of pages no sequence holds."""
         return len(self._free)
 
     def _reserve(self, tokens, what):
@@ -280,6 +327,7 @@ class AttnFusePagedCache(AttnFuseCache):
                         state[sequence].zero_()
 
     def reset(self):
+        """Empties every sequence and returns every page to the pool."""
         super().reset()
         self._free = list(range(self.num_pages - 1, -1, -1))
         self._pages = None
@@ -289,12 +337,18 @@ class AttnFusePagedCache(AttnFuseCache):
                                   f"sequences share one page pool")
 
     def reorder_cache(self, beam_idx):
+        """Refused (NotImplementedError): beam_idx would reorder sequences
+        that share one page pool (beam search)."""
         self._refuse("reorder sequences (beam search)")
 
     def batch_repeat_interleave(self, repeats):
+        """Refused (NotImplementedError): repeats would copy sequences that
+        share one page pool."""
         self._refuse("repeat sequences")
 
     def batch_select_indices(self, indices):
+        """Refused (NotImplementedError): indices would drop sequences that
+        share one page pool."""
         self._refuse("select sequences")
 
 

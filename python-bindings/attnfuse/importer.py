@@ -231,7 +231,11 @@ def config_from_hf(config, dtype=None, num_layers=None):
     keyword arguments include `hf_layers`: the checkpoint's block index of
     each attention layer (load_hf_weights reads
     model.layers.{hf_layers[i]}.self_attn.* for layer i); the builders do
-    not take it."""
+    not take it.
+
+    config: a dict or the path of a config.json; dtype: the element type
+    (default: the config's torch_dtype, else bf16); num_layers: keep only
+    the first layers. ValueError names an unsupported key or value."""
     data, source = _load(config)
     is_zaya = (data.get("model_type") == "zaya" or "cca_time0" in data
                or _is_megatron_zaya(data))
@@ -613,7 +617,11 @@ def _select(kwargs, layers, residual, temperature, batch, seq,
 
 def hf_config_text(config, dtype=None, num_layers=None, layers=None,
                    residual=None, temperature=None, padding_mask=False):
-    """The attn IR text of the config's attention stack (pure Python)."""
+    """The attn IR text of the config's attention stack (pure Python), with
+    a header comment naming the source and the checkpoint blocks.
+
+    config, dtype, num_layers, layers, residual, temperature, padding_mask:
+    as in from_hf_config (batch and sequence stay dynamic)."""
     kind, kwargs, source = config_from_hf(config, dtype, num_layers)
     kwargs = _select(kwargs, layers, residual, temperature, None, None,
                      padding_mask)
@@ -654,6 +662,10 @@ def from_hf_config(config, dtype=None, num_layers=None, layers=None,
 
 
 def main(argv=None):
+    """The attnfuse-import command: `attnfuse-import config.json [-o
+    model.mlir] [--dtype ...]` (see --help). argv: the arguments (default
+    sys.argv[1:]). Returns the exit status: 1 with the error on stderr for
+    an unsupported config."""
     parser = argparse.ArgumentParser(
         prog="attnfuse-import",
         description="Write the attention stack of a Hugging Face config.json "

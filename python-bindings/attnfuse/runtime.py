@@ -24,7 +24,8 @@ _TYPESTRS = {"<f2": "f16", "<f4": "f32", "<i4": "i32", "<i8": "i64",
 
 
 class AttnFuseRuntimeError(RuntimeError):
-    """A call of the AttnFuse runtime failed; status is its afr_status name."""
+    """A call of the AttnFuse runtime failed; status is its afr_status name
+    (e.g. "AFR_ERR_VALIDATION") and message the runtime's error text."""
 
     def __init__(self, status, message):
         super().__init__(f"{status}: {message}")
@@ -69,6 +70,8 @@ class _ProgramStats(ctypes.Structure):
 
 
 def runtime_library_path():
+    """The GPU runtime library this package loads: $ATTNFUSE_RUNTIME_LIB,
+    else libattnfuse_runtime.so next to this file."""
     path = os.environ.get("ATTNFUSE_RUNTIME_LIB")
     if path:
         return path
@@ -205,7 +208,11 @@ class SM90aArtifacts:
 
     Calling it runs the entry function on the device (see SM90aFunction);
     function(name) gives the others (a decode module's "prefill" and
-    "step"); launch() runs one kernel by hand."""
+    "step"); launch() runs one kernel by hand.
+
+    attnfuse.compile makes them: output_dir and files are what the compiler
+    wrote, warnings its warnings, entry the function a call runs (default:
+    the only one, else `model`), argument_names {function: [name, ...]}."""
 
     def __init__(self, output_dir, files, warnings=(), entry=None,
                  argument_names=None):
@@ -253,7 +260,11 @@ class SM90aArtifacts:
 
     def validate(self, kernel, tensors, B, S, T=None):
         """Checks the buffers against the kernel's manifest entry on the host
-        (no GPU needed); raises AttnFuseRuntimeError naming the tensor."""
+        (no GPU needed); raises AttnFuseRuntimeError naming the tensor.
+
+        kernel: the kernel's name in the manifest; tensors: {manifest tensor
+        name: tensor}; B, S, T: the batch, query length and key length
+        (T defaults to S)."""
         manifest, index = self._manifest_and_index(kernel)
         array, _keep = _tensor_array(tensors)
         sizes = _Sizes(B, S, S if T is None else T)
@@ -264,8 +275,10 @@ class SM90aArtifacts:
         """Launches one kernel on `device` (asynchronous on `stream`: a
         torch.cuda.Stream, an int handle, or None for the default stream).
 
-        tensors maps the manifest's tensor names ("query", "key", "value",
-        "output", ...) to device tensors. Raises NoDriverError without a
+        kernel: the kernel's name in the manifest; tensors maps the
+        manifest's tensor names ("query", "key", "value", "output", ...) to
+        device tensors; B, S, T: the batch, query length and key length (T
+        defaults to S). Raises NoDriverError without a
         CUDA driver, AttnFuseRuntimeError for invalid buffers or a failed launch.
         """
         array, _keep = _tensor_array(tensors)
@@ -335,7 +348,12 @@ class SM90aFunction:
       when an argument was a torch tensor.
     Outputs that are inputs updated in place (a decode step's caches) are
     returned as those very arguments, updated. Raises NoDriverError without
-    a CUDA driver."""
+    a CUDA driver.
+
+    SM90aArtifacts makes them (call it, or artifacts.function(name)):
+    artifacts is the SM90aArtifacts, name the function, argument_names its
+    arguments' names. `arguments` lists (dtype, shape) with None for
+    dynamic sizes; `launches` counts the kernel launches of one call."""
 
     def __init__(self, artifacts, name, argument_names=None):
         self.artifacts = artifacts
@@ -428,7 +446,9 @@ class SM90aFunction:
 
     def infer(self, *args):
         """Output (dtype, shape, aliased input or -1) for arguments of these
-        shapes (no driver needed), and the arena bytes of one call."""
+        shapes (no driver needed), and the arena bytes of one call.
+
+        args: the arguments in order, or anything with their shapes."""
         import numpy as np
         described = []
         for i, (a, spec) in enumerate(zip(args, self.arguments)):
@@ -438,7 +458,9 @@ class SM90aFunction:
         return self._infer(described)
 
     def stats(self, device=0):
-        """Launches per call, arena bytes, device allocations so far, ..."""
+        """Launches per call, arena bytes, device allocations so far, ... of
+        the program on `device` as a dict (None before its first call
+        there)."""
         handle = self._programs.get(device)
         if handle is None:
             return None

@@ -39,7 +39,11 @@ class Request:
     """A prompt (token ids) to continue by `max_new_tokens` tokens;
     `tokens` collects what was generated, `arrival`, `first_token` and
     `finished` the server steps (and seconds) at which it arrived, got its
-    first token and finished."""
+    first token and finished.
+
+    prompt: the token ids (at least one); max_new_tokens: how many tokens to
+    generate (a positive integer); arrival_step: the server step from which
+    it may be admitted (0: at once)."""
 
     def __init__(self, prompt, max_new_tokens, arrival_step=0):
         prompt = [int(t) for t in prompt]
@@ -57,6 +61,7 @@ class Request:
 
     @property
     def done(self):
+        """Whether every new token has been generated."""
         return len(self.tokens) >= self.max_new_tokens
 
     def __repr__(self):
@@ -68,7 +73,11 @@ def zaya_forward(model):
     """forward() of a transformers ZayaForCausalLM with AttnFuse layers: the
     2-D padding mask goes to the layers as ZAYA's "conv" mask (also for one
     token per row, where transformers would drop it), and the causal masks,
-    which the AttnFuse layers do not read, are not built."""
+    which the AttnFuse layers do not read, are not built.
+
+    model: the ZayaForCausalLM whose attention layers are
+    attnfuse.torch.CCAAttention. Returns forward(input_ids, attention_mask,
+    position_ids, cache) -> logits, as Server takes it."""
     layer_types = set(model.config.layer_types)
 
     def forward(input_ids, attention_mask, position_ids, cache):
@@ -86,7 +95,15 @@ class Server:
     AttnFusePagedCache (see the module's documentation). step() admits and
     runs one model call; run() steps until every submitted request is
     done. `stats` counts steps, tokens and the largest number of sequences
-    in flight."""
+    in flight.
+
+    forward: forward(input_ids [B, T], attention_mask [B, T], position_ids
+    [B, T], cache) -> logits [B, T, V], the model (zaya_forward(model));
+    cache: the AttnFusePagedCache the layers use; slots: the most sequences
+    in flight; pad_token_id: the token that pads prompts on the left;
+    temperature: None for greedy decoding, else sampling at that
+    temperature with `generator` (a torch.Generator, or None for torch's
+    default)."""
 
     def __init__(self, forward, cache, slots, pad_token_id=0,
                  generator=None, temperature=None):
@@ -253,6 +270,10 @@ def _tiny_zaya(width, layers, heads, kv_heads, head_dim, vocab, seed):
 
 
 def main(argv=None):
+    """`python3 -m attnfuse.serve`: serves synthetic requests over a random
+    ZAYA model and prints a report (see --help). argv: the arguments
+    (default sys.argv[1:]). Returns the exit status: 1 when --check finds
+    a request whose tokens differ from transformers' generate()."""
     parser = argparse.ArgumentParser(
         prog="python3 -m attnfuse.serve",
         description="Continuous batching of synthetic requests over a random "

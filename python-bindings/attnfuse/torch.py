@@ -152,6 +152,13 @@ class CompiledLayer:
     The op is differentiable through gradient_layer(), the layer of the
     gradient function `<entry>_vjp` (see attnfuse.grad), whose own
     `forward` is this layer; a gradient layer has no backward.
+
+    compile_layer makes them; its constructor arguments are module (the
+    attnfuse.Module), entry (the function), name (the op's name), options
+    (those of attnfuse.compile for the CPU target), result_shapes (see
+    compile_layer), forward (for a gradient layer: the layer it is the
+    gradient of) and training_of (for a training forward: the layer whose
+    results, then residuals, it returns).
     """
 
     def __init__(self, module, entry, name, options, result_shapes,
@@ -777,6 +784,10 @@ class QKVAttention(nn.Module):
     set_gpu_compiler). Differentiable: gradients reach x and every
     parameter through the op's gradient op (CPU tensors; see
     CompiledLayer.gradient_layer).
+
+    layer_idx: the index of this layer's state in a cache; device, dtype:
+    where and in which dtype the parameters are created (as for
+    torch.nn.Linear).
     """
 
     def __init__(self, embed_dim, num_heads, num_kv_heads=None,
@@ -810,6 +821,7 @@ class QKVAttention(nn.Module):
         self.o_proj = nn.Linear(q_width, embed_dim, **factory)
 
     def extra_repr(self):
+        """The configuration, as print(module) shows it."""
         return ", ".join(f"{k}={v!r}" for k, v in self._config
                          if k not in ("embed_dim",))
 
@@ -864,6 +876,14 @@ class QKVAttention(nn.Module):
 
     def forward(self, x, logit_bias=None, past_key_values=None,
                 attention_mask=None):
+        """The layer's output `[B, S, embed_dim]` in x's dtype.
+
+        x: `[B, S, embed_dim]` (float32, float16 or bfloat16); logit_bias:
+        None, `[S, S]` or `[num_heads, S, S]`, added to the scaled logits;
+        past_key_values: None or an attnfuse.generation.AttnFuseCache whose
+        sequences x continues (no logit_bias then); attention_mask: with a
+        cache, `[B, S]` nonzero for real tokens (left padding); without a
+        cache it must be None."""
         element = _compute_dtype(x, "x")
         if past_key_values is not None:
             if logit_bias is not None:
@@ -938,6 +958,12 @@ class CCAAttention(nn.Module):
     layer_idx) reads them from a ZAYA config as ZayaAttention(config,
     layer_idx) does.
 
+    embed_dim, num_heads, num_kv_heads, head_dim: the width, query heads,
+    key/value heads (default num_heads) and head size (default embed_dim //
+    num_heads); conv_kernel_sizes: the two causal convolutions' kernel
+    sizes; layer_idx: the index of this layer's state in a cache; device,
+    dtype: where and in which dtype the parameters are created.
+
     forward(hidden_states, attention_mask=None, past_key_values=None,
     position_embeddings=None) -> (output, None), as ZayaAttention.
     attention_mask: None, a 2-D [B, S] padding mask (nonzero for a real
@@ -998,7 +1024,8 @@ class CCAAttention(nn.Module):
         """The attention of layer `layer_idx` of a ZAYA config (a
         transformers ZayaConfig, a dict or the path of a config.json),
         read by attnfuse's importer: its window and RoPE theta follow the
-        layer's type."""
+        layer's type. device, dtype: where and in which dtype the
+        parameters are created."""
         from .importer import config_from_hf
         if hasattr(config, "to_dict") and not isinstance(config, dict):
             config = config.to_dict()
@@ -1027,6 +1054,7 @@ class CCAAttention(nn.Module):
                    device=device, dtype=dtype)
 
     def extra_repr(self):
+        """The configuration, as print(module) shows it."""
         return ", ".join(f"{k}={v!r}" for k, v in self._config
                          if k != "embed_dim")
 
@@ -1142,6 +1170,15 @@ class CCAAttention(nn.Module):
 
     def forward(self, hidden_states, attention_mask=None,
                 past_key_values=None, position_embeddings=None, **kwargs):
+        """(output, None), as ZayaAttention: the output `[B, S, embed_dim]`
+        in hidden_states' dtype.
+
+        hidden_states: `[B, S, embed_dim]`; attention_mask: None, a `[B, S]`
+        padding mask (nonzero for a real token) or transformers' mask dict
+        (its "conv" entry is read); past_key_values: None or an
+        attnfuse.generation.AttnFuseCache to continue; position_embeddings:
+        ZAYA's (cos, sin), checked against the layer's own RoPE. Other
+        keyword arguments of a transformers layer call are ignored."""
         element = _compute_dtype(hidden_states, "hidden_states")
         mask = self._padding_mask(attention_mask, hidden_states)
         if past_key_values is not None:

@@ -85,7 +85,10 @@ _ARGUMENT = re.compile(r"^l(\d+)_(\w+)$")
 
 
 class SafetensorsFile:
-    """One .safetensors file: its tensor table, tensors read on demand."""
+    """One .safetensors file: its tensor table, tensors read on demand.
+
+    path: the file. `tensors` maps each name to its table entry (dtype,
+    shape, data offsets); ValueError when the file is not safetensors."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -108,13 +111,16 @@ class SafetensorsFile:
         self.tensors = header
 
     def dtype(self, name):
+        """The safetensors dtype ("F32", "BF16", ...) of tensor `name`."""
         return self.tensors[name]["dtype"]
 
     def shape(self, name):
+        """The shape of tensor `name`, as a tuple."""
         return tuple(self.tensors[name]["shape"])
 
     def read(self, name):
-        """The tensor as a numpy array (BF16: uint16 bit patterns)."""
+        """Tensor `name` as a numpy array (BF16: uint16 bit patterns);
+        ValueError for a dtype it cannot read."""
         entry = self.tensors[name]
         if entry["dtype"] not in _DTYPES:
             raise ValueError(f"{self.path}: tensor {name!r} has dtype "
@@ -134,7 +140,11 @@ class SafetensorsFile:
 
 
 class Checkpoint:
-    """The tensors of a single-file or sharded safetensors checkpoint."""
+    """The tensors of a single-file or sharded safetensors checkpoint.
+
+    path: a `.safetensors` file, a sharded checkpoint's
+    `model.safetensors.index.json`, or a folder holding either; ValueError
+    when there is none or the index is malformed."""
 
     def __init__(self, path):
         path = os.fspath(path)
@@ -177,9 +187,12 @@ class Checkpoint:
         return self._files[path]
 
     def names(self):
+        """The names of every tensor of the checkpoint."""
         return list(self._where)
 
     def shape(self, name):
+        """The shape of tensor `name` (ValueError when the index puts it in
+        a shard that does not hold it)."""
         shard = self._file(self._where[name])
         if name not in shard.tensors:
             raise ValueError(f"{self.path}: the index puts {name!r} in "
@@ -187,6 +200,7 @@ class Checkpoint:
         return shard.shape(name)
 
     def read(self, name):
+        """(safetensors dtype, numpy array) of tensor `name`."""
         shard = self._file(self._where[name])
         self.shape(name)
         return shard.dtype(name), shard.read(name)
@@ -234,7 +248,11 @@ def _target(module_or_compiled, function):
 
 def hf_weight_names(module_or_compiled, function=None, megatron=False):
     """{argument name: checkpoint tensor name} of every weight argument
-    (megatron: a CCA layer's names in Zyphra's Megatron-style checkpoints)."""
+    (megatron: a CCA layer's names in Zyphra's Megatron-style checkpoints).
+
+    module_or_compiled: a Module from from_hf_config, or its CpuFunction;
+    function: the Module's function (default: the only one, else
+    `model`)."""
     names, _specs, hf_layers, table = _target(module_or_compiled, function)
     if megatron:
         if table is not CCA_NAMES:
@@ -259,7 +277,12 @@ def load_hf_weights(module_or_compiled, path, function=None):
     function (every argument but `x`), read from the safetensors checkpoint
     at `path` and converted to the function's element type; see the module
     docstring for the names. ValueError for a missing, extra or mis-shaped
-    tensor."""
+    tensor.
+
+    module_or_compiled: a Module from from_hf_config, or its CpuFunction;
+    path: a `.safetensors` file, a `model.safetensors.index.json` or their
+    folder; function: the Module's function (default: the only one, else
+    `model`)."""
     names, specs, _hf_layers, table = _target(module_or_compiled, function)
     checkpoint = Checkpoint(path)
     available = set(checkpoint.names())
@@ -310,7 +333,10 @@ def load_hf_weights(module_or_compiled, path, function=None):
 
 def save_safetensors(path, tensors, metadata=None):
     """Writes {name: numpy array} as one .safetensors file (f32, f16, f64,
-    and uint16 arrays written as BF16 bit patterns)."""
+    int32, int64, and uint16 arrays written as BF16 bit patterns).
+
+    path: the file to write; tensors: {name: array}; metadata: an optional
+    {str: str} stored as the file's `__metadata__`."""
     kinds = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
              np.dtype(np.float64): "F64", np.dtype(np.uint16): "BF16",
              np.dtype(np.int32): "I32", np.dtype(np.int64): "I64"}
