@@ -11,7 +11,12 @@ note saying where it comes from:
     AttnPasses.md        -gen-pass-doc    Dialect/Attn/Transforms/Passes.td
     ConversionPasses.md  -gen-pass-doc    Conversion/Passes.td
 
+and, with --opt (an attnfuse-opt), Pipelines.md: the attn-to-cpu and
+attn-to-ptx pipelines and their options as `attnfuse-opt --help` describes
+them (their registrations in C++ have no ODS).
+
     gen_reference.py --tblgen mlir-tblgen-22 -I /usr/lib/llvm-22/include \
+        [--opt build/bin/attnfuse-opt] \
         --out docs/reference              # (ninja -C build attnfuse-docs)
     gen_reference.py ... --check docs/reference   # (ctest docs/reference-current)
 
@@ -22,6 +27,7 @@ with the given folder; every difference is printed and the exit status is 1.
 import argparse
 import difflib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,8 +49,53 @@ PAGES = [
 ]
 
 
-def generate(tblgen, includes, out):
-    """Writes every page into `out`."""
+PIPELINES = ("attn-to-cpu", "attn-to-ptx")
+PIPELINES_PAGE = "Pipelines.md"
+
+
+def pipelines_page(opt):
+    """The text of Pipelines.md from `opt --help`."""
+    proc = subprocess.run([opt, "--help"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{opt} --help failed:\n{proc.stderr}")
+    entries, current = {}, None
+    for line in proc.stdout.splitlines():
+        pipeline = re.match(r"^ {6}--([\w-]+)\s+-\s+(.*)$", line)
+        option = re.match(r"^ {8}--([\w-]+)(=<(\w+)>)?\s+-\s+(.*)$", line)
+        if pipeline:
+            current = pipeline.group(1) if pipeline.group(1) in PIPELINES \
+                else None
+            if current:
+                entries[current] = (pipeline.group(2).strip(), [])
+        elif option and current:
+            kind = option.group(3) or "bool"
+            entries[current][1].append((option.group(1), kind,
+                                        option.group(4).strip()))
+        elif not line.startswith(" " * 8):
+            current = None
+    missing = [p for p in PIPELINES if p not in entries]
+    if missing:
+        sys.exit(f"{opt} --help describes no {', '.join(missing)}")
+    text = ["# Pipelines", "",
+            "<!-- Generated from `attnfuse-opt --help`: do not edit; "
+            f"`{UPDATE}` regenerates it. -->", "",
+            "The pipelines registered in `lib/Conversion/Pipelines` (options "
+            "in `include/attnfuse/Conversion/Pipelines.h` and "
+            "`include/attnfuse/Conversion/AttnKernelsToNVVM/AttnToPTX.h`), as "
+            "`attnfuse-opt --help` describes them. [passes.md](../passes.md) "
+            "gives their defaults and how they fit in the flow.", ""]
+    for name in PIPELINES:
+        summary, options = entries[name]
+        text += [f"## `{name}`", "", summary, "",
+                 "| option | type | description |", "|---|---|---|"]
+        text += [f"| `{o}` | {kind} | {d.replace('|', '&#124;')} |"
+                 for o, kind, d in sorted(options)]
+        text.append("")
+    return "\n".join(text)
+
+
+def generate(tblgen, includes, out, opt=None):
+    """Writes every page into `out` (Pipelines.md only with `opt`)."""
     os.makedirs(out, exist_ok=True)
     source_include = os.path.join(ROOT, "include")
     for name, generator, td, title in PAGES:
@@ -72,14 +123,19 @@ def generate(tblgen, includes, out):
                   f"pages introduce them.\n\n")
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             f.write(header + body)
+    if opt:
+        with open(os.path.join(out, PIPELINES_PAGE), "w",
+                  encoding="utf-8") as f:
+            f.write(pipelines_page(opt))
 
 
-def check(tblgen, includes, expected):
+def check(tblgen, includes, expected, opt=None):
     """0 when the pages in `expected` are what generate() writes."""
+    names = [name for name, *_ in PAGES] + ([PIPELINES_PAGE] if opt else [])
     with tempfile.TemporaryDirectory(prefix="attnfuse-reference-") as fresh:
-        generate(tblgen, includes, fresh)
+        generate(tblgen, includes, fresh, opt)
         stale = []
-        for name, *_ in PAGES:
+        for name in names:
             have = os.path.join(expected, name)
             old = (open(have, encoding="utf-8").read().splitlines(True)
                    if os.path.exists(have) else [])
@@ -90,7 +146,8 @@ def check(tblgen, includes, expected):
                 sys.stdout.writelines(difflib.unified_diff(
                     old, new, f"checked in: {name}", f"generated: {name}",
                     n=1))
-        extra = sorted(set(os.listdir(expected)) - {n for n, *_ in PAGES}) \
+        known = {n for n, *_ in PAGES} | {PIPELINES_PAGE}
+        extra = sorted(set(os.listdir(expected)) - known) \
             if os.path.isdir(expected) else []
     if stale:
         print(f"\n{', '.join(stale)} in {os.path.relpath(expected, ROOT)} "
@@ -101,7 +158,7 @@ def check(tblgen, includes, expected):
         print(f"{os.path.relpath(expected, ROOT)} holds files that no .td "
               f"file generates: {', '.join(extra)}")
         return 1
-    print(f"{len(PAGES)} reference pages are current")
+    print(f"{len(names)} reference pages are current")
     return 0
 
 
@@ -110,14 +167,15 @@ def main(argv=None):
     parser.add_argument("--tblgen", required=True, help="mlir-tblgen")
     parser.add_argument("-I", dest="includes", action="append", default=[],
                         help="include folders of MLIR's .td files")
+    parser.add_argument("--opt", help="attnfuse-opt, for Pipelines.md")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--out", help="write the pages into this folder")
     group.add_argument("--check", help="compare with the pages in this folder")
     args = parser.parse_args(argv)
     if args.out:
-        generate(args.tblgen, args.includes, args.out)
+        generate(args.tblgen, args.includes, args.out, args.opt)
         return 0
-    return check(args.tblgen, args.includes, args.check)
+    return check(args.tblgen, args.includes, args.check, args.opt)
 
 
 if __name__ == "__main__":
