@@ -16,7 +16,12 @@ keeps its own count of real tokens, so a padded sequence is computed exactly
 as alone, and the positions of its tokens count its real tokens only.
 
 The decode functions are compiled once per layer configuration, dtype and
-capacity (and kept). The cached call runs outside autograd (generation);
+capacity (and kept). By default they run on the CPU (the JIT); a cache made
+with `target="sm_90a"` runs them as sm_90a device programs instead (bf16 or
+f16 layers; the projection-sharing layers, whose prefill and step have
+kernels for every op), through the CUDA driver or the emulator that
+`ATTNFUSE_CUDA_DRIVER` names; the cache tensors stay host tensors, copied
+through device memory on every call. The cached call runs outside autograd (generation);
 it is not a torch custom op, so it does not trace under torch.compile.
 """
 
@@ -29,6 +34,15 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 from . import _api
 
 __all__ = ["AttnFuseCache", "AttnFuseCacheLayer", "AttnFusePagedCache"]
+
+
+TARGETS = ("cpu", "sm_90a")
+
+
+def _check_target(target):
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got "
+                         f"{target!r}")
 
 
 def _check_positive(**values):
@@ -181,23 +195,28 @@ class AttnFuseCache(Cache):
     leave the cache as it was.
 
     num_layers: the model's layers; max_cache_len: the tokens each sequence
-    can hold. update, get_conv_state, update_conv_state and their
+    can hold; target: where the layers' decode functions run, "cpu" (the
+    JIT) or "sm_90a" (device programs: bf16 or f16 projection-sharing
+    layers). update, get_conv_state, update_conv_state and their
     recurrent-state aliases are what transformers' own layers call: they
     raise TypeError."""
 
-    def __init__(self, num_layers, max_cache_len):
+    def __init__(self, num_layers, max_cache_len, target="cpu"):
         _check_positive(num_layers=num_layers, max_cache_len=max_cache_len)
+        _check_target(target)
         super().__init__(layers=[AttnFuseCacheLayer(max_cache_len)
                                  for _ in range(num_layers)])
         self.max_cache_len = max_cache_len
+        self.target = target
 
     @classmethod
-    def for_model(cls, model, max_cache_len):
+    def for_model(cls, model, max_cache_len, target="cpu"):
         """A cache for every layer of a transformers model (its text
         config's num_hidden_layers), holding max_cache_len tokens per
-        sequence."""
+        sequence, its decode functions run on `target` ("cpu" or
+        "sm_90a")."""
         config = model.config.get_text_config(decoder=True)
-        return cls(config.num_hidden_layers, max_cache_len)
+        return cls(config.num_hidden_layers, max_cache_len, target=target)
 
     # What transformers' own attention and recurrent layers call: refused,
     # since they would read or write state in another layout.
@@ -242,11 +261,12 @@ class AttnFusePagedCache(AttnFuseCache):
     returns a sequence's pages (its state is then empty); a call that needs
     more pages than are free is refused before anything is written.
     CCA's conv and value-shift states stay per sequence. num_layers: the
-    model's layers."""
+    model's layers; page_size, num_pages: the pool of each layer; target:
+    "cpu" or "sm_90a", as for AttnFuseCache."""
 
-    def __init__(self, num_layers, page_size, num_pages):
+    def __init__(self, num_layers, page_size, num_pages, target="cpu"):
         _check_positive(page_size=page_size, num_pages=num_pages)
-        super().__init__(num_layers, page_size * num_pages)
+        super().__init__(num_layers, page_size * num_pages, target=target)
         self.page_size, self.num_pages = page_size, num_pages
         self._free = list(range(num_pages - 1, -1, -1))
         self._pages = None  # per sequence: its page ids, in token order
@@ -276,12 +296,14 @@ class AttnFusePagedCache(AttnFuseCache):
             self._rows = previous
 
     @classmethod
-    def for_model(cls, model, page_size, num_pages):
+    def for_model(cls, model, page_size, num_pages, target="cpu"):
         """A paged cache for every layer of a transformers model (its text
         config's num_hidden_layers): num_pages pages of page_size tokens
-        per layer."""
+        per layer, its decode functions run on `target` ("cpu" or
+        "sm_90a")."""
         config = model.config.get_text_config(decoder=True)
-        return cls(config.num_hidden_layers, page_size, num_pages)
+        return cls(config.num_hidden_layers, page_size, num_pages,
+                   target=target)
 
     @property
     def free_pages(self):
@@ -364,13 +386,24 @@ class _DecodeFunctions:
     """A layer's compiled prefill and step functions and where their state
     arguments sit."""
 
-    def __init__(self, kind, config, layout):
+    def __init__(self, kind, config, layout, target):
         build = _api.cca_decode if kind == "cca" else _api.qkv_decode
         module = build(**dict(config), **dict(layout))
-        # Torch's threads run between the calls (wait_policy, see compile).
-        self.prefill = _api.compile(module, entry="prefill",
-                                    wait_policy="passive")
-        self.step = _api.compile(module, entry="step", wait_policy="passive")
+        if target == "sm_90a":
+            # One device program per function; PTX, which the driver (or
+            # the emulator) loads, so that no ptxas is needed.
+            program = _api.compile(module, target="sm_90a",
+                                   elem_type=dict(config)["dtype"],
+                                   cubin=False)
+            self.prefill = program.function("prefill")
+            self.step = program.function("step")
+        else:
+            # Torch's threads run between the calls (wait_policy, see
+            # compile).
+            self.prefill = _api.compile(module, entry="prefill",
+                                        wait_policy="passive")
+            self.step = _api.compile(module, entry="step",
+                                     wait_policy="passive")
         names = module.argument_names("prefill")
         specs, _ = module.signature("prefill")
         self.state_indices = [i for i, n in enumerate(names)
@@ -379,12 +412,26 @@ class _DecodeFunctions:
         self.state_shapes = [specs[i][1] for i in self.state_indices]
 
 
-def _decode_functions(kind, config, layout):
-    key = (kind, config, layout)
+def _decode_functions(kind, config, layout, target="cpu"):
+    key = (kind, config, layout, target)
     with _functions_lock:
         functions = _functions.get(key)
         if functions is None:
-            functions = _DecodeFunctions(kind, config, layout)
+            if target == "sm_90a":
+                dtype = dict(config)["dtype"]
+                if dtype not in ("bf16", "f16"):
+                    raise ValueError(
+                        f"past_key_values: the cache's target sm_90a runs "
+                        f"bf16 or f16 layers; this layer is {dtype}")
+                try:
+                    functions = _DecodeFunctions(kind, config, layout, target)
+                except _api.MLIRError as error:
+                    raise ValueError(
+                        f"past_key_values: the cache's target sm_90a cannot "
+                        f"run this {kind} layer's decode functions: "
+                        f"{error}") from error
+            else:
+                functions = _DecodeFunctions(kind, config, layout, target)
             _functions[key] = functions
         return functions
 
@@ -418,9 +465,11 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
             f"or use_cache=False)")
     layer = cache.layer(layer_idx)
     if x.device.type != "cpu":
+        where = ("the CPU JIT" if cache.target == "cpu" else
+                 "sm_90a device programs over host tensors")
         raise ValueError(
             f"past_key_values: a layer with an AttnFuseCache runs on CPU "
-            f"tensors (the decode functions' CPU JIT); the input is on "
+            f"tensors (the decode functions on {where}); the input is on "
             f"{x.device}")
     batch, seq, _ = x.shape
     real = _real_tokens(padding_mask, batch, seq, x.device)
@@ -435,7 +484,7 @@ def cached_call(kind, config, owner, cache, layer_idx, x, weights,
     index = None if rows is None else torch.tensor(rows, device=x.device)
     layout = ((("num_pages", cache.num_pages), ("page_size", cache.page_size))
               if paged else (("capacity", layer.max_cache_len),))
-    functions = _decode_functions(kind, config, layout)
+    functions = _decode_functions(kind, config, layout, cache.target)
     if layer.states is None:
         layer.allocate(owner, functions.state_names, functions.state_shapes,
                        x.dtype, x.device, total)
