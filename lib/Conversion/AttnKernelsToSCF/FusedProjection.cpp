@@ -152,11 +152,10 @@ Value FusedProjectionTile::epilogue(Value acc, int64_t rows, Value row0,
     Value rotated = kb.empty({rows, blockN}, kb.computeType);
     for (int64_t head = 0; head < blockN / headDim; ++head) {
       OpFoldResult column = kb.builder.getIndexAttr(head * headDim);
-      Value headRows = kb.slice(biased, {zero, column}, {rows, headDim},
-                                {rows, headDim});
-      rotated = kb.insert(
-          loadRotatedKeyRows(kb, headRows, rope, firstPosition), rotated,
-          {zero, column}, {rows, headDim});
+      Value headRows =
+          kb.slice(biased, {zero, column}, {rows, headDim}, {rows, headDim});
+      rotated = kb.insert(loadRotatedKeyRows(kb, headRows, rope, firstPosition),
+                          rotated, {zero, column}, {rows, headDim});
     }
     biased = rotated;
   }
