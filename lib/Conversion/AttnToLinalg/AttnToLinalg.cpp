@@ -637,14 +637,30 @@ AttentionProbabilities attnfuse::linalg_builders::buildAttentionProbabilities(
   SmallVector<IteratorType> par4(4, kPar);
   SmallVector<IteratorType> rowReduce = {kPar, kPar, kPar, kRed};
 
-  // 1. scores[b, h, i, j] = q[b, i, h] . k[b, j, h / G].
+  // 1. scores[b, h, i, j] = q[b, i, h] . k[b, j, h / G], with the keys
+  // innermost: loops (b, h, i, e, j) over k^T [B, Hk, d, T] (one copy), so
+  // the inner loop is a contiguous multiply-add over a row of keys (a dot
+  // product innermost is a scalar chain: floating-point sums do not
+  // reassociate). Each score still sums e = 0 .. d - 1 in order.
+  Value keyTransposed =
+      buildGeneric(
+          rewriter, loc, ValueRange{key},
+          emptyTensor(rewriter, loc,
+                      {batch, rewriter.getIndexAttr(numKvHeads),
+                       rewriter.getIndexAttr(queryType.getDimSize(3)), keys},
+                      cast<RankedTensorType>(key.getType()).getElementType()),
+          {projection(ctx, 4, {d0, d3, d1, d2}), id4}, par4,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            linalg::YieldOp::create(b, l, args[0]);
+          })
+          .getResult(0);
   Value scores =
-      buildGeneric(rewriter, loc, ValueRange{query, key},
+      buildGeneric(rewriter, loc, ValueRange{query, keyTransposed},
                    filledTensor(rewriter, loc, scoreSizes, computeType, 0.0),
-                   {projection(ctx, 5, {d0, d2, d1, d4}),
-                    projection(ctx, 5, {d0, d3, d1.floorDiv(group), d4}),
-                    projection(ctx, 5, {d0, d1, d2, d3})},
-                   {kPar, kPar, kPar, kPar, kRed},
+                   {projection(ctx, 5, {d0, d2, d1, d3}),
+                    projection(ctx, 5, {d0, d1.floorDiv(group), d3, d4}),
+                    projection(ctx, 5, {d0, d1, d2, d4})},
+                   {kPar, kPar, kPar, kRed, kPar},
                    [&](OpBuilder &b, Location l, ValueRange args) {
                      Value q = convertFloat(b, l, args[0], computeType);
                      Value k = convertFloat(b, l, args[1], computeType);
@@ -823,17 +839,20 @@ struct SDPALowering : OpConversionPattern<SDPAOp> {
     SmallVector<IteratorType> par4(4, kPar);
     Value zero = floatConstant(rewriter, loc, computeType, 0.0);
 
-    // 6. acc[b, i, h, e] = sum_j p[b, h, i, j] v[b, j, h / G, e].
+    // 6. acc[b, i, h, e] = sum_j p[b, h, i, j] v[b, j, h / G, e], loops
+    // (b, i, h, j, e): the value dims innermost (a contiguous multiply-add
+    // over a value row; a sum over j innermost would be a scalar chain
+    // reading v T rows apart). Each element still sums j in order.
     SmallVector<OpFoldResult> outSizes = {batch, queries, heads,
                                           rewriter.getIndexAttr(valueDim)};
     Value acc =
         buildGeneric(
             rewriter, loc, ValueRange{probs, value},
             filledTensor(rewriter, loc, outSizes, computeType, 0.0),
-            {projection(ctx, 5, {d0, d2, d1, d4}),
-             projection(ctx, 5, {d0, d4, d2.floorDiv(group), d3}),
-             projection(ctx, 5, {d0, d1, d2, d3})},
-            {kPar, kPar, kPar, kPar, kRed},
+            {projection(ctx, 5, {d0, d2, d1, d3}),
+             projection(ctx, 5, {d0, d3, d2.floorDiv(group), d4}),
+             projection(ctx, 5, {d0, d1, d2, d4})},
+            {kPar, kPar, kPar, kRed, kPar},
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value v = convertFloat(b, l, args[1], computeType);
               linalg::YieldOp::create(

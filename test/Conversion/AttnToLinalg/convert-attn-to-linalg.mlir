@@ -27,11 +27,15 @@
 // CHECK-DAG: #[[FMAP:.+]] = affine_map<(d0, d1) -> (d1)>
 // CHECK-DAG: #[[ID2:.+]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[TABLE:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
-// sdpa with G = 2: scores[b, h, i, j] = q[b, i, h] . k[b, j, h floordiv 2];
-// out[b, i, h] = sum_j p[b, h, i, j] v[b, j, h floordiv 2].
-// CHECK-DAG: #[[SQ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>
-// CHECK-DAG: #[[SK:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1 floordiv 2, d4)>
-// CHECK-DAG: #[[SV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d2 floordiv 2, d3)>
+// sdpa with G = 2: scores[b, h, i, j] = q[b, i, h] . k[b, j, h floordiv 2]
+// over k^T[b, g, e, j] with loops (b, h, i, e, j), keys innermost;
+// out[b, i, h] = sum_j p[b, h, i, j] v[b, j, h floordiv 2] with loops
+// (b, i, h, j, e), value dims innermost.
+// CHECK-DAG: #[[KT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+// CHECK-DAG: #[[SQ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3)>
+// CHECK-DAG: #[[SK:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
+// CHECK-DAG: #[[SO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+// CHECK-DAG: #[[SV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d2 floordiv 2, d4)>
 // CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
 // CHECK-DAG: #[[HB:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>
 
@@ -211,7 +215,8 @@ func.func @rope(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
 // CHECK-DAG: %[[S:.+]] = tensor.dim %[[Q]], %c1
 // CHECK-DAG: %[[T:.+]] = tensor.dim %[[K]], %c1
 // 1. Scores in f32 over the GQA head mapping.
-// CHECK: %[[SCORES:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SK]], #[[GRPO]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] :
+// CHECK: %[[KEYT:.+]] = linalg.generic {indexing_maps = [#[[KT]], #[[ID4]]], {{.+}} ins(%[[K]] : tensor<?x?x2x8xf32>) outs(%{{.+}} : tensor<?x2x8x?xf32>)
+// CHECK: %[[SCORES:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SK]], #[[SO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[Q]], %[[KEYT]] :
 // 2. Scale, bias, causal and window masks; query i sits at i + (T - S).
 // CHECK: %[[OFFSET:.+]] = arith.subi %[[T]], %[[S]] : index
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 0.353553385 : f32
@@ -240,7 +245,7 @@ func.func @rope(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
 // CHECK: arith.select %[[DEAD]], %{{.+}}, %[[E]]
 // 5. Row sums; 6. p . v with the GQA mapping; 7. normalize, 0 for empty rows.
 // CHECK: %[[SUM:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[PO]]], {{.+}} ins(%[[P]] :
-// CHECK: %[[ACC:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SV]], #[[GRPO]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]], %[[V]] :
+// CHECK: %[[ACC:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SV]], #[[SO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[P]], %[[V]] :
 // CHECK: %[[OUT:.+]] = linalg.generic {indexing_maps = [#[[ID4]], #[[ROW]], #[[ID4]]], {{.+}} ins(%[[ACC]], %[[SUM]] :
 // CHECK: arith.cmpf oeq
 // CHECK: arith.divf
