@@ -50,6 +50,18 @@ def problems_of(module_name):
         pytest.importorskip(package)
     module = importlib.import_module(module_name)
     problems = []
+
+    def check_function(where, function):
+        """A docstring that names each of `function`'s parameters."""
+        doc = function.__doc__ or ""
+        if not doc:
+            problems.append(f"{where}: no docstring")
+            return
+        lost = missing(doc, parameters(function))
+        if lost:
+            problems.append(f"{where}: parameters not described: "
+                            f"{', '.join(lost)}")
+
     for name in public_names(module):
         value = getattr(module, name)
         if inspect.ismodule(value) or not str(
@@ -77,25 +89,10 @@ def problems_of(module_name):
                 function = member
                 if isinstance(member, (classmethod, staticmethod)):
                     function = member.__func__
-                if not inspect.isfunction(function):
-                    continue
-                member_doc = function.__doc__ or ""
-                if not member_doc:
-                    problems.append(f"{where}.{attribute}: no docstring")
-                    continue
-                lost = missing(member_doc, parameters(function))
-                if lost:
-                    problems.append(f"{where}.{attribute}: parameters not "
-                                    f"described: {', '.join(lost)}")
+                if inspect.isfunction(function):
+                    check_function(f"{where}.{attribute}", function)
         elif callable(value):
-            doc = value.__doc__ or ""
-            if not doc:
-                problems.append(f"{where}: no docstring")
-                continue
-            lost = missing(doc, parameters(value))
-            if lost:
-                problems.append(f"{where}: parameters not described: "
-                                f"{', '.join(lost)}")
+            check_function(where, value)
     return problems
 
 
