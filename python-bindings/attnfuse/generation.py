@@ -21,8 +21,9 @@ with `target="sm_90a"` runs them as sm_90a device programs instead (bf16 or
 f16 layers; the projection-sharing layers, whose prefill and step have
 kernels for every op), through the CUDA driver or the emulator that
 `ATTNFUSE_CUDA_DRIVER` names; the cache tensors stay host tensors, copied
-through device memory on every call. The cached call runs outside autograd (generation);
-it is not a torch custom op, so it does not trace under torch.compile.
+through device memory on every call. The cached call runs outside autograd
+(generation); it is not a torch custom op, so it does not trace under
+torch.compile.
 """
 
 import contextlib
