@@ -643,17 +643,14 @@ AttentionProbabilities attnfuse::linalg_builders::buildAttentionProbabilities(
   // product innermost is a scalar chain: floating-point sums do not
   // reassociate). Each score still sums e = 0 .. d - 1 in order.
   Value keyTransposed =
-      buildGeneric(
-          rewriter, loc, ValueRange{key},
+      linalg::TransposeOp::create(
+          rewriter, loc, key,
           emptyTensor(rewriter, loc,
                       {batch, rewriter.getIndexAttr(numKvHeads),
                        rewriter.getIndexAttr(queryType.getDimSize(3)), keys},
                       cast<RankedTensorType>(key.getType()).getElementType()),
-          {projection(ctx, 4, {d0, d3, d1, d2}), id4}, par4,
-          [&](OpBuilder &b, Location l, ValueRange args) {
-            linalg::YieldOp::create(b, l, args[0]);
-          })
-          .getResult(0);
+          ArrayRef<int64_t>{0, 2, 3, 1})
+          .getResult()[0];
   Value scores =
       buildGeneric(rewriter, loc, ValueRange{query, keyTransposed},
                    filledTensor(rewriter, loc, scoreSizes, computeType, 0.0),

@@ -31,7 +31,6 @@
 // over k^T[b, g, e, j] with loops (b, h, i, e, j), keys innermost;
 // out[b, i, h] = sum_j p[b, h, i, j] v[b, j, h floordiv 2] with loops
 // (b, i, h, j, e), value dims innermost.
-// CHECK-DAG: #[[KT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
 // CHECK-DAG: #[[SQ:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3)>
 // CHECK-DAG: #[[SK:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
 // CHECK-DAG: #[[SO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
@@ -215,7 +214,7 @@ func.func @rope(%x: tensor<?x?x2x8xf32>) -> tensor<?x?x2x8xf32> {
 // CHECK-DAG: %[[S:.+]] = tensor.dim %[[Q]], %c1
 // CHECK-DAG: %[[T:.+]] = tensor.dim %[[K]], %c1
 // 1. Scores in f32 over the GQA head mapping.
-// CHECK: %[[KEYT:.+]] = linalg.generic {indexing_maps = [#[[KT]], #[[ID4]]], {{.+}} ins(%[[K]] : tensor<?x?x2x8xf32>) outs(%{{.+}} : tensor<?x2x8x?xf32>)
+// CHECK: %[[KEYT:.+]] = linalg.transpose ins(%[[K]] : tensor<?x?x2x8xf32>) outs(%{{.+}} : tensor<?x2x8x?xf32>) permutation = [0, 2, 3, 1]
 // CHECK: %[[SCORES:.+]] = linalg.generic {indexing_maps = [#[[SQ]], #[[SK]], #[[SO]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[Q]], %[[KEYT]] :
 // 2. Scale, bias, causal and window masks; query i sits at i + (T - S).
 // CHECK: %[[OFFSET:.+]] = arith.subi %[[T]], %[[S]] : index

@@ -14,7 +14,7 @@
 // CHECK: tensor.extract_slice %[[Q]]
 // CHECK: math.cos
 // CHECK: %[[RQ:.+]] = tensor.insert_slice %{{.+}}#1 into {{.+}} : tensor<?x?x4x2xf32> into tensor<?x?x4x4xf32>
-// CHECK: %[[RKT:.+]] = linalg.generic {{.+}} ins(%[[RK]] : tensor<?x?x2x4xf32>)
+// CHECK: %[[RKT:.+]] = linalg.transpose ins(%[[RK]] : tensor<?x?x2x4xf32>)
 // CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[RQ]], %[[RKT]] :
 // CHECK: %[[P:[^ ]+]] = linalg.generic {{.+}} : tensor<?x4x?x?xf32>, tensor<?x4x?xf32>)
 // CHECK-NEXT: ^bb0
