@@ -39,8 +39,7 @@ using namespace attnfuse::sm90;
 
 namespace {
 
-/// The ops that have sm_90a kernels (or, for attn.fused_weight_grad, an
-/// error).
+/// The ops that have sm_90a kernels.
 bool isKernelOp(Operation *op) {
   return isa<attn::FlashAttentionOp, attn::FlashAttentionGradOp,
              attn::FusedWeightGradOp, attn::FlashDecodeOp,
@@ -199,13 +198,24 @@ public:
   using DescribeFn =
       std::function<attn::KernelLaunchAttr(MLIRContext *, OpTy, const Plan &)>;
 
+  using ResultInitsFn = std::function<int64_t(const Plan &)>;
+
   /// `resultInits`: how many of the op's inits only carry a result's shape
-  /// (the rest are state the kernel updates in place); -1: all of them.
+  /// (the rest are state the kernel updates, or values it reads); -1: all
+  /// of them.
   KernelLaunchPattern(MLIRContext *ctx, LoweringState &state, PlanFn plan,
                       BuildFn build, DescribeFn describe,
                       int64_t resultInits = -1)
+      : KernelLaunchPattern(
+            ctx, state, std::move(plan), build, std::move(describe),
+            [resultInits](const Plan &) { return resultInits; }) {}
+  /// The same, with the count chosen by the plan.
+  KernelLaunchPattern(MLIRContext *ctx, LoweringState &state, PlanFn plan,
+                      BuildFn build, DescribeFn describe,
+                      ResultInitsFn resultInits)
       : OpRewritePattern<OpTy>(ctx), state(state), plan(std::move(plan)),
-        build(build), describe(std::move(describe)), resultInits(resultInits) {}
+        build(build), describe(std::move(describe)),
+        resultInits(std::move(resultInits)) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -231,7 +241,7 @@ public:
           build(rewriter, op.getLoc(), module, *p);
         });
     p->name = name.str();
-    state.emitter.replaceWithLaunch(rewriter, op, name, resultInits,
+    state.emitter.replaceWithLaunch(rewriter, op, name, resultInits(*p),
                                     describe(op.getContext(), op, *p));
     return success();
   }
@@ -249,7 +259,7 @@ private:
   PlanFn plan;
   BuildFn build;
   DescribeFn describe;
-  int64_t resultInits;
+  ResultInitsFn resultInits;
 };
 
 /// attn.flash_decode: the split kernel (its launch returns the workspace and
@@ -423,25 +433,6 @@ private:
   LoweringState &state;
 };
 
-/// The backward ops without sm_90a kernels: an error on the op.
-template <typename OpTy>
-class RejectOnSM90aPattern : public OpRewritePattern<OpTy> {
-public:
-  RejectOnSM90aPattern(MLIRContext *ctx, LoweringState &state)
-      : OpRewritePattern<OpTy>(ctx), state(state) {}
-  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &) const override {
-    if (state.failed)
-      return failure();
-    op->emitOpError() << "is not supported on sm_90a yet (the backward runs "
-                         "on the CPU: attn-to-cpu)";
-    state.failed = true;
-    return failure();
-  }
-
-private:
-  LoweringState &state;
-};
-
 /// A plan function that reports every problem as an error on the op.
 template <typename OpTy, typename Plan>
 std::function<FailureOr<Plan>(OpTy, const TargetOptions &, std::string &)>
@@ -492,7 +483,11 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
         return describeElementwise(c, op, p);
       });
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
-  patterns.add<RejectOnSM90aPattern<attn::FusedWeightGradOp>>(ctx, state);
+  // A zero init is not read: the kernel starts its sums from zero.
+  patterns.add<KernelLaunchPattern<attn::FusedWeightGradOp, WeightGradPlan>>(
+      ctx, state, alwaysOnDevice(planWeightGrad), buildWeightGradKernel,
+      describeWeightGrad,
+      [](const WeightGradPlan &p) -> int64_t { return p.readsInit ? 0 : -1; });
 }
 
 struct ConvertAttnKernelsToNVVMPass

@@ -295,7 +295,7 @@ void DeviceBuilder::wgmmaWait(int pending) {
 }
 
 Value DeviceBuilder::wgmmaSS(Value acc, Value descA, Value descB, int n,
-                             bool accumulate, bool transB) {
+                             bool accumulate, bool transB, bool transA) {
   MLIRContext *ctx = b.getContext();
   auto type =
       elem == ElemKind::bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
@@ -309,9 +309,10 @@ Value DeviceBuilder::wgmmaSS(Value acc, Value descA, Value descB, int n,
                                                    : NVVM::WGMMAScaleOut::zero),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
       NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-      // A row-major = K-major; B col = K-major (imm-trans-b 0), row =
-      // MN-major (imm-trans-b 1).
-      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      // A row = K-major (imm-trans-a 0), col = MN-major (imm-trans-a 1);
+      // B col = K-major (imm-trans-b 0), row = MN-major (imm-trans-b 1).
+      NVVM::MMALayoutAttr::get(ctx, transA ? NVVM::MMALayout::col
+                                           : NVVM::MMALayout::row),
       NVVM::MMALayoutAttr::get(ctx, transB ? NVVM::MMALayout::row
                                            : NVVM::MMALayout::col),
       NVVM::MMAIntOverflowAttr());

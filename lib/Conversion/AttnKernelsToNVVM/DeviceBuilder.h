@@ -142,9 +142,10 @@ public:
   void wgmmaFence();
   void wgmmaCommit();
   void wgmmaWait(int pending);
-  /// D(m64 x n) (+)= A(smem, K-major) * B(smem, K-major if !transB).
+  /// D(m64 x n) (+)= A(smem, K-major unless transA) * B(smem, K-major
+  /// unless transB).
   Value wgmmaSS(Value acc, Value descA, Value descB, int n, bool accumulate,
-                bool transB);
+                bool transB, bool transA = false);
   /// D(m64 x n) += A(registers: 4 x b32 of packed 16-bit pairs) * B(smem).
   Value wgmmaRS(Value acc, llvm::ArrayRef<Value> a, Value descB, int n,
                 bool transB);

@@ -201,6 +201,33 @@ attn::KernelLaunchAttr describeProjection(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const GemmPlan &plan);
 
+/// The plan of one attn.fused_weight_grad kernel: dW tiles of 128 output x
+/// 128 input features per CTA, the tokens reduced in steps of 64.
+struct WeightGradPlan {
+  static constexpr int64_t kBlockM = 128, kBlockN = 128, kBlockK = 64;
+  static constexpr int64_t kConsumers = 2;
+  /// One operand of one stage: 64 tokens x 128 features of 16 bits.
+  static constexpr int64_t kStageOperandBytes = kBlockK * 128 * 2;
+  ElemKind elem;
+  bool hostCastFromF32 = false;
+  int64_t inFeatures, outFeatures;
+  /// The init is not a zero fill: the epilogue adds it.
+  bool readsInit;
+  int64_t stages, threads, producerRegs = 40, consumerRegs;
+  int64_t aOff, bOff, cOff, barOff, sharedBytes;
+  std::string name;
+  std::string key() const;
+};
+
+mlir::FailureOr<WeightGradPlan> planWeightGrad(attn::FusedWeightGradOp op,
+                                               const TargetOptions &options);
+void buildWeightGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const WeightGradPlan &plan);
+attn::KernelLaunchAttr describeWeightGrad(mlir::MLIRContext *ctx,
+                                          attn::FusedWeightGradOp op,
+                                          const WeightGradPlan &plan);
+
 /// The plan of one attn.cca_prologue kernel: one CTA of two warpgroups per
 /// (block of 64 tokens, KV group, batch).
 struct ProloguePlan {

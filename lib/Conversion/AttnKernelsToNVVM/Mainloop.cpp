@@ -16,15 +16,22 @@ AccumulatorTile::AccumulatorTile(DeviceBuilder &d, Value warpInWarpgroup,
 Value attnfuse::sm90::mmaSharedShared(DeviceBuilder &d, Value acc, Value descA,
                                       Value descB, int64_t n, int64_t k,
                                       int64_t aBlockBytes, int64_t bBlockBytes,
-                                      bool accumulate) {
+                                      bool accumulate, Major aMajor,
+                                      Major bMajor) {
+  // K-major: four k steps of 16 (32 bytes) per 64-column block. MN-major:
+  // 16 rows of 128 bytes per k step.
+  auto offset = [](Major major, int64_t blockBytes, int64_t kk) {
+    if (major == Major::MN)
+      return kk * 16 * 128;
+    return (kk / 4) * blockBytes + (kk % 4) * 32;
+  };
   d.wgmmaFence();
-  // Four k steps of 16 (32 bytes) per 64-column block.
-  for (int64_t kk = 0; kk < k / 16; ++kk) {
-    int64_t block = kk / 4, step = (kk % 4) * 32;
-    acc = d.wgmmaSS(acc, d.descAdd(descA, block * aBlockBytes + step),
-                    d.descAdd(descB, block * bBlockBytes + step), n,
-                    /*accumulate=*/accumulate || kk > 0, /*transB=*/false);
-  }
+  for (int64_t kk = 0; kk < k / 16; ++kk)
+    acc = d.wgmmaSS(acc, d.descAdd(descA, offset(aMajor, aBlockBytes, kk)),
+                    d.descAdd(descB, offset(bMajor, bBlockBytes, kk)), n,
+                    /*accumulate=*/accumulate || kk > 0,
+                    /*transB=*/bMajor == Major::MN,
+                    /*transA=*/aMajor == Major::MN);
   d.wgmmaCommit();
   return acc;
 }

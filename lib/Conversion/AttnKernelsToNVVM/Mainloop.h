@@ -28,13 +28,21 @@ struct AccumulatorTile {
   Value colBase;
 };
 
-/// D(m64 x n) (+)= A(smem) B(smem)^T over `k` (a multiple of 16), both
-/// operands K-major: `descA` / `descB` address their first 64-column block,
-/// `aBlockBytes` / `bBlockBytes` apart. The first instruction starts the
-/// accumulator unless `accumulate`. One committed wgmma group.
+/// How an operand tile lies in shared memory. K-major: rows of the M (or N)
+/// dimension, k in 64-column blocks `blockBytes` apart. MN-major: rows of
+/// k, 128 bytes each, so a k step of 16 is 16 rows further (the operand's
+/// M or N columns in 64-column blocks, the descriptor's leading offset
+/// apart).
+enum class Major { K, MN };
+
+/// D(m64 x n) (+)= A(smem) B(smem)^T over `k` (a multiple of 16): `descA` /
+/// `descB` address the operands' first k step; a K-major operand's 64-column
+/// k blocks lie `aBlockBytes` / `bBlockBytes` apart. The first instruction
+/// starts the accumulator unless `accumulate`. One committed wgmma group.
 Value mmaSharedShared(DeviceBuilder &d, Value acc, Value descA, Value descB,
                       int64_t n, int64_t k, int64_t aBlockBytes,
-                      int64_t bBlockBytes, bool accumulate);
+                      int64_t bBlockBytes, bool accumulate,
+                      Major aMajor = Major::K, Major bMajor = Major::K);
 
 /// D(m64 x n) += A(registers) B(smem) over `k`: `a` holds 4 packed b32 per
 /// k step of 16 (the A fragment layout, which an accumulator of 16-bit pairs

@@ -25,8 +25,9 @@ assemble without spills or warnings.
 
 A backward matrix covers attn.flash_attention_grad (its dQ and dK/dV
 kernels): head dim 64 (K=V or not) and 128 (K=V), group 1, 4, 8, causal or
-not, block_q 64 and 128, and a key mask; like the forward kernels they must use
-wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
+not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
+weight-gradient GEMM, from zero and into an init); like the forward kernels
+they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -166,7 +167,32 @@ def grad_model():
         name = f"grad_d{d}_g4_causal_keymask"
         funcs.append(grad_function(name, hq, hq // 4, d, True, d == 128, 128, mask="i64"))
         configs.append(dict(name=name))
+    for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
+        name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
+        funcs.append(weight_grad_function(name, inputs, outputs, with_init))
+        configs.append(dict(name=name, kinds=["weight_grad_gemm"]))
     return "\n".join(funcs), configs
+
+
+# attn.fused_weight_grad configurations: (in, out, reads a non-zero init).
+WEIGHT_GRAD_CONFIGS = ((1024, 1024, False), (2048, 256, False), (1024, 512, True))
+
+
+def weight_grad_function(name, inputs, outputs, with_init):
+    """attn.fused_weight_grad from zero (attn-fuse's form) or into an init."""
+    x, dy, dw = (f"tensor<?x{inputs}xbf16>", f"tensor<?x{outputs}xbf16>",
+                 f"tensor<{outputs}x{inputs}xbf16>")
+    init_arg = f", %init: {dw}" if with_init else ""
+    zero = "" if with_init else (
+        f"  %c0f = arith.constant 0.0 : bf16\n"
+        f"  %empty = tensor.empty() : {dw}\n"
+        f"  %init = linalg.fill ins(%c0f : bf16) outs(%empty : {dw}) -> {dw}\n")
+    return (
+        f"func.func @{name}(%x: {x}, %dy: {dy}{init_arg}) -> {dw} {{\n{zero}"
+        f"  %dw = attn.fused_weight_grad %x, %dy outs(%init)\n"
+        f"      {{block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}}\n"
+        f"      : ({x}, {dy}, {dw}) -> {dw}\n"
+        f"  return %dw : {dw}\n}}\n")
 
 
 # attn.cca_prologue configurations: (name, E, Hq, Hk, d, k0, k1, toggles,
@@ -521,8 +547,9 @@ def main():
         c["kernel"] = names[0] if names else None
     for c in grad_configs:
         kinds = sorted(kernels[k]["kind"] for k in launches.get(("grad_matrix", c["name"]), []))
-        if kinds != ["flash_attention_grad_dkv", "flash_attention_grad_dq"]:
-            failures.append(f"grad matrix {c['name']}: expected a dQ and a dK/dV kernel, "
+        expected = c.get("kinds", ["flash_attention_grad_dkv", "flash_attention_grad_dq"])
+        if kinds != expected:
+            failures.append(f"grad matrix {c['name']}: expected kernels {expected}, "
                             f"got {kinds}")
     for c in cca_configs:
         names = [k for k in launches.get(("cca_matrix", c["name"]), [])

@@ -1,0 +1,59 @@
+// RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file | FileCheck %s
+
+// A weight gradient from zero (attn-fuse's form for a weight used once):
+// the fill is not read, and the kernel reads dY and X as they lie, 64 tokens
+// per stage, both operands MN-major (wgmma's transposed A and B).
+// CHECK-LABEL: func.func @weight_grad
+// CHECK: %[[DW:.*]] = call @[[K:attn_wgrad_bf16_in192_out64]]_launch(%arg0, %arg1) : (tensor<?x192xbf16>, tensor<?x64xbf16>) -> tensor<64x192xbf16>
+// CHECK-NOT: linalg.fill
+// CHECK: return %[[DW]]
+// CHECK: gpu.module @[[K]]
+// CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: i32) kernel attributes {attnfuse.tma_params = array<i32: 0, 1, 2>, nvvm.maxntid = array<i32: 384, 1, 1>
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// The k steps: ceil(tokens / 64).
+// CHECK: arith.addi %arg3, %c63_i32
+// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg{{[01]}}, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: scf.for
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.global.shared.cta %arg2
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: kind = "weight_grad_gemm"
+// CHECK-SAME: grid = [{expr = "1", value = 1 : i64}, {expr = "2", value = 2 : i64}, {expr = "1", value = 1 : i64}]
+// CHECK-SAME: #attn.kernel_tensor<name = "input", role = "input", operand = 0, dtype = "bf16", shape = ["T", 192]
+// CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "result_grad", operand = 1, dtype = "bf16", shape = ["T", 64]
+// CHECK-SAME: #attn.kernel_tensor<name = "weight_grad", role = "result", operand = -1, dtype = "bf16", shape = [64, 192]
+func.func @weight_grad(%x: tensor<?x192xbf16>, %dy: tensor<?x64xbf16>) -> tensor<64x192xbf16> {
+  %zero = arith.constant 0.0 : bf16
+  %empty = tensor.empty() : tensor<64x192xbf16>
+  %init = linalg.fill ins(%zero : bf16) outs(%empty : tensor<64x192xbf16>) -> tensor<64x192xbf16>
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<?x192xbf16>, tensor<?x64xbf16>, tensor<64x192xbf16>) -> tensor<64x192xbf16>
+  return %dw : tensor<64x192xbf16>
+}
+
+// -----
+
+// A gradient added to another (a weight shared by two projections): the
+// kernel reads the init in its epilogue.
+// CHECK-LABEL: func.func @weight_grad_into_init
+// CHECK: call @[[K:attn_wgrad_bf16_in256_out128_acc]]_launch(%arg0, %arg1, %arg2) : (tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<128x256xbf16>) -> tensor<128x256xbf16>
+// CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64}, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>)
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: #attn.kernel_tensor<name = "init", role = "init", operand = 2, dtype = "bf16", shape = [128, 256]
+func.func @weight_grad_into_init(%x: tensor<?x256xbf16>, %dy: tensor<?x128xbf16>, %init: tensor<128x256xbf16>) -> tensor<128x256xbf16> {
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<128x256xbf16>) -> tensor<128x256xbf16>
+  return %dw : tensor<128x256xbf16>
+}
