@@ -85,3 +85,38 @@ def test_projection_plain_batched():
 def test_projection_n1024():
     got, ref = run_projection(k=64, n=1024, d=128, rope=True, bias=True, batch=1, seq=5, seed=2)
     check(got, ref)
+
+
+def transposed_model(k, n):
+    """dx = dy W: a one-head projection that reads W ([k, n], its k rows being the
+    reduction) as stored (transposed_weight), B MN-major in the kernel."""
+    return f"""
+func.func @dx(%dy: tensor<?x?x{k}xbf16>, %w: tensor<{k}x{n}xbf16>) -> tensor<?x?x1x{n}xbf16> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %batch = tensor.dim %dy, %c0 : tensor<?x?x{k}xbf16>
+  %seq = tensor.dim %dy, %c1 : tensor<?x?x{k}xbf16>
+  %init = tensor.empty(%batch, %seq) : tensor<?x?x1x{n}xbf16>
+  %dx = attn.fused_projection %dy, %w outs(%init)
+      {{head_dim = {n} : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64,
+       transposed_weight}}
+      : (tensor<?x?x{k}xbf16>, tensor<{k}x{n}xbf16>, tensor<?x?x1x{n}xbf16>)
+      -> tensor<?x?x1x{n}xbf16>
+  return %dx : tensor<?x?x1x{n}xbf16>
+}}
+"""
+
+
+@pytest.mark.parametrize("k,n,batch,seq", [(128, 256, 1, 130), (192, 64, 2, 33)])
+def test_projection_transposed_weight(k, n, batch, seq):
+    art = emulator.compile_model(transposed_model(k, n), f"dx_k{k}_n{n}")
+    assert len(art.kernels) == 1 and art.kernels[0].endswith("_wt"), art.kernels
+    rng = np.random.default_rng(3)
+    dyb, dy = emulator.bf16(rng.standard_normal((batch, seq, k)))
+    wb, w = emulator.bf16(rng.standard_normal((k, n)) / np.sqrt(k))
+    dev = emulator.Device()
+    tensors = {"input": dev.upload(dyb, "bf16"), "weight": dev.upload(wb, "bf16"),
+               "output": dev.empty((batch, seq, n), "bf16")}
+    art.launch(art.kernels[0], tensors, B=batch, S=seq)
+    got = reference.from_bf16_bits(dev.download(tensors["output"])).astype(np.float64)
+    check(got, dy @ w)

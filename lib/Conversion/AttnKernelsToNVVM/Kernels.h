@@ -185,6 +185,9 @@ struct GemmPlan {
   bool hasBias;
   int64_t rotated = 0; // RoPE dims per head (0: none)
   bool fromProject = false;
+  /// The weight is W^T ([in, out], attn.fused_projection's
+  /// transposed_weight): B is read MN-major.
+  bool transposedWeight = false;
   int64_t blockM, blockN, blockK, stages, consumers;
   int64_t threads, producerRegs, consumerRegs;
   int64_t aStageBytes, bStageBytes, cBytes;

@@ -33,10 +33,10 @@ using arith::CmpIPredicate;
 std::string GemmPlan::key() const {
   // The code depends on head_dim only through the RoPE epilogue: a
   // fused_projection without RoPE and an attn.project share one kernel.
-  return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}",
+  return llvm::formatv("gemm:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}",
                        elemName(elem), inFeatures, outFeatures,
                        rotated ? headDim : 0, hasBias, rotated, blockM, blockN,
-                       blockK, stages, hostCastFromF32)
+                       blockK, stages, hostCastFromF32, transposedWeight)
       .str();
 }
 
@@ -55,6 +55,7 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
     bias = fp.getBias();
     rope = fp.getRopeAttr();
     p.headDim = fp.getHeadDim();
+    p.transposedWeight = fp.getTransposedWeight();
   } else {
     auto proj = cast<ProjectOp>(op);
     input = proj.getInput();
@@ -70,7 +71,7 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
     return failure();
   p.elem = *elem;
   p.inFeatures = inputType.getDimSize(2);
-  p.outFeatures = weightType.getDimSize(0);
+  p.outFeatures = weightType.getDimSize(p.transposedWeight ? 1 : 0);
   if (ShapedType::isDynamic(p.inFeatures) ||
       ShapedType::isDynamic(p.outFeatures))
     return op->emitOpError() << "needs static feature sizes for sm_90a";
@@ -119,6 +120,8 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
     name += "_bias";
   if (p.rotated)
     name += llvm::formatv("_rope{0}of{1}", p.rotated, p.headDim).str();
+  if (p.transposedWeight)
+    name += "_wt";
   p.name = name;
   return p;
 }
@@ -173,9 +176,8 @@ void GemmEmitter::emit() {
     ropeCos = entry.getArgument(arg++);
     ropeSin = entry.getArgument(arg++);
   }
-  initializeBarriers(d, ids.tid, [&]() {
-    ring.initBarriers({1, 128 * p.consumers});
-  });
+  initializeBarriers(d, ids.tid,
+                     [&]() { ring.initBarriers({1, 128 * p.consumers}); });
   row0 = d.mul(d.ctaid(0), p.blockM);
   col0 = d.mul(d.ctaid(1), p.blockN);
   batch = d.ctaid(2);
@@ -191,9 +193,16 @@ void GemmEmitter::producer() {
               [&](Value it, ValueRange) -> SmallVector<Value> {
                 Value s = ring.acquire(it, p.aStageBytes + p.bStageBytes);
                 Value k0 = d.mul(it, p.blockK);
-                // X box {64, 128 rows, 1}; W box {64, 128 rows}.
+                // X box {64, 128 rows, 1}; W box {64, 128 rows}, or, for a
+                // W^T of 64 k rows, two boxes {64 columns, 64 rows}.
                 d.tmaLoad(aStage(s), tmaX, {k0, row0, batch}, ring.full(s));
-                d.tmaLoad(bStage(s), tmaW, {k0, col0}, ring.full(s));
+                if (!p.transposedWeight) {
+                  d.tmaLoad(bStage(s), tmaW, {k0, col0}, ring.full(s));
+                  return {};
+                }
+                for (int64_t cb = 0; cb < p.blockN / 64; ++cb)
+                  d.tmaLoad(d.sAt(bStage(s), cb * 64 * 128), tmaW,
+                            {d.add(col0, cb * 64), k0}, ring.full(s));
                 return {};
               });
   });
@@ -208,9 +217,12 @@ Value GemmEmitter::mainloop(Value c) {
     Value s = ring.wait(it);
     Value da =
         d.wgmmaDesc(d.sAddr(d.sAt(aStage(s), d.mul(c, 64 * 128))), 16, 1024);
-    Value db = d.wgmmaDesc(d.sAddr(bStage(s)), 16, 1024);
+    // W^T: MN-major, its 64-column blocks 64 k rows (8 KiB) apart.
+    Value db = d.wgmmaDesc(d.sAddr(bStage(s)),
+                           p.transposedWeight ? 64 * 128 : 16, 1024);
     return mmaSharedShared(d, a, da, db, n, p.blockK, 0, 0,
-                           /*accumulate=*/!first);
+                           /*accumulate=*/!first, Major::K,
+                           p.transposedWeight ? Major::MN : Major::K);
   };
   Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
   // One wgmma group in flight; the stage of the group that completed (the
@@ -284,11 +296,11 @@ void GemmEmitter::consumer() {
   // This warpgroup's 64 x 128 block: two 64-column blocks of 64 x 128 bytes.
   Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
   stageAccumulator(d, tile, ids.lane, v, cSlab);
-  storeStagedTile(
-      d, c, p.consumers, ids.threadInWarpgroup, tmaY, cSlab, n / 64,
-      [&](int64_t cb) -> SmallVector<Value> {
-        return {d.add(col0, cb * 64), d.add(row0, d.mul(c, 64)), batch};
-      });
+  storeStagedTile(d, c, p.consumers, ids.threadInWarpgroup, tmaY, cSlab, n / 64,
+                  [&](int64_t cb) -> SmallVector<Value> {
+                    return {d.add(col0, cb * 64), d.add(row0, d.mul(c, 64)),
+                            batch};
+                  });
 }
 
 } // namespace
@@ -329,9 +341,13 @@ attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
              {strAttr(ctx, "B"), strAttr(ctx, "S"), intAttr(ctx, k)},
              {scaled(ctx, k, "S"), intAttr(ctx, k), intAttr(ctx, 1)},
              "row-major [batch, seq, in_features], contiguous"),
-      tensor("weight", "weight", 1, {intAttr(ctx, n), intAttr(ctx, k)},
-             {intAttr(ctx, k), intAttr(ctx, 1)},
-             "row-major [out_features, in_features], contiguous")};
+      p.transposedWeight
+          ? tensor("weight", "weight", 1, {intAttr(ctx, k), intAttr(ctx, n)},
+                   {intAttr(ctx, n), intAttr(ctx, 1)},
+                   "row-major [in_features, out_features] (W^T), contiguous")
+          : tensor("weight", "weight", 1, {intAttr(ctx, n), intAttr(ctx, k)},
+                   {intAttr(ctx, k), intAttr(ctx, 1)},
+                   "row-major [out_features, in_features], contiguous")};
   if (p.hasBias)
     tensors.push_back(tensor("bias", "bias", 2, {intAttr(ctx, n)},
                              {intAttr(ctx, 1)}, "contiguous"));
@@ -359,8 +375,11 @@ attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
           {intAttr(ctx, k), strAttr(ctx, "S"), strAttr(ctx, "B")},
           {intAttr(ctx, k * 2), scaled(ctx, k * 2, "S")}, {64, p.blockM, 1},
           "load"),
-      tma("tma_w", "weight", {intAttr(ctx, k), intAttr(ctx, n)},
-          {intAttr(ctx, k * 2)}, {64, p.blockN}, "load"),
+      p.transposedWeight
+          ? tma("tma_w", "weight", {intAttr(ctx, n), intAttr(ctx, k)},
+                {intAttr(ctx, n * 2)}, {64, 64}, "load")
+          : tma("tma_w", "weight", {intAttr(ctx, k), intAttr(ctx, n)},
+                {intAttr(ctx, k * 2)}, {64, p.blockN}, "load"),
       tma("tma_y", "output",
           {intAttr(ctx, n), strAttr(ctx, "S"), strAttr(ctx, "B")},
           {intAttr(ctx, n * 2), scaled(ctx, n * 2, "S")}, {64, 64, 1},
@@ -396,6 +415,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
       .set("producer_registers", p.producerRegs)
       .set("consumer_registers", p.consumerRegs)
       .setBool("bias", p.hasBias)
+      .setBool("transposed_weight", p.transposedWeight)
       .set("rope_dims", p.rotated);
   LaunchDescription launch;
   launch.kernel = p.name;

@@ -21,6 +21,7 @@
 #include "Rope.h"
 #include "attnfuse/Conversion/AttnKernelsToSCF/AttnKernelsToSCF.h"
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
@@ -39,8 +40,8 @@ namespace {
 class FusedProjectionTile {
 public:
   FusedProjectionTile(FusedProjectionOp op, OpBuilder &builder, int64_t blockN,
-                      Value packedWeight, Value featureBlock,
-                      Value packedInput, const RopeTables &rope)
+                      Value packedWeight, Value featureBlock, Value packedInput,
+                      const RopeTables &rope)
       : op(op),
         kb(builder, op.getLoc(),
            cast<RankedTensorType>(op.getInput().getType()).getElementType()),
@@ -262,6 +263,16 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
   LogicalResult matchAndRewrite(FusedProjectionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    // The tiles and the weight packing read W's rows: a weight given as W^T
+    // is transposed first, in blocks.
+    if (op.getTransposedWeight()) {
+      Value weight =
+          attn::createBlockedTranspose(rewriter, loc, op.getWeight(), {1, 0});
+      rewriter.modifyOpInPlace(op, [&]() {
+        op.getWeightMutable().assign(weight);
+        op.setTransposedWeight(false);
+      });
+    }
     auto inputType = cast<RankedTensorType>(op.getInput().getType());
     KernelBuilder kb(rewriter, loc, inputType.getElementType());
     const int64_t width = inputType.getDimSize(2);
@@ -342,10 +353,10 @@ struct LowerFusedProjection : OpRewritePattern<FusedProjectionOp> {
     Value firstFeature = getValueOrCreateConstantIndexOp(
         rewriter, loc, weightRows.getMixedOffsets()[0]);
     Value featureBlock = kb.floorDiv(firstFeature, blockN);
-    rewriter.replaceOp(tile, FusedProjectionTile(tile, rewriter, blockN, packed,
-                                                 featureBlock, packedInput,
-                                                 rope)
-                                 .build());
+    rewriter.replaceOp(tile,
+                       FusedProjectionTile(tile, rewriter, blockN, packed,
+                                           featureBlock, packedInput, rope)
+                           .build());
     return success();
   }
 };

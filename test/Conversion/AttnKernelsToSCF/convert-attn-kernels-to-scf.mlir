@@ -199,6 +199,36 @@ func.func @projection(%x: tensor<?x?x40xf32>, %w: tensor<32x40xf32>,
 
 // -----
 
+
+// A projection by W^T given as W (transposed_weight, the input gradient dx =
+// dy W): the CPU lowering first transposes the large weight in 64 x 64
+// blocks (one block's rows stay in L1, not one element per 4 KiB page), then
+// packs and multiplies as for any projection.
+// CHECK-LABEL: func.func @projection_transposed_weight
+// CHECK:      scf.for %[[I:.*]] = %c0 to %c256 step %c64
+// CHECK:        scf.for %[[J:.*]] = %c0 to %c128 step %c64
+// CHECK:          %[[BLOCK:.*]] = tensor.extract_slice %arg1[%[[J]], %[[I]]] [64, 64] [1, 1] : tensor<128x256xf32> to tensor<64x64xf32>
+// CHECK:          linalg.transpose ins(%[[BLOCK]] : tensor<64x64xf32>) {{.*}} permutation = [1, 0]
+// CHECK:          tensor.insert_slice %{{.*}}[%[[I]], %[[J]]] [64, 64] [1, 1] : tensor<64x64xf32> into tensor<256x128xf32>
+// CHECK:      linalg.generic {{.*}} ins(%{{.*}} : tensor<4x64x2x64xf32>)
+// CHECK-NOT: attn.
+func.func @projection_transposed_weight(%dy: tensor<?x?x128xf32>, %w: tensor<128x256xf32>)
+    -> tensor<?x?x1x256xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %dy, %c0 : tensor<?x?x128xf32>
+  %s = tensor.dim %dy, %c1 : tensor<?x?x128xf32>
+  %init = tensor.empty(%b, %s) : tensor<?x?x1x256xf32>
+  %dx = attn.fused_projection %dy, %w outs(%init)
+      {head_dim = 256 : i64, block_s = 64 : i64, block_n = 64 : i64,
+       block_k = 64 : i64, transposed_weight}
+      : (tensor<?x?x128xf32>, tensor<128x256xf32>, tensor<?x?x1x256xf32>)
+      -> tensor<?x?x1x256xf32>
+  return %dx : tensor<?x?x1x256xf32>
+}
+
+// -----
+
 // The CCA prologue is tiled through its TilingInterface, one tile per
 // (batch, block of block_s = 4 tokens): a tile reads its tokens and the halo
 // of P = 2 rows before them (none at the sequence start), zero-padded to a

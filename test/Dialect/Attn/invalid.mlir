@@ -3496,6 +3496,14 @@ func.func @fused_projection_init_type(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf
 
 // -----
 
+func.func @fused_projection_transposed_weight_shape(%dy: tensor<2x8x8xf32>, %w: tensor<16x8xf32>, %init: tensor<2x8x1x8xf32>) {
+  // expected-error @+1 {{'weight' must have shape [E, heads * head_dim] = [8, 8], got [16, 8]}}
+  %0 = attn.fused_projection %dy, %w outs(%init) {head_dim = 8 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64, transposed_weight} : (tensor<2x8x8xf32>, tensor<16x8xf32>, tensor<2x8x1x8xf32>) -> tensor<2x8x1x8xf32>
+  return
+}
+
+// -----
+
 func.func @sdpa_lse_shape(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>) {
   // expected-error @+1 {{'lse' must have shape [batch, S, num_heads] = [2, 8, 4], got [2, 4, 8]}}
   %o, %lse = attn.sdpa %q, %k, %k : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> (tensor<2x8x4x4xf32>, tensor<2x4x8xf32>)

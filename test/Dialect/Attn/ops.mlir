@@ -639,6 +639,18 @@ func.func @fused_projection_token_offset(%x: tensor<1x?x16xf32>, %w: tensor<8x16
   return %y : tensor<1x?x2x4xf32>
 }
 
+// The input gradient of a projection: W^T given as W, [E, heads * head_dim].
+// CHECK-LABEL: func.func @fused_projection_transposed_weight
+// CHECK: attn.fused_projection %arg0, %arg1 outs(%arg2) {block_k = 64 : i64, block_n = 64 : i64, block_s = 64 : i64, head_dim = 16 : i64, transposed_weight} : (tensor<2x?x8xf32>, tensor<8x16xf32>, tensor<2x?x1x16xf32>) -> tensor<2x?x1x16xf32>
+func.func @fused_projection_transposed_weight(%dy: tensor<2x?x8xf32>, %w: tensor<8x16xf32>,
+                                              %init: tensor<2x?x1x16xf32>) -> tensor<2x?x1x16xf32> {
+  %dx = attn.fused_projection %dy, %w outs(%init)
+      {head_dim = 16 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64,
+       transposed_weight}
+      : (tensor<2x?x8xf32>, tensor<8x16xf32>, tensor<2x?x1x16xf32>) -> tensor<2x?x1x16xf32>
+  return %dx : tensor<2x?x1x16xf32>
+}
+
 // One tile of tokens of a CCA prologue: 2 history rows before its 16 tokens.
 // CHECK-LABEL: func.func @cca_prologue_token_offset
 // CHECK: attn.cca_prologue %arg0 wq(%arg1) wk(%arg2) wv(%arg3) conv_dw(%arg4, %arg5) conv_g(%arg6, %arg7) temp(%arg8) token_offset(%arg9) outs(%arg10, %arg11, %arg11) {block_s = 64 : i64, conv_kernel_sizes = array<i64: 2, 2>, head_dim = 4 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64}

@@ -240,6 +240,21 @@ func.func @fused_projection(%x: tensor<2x24x16xf32>, %w: tensor<16x16xf32>,
   return %y : tensor<2x24x2x8xf32>
 }
 
+// With transposed_weight a tile's weight is W^T's columns of its features.
+// CHECK-LABEL: func.func @fused_projection_transposed_weight
+// CHECK: %[[N0:.*]] = affine.apply #{{.*}}(%{{.*}}, %{{.*}})
+// CHECK: %[[W:.*]] = tensor.extract_slice %arg1[0, %[[N0]]] [16, 4] [1, 1] : tensor<16x16xf32> to tensor<16x4xf32>
+// CHECK: attn.fused_projection %{{.*}}, %[[W]] token_offset(%{{.*}}) outs(%{{.*}}) {{.*}}head_dim = 4 : i64, transposed_weight}
+func.func @fused_projection_transposed_weight(%x: tensor<2x24x16xf32>, %w: tensor<16x16xf32>,
+                            %init: tensor<2x24x2x8xf32>) -> tensor<2x24x2x8xf32> {
+  %y = attn.fused_projection %x, %w outs(%init)
+      {head_dim = 8 : i64, block_s = 64 : i64, block_n = 64 : i64, block_k = 64 : i64,
+       transposed_weight}
+      : (tensor<2x24x16xf32>, tensor<16x16xf32>, tensor<2x24x2x8xf32>)
+      -> tensor<2x24x2x8xf32>
+  return %y : tensor<2x24x2x8xf32>
+}
+
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %op = transform.structured.match ops{["attn.fused_projection"]} in %root

@@ -912,21 +912,30 @@ LogicalResult FusedProjectionOp::verify() {
     return emitOpError() << "'init' must have the result type "
                          << getResult().getType() << ", got "
                          << getInit().getType();
+  // The weight is [heads * head_dim, E], or [E, heads * head_dim] with
+  // transposed_weight.
+  bool transposed = getTransposedWeight();
+  int64_t featureAxis = transposed ? 1 : 0;
   if (failed(verifyRank(op, "input", getInput(), 3, "[batch, seq, E]")) ||
       failed(verifyStaticDim(op, "input", getInput(), 2, "model width E")) ||
-      failed(
-          verifyRank(op, "weight", getWeight(), 2, "[heads * head_dim, E]")) ||
-      failed(verifyStaticDim(op, "weight", getWeight(), 0, "out_features")))
+      failed(verifyRank(op, "weight", getWeight(), 2,
+                        transposed ? "[E, heads * head_dim] (transposed)"
+                                   : "[heads * head_dim, E]")) ||
+      failed(verifyStaticDim(op, "weight", getWeight(), featureAxis,
+                             "out_features")))
     return failure();
-  int64_t headDim = getHeadDim(), outFeatures = dimOf(getWeight(), 0);
+  int64_t headDim = getHeadDim(), outFeatures = dimOf(getWeight(), featureAxis);
   if (outFeatures % headDim != 0)
     return emitOpError() << "the " << outFeatures
                          << " output features of 'weight' are not a whole "
                             "number of heads of head_dim "
                          << headDim;
   ExpectedDim featureDim{outFeatures, "heads * head_dim"};
-  if (failed(verifyShape(op, "weight", getWeight(),
-                         {featureDim, {dimOf(getInput(), 2), "E"}})) ||
+  ExpectedDim widthDim{dimOf(getInput(), 2), "E"};
+  SmallVector<ExpectedDim> weightDims = {featureDim, widthDim};
+  if (transposed)
+    std::swap(weightDims[0], weightDims[1]);
+  if (failed(verifyShape(op, "weight", getWeight(), weightDims)) ||
       (getBias() && failed(verifyShape(op, "bias", getBias(), {featureDim}))) ||
       failed(verifyShape(op, "result", getResult(),
                          {{dimOf(getInput(), 0), "batch"},
@@ -1185,7 +1194,10 @@ FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
   Value input = slices.extract(getInput(), {offsets[0], offsets[1], zero},
                                {sizes[0], sizes[1], width});
   Value weight =
-      slices.extract(getWeight(), {firstFeature, zero}, {features, width});
+      getTransposedWeight()
+          ? slices.extract(getWeight(), {zero, firstFeature}, {width, features})
+          : slices.extract(getWeight(), {firstFeature, zero},
+                           {features, width});
   Value bias = getBias() ? slices.extract(getBias(), {firstFeature}, {features})
                          : Value();
   Value init = slices.extract(getInit(), offsets, sizes);
@@ -1197,7 +1209,8 @@ FusedProjectionOp::getTiledImplementation(OpBuilder &builder,
   auto tiled = FusedProjectionOp::create(
       builder, loc, init.getType(), input, weight, bias, tokenOffset, init,
       builder.getI64IntegerAttr(wholeHeads ? headDim : *tileDims),
-      getRopeAttr(), getBlockSAttr(), getBlockNAttr(), getBlockKAttr());
+      getRopeAttr(), getBlockSAttr(), getBlockNAttr(), getBlockKAttr(),
+      getTransposedWeightAttr());
   return TilingResult{{tiled}, {tiled.getResult()}, slices.ops};
 }
 

@@ -903,7 +903,7 @@ Value createFusedProjection(PatternRewriter &rewriter, Location loc,
                             RankedTensorType resultType, Value input,
                             Value weight, Value bias, RopeAttr rope,
                             int64_t blockS, int64_t blockN, int64_t blockK,
-                            bool foldBatch) {
+                            bool foldBatch, bool transposedWeight = false) {
   int64_t headDim = resultType.getDimSize(3);
   auto build = [&](RankedTensorType type, Value source) -> Value {
     return FusedProjectionOp::create(
@@ -912,7 +912,8 @@ Value createFusedProjection(PatternRewriter &rewriter, Location loc,
         emptyResult(rewriter, loc, type, [&](int64_t) { return source; }),
         rewriter.getI64IntegerAttr(headDim), rope,
         rewriter.getI64IntegerAttr(blockS), rewriter.getI64IntegerAttr(blockN),
-        rewriter.getI64IntegerAttr(blockK));
+        rewriter.getI64IntegerAttr(blockK),
+        transposedWeight ? rewriter.getUnitAttr() : UnitAttr());
   };
   auto inputType = cast<RankedTensorType>(input.getType());
   if (!foldBatch || inputType.getDimSize(1) != 1 ||
@@ -995,32 +996,44 @@ struct FuseProjectionRope : OpRewritePattern<RoPEOp> {
         rope, rope.getType(), projection.getInput(), projection.getWeight(),
         projection.getBias(), projection.getTokenOffset(), projection.getInit(),
         projection.getHeadDimAttr(), rope.getRope(), projection.getBlockSAttr(),
-        rewriter.getI64IntegerAttr(blockN), projection.getBlockKAttr());
+        rewriter.getI64IntegerAttr(blockN), projection.getBlockKAttr(),
+        projection.getTransposedWeightAttr());
     return success();
   }
 };
 
+/// `[B, S, N]` = `input W^T (+ bias)` as a tiled GEMM: a `fused_projection`
+/// with one head of all `N` output features, collapsed back to `[B, S, N]`.
+/// With `transposedWeight`, `weight` is `W^T` as stored.
+Value linearProjection(PatternRewriter &rewriter, Location loc,
+                       RankedTensorType resultType, Value input, Value weight,
+                       Value bias, const TileSizes &tiles,
+                       bool transposedWeight = false) {
+  int64_t features = resultType.getDimSize(2);
+  auto headsType = RankedTensorType::get(
+      {resultType.getDimSize(0), resultType.getDimSize(1), 1, features},
+      resultType.getElementType());
+  Value heads = createFusedProjection(
+      rewriter, loc, headsType, input, weight, bias, RopeAttr(), tiles.blockS,
+      tiles.blockN, tiles.blockK, /*foldBatch=*/true, transposedWeight);
+  return tensor::CollapseShapeOp::create(
+      rewriter, loc, resultType, heads,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
 /// Any other `project(x, W, b)`, such as the up-projection, becomes a tiled
-/// GEMM too: a `fused_projection` with one head of all output features,
-/// collapsed back to `[B, S, N]`.
+/// GEMM too.
 struct FuseLinearProjection : OpRewritePattern<ProjectOp> {
   FuseLinearProjection(MLIRContext *context, TileSizes tiles)
       : OpRewritePattern(context), tiles(tiles) {}
 
   LogicalResult matchAndRewrite(ProjectOp project,
                                 PatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(project.getType());
-    int64_t features = resultType.getDimSize(2);
-    auto headsType = RankedTensorType::get(
-        {resultType.getDimSize(0), resultType.getDimSize(1), 1, features},
-        resultType.getElementType());
-    Value heads = createFusedProjection(
-        rewriter, project.getLoc(), headsType, project.getInput(),
-        project.getWeight(), project.getBias(), RopeAttr(), tiles.blockS,
-        tiles.blockN, tiles.blockK, /*foldBatch=*/true);
-    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
-        project, resultType, heads,
-        ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    rewriter.replaceOp(
+        project, linearProjection(rewriter, project.getLoc(),
+                                  cast<RankedTensorType>(project.getType()),
+                                  project.getInput(), project.getWeight(),
+                                  project.getBias(), tiles));
     return success();
   }
 
@@ -1041,39 +1054,6 @@ Value zeros(PatternRewriter &rewriter, Location loc, int64_t rows,
   Value zero = arith::ConstantOp::create(rewriter, loc, elementType,
                                          rewriter.getZeroAttr(elementType));
   return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-}
-
-/// `source` with its dimensions permuted: `result[i] = source[permutation
-/// applied to i]`, as linalg.transpose. A large static matrix is transposed
-/// in 64 x 64 blocks (an scf.for nest): element by element, a 1024-wide
-/// weight's transpose reads one element per 4 KiB page and took ~5 ms, a
-/// tenth of a training step at S 512.
-Value transposed(PatternRewriter &rewriter, Location loc, Value source,
-                 ArrayRef<int64_t> permutation) {
-  auto type = cast<RankedTensorType>(source.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t dim : permutation)
-    shape.push_back(type.getDimSize(dim));
-  Value init =
-      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
-  auto transpose =
-      linalg::TransposeOp::create(rewriter, loc, source, init, permutation);
-  constexpr int64_t kBlock = 64;
-  // (Without the linalg TilingInterface models registered, element by
-  // element.)
-  auto tileable = dyn_cast<TilingInterface>(transpose.getOperation());
-  if (!tileable || type.getRank() != 2 || !type.hasStaticShape() ||
-      type.getDimSize(0) < 2 * kBlock || type.getDimSize(1) < 2 * kBlock)
-    return transpose.getResult()[0];
-  scf::SCFTilingOptions options;
-  options.setTileSizes(
-      {rewriter.getIndexAttr(kBlock), rewriter.getIndexAttr(kBlock)});
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, tileable, options);
-  if (failed(tiled))
-    return transpose.getResult()[0];
-  rewriter.replaceOp(transpose, tiled->replacements);
-  return tiled->replacements.front();
 }
 
 /// `dy^T x` over the token rows of `gradRows` `[tokens, out]` and
@@ -1112,7 +1092,7 @@ Value biasGradOf(PatternRewriter &rewriter, Location loc, Value gradRows,
 }
 
 /// `attn.project_grad` -> tiled GEMMs: `dx = dy W` is a projection of `dy`
-/// by `W^T` (a fused_projection next, in this phase), `dW = dy^T x` and
+/// by `W^T` (a fused_projection reading `W` as stored), `dW = dy^T x` and
 /// `db = dy^T 1` are `attn.fused_weight_grad` over the tokens. Only the
 /// gradients in use are computed.
 struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
@@ -1124,9 +1104,10 @@ struct FuseProjectGrad : OpRewritePattern<ProjectGradOp> {
     Location loc = op.getLoc();
     SmallVector<Value> replacements(3);
     if (!op.getInputGrad().use_empty())
-      replacements[0] = ProjectOp::create(
-          rewriter, loc, op.getInputGrad().getType(), op.getResultGrad(),
-          transposed(rewriter, loc, op.getWeight(), {1, 0}), /*bias=*/Value());
+      replacements[0] = linearProjection(
+          rewriter, loc, cast<RankedTensorType>(op.getInputGrad().getType()),
+          op.getResultGrad(), op.getWeight(), /*bias=*/Value(), tiles,
+          /*transposedWeight=*/true);
     Value gradRows;
     if (!op.getWeightGrad().use_empty() || !op.getBiasGrad().use_empty())
       gradRows = collapseTokens(rewriter, loc, op.getResultGrad());
@@ -1219,7 +1200,7 @@ Value convWeightBlock(PatternRewriter &rewriter, Location loc, Value weight,
                                 rewriter.getIndexAttr(taps)},
       SmallVector<OpFoldResult>(3, one));
   return tensor::CollapseShapeOp::create(
-      rewriter, loc, transposed(rewriter, loc, block, permutation),
+      rewriter, loc, createBlockedTranspose(rewriter, loc, block, permutation),
       reassociation);
 }
 
@@ -1343,7 +1324,8 @@ struct FuseGroupedConvGrad : OpRewritePattern<CausalConv1DGradOp> {
             rewriter, loc,
             RankedTensorType::get({width, taps, width}, elementType), grad,
             ArrayRef<ReassociationIndices>{{0}, {1, 2}});
-        weightGrads.push_back(transposed(rewriter, loc, byTap, {0, 2, 1}));
+        weightGrads.push_back(
+            createBlockedTranspose(rewriter, loc, byTap, {0, 2, 1}));
       }
       if (!op.getInputGrad().use_empty()) {
         // [W_0 | W_1 | ..]_g^T as a projection weight [K * Cg, Cg]:
@@ -1551,4 +1533,33 @@ attnfuse::attn::applyAttnFusePatterns(Operation *root,
       return failure();
   }
   return success();
+}
+
+Value attnfuse::attn::createBlockedTranspose(RewriterBase &rewriter,
+                                             Location loc, Value source,
+                                             ArrayRef<int64_t> permutation) {
+  auto type = cast<RankedTensorType>(source.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t dim : permutation)
+    shape.push_back(type.getDimSize(dim));
+  Value init =
+      tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+  auto transpose =
+      linalg::TransposeOp::create(rewriter, loc, source, init, permutation);
+  constexpr int64_t kBlock = 64;
+  // (Without the linalg TilingInterface models registered, element by
+  // element.)
+  auto tileable = dyn_cast<TilingInterface>(transpose.getOperation());
+  if (!tileable || type.getRank() != 2 || !type.hasStaticShape() ||
+      type.getDimSize(0) < 2 * kBlock || type.getDimSize(1) < 2 * kBlock)
+    return transpose.getResult()[0];
+  scf::SCFTilingOptions options;
+  options.setTileSizes(
+      {rewriter.getIndexAttr(kBlock), rewriter.getIndexAttr(kBlock)});
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, tileable, options);
+  if (failed(tiled))
+    return transpose.getResult()[0];
+  rewriter.replaceOp(transpose, tiled->replacements);
+  return tiled->replacements.front();
 }

@@ -565,14 +565,15 @@ func.func @conv_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
 // -----
 
 // The gradients of a projection are tiled GEMMs: dx = dy W is a projection
-// of dy by W^T, dW = dy^T x and db = dy^T 1 are fused_weight_grad ops over
+// of dy by W^T that reads W as stored (transposed_weight; no transposed copy
+// here), dW = dy^T x and db = dy^T 1 are fused_weight_grad ops over
 // the tokens (batch and sequence collapsed). A weight two projections share
 // (the add of their gradients) accumulates into one op.
 // CHECK-LABEL: func.func @project_grad
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[WT:.*]] = linalg.transpose ins(%arg1 : tensor<8x16xf32>) outs(%{{.*}} : tensor<16x8xf32>) permutation = [1, 0]
-// CHECK: %[[DXH:.*]] = attn.fused_projection %arg2, %[[WT]] outs(%{{.*}}) {{.*}}head_dim = 16 : i64} : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x1x16xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[DXH:.*]] = attn.fused_projection %arg2, %arg1 outs(%{{.*}}) {{.*}}head_dim = 16 : i64, transposed_weight} : (tensor<?x?x8xf32>, tensor<8x16xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x1x16xf32>
 // CHECK: %[[DX:.*]] = tensor.collapse_shape %[[DXH]] {{\[}}[0], [1], [2, 3]]
 // CHECK: %[[DY:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
 // CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<?x?x16xf32> into tensor<?x16xf32>
@@ -586,7 +587,7 @@ func.func @conv_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
 // CHECK-NOT: arith.addf
 // CHECK: return %[[DX]], %[[DW]], %[[DB]], %[[SHARED]]
 // TILES-LABEL: func.func @project_grad
-// TILES: attn.fused_projection {{.*}}{block_k = 8 : i64, block_n = 48 : i64, block_s = 16 : i64, head_dim = 16 : i64}
+// TILES: attn.fused_projection {{.*}}{block_k = 8 : i64, block_n = 48 : i64, block_s = 16 : i64, head_dim = 16 : i64, transposed_weight}
 // TILES: attn.fused_weight_grad {{.*}}{block_k = 8 : i64, block_m = 16 : i64, block_n = 48 : i64}
 func.func @project_grad(%x: tensor<?x?x16xf32>, %w: tensor<8x16xf32>,
                         %dy: tensor<?x?x8xf32>, %dy2: tensor<?x?x8xf32>)
@@ -605,15 +606,11 @@ func.func @project_grad(%x: tensor<?x?x16xf32>, %w: tensor<8x16xf32>,
 
 // -----
 
-// A large weight is transposed for dx in 64 x 64 blocks (one block's rows
-// stay in L1), not element by element down its 4 KiB columns.
+// A large weight too: its transpose is the CPU lowering's (in 64 x 64
+// blocks, convert-attn-kernels-to-scf.mlir), not attn-fuse's.
 // CHECK-LABEL: func.func @project_grad_large
-// CHECK:      scf.for %[[I:.*]] = %c0 to %c256 step %c64
-// CHECK:        scf.for %[[J:.*]] = %c0 to %c128 step %c64
-// CHECK:          %[[BLOCK:.*]] = tensor.extract_slice %arg1[%[[J]], %[[I]]] [64, 64] [1, 1] : tensor<128x256xf32> to tensor<64x64xf32>
-// CHECK:          linalg.transpose ins(%[[BLOCK]] : tensor<64x64xf32>) {{.*}} permutation = [1, 0]
-// CHECK:          tensor.insert_slice %{{.*}}[%[[I]], %[[J]]] [64, 64] [1, 1] : tensor<64x64xf32> into tensor<256x128xf32>
-// CHECK:      attn.fused_projection %arg2, %{{.*}} : (tensor<?x?x128xf32>, tensor<256x128xf32>
+// CHECK-NOT:  scf.for
+// CHECK:      attn.fused_projection %arg2, %arg1 {{.*}}transposed_weight} : (tensor<?x?x128xf32>, tensor<128x256xf32>
 func.func @project_grad_large(%x: tensor<?x?x256xf32>, %w: tensor<128x256xf32>,
                               %dy: tensor<?x?x128xf32>) -> tensor<?x?x256xf32> {
   %dx, %dw, %db = attn.project_grad %x, %w, %dy

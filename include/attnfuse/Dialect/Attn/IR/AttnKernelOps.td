@@ -29,6 +29,12 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection",
     sequences: row `s` is rotated at position `t + s` (tiling produces it;
     without it `t = 0`).
 
+    With `transposed_weight` the weight operand is `W^T`, `[E, H * d]`, as
+    stored: the input gradient `dx = dy W` of a projection is this op on
+    `dy` with the projection's own `W` (attn-fuse forms it so), and no
+    transposed copy of `W` is written first where the target reads either
+    layout (sm_90a); the CPU lowering transposes it in blocks.
+
     The op is destination-style (`outs` is the result's initial value,
     fully overwritten) and implements `TilingInterface` over
     `(batch, seq, heads, head_dim)`, all parallel (the reduction over `E`
@@ -54,7 +60,8 @@ def Attn_FusedProjectionOp : Attn_Op<"fused_projection",
                        OptionalAttr<Attn_RopeAttr>:$rope,
                        Attn_PositiveI64Attr:$block_s,
                        Attn_PositiveI64Attr:$block_n,
-                       Attn_PositiveI64Attr:$block_k);
+                       Attn_PositiveI64Attr:$block_k,
+                       UnitAttr:$transposed_weight);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)?

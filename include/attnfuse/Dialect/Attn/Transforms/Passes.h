@@ -10,6 +10,7 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
+class RewriterBase;
 class RewritePatternSet;
 } // namespace mlir
 
@@ -46,6 +47,15 @@ void populateAttnFusePatterns(mlir::RewritePatternSet &patterns,
 /// size.
 mlir::LogicalResult applyAttnFusePatterns(mlir::Operation *root,
                                           const AttnFuseOptions &options = {});
+
+/// `source` with its dimensions permuted (`result[i] = source[permutation
+/// applied to i]`) as linalg.transpose; a large static matrix is transposed
+/// in 64 x 64 blocks (an scf.for nest), whose reads stay within a few pages
+/// (element by element, a 1024-wide weight's transpose read one element per
+/// 4 KiB page).
+mlir::Value createBlockedTranspose(mlir::RewriterBase &rewriter,
+                                   mlir::Location loc, mlir::Value source,
+                                   llvm::ArrayRef<int64_t> permutation);
 
 #define GEN_PASS_REGISTRATION
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h.inc"
