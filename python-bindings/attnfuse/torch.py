@@ -28,9 +28,10 @@ floating-point argument out; integer arguments such as padding masks get
 none), which recomputes what it needs of the forward. It is registered on
 the first forward that records autograd, so torch.compile captures forward
 and backward as one node each. The gradient op has no backward itself
-(double backward is refused), and runs on CPU tensors (on CUDA tensors only
-through a GPU compiler that compiles it: attnfuse has no sm_90a backward
-kernels yet).
+(double backward is refused), and runs on CPU tensors, or on CUDA tensors
+where the GPU compiler compiles it: the default one does for bf16/f16 layers
+without RoPE (the sm_90a backward has no rotary or CCA kernels yet; for
+those it raises NotImplementedError naming the op).
 
 A layer also has a training forward (CompiledLayer.training_layer(), the op
 `attnfuse::<name>_fwd`, from attnfuse.grad(module, entry, residuals=True)):
@@ -558,16 +559,21 @@ class CompiledLayer:
         (set_gpu_compiler)."""
         with self._lock:
             if self._gpu is None:
-                if self.forward is not None \
-                        and _gpu_compiler is _default_gpu_compiler:
+                try:
+                    gpu = _gpu_compiler(self.module, self.entry)
+                except _api.MLIRError as error:
+                    # A backward whose ops lack sm_90a kernels (RoPE, CCA):
+                    # say which, and what to do instead.
+                    if self.forward is None \
+                            or _gpu_compiler is not _default_gpu_compiler:
+                        raise
                     raise NotImplementedError(
                         f"{self.qualname} (the backward of "
                         f"{self.forward.qualname}) cannot run on CUDA "
-                        f"tensors yet: attnfuse has no sm_90a backward "
-                        f"kernels. Train with CPU tensors, or register a GPU "
-                        f"compiler that compiles {self.entry!r} with "
-                        f"attnfuse.torch.set_gpu_compiler")
-                gpu = _gpu_compiler(self.module, self.entry)
+                        f"tensors yet: {error}. Train with CPU tensors, or "
+                        f"register a GPU compiler that compiles "
+                        f"{self.entry!r} with "
+                        f"attnfuse.torch.set_gpu_compiler") from error
                 if not callable(gpu):
                     raise TypeError(f"the GPU compiler returned "
                                     f"{type(gpu).__name__}, not a callable")

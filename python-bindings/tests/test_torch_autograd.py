@@ -180,13 +180,13 @@ def test_double_backward_is_refused(cca_layer):
 
 
 def test_backward_on_cuda_tensors_says_why_not(cca_layer):
-    """No sm_90a backward kernels: the default GPU compiler refuses the
-    gradient function and names the op (checked without a GPU: the
+    """The CCA backward has no sm_90a kernels: the default GPU compiler
+    refuses the gradient function and says why (checked without a GPU: the
     gradient layer's GPU callable is what CUDA tensors would run)."""
     gradient = cca_layer.gradient_layer()
     with pytest.raises(NotImplementedError, match=r"attnfuse::model_\w+_vjp "
                        r"\(the backward of attnfuse::model_\w+\) cannot run "
-                       r"on CUDA tensors yet"):
+                       r"on CUDA tensors yet: .*sm_90a"):
         gradient.gpu_function()
     # A GPU compiler that compiles the gradient function is used.
     seen = []
@@ -202,6 +202,20 @@ def test_backward_on_cuda_tensors_says_why_not(cca_layer):
     finally:
         at.set_gpu_compiler(previous)
         gradient._gpu = None
+
+
+def test_backward_of_a_layer_without_rope_compiles_for_cuda_tensors():
+    """A bf16 layer without RoPE has sm_90a kernels for its whole backward:
+    the default GPU compiler returns its device program (compiled here; the
+    emulator tests run it), for the plain gradient and the training pair."""
+    layer = at.compile_layer(attnfuse.qkv_attention(
+        sharing="kv", embed_dim=128, num_heads=2, num_kv_heads=1, head_dim=64,
+        causal=True, dtype="bf16"))
+    for backward in (layer.gradient_layer(),
+                     layer.training_layer().gradient_layer()):
+        program = backward.gpu_function()
+        assert callable(program)
+        assert backward.entry in program.functions
 
 
 def test_training_forward_keeps_the_attention_output(cca_layer):
