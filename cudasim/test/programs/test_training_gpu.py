@@ -1,7 +1,8 @@
 """A layer's whole backward (`attnfuse.grad`'s `_vjp` function) through its sm_90a device
 program on the emulator: the projections' input gradients (attn.fused_projection reading W as
 stored, `transposed_weight`), the weight gradients (attn.fused_weight_grad), the attention
-backward (attn.flash_attention_grad's dQ and dK/dV kernels) and the sums of shared gradients,
+backward (attn.flash_attention_grad's dQ and dK/dV kernels), the RoPE transposes
+(attn.rope_grad) and the sums of shared gradients,
 against the same function on the CPU path (whose gradients the training tests check against
 float64 autograd).
 
@@ -20,9 +21,14 @@ from test_whole_models import check_close, random_arguments
 
 LAYERS = {
     "mha": dict(sharing="none", num_heads=4, num_kv_heads=4, head_dim=64),
-    "gqa2": dict(sharing="none", num_heads=4, num_kv_heads=2, head_dim=64),
     "kv_gqa2": dict(sharing="kv", num_heads=4, num_kv_heads=2, head_dim=64),
     "kv_mqa_d128": dict(sharing="kv", num_heads=2, num_kv_heads=1, head_dim=128),
+    # RoPE: the query and key rotations' transposes (attn.rope_grad kernels); for K=V the
+    # flash backward's key rotation runs as its own kernels around it.
+    "gqa2_rope": dict(sharing="none", num_heads=4, num_kv_heads=2, head_dim=64,
+                      rope_theta=1e4),
+    "kv_gqa2_rope": dict(sharing="kv", num_heads=4, num_kv_heads=2, head_dim=64,
+                         rope_theta=1e4),
 }
 
 
@@ -39,6 +45,7 @@ def test_layer_backward_on_device(layer, tmp_path):
                 if launch["function"] == "model_vjp"}
     assert {"weight_grad_gemm", "projection_gemm", "flash_attention_grad_dq",
             "flash_attention_grad_dkv"} <= launched, launched
+    assert ("rope_grad" in launched) == ("rope_theta" in LAYERS[layer]), launched
     for seq in (70, 129):
         args = random_arguments(function, 2, seq, seed=seq)
         got, want = gpu(*args), cpu(*args)
@@ -47,16 +54,18 @@ def test_layer_backward_on_device(layer, tmp_path):
             check_close(g, w)
 
 
-@pytest.mark.parametrize("sharing,message", [
-    ("kv", "'attn.flash_attention_grad' op key_rope is not supported by the sm_90a backward "
-           "kernels yet"),
-    ("none", "cannot execute 'attn.rope_grad'"),
+@pytest.mark.parametrize("layer,message", [
+    (attnfuse.qkv_attention(embed_dim=256, dtype="bf16", causal=True, sharing="kv",
+                            num_heads=2, num_kv_heads=1, head_dim=128, rope_theta=1e4),
+     "'attn.flash_attention_grad' op key_rope with K=V at head_dim 128 is not supported by "
+     "the sm_90a backward kernels yet"),
+    (attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2, head_dim=64, dtype="bf16"),
+     "sm_90a"),
 ])
-def test_rotary_backward_is_refused_with_the_op_named(sharing, message, tmp_path):
-    module = attnfuse.grad(attnfuse.qkv_attention(
-        embed_dim=256, dtype="bf16", causal=True, sharing=sharing, num_heads=4,
-        num_kv_heads=2, head_dim=64, rope_theta=1e4))
+def test_backward_without_kernels_is_refused_with_the_op_named(layer, message, tmp_path):
+    module = attnfuse.grad(layer)
     with pytest.raises(attnfuse.MLIRError) as error:
         attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False,
                          entry="model_vjp")
     assert message in str(error.value)
+    assert "'attn." in str(error.value)  # the op without a kernel is named

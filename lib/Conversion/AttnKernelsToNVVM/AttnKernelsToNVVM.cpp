@@ -45,7 +45,8 @@ bool isKernelOp(Operation *op) {
              attn::FusedWeightGradOp, attn::FlashDecodeOp,
              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
-             attn::CacheGatherOp, attn::RoPEOp, attn::SDPAOp>(op);
+             attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp>(
+      op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -433,6 +434,55 @@ private:
   LoweringState &state;
 };
 
+/// attn.flash_attention_grad with `key_rope` as kernels that exist: the
+/// keys rotated by attn.rope, the backward of the rotated keys (for K=V,
+/// the un-rotated tensor in the value role), then dK rotated back by
+/// attn.rope_grad (and, for K=V, summed with dV). The kernels read
+/// unrotated keys; the price is one more pass over K and dK, O(T d)
+/// against the backward's O(S T d). K=V at head dim 128 is left whole (its
+/// separate dK and dV accumulators do not fit): the planner reports it.
+void splitFlashGradKeyRope(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  module.walk([&](attn::FlashAttentionGradOp op) {
+    attn::RopeAttr keyRope = op.getKeyRopeAttr();
+    auto keyType = cast<RankedTensorType>(op.getKey().getType());
+    if (!keyRope || (!op.getValue() && keyType.getDimSize(3) > 64))
+      return;
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Value rotated = attn::RoPEOp::create(rewriter, loc, keyType, op.getKey(),
+                                         /*positions=*/Value(), keyRope);
+    Value value = op.getValue() ? op.getValue() : op.getKey();
+    Value valueInit =
+        op.getValueGradInit() ? op.getValueGradInit() : op.getKeyGradInit();
+    SmallVector<Type> types = {op.getQueryGradInit().getType(),
+                               op.getKeyGradInit().getType(),
+                               valueInit.getType()};
+    if (op.getBiasGradInit())
+      types.push_back(op.getBiasGradInit().getType());
+    auto split = attn::FlashAttentionGradOp::create(
+        rewriter, loc, types, op.getQuery(), rotated, value, op.getOutput(),
+        op.getOutputGrad(), op.getBias(), op.getKeyMask(), op.getLse(),
+        op.getQueryGradInit(), op.getKeyGradInit(), valueInit,
+        op.getBiasGradInit(), op.getCausalAttr(), op.getWindowAttr(),
+        op.getScaleAttr(), /*key_rope=*/attn::RopeAttr(), op.getBlockQAttr(),
+        op.getBlockKvAttr());
+    Value keyGrad = attn::RoPEGradOp::create(
+        rewriter, loc, split.getResult(1).getType(), split.getResult(1),
+        /*positions=*/Value(), keyRope);
+    SmallVector<Value> results = {split.getResult(0)};
+    if (op.getValue()) {
+      results.append({keyGrad, split.getResult(2)});
+    } else {
+      results.push_back(
+          arith::AddFOp::create(rewriter, loc, keyGrad, split.getResult(2)));
+    }
+    if (op.getBiasGradInit())
+      results.push_back(split.getResults().back());
+    rewriter.replaceOp(op, results);
+  });
+}
+
 /// A plan function that reports every problem as an error on the op.
 template <typename OpTy, typename Plan>
 std::function<FailureOr<Plan>(OpTy, const TargetOptions &, std::string &)>
@@ -470,6 +520,8 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
   patterns.add<KernelLaunchPattern<attn::CacheGatherOp, CacheGatherPlan>>(
       ctx, state, planCacheGather, buildCacheGatherKernel, describeCacheGather);
   patterns.add<KernelLaunchPattern<attn::RoPEOp, RopeKernelPlan>>(
+      ctx, state, planRope, buildRopeKernel, describeRope);
+  patterns.add<KernelLaunchPattern<attn::RoPEGradOp, RopeKernelPlan>>(
       ctx, state, planRope, buildRopeKernel, describeRope);
   patterns.add<KernelLaunchPattern<attn::SDPAOp, SdpaPlan>>(
       ctx, state, planSdpa, buildSdpaKernel, describeSdpa);
@@ -518,6 +570,7 @@ struct ConvertAttnKernelsToNVVMPass
     }
     options.stages = stages;
 
+    splitFlashGradKeyRope(module);
     // A function with kernels is a device program: its residual adds run on
     // the device too.
     LoweringState state(module, options);

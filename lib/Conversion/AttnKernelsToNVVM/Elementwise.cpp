@@ -2,7 +2,7 @@
 //
 // The host side of a lowered model adds residual streams (`arith.addf` on
 // whole activations). A whole-model program runs them on the device too: one
-// small grid-stride-free kernel per (op, element type), each thread one
+// small grid-stride-free kernel per (op, element type, shape), each thread one
 // 16-byte chunk (8 bf16/f16 or 4 f32 values), the tail element by element.
 // bf16/f16 adds are computed in f32 and rounded once, as on the CPU.
 //
@@ -18,7 +18,7 @@ using namespace attnfuse;
 using namespace attnfuse::sm90;
 
 std::string ElementwisePlan::key() const {
-  return "ewise:" + opName + ":" + dtype;
+  return "ewise:" + opName + ":" + dtype + ":" + shape;
 }
 
 FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
@@ -43,6 +43,16 @@ FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
     plan.opName = "add";
   else
     return op->emitOpError("has no sm_90a element-wise kernel");
+  llvm::raw_string_ostream shape(plan.shape);
+  llvm::interleave(
+      type.getShape(), shape,
+      [&](int64_t size) {
+        if (ShapedType::isDynamic(size))
+          shape << "?";
+        else
+          shape << size;
+      },
+      "x");
   plan.vector = plan.dtype == "f32" ? 4 : 8;
   plan.name = "attn_ewise_" + plan.opName + "_" + plan.dtype;
   return plan;

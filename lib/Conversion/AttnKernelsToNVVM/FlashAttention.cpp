@@ -247,9 +247,15 @@ attnfuse::sm90::planFlashQueryGrad(FlashAttentionGradOp op,
   if (op.getBiasGradInit())
     return op.emitOpError() << "a logit-bias gradient ('accumulate') is not "
                                "supported by the sm_90a kernels yet";
+  // Rotated keys reach the kernels already rotated: the lowering runs the
+  // rotation as its own kernels (splitFlashGradKeyRope), except for K=V at
+  // head dim 128, whose two accumulators would not fit.
   if (p.keyRotated)
-    return op.emitOpError() << "key_rope is not supported by the sm_90a "
-                               "backward kernels yet";
+    return op.emitOpError()
+           << "key_rope with K=V at head_dim 128 is not supported by the "
+              "sm_90a backward kernels yet (the rotated key and the value "
+              "need separate dK and dV accumulators, which do not fit the "
+              "registers at head_dim 128)";
   if (failed(planQueryTileKernel(op, p)))
     return failure();
   return p;

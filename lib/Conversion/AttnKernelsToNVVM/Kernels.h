@@ -408,17 +408,20 @@ struct RopeKernelPlan {
   int64_t numHeads, headDim, rotated;
   double theta;
   int64_t positionBits = 0; // 0: no positions operand
+  /// attn.rope_grad: the rotation by the opposite angle.
+  bool inverse = false;
   int64_t vector, threads;
   std::string name;
   std::string key() const;
 };
 
-mlir::FailureOr<RopeKernelPlan> planRope(attn::RoPEOp op,
+/// Plans attn.rope or attn.rope_grad.
+mlir::FailureOr<RopeKernelPlan> planRope(mlir::Operation *op,
                                          const TargetOptions &options,
                                          std::string &unsupported);
 void buildRopeKernel(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::gpu::GPUModuleOp module, const RopeKernelPlan &plan);
-attn::KernelLaunchAttr describeRope(mlir::MLIRContext *ctx, attn::RoPEOp op,
+attn::KernelLaunchAttr describeRope(mlir::MLIRContext *ctx, mlir::Operation *op,
                                     const RopeKernelPlan &plan);
 
 /// The plan of one attn.sdpa kernel (SIMT, f32 online softmax): one CTA of
@@ -456,6 +459,9 @@ attn::KernelLaunchAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
 struct ElementwisePlan {
   std::string opName; // "add"
   std::string dtype;  // "bf16", "f16", "f32"
+  /// The tensors' shape ("?x?x256"): the launch description names its
+  /// sizes, so each shape is a kernel of its own.
+  std::string shape;
   int64_t vector = 8; // elements per thread (16 bytes)
   int64_t threads = 256;
   std::string name;

@@ -1,6 +1,7 @@
-//===- Rope.cpp - attn.rope on sm_90a ---------------------------*- C++ -*-===//
+//===- Rope.cpp - attn.rope and attn.rope_grad on sm_90a --------*- C++ -*-===//
 //
 // One CTA per (token t, sequence b) rotates every head of the token
+// (attn.rope_grad: by the opposite angle, the rotation's transpose)
 // (rotate-half pairing, f32 math) at position t, or positions[b] + t with a
 // positions operand. The angles come from the f32 cos/sin tables
 // ([rows, rotated / 2]) the host computes, as for the other kernels; with
@@ -18,32 +19,58 @@
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::sm90;
+using attn::RoPEGradOp;
 using attn::RoPEOp;
 using Pred = arith::CmpIPredicate;
+
+namespace {
+/// What the kernel reads of attn.rope or attn.rope_grad.
+struct RopeOperands {
+  explicit RopeOperands(Operation *op) {
+    if (auto rope = dyn_cast<RoPEOp>(op)) {
+      input = rope.getInput();
+      positions = rope.getPositions();
+      attr = rope.getRope();
+      return;
+    }
+    auto grad = cast<RoPEGradOp>(op);
+    input = grad.getResultGrad();
+    positions = grad.getPositions();
+    attr = grad.getRope();
+    inverse = true;
+  }
+  Value input, positions;
+  attn::RopeAttr attr;
+  bool inverse = false;
+};
+} // namespace
 
 static constexpr llvm::StringLiteral kTableRowsMeaning =
     "rows of the cos/sin tables (every positions[b] + t must be below it)";
 
 std::string RopeKernelPlan::key() const {
-  return llvm::formatv("rope:{0}:{1}:{2}:{3}:{4}:{5}:{6}", elemName(elem),
-                       numHeads, headDim, rotated, theta, positionBits, vector)
+  return llvm::formatv("rope:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}", elemName(elem),
+                       numHeads, headDim, rotated, theta, positionBits, vector,
+                       inverse)
       .str();
 }
 
-static LaunchSymbols ropeSymbols(MLIRContext *ctx, RoPEOp op) {
+static LaunchSymbols ropeSymbols(MLIRContext *ctx, const RopeOperands &op) {
   LaunchSymbols sym(ctx);
-  sym.dim(op.getInput(), 0, "batch");
-  sym.dim(op.getInput(), 1, "tokens per sequence");
-  if (op.getPositions())
+  sym.dim(op.input, 0, "batch");
+  sym.dim(op.input, 1, "tokens per sequence");
+  if (op.positions)
     sym.get(ShapedType::kDynamic, kTableRowsMeaning);
   return sym;
 }
 
-FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(RoPEOp op,
+FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(Operation *op,
                                                    const TargetOptions &options,
                                                    std::string &unsupported) {
-  auto type = cast<RankedTensorType>(op.getInput().getType());
+  RopeOperands operands(op);
+  auto type = cast<RankedTensorType>(operands.input.getType());
   RopeKernelPlan p;
+  p.inverse = operands.inverse;
   FailureOr<ElemKind> elem =
       kernelElemKind(op, type.getElementType(), options, p.hostCastFromF32);
   if (failed(elem))
@@ -56,20 +83,20 @@ FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(RoPEOp op,
                   "dim";
     return failure();
   }
-  FailureOr<int64_t> rotated = op.getRope().getRotatedDim(p.headDim);
+  FailureOr<int64_t> rotated = operands.attr.getRotatedDim(p.headDim);
   if (failed(rotated) || *rotated % 2 != 0)
-    return op.emitOpError() << "rotated width of head dim " << p.headDim
-                            << " is not a whole, even number of dimensions";
+    return op->emitOpError() << "rotated width of head dim " << p.headDim
+                             << " is not a whole, even number of dimensions";
   p.rotated = *rotated;
-  p.theta = op.getRope().getThetaValue();
-  if (op.getPositions()) {
+  p.theta = operands.attr.getThetaValue();
+  if (operands.positions) {
     FailureOr<int64_t> bits =
-        indexElementBits(op, "positions", op.getPositions());
+        indexElementBits(op, "positions", operands.positions);
     if (failed(bits))
       return failure();
     p.positionBits = *bits;
   }
-  if (!ropeSymbols(op.getContext(), op).overflow.empty()) {
+  if (!ropeSymbols(op->getContext(), operands).overflow.empty()) {
     unsupported = "the sm_90a rope launch with positions needs a static "
                   "batch or a static token count";
     return failure();
@@ -78,9 +105,9 @@ FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(RoPEOp op,
   int64_t items = p.numHeads * (p.headDim - p.rotated / 2) / p.vector;
   p.threads =
       std::min<int64_t>(128, std::max<int64_t>(32, (items + 31) / 32 * 32));
-  p.name = llvm::formatv("attn_rope_{0}_h{1}_d{2}_r{3}{4}", elemName(p.elem),
-                         p.numHeads, p.headDim, p.rotated,
-                         p.positionBits ? "_pos" : "")
+  p.name = llvm::formatv("attn_rope{0}_{1}_h{2}_d{3}_r{4}{5}",
+                         p.inverse ? "_grad" : "", elemName(p.elem), p.numHeads,
+                         p.headDim, p.rotated, p.positionBits ? "_pos" : "")
                .str();
   return p;
 }
@@ -160,7 +187,10 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
                     d.load(vecElem, d.gAt(in, off1, d.elemType), align));
                 Value cs = d.load(vecF32, d.gAt(cosRow, i, d.f32), alignF32);
                 Value sn = d.load(vecF32, d.gAt(sinRow, i, d.f32), alignF32);
-                // x' = x cos - y sin, y' = y cos + x sin.
+                // x' = x cos - y sin, y' = y cos + x sin (the inverse:
+                // sin negated).
+                if (p.inverse)
+                  sn = arith::NegFOp::create(b, loc, sn);
                 Value o0 = arith::SubFOp::create(
                     b, loc, arith::MulFOp::create(b, loc, x, cs),
                     arith::MulFOp::create(b, loc, y, sn));
@@ -192,12 +222,14 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(b, loc);
 }
 
-attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
+attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx,
+                                                    Operation *op,
                                                     const RopeKernelPlan &p) {
   StringRef elem = elemName(p.elem);
-  LaunchSymbols sym = ropeSymbols(ctx, op);
-  Attribute batch = sym.dim(op.getInput(), 0, "batch");
-  Attribute tokens = sym.dim(op.getInput(), 1, "tokens per sequence");
+  RopeOperands operands(op);
+  LaunchSymbols sym = ropeSymbols(ctx, operands);
+  Attribute batch = sym.dim(operands.input, 0, "batch");
+  Attribute tokens = sym.dim(operands.input, 1, "tokens per sequence");
   Attribute rows = p.positionBits
                        ? sym.get(ShapedType::kDynamic, kTableRowsMeaning)
                        : tokens;
@@ -230,6 +262,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
       .set("rope_dims", p.rotated)
       .set("theta", p.theta)
       .setBool("positions", p.positionBits != 0)
+      .setBool("inverse", p.inverse)
       .set("vector_elements", p.vector);
   if (p.positionBits)
     config.set("out_of_range", "a token whose position lies outside [0, T) "
@@ -237,7 +270,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx, RoPEOp op,
   std::string symbols = sym.describe();
   LaunchDescription launch;
   launch.kernel = p.name;
-  launch.kind = "rope";
+  launch.kind = p.inverse ? "rope_grad" : "rope";
   launch.symbols = symbols;
   launch.threads = p.threads;
   launch.grid = grid;

@@ -53,3 +53,22 @@ func.func @no_kernels(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   %h = arith.addf %x, %x : tensor<4xbf16>
   return %h : tensor<4xbf16>
 }
+
+// -----
+
+// Adds of two shapes are two kernels: a launch description names its
+// tensors' sizes ([B, S, 256] here, [B, S, 2, 64] there), so one kernel
+// cannot describe both.
+// CHECK-LABEL: func.func @two_shapes
+// CHECK: call @[[FLAT:attn_ewise_add_bf16]]_launch(%arg0, %{{.*}}) : (tensor<?x?x256xbf16>
+// CHECK: call @[[HEADS:attn_ewise_add_bf16_1]]_launch(%arg2, %arg2) : (tensor<?x?x2x64xbf16>
+// CHECK: func.func private @[[FLAT]]_launch
+// CHECK-SAME: shape = ["B", "S", 256]
+// CHECK: func.func private @[[HEADS]]_launch
+// CHECK-SAME: shape = ["B", "S", 2, 64]
+func.func @two_shapes(%x: tensor<?x?x256xbf16>, %w: tensor<256x256xbf16>, %k: tensor<?x?x2x64xbf16>) -> (tensor<?x?x256xbf16>, tensor<?x?x2x64xbf16>) {
+  %c = attn.project %x, %w : (tensor<?x?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x?x256xbf16>
+  %h = arith.addf %x, %c : tensor<?x?x256xbf16>
+  %k2 = arith.addf %k, %k : tensor<?x?x2x64xbf16>
+  return %h, %k2 : tensor<?x?x256xbf16>, tensor<?x?x2x64xbf16>
+}

@@ -62,3 +62,20 @@ func.func @grad_kv_masked(%q: tensor<?x?x8x128xbf16>, %kv: tensor<?x?x1x128xbf16
   %dq, %dkv = attn.flash_attention_grad %q, %kv, %o, %do key_mask(%m) lse(%l) outs(%dq0, %dk0) {block_q = 128 : i64, block_kv = 64 : i64} : (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi64>, tensor<?x?x8xf32>, tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>)
   return %dq, %dkv : tensor<?x?x8x128xbf16>, tensor<?x?x1x128xbf16>
 }
+
+// -----
+
+// K=V with key RoPE: the keys are rotated by their own kernel, the backward
+// runs on the rotated keys with the un-rotated tensor as the value, and dK
+// is rotated back (rope_grad) and added to dV: one dKV result.
+// CHECK-LABEL: func.func @key_rope_kv
+// CHECK: %[[KR:.*]] = call @attn_rope_bf16_h2_d64_r64_launch(%arg1)
+// CHECK: %[[DQ:.*]]:2 = call @attn_fa_dq_{{.*}}_launch(%arg0, %[[KR]], %arg1, %arg0, %arg0, %arg2)
+// CHECK: %[[DKV:.*]]:2 = call @attn_fa_dkv_{{.*}}_launch(%arg0, %[[KR]], %arg1, %arg0, %arg2, %[[DQ]]#1)
+// CHECK: %[[DK:.*]] = call @attn_rope_grad_bf16_h2_d64_r64_launch(%[[DKV]]#0)
+// CHECK: %[[SUM:.*]] = call @attn_ewise_add_bf16_launch(%[[DK]], %[[DKV]]#1)
+// CHECK: return %[[DQ]]#0, %[[SUM]]
+func.func @key_rope_kv(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x64xbf16>, %dk0: tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>)
+  return %dq, %dkv : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
+}

@@ -68,9 +68,11 @@ func.func @layer(%x: tensor<?x?x256xbf16>, %wq: tensor<256x256xbf16>,
 // The decode example: nothing is left to the host in @prefill (the cache
 // writes, gathers, rotations and attention over the cache have kernels) or
 // @step; the query rotation at given positions sizes its RoPE tables by the
-// cache (64 pages x 16 tokens), which no operand gives.
+// cache (64 pages x 16 tokens), which no operand gives. The residual adds
+// of @prefill ([B, S, E]) and @step ([B, 1, E]) are two element-wise kernels:
+// a kernel's launch description names its tensors' sizes.
 // OUT-DECODE-NOT: warning
-// OUT-DECODE: attnfuse-compile: 10 kernel(s) for sm_90a written to
+// OUT-DECODE: attnfuse-compile: 11 kernel(s) for sm_90a written to
 // DECODE: "function": "prefill",
 // DECODE: "kernel": "attn_cache_update_bf16_paged_h4_d64",
 // DECODE: "kernel": "attn_cache_gather_bf16_p16_h4_d64",

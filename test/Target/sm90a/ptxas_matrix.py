@@ -28,6 +28,7 @@ kernels): head dim 64 (K=V or not) and 128 (K=V), group 1, 4, 8, causal or
 not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
 weight-gradient GEMM, from zero and into an init); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
+It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads).
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -167,6 +168,15 @@ def grad_model():
         name = f"grad_d{d}_g4_causal_keymask"
         funcs.append(grad_function(name, hq, hq // 4, d, True, d == 128, 128, mask="i64"))
         configs.append(dict(name=name))
+    for h, d, fraction in ((8, 128, 1.0), (4, 64, 0.5)):
+        name = f"rope_grad_h{h}_d{d}"
+        t = f"tensor<?x?x{h}x{d}xbf16>"
+        funcs.append(
+            f"func.func @{name}(%g: {t}) -> {t} {{\n"
+            f"  %r = attn.rope_grad %g {{rope = #attn.rope<theta = 10000.0, "
+            f"fraction = {fraction}>}} : {t}\n"
+            f"  return %r : {t}\n}}\n")
+        configs.append(dict(name=name, kinds=["rope_grad"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -616,7 +626,8 @@ def main():
             required = ["cp.async.bulk.shared::cluster.global", "mbarrier.try_wait"]
         elif k["kind"] == "flash_decode_combine":
             required = []
-        elif k["kind"] in ("elementwise", "cache_update", "cache_gather", "rope", "sdpa"):
+        elif k["kind"] in ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad",
+                           "sdpa"):
             # SIMT kernels (residual adds, the decode primitives): 16-byte loads.
             required = ["ld.global.v4"]
         missing = [s for s in required if s not in ptx]
