@@ -1,6 +1,7 @@
 //===- Mainloop.cpp - wgmma tile products for sm_90a ------------*- C++ -*-===//
 
 #include "Mainloop.h"
+#include "Pipeline.h"
 
 using namespace mlir;
 using namespace attnfuse::sm90;
@@ -34,6 +35,22 @@ Value attnfuse::sm90::mmaSharedShared(DeviceBuilder &d, Value acc, Value descA,
                     /*transA=*/aMajor == Major::MN);
   d.wgmmaCommit();
   return acc;
+}
+
+Value attnfuse::sm90::pipelinedMainloop(
+    DeviceBuilder &d, const TmaRing &ring, Value numK, Value acc,
+    const std::function<Value(Value, Value, bool)> &step) {
+  acc = step(d.c32(0), acc, /*first=*/true);
+  SmallVector<Value> state =
+      d.forLoop(d.c32(1), numK, d.c32(1), ValueRange{acc},
+                [&](Value it, ValueRange args) -> SmallVector<Value> {
+                  Value next = step(it, args[0], /*first=*/false);
+                  d.wgmmaWait(1);
+                  ring.release(ring.stageOf(d.sub(it, 1)));
+                  return {next};
+                });
+  d.wgmmaWait(0);
+  return state[0];
 }
 
 Value attnfuse::sm90::mmaRegisterShared(DeviceBuilder &d, Value acc,

@@ -44,6 +44,18 @@ Value mmaSharedShared(DeviceBuilder &d, Value acc, Value descA, Value descB,
                       int64_t bBlockBytes, bool accumulate,
                       Major aMajor = Major::K, Major bMajor = Major::K);
 
+class TmaRing;
+
+/// The k loop of a TMA-fed GEMM over `numK` (>= 1) iterations of `ring`:
+/// `step(it, acc, first)` waits for iteration `it`'s stage and issues its
+/// committed wgmma group, the first one starting the accumulator `acc` (so
+/// no register is zeroed outside wgmma). One group stays in flight; the
+/// stage of the group that completed goes back to the producer. Returns the
+/// accumulator once every group has completed.
+Value pipelinedMainloop(
+    DeviceBuilder &d, const TmaRing &ring, Value numK, Value acc,
+    const std::function<Value(Value it, Value acc, bool first)> &step);
+
 /// D(m64 x n) += A(registers) B(smem) over `k`: `a` holds 4 packed b32 per
 /// k step of 16 (the A fragment layout, which an accumulator of 16-bit pairs
 /// has), B is MN-major (transposed) with k steps `bStepBytes` apart. One

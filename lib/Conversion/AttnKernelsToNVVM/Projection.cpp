@@ -210,9 +210,7 @@ void GemmEmitter::producer() {
 
 Value GemmEmitter::mainloop(Value c) {
   int64_t n = p.blockN;
-  // One k step: wait for its stage, issue blockK / 16 wgmmas, commit. The
-  // first step starts the accumulator (scale-d = 0), so no register is
-  // zeroed outside wgmma.
+  // One k step: wait for its stage, issue blockK / 16 wgmmas, commit.
   auto step = [&](Value it, Value a, bool first) {
     Value s = ring.wait(it);
     Value da =
@@ -224,19 +222,7 @@ Value GemmEmitter::mainloop(Value c) {
                            /*accumulate=*/!first, Major::K,
                            p.transposedWeight ? Major::MN : Major::K);
   };
-  Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
-  // One wgmma group in flight; the stage of the group that completed (the
-  // previous one) goes back to the producer.
-  SmallVector<Value> state =
-      d.forLoop(d.c32(1), numK, d.c32(1), ValueRange{acc},
-                [&](Value it, ValueRange args) -> SmallVector<Value> {
-                  Value a = step(it, args[0], /*first=*/false);
-                  d.wgmmaWait(1);
-                  ring.release(ring.stageOf(d.sub(it, 1)));
-                  return {a};
-                });
-  d.wgmmaWait(0);
-  return state[0];
+  return pipelinedMainloop(d, ring, numK, d.poisonAcc(n), step);
 }
 
 void GemmEmitter::addBias(SmallVector<Value> &v, const AccumulatorTile &tile) {

@@ -178,20 +178,8 @@ Value WeightGradEmitter::mainloop(Value c) {
     return mmaSharedShared(d, acc, da, db, n, WeightGradPlan::kBlockK, 0, 0,
                            /*accumulate=*/!first, Major::MN, Major::MN);
   };
-  // At least one token (the runtime refuses sizes below 1): the first step
-  // starts the accumulator, one wgmma group stays in flight and the
-  // stage of the group that completed goes back to the producer.
-  Value acc = step(d.c32(0), d.poisonAcc(n), /*first=*/true);
-  SmallVector<Value> state =
-      d.forLoop(d.c32(1), numK, d.c32(1), ValueRange{acc},
-                [&](Value it, ValueRange args) -> SmallVector<Value> {
-                  Value a = step(it, args[0], /*first=*/false);
-                  d.wgmmaWait(1);
-                  ring.release(ring.stageOf(d.sub(it, 1)));
-                  return {a};
-                });
-  d.wgmmaWait(0);
-  return state[0];
+  // At least one k step: the runtime refuses sizes below 1.
+  return pipelinedMainloop(d, ring, numK, d.poisonAcc(n), step);
 }
 
 void WeightGradEmitter::addInit(SmallVector<Value> &v,
