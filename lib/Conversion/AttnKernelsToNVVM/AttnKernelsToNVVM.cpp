@@ -437,16 +437,17 @@ private:
 /// attn.flash_attention_grad with `key_rope` as kernels that exist: the
 /// keys rotated by attn.rope, the backward of the rotated keys (for K=V,
 /// the un-rotated tensor in the value role), then dK rotated back by
-/// attn.rope_grad (and, for K=V, summed with dV). The kernels read
-/// unrotated keys; the price is one more pass over K and dK, O(T d)
-/// against the backward's O(S T d). K=V at head dim 128 is left whole (its
-/// separate dK and dV accumulators do not fit): the planner reports it.
+/// attn.rope_grad (and, for K=V, summed with dV). The backward kernels get
+/// the keys already rotated; the price is one more pass over K and dK,
+/// O(T d) against the backward's O(S T d). K=V whose separate dK and dV
+/// accumulators would not fit is left whole: the planner reports it.
 void splitFlashGradKeyRope(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   module.walk([&](attn::FlashAttentionGradOp op) {
     attn::RopeAttr keyRope = op.getKeyRopeAttr();
     auto keyType = cast<RankedTensorType>(op.getKey().getType());
-    if (!keyRope || (!op.getValue() && keyType.getDimSize(3) > 64))
+    if (!keyRope ||
+        (!op.getValue() && !separateKeyValueGradsFit(keyType.getDimSize(3))))
       return;
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);

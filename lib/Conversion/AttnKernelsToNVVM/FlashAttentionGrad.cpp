@@ -63,9 +63,10 @@ attnfuse::sm90::planFlashAttentionGrad(FlashAttentionGradOp op,
   FlashGradPlan p;
   p.query = *query;
   const FlashPlan &q = p.query;
-  if (q.headDim == 128 && !q.keyIsValue)
+  if (!q.keyIsValue && !separateKeyValueGradsFit(q.headDim))
     return op.emitOpError()
-           << "head_dim 128 with separate key and value gradients does not "
+           << "head_dim " << q.headDim
+           << " with separate key and value gradients does not "
               "fit the sm_90a dK/dV kernel's registers yet (dK, dV and the "
               "two score tiles need more than 240 per thread); K=V (one dKV "
               "accumulator) and head_dim 64 are supported";

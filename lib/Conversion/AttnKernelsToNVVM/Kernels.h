@@ -204,6 +204,11 @@ attn::KernelLaunchAttr describeProjection(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const GemmPlan &plan);
 
+/// Whether the dK/dV kernel's separate dK and dV accumulators, beside its
+/// two score tiles, fit the consumers' registers: at head dim 64, not at
+/// 128 (ptxas spilled 104-272 bytes).
+inline bool separateKeyValueGradsFit(int64_t headDim) { return headDim <= 64; }
+
 /// The plan of one attn.fused_weight_grad kernel: dW tiles of 128 output x
 /// 128 input features per CTA, the tokens reduced in steps of 64.
 struct WeightGradPlan {
