@@ -158,8 +158,20 @@ def test_mha_d64(s):
 
 @pytest.mark.parametrize("s", [64, 127, 200])
 def test_gqa2_d128_causal_keqv(s):
-    """Head dim 128 (K=V: the dK/dV kernel of separate K and V is d 64 only)."""
+    """Head dim 128, K=V: one dKV accumulator of 64 f32 per thread."""
     check(*run_grad(hq=4, hk=2, d=128, s=s, t=s, causal=True, keqv=True, seed=s))
+
+
+@pytest.mark.parametrize(
+    "hq,hk,s,t,causal,mask,batch",
+    [(2, 2, 70, 70, False, None, 1), (4, 1, 100, 170, True, "i64", 2),
+     (8, 1, 129, 129, True, None, 1)],
+    ids=["mha-partial", "g4-s-ne-t-mask", "g8-causal"])
+def test_d128_separate_kv(hq, hk, s, t, causal, mask, batch):
+    """Head dim 128 with separate dK and dV accumulators (64 + 64 f32 per thread): the
+    Llama shape. The row statistics reach the columns through shared memory."""
+    check(*run_grad(hq=hq, hk=hk, d=128, s=s, t=t, causal=causal, mask=mask, batch=batch,
+                    seed=s + t))
 
 
 @pytest.mark.parametrize("hq,hk", [(4, 1), (8, 1), (16, 2)], ids=["g4", "g8", "g8-hk2"])

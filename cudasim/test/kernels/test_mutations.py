@@ -20,6 +20,7 @@ import test_cache_kernels
 import test_cca_decode_prologue
 import test_cca_prologue
 import test_flash_attention
+import test_flash_attention_grad
 import test_flash_decode
 import test_projection
 import test_rope
@@ -48,6 +49,13 @@ def flash():
     got = reference.from_bf16_bits(dev.download(tensors["output"])).astype(np.float64)
     ref = reference.sdpa(q, k, v, causal=True)
     assert np.all(np.abs(got - ref) <= 2.0 ** -7 * np.abs(v).max() + 2.0 ** -8 * np.abs(ref))
+
+
+def flash_grad():
+    """The flash backward, MHA d64, S = T = 130: each dK/dV consumer stages three query tiles'
+    row statistics in its shared buffers, alternating between the two."""
+    test_flash_attention_grad.check(*test_flash_attention_grad.run_grad(
+        hq=1, hk=1, d=64, s=130, t=130, seed=11))
 
 
 def projection():
@@ -232,6 +240,9 @@ MUTATIONS = [
      drop(r"cp\.async\.bulk\.commit_group")),
     ("fa_bulk_store_never_waited", "group waits", "attn_fa", flash,
      drop(r"cp\.async\.bulk\.wait_group\.read")),
+    # The flash backward's dK/dV kernel: lse and D staged through shared memory per query tile.
+    ("dkv_row_stats_barrier_dropped", "synchronization", "attn_fa_dkv", flash_grad,
+     drop(r"bar\.sync \t1, 128;", 0)),
     # The projection GEMM: producer warp, consumer warpgroup, four-stage ring.
     ("gemm_stage_released_before_wait_group", "async ordering", "attn_gemm", projection,
      hoist(r"mbarrier\.arrive\.shared\.b64", r"wgmma\.wait_group")),

@@ -23,6 +23,11 @@ LAYERS = {
     "mha": dict(sharing="none", num_heads=4, num_kv_heads=4, head_dim=64),
     "kv_gqa2": dict(sharing="kv", num_heads=4, num_kv_heads=2, head_dim=64),
     "kv_mqa_d128": dict(sharing="kv", num_heads=2, num_kv_heads=1, head_dim=128),
+    # Head dim 128 with separate dK and dV accumulators (the Llama shape); with K=V and key
+    # RoPE the split backward has them too.
+    "mha_d128": dict(sharing="none", num_heads=2, num_kv_heads=2, head_dim=128),
+    "kv_mqa_d128_rope": dict(sharing="kv", num_heads=2, num_kv_heads=1, head_dim=128,
+                             rope_theta=1e4),
     # RoPE: the query and key rotations' transposes (attn.rope_grad kernels); for K=V the
     # flash backward's key rotation runs as its own kernels around it.
     "gqa2_rope": dict(sharing="none", num_heads=4, num_kv_heads=2, head_dim=64,
@@ -55,10 +60,6 @@ def test_layer_backward_on_device(layer, tmp_path):
 
 
 @pytest.mark.parametrize("layer,message", [
-    (attnfuse.qkv_attention(embed_dim=256, dtype="bf16", causal=True, sharing="kv",
-                            num_heads=2, num_kv_heads=1, head_dim=128, rope_theta=1e4),
-     "'attn.flash_attention_grad' op key_rope with K=V at head_dim 128 is not supported by "
-     "the sm_90a backward kernels yet"),
     (attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2, head_dim=64, dtype="bf16"),
      "sm_90a"),
 ])

@@ -439,15 +439,13 @@ private:
 /// the un-rotated tensor in the value role), then dK rotated back by
 /// attn.rope_grad (and, for K=V, summed with dV). The backward kernels get
 /// the keys already rotated; the price is one more pass over K and dK,
-/// O(T d) against the backward's O(S T d). K=V whose separate dK and dV
-/// accumulators would not fit is left whole: the planner reports it.
+/// O(T d) against the backward's O(S T d).
 void splitFlashGradKeyRope(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   module.walk([&](attn::FlashAttentionGradOp op) {
     attn::RopeAttr keyRope = op.getKeyRopeAttr();
     auto keyType = cast<RankedTensorType>(op.getKey().getType());
-    if (!keyRope ||
-        (!op.getValue() && !separateKeyValueGradsFit(keyType.getDimSize(3))))
+    if (!keyRope)
       return;
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);

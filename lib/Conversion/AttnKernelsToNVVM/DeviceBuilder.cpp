@@ -395,6 +395,10 @@ Value DeviceBuilder::callNVVMIntrinsic(StringRef name, Type result,
       .getResult(0);
 }
 void DeviceBuilder::warpSync() { NVVM::SyncWarpOp::create(b, loc, c32(-1)); }
+Value DeviceBuilder::warpUniform(Value v) {
+  return NVVM::ShflOp::create(b, loc, i32, c32(-1), v, c32(0), c32(31),
+                              NVVM::ShflKind::idx, UnitAttr());
+}
 Value DeviceBuilder::shflBfly(Value v, int offset) {
   return NVVM::ShflOp::create(b, loc, f32, c32(-1), v, c32(offset), c32(31),
                               NVVM::ShflKind::bfly, UnitAttr());

@@ -166,6 +166,10 @@ public:
   /// bar.warp.sync over the full warp.
   void warpSync();
   Value shflBfly(Value v, int offset);
+  /// The i32 `v` of the warp's lane 0. For a value the same in every lane
+  /// (a warpgroup index), this tells ptxas so: what derives from it can
+  /// live in uniform registers instead of the threads' own.
+  Value warpUniform(Value v);
 
   // Global memory.
   Value gAt(Value base, Value elementOffset, Type elementType);

@@ -248,14 +248,12 @@ attnfuse::sm90::planFlashQueryGrad(FlashAttentionGradOp op,
     return op.emitOpError() << "a logit-bias gradient ('accumulate') is not "
                                "supported by the sm_90a kernels yet";
   // Rotated keys reach the kernels already rotated: the lowering runs the
-  // rotation as its own kernels (splitFlashGradKeyRope), except for K=V at
-  // head dim 128, whose two accumulators would not fit.
+  // rotation as its own kernels (splitFlashGradKeyRope) before planning.
   if (p.keyRotated)
     return op.emitOpError()
-           << "key_rope with K=V at head_dim 128 is not supported by the "
-              "sm_90a backward kernels yet (the rotated key and the value "
-              "need separate dK and dV accumulators, which do not fit the "
-              "registers at head_dim 128)";
+           << "key_rope reaches the sm_90a backward kernels only split into "
+              "attn.rope / attn.rope_grad kernels "
+              "(convert-attn-kernels-to-nvvm does that)";
   if (failed(planQueryTileKernel(op, p)))
     return failure();
   return p;

@@ -26,9 +26,11 @@
 //    accumulator takes both products (dKV = dK + dV). GQA sums over the
 //    group's heads in the same accumulators.
 //
-// The lse and D of each column (query row) are read from global memory
-// while the tile products run. Every tile is masked (causal, window, the
-// end of the keys and queries, the key mask): a masked entry contributes 0.
+// The lse and D of a tile's 64 columns (query rows) are loaded while the
+// tile products run, one value per consumer thread, and shared through a
+// small shared-memory buffer (stageRowStats). Every tile is masked (causal,
+// window, the end of the keys and queries, the key mask): a masked entry
+// contributes 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace attnfuse;
@@ -63,15 +67,12 @@ attnfuse::sm90::planFlashAttentionGrad(FlashAttentionGradOp op,
   FlashGradPlan p;
   p.query = *query;
   const FlashPlan &q = p.query;
-  if (!q.keyIsValue && !separateKeyValueGradsFit(q.headDim))
-    return op.emitOpError()
-           << "head_dim " << q.headDim
-           << " with separate key and value gradients does not "
-              "fit the sm_90a dK/dV kernel's registers yet (dK, dV and the "
-              "two score tiles need more than 240 per thread); K=V (one dKV "
-              "accumulator) and head_dim 64 are supported";
   // Two consumer warpgroups of 64 keys: dK and dV (64 + 64 f32 per thread
-  // at head dim 128) and the S^T and dP^T tiles fit under setmaxnreg 240.
+  // at head dim 128) and the S^T and dP^T tiles (32 + 32) fit under
+  // setmaxnreg 240 with what little else stays live through the loop: the
+  // row statistics come from shared memory as each column needs them, and
+  // the consumer index is warp-uniform, so the shared-memory descriptors
+  // derived from it live in uniform registers.
   p.consumers = 2;
   p.threads = 128 * (1 + p.consumers);
   p.minBlocksPerSM = 1;
@@ -87,7 +88,8 @@ attnfuse::sm90::planFlashAttentionGrad(FlashAttentionGradOp op,
   p.vOff = p.kOff + p.consumers * p.kSlabBytes;
   p.qOff = p.vOff + p.consumers * p.vSlabBytes;
   p.doOff = p.qOff + q.stages * p.qStageBytes;
-  p.barOff = p.doOff + q.stages * p.doStageBytes;
+  p.statsOff = p.doOff + q.stages * p.doStageBytes;
+  p.barOff = p.statsOff + p.consumers * 2 * FlashGradPlan::kRowStatsBytes;
   // Full and empty barriers per stage, the K/V barrier; 1 KiB slack.
   p.sharedBytes = p.barOff + TmaRing::barrierBytes(q.stages, 2) + 8 + 1024;
   if (p.sharedBytes > kMaxDynamicSharedBytes)
@@ -134,6 +136,12 @@ private:
   void tileOf(Value it, Value &firstHead, Value &firstPosition);
   void producer();
   void consumer();
+  /// Stages the lse (as the probability offset) and D of ring iteration
+  /// `it`'s 64 columns in consumer `c`'s shared buffer, one value per
+  /// thread; returns the buffer. Double-buffered by the iteration's parity,
+  /// so the one barrier after the stores also orders the previous
+  /// iteration's reads before the next overwrite.
+  Value stageRowStats(Value c, Value it, Value head, Value position);
 
   Value kSlab(Value c) { return d.sAt(smem, d.mul(c, p.kSlabBytes)); }
   Value vSlab(Value c) {
@@ -226,6 +234,33 @@ void KeyValueGradEmitter::emit() {
       [&]() { consumer(); });
 }
 
+Value KeyValueGradEmitter::stageRowStats(Value c, Value it, Value head,
+                                         Value position) {
+  Value buffer = d.sAt(
+      smem, d.add(d.add(d.mul(c, 2 * FlashGradPlan::kRowStatsBytes),
+                        d.mul(d.andi(it, 1), FlashGradPlan::kRowStatsBytes)),
+                  p.statsOff));
+  Value t = ids.threadInWarpgroup;
+  Value m = d.andi(t, 63);
+  Value isDelta = d.cmp(CmpIPredicate::uge, t, d.c32(64));
+  Value query = d.add(position, d.divu(m, q.pack));
+  Value lastQuery = d.sub(seqQ, d.c32(1));
+  Value index = d.add(
+      d.mul(d.add(d.mul(batch, seqQ), d.mins(query, lastQuery)), q.numHeads),
+      d.add(head, d.remu(m, q.pack)));
+  Value value =
+      d.load(d.f32, d.gAt(d.select(isDelta, delta, lse), index, d.f32), 4);
+  // A column past the queries gets an infinite offset: its probabilities
+  // are exp2(-inf) = 0, so the consumer needs no per-column bound.
+  OnlineSoftmax softmax(d, q.scale);
+  Value probOffset = d.select(d.cmp(CmpIPredicate::sle, query, lastQuery),
+                              softmax.probabilityOffset(value),
+                              d.cf(std::numeric_limits<float>::infinity()));
+  value = d.select(isDelta, value, probOffset);
+  d.store(value, d.sAt(buffer, d.mul(t, 4)), 4);
+  return buffer;
+}
+
 void KeyValueGradEmitter::producer() {
   onIssuingThread(d, ids.warpInWarpgroup, [&]() {
     // The CTA's keys (and values): one box per consumer slab and block.
@@ -258,11 +293,11 @@ void KeyValueGradEmitter::producer() {
 }
 
 void KeyValueGradEmitter::consumer() {
-  Value c = d.sub(ids.warpgroup, d.c32(1));
+  Value c = d.warpUniform(d.sub(ids.warpgroup, d.c32(1)));
   AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
   OnlineSoftmax softmax(d, q.scale);
   int64_t dh = q.headDim, dv = q.valueDim;
-  Value lastKey = d.sub(seqKV, d.c32(1)), lastQuery = d.sub(seqQ, d.c32(1));
+  Value lastKey = d.sub(seqKV, d.c32(1));
 
   // The thread's two keys (accumulator rows) and whether each is real.
   Value key[2], keyReal[2];
@@ -297,36 +332,32 @@ void KeyValueGradEmitter::consumer() {
 
         Value head, position;
         tileOf(it, head, position);
+        Value stats = stageRowStats(c, it, head, position);
+        consumerBarrier(d, c, p.consumers);
         d.wgmmaWait(0);
 
         SmallVector<Value> st = d.unpack(scoresT, 64), dpt = d.unpack(dPT, 64);
         SmallVector<Value> probs, dS;
         Value scale = d.cf(q.scale);
-        // The lse and D of each of the thread's 16 columns, read where the
-        // column's first value needs them: values 4j..4j+3 hold columns
-        // 8j + {0, 1} of both rows, so each column's state lives briefly
-        // (reading all 16 up front spills dK and dV at head dim 128).
-        llvm::DenseMap<int64_t, Value> queryOf, offsetOf, deltaOf, realOf;
+        // The state of each of the thread's 16 columns, made where the
+        // column's first value needs it: values 4j..4j+3 hold columns
+        // 8j + {0, 1} of both rows, so each column's state lives briefly.
+        llvm::DenseMap<int64_t, Value> queryOf, offsetOf, deltaOf;
         auto readColumn = [&](int64_t col) {
-          if (queryOf.count(col))
+          if (offsetOf.count(col))
             return;
           Value m = d.add(tile.colBase, col);
-          Value query = d.add(position, d.divu(m, q.pack));
-          Value index =
-              d.add(d.mul(d.add(d.mul(batch, seqQ), d.mins(query, lastQuery)),
-                          q.numHeads),
-                    d.add(head, d.remu(m, q.pack)));
-          queryOf[col] = d.add(query, offset); // as a key position
-          realOf[col] = d.cmp(CmpIPredicate::sle, query, lastQuery);
-          offsetOf[col] = softmax.probabilityOffset(
-              d.load(d.f32, d.gAt(lse, index, d.f32), 4));
-          deltaOf[col] = d.load(d.f32, d.gAt(delta, index, d.f32), 4);
+          if (q.causal || q.window) // the query as a key position
+            queryOf[col] = d.add(d.add(position, d.divu(m, q.pack)), offset);
+          offsetOf[col] = d.load(d.f32, d.sAt(stats, d.mul(m, 4)), 4);
+          deltaOf[col] =
+              d.load(d.f32, d.sAt(stats, d.add(d.mul(m, 4), 64 * 4)), 4);
         };
         for (size_t i = 0; i < st.size(); ++i) {
           int64_t h = AccumulatorTile::half(i),
                   col = AccumulatorTile::column(i);
           readColumn(col);
-          Value visible = d.andb(keyReal[h], realOf[col]);
+          Value visible = keyReal[h];
           if (q.causal)
             visible = d.andb(visible,
                              d.cmp(CmpIPredicate::sle, key[h], queryOf[col]));

@@ -122,8 +122,12 @@ struct FlashGradPlan {
   FlashPlan query;
   int64_t consumers, threads, minBlocksPerSM, producerRegs, consumerRegs;
   int64_t kSlabBytes, vSlabBytes, qStageBytes, doStageBytes;
-  int64_t kOff, vOff, qOff, doOff, barOff, sharedBytes;
+  int64_t kOff, vOff, qOff, doOff, statsOff, barOff, sharedBytes;
   std::string name; // the dK/dV kernel
+
+  /// One query tile's row statistics in shared memory: the lse (as the
+  /// probability offset) and D of its 64 columns, f32.
+  static constexpr int64_t kRowStatsBytes = 2 * 64 * 4;
 
   /// Keys per dK/dV CTA.
   int64_t blockKeys() const { return 64 * consumers; }
@@ -203,11 +207,6 @@ void buildProjectionKernel(mlir::OpBuilder &b, mlir::Location loc,
 attn::KernelLaunchAttr describeProjection(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const GemmPlan &plan);
-
-/// Whether the dK/dV kernel's separate dK and dV accumulators, beside its
-/// two score tiles, fit the consumers' registers: at head dim 64, not at
-/// 128 (ptxas spilled 104-272 bytes).
-inline bool separateKeyValueGradsFit(int64_t headDim) { return headDim <= 64; }
 
 /// The plan of one attn.fused_weight_grad kernel: dW tiles of 128 output x
 /// 128 input features per CTA, the tokens reduced in steps of 64.

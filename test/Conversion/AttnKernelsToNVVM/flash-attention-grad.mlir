@@ -79,3 +79,44 @@ func.func @key_rope_kv(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %l:
   %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>)
   return %dq, %dkv : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
 }
+
+// -----
+
+// MHA at head dim 128 with separate K and V (the Llama shape): dK and dV
+// (64 + 64 f32 per thread) beside the two score tiles. Each consumer stages
+// the tile's lse and D in shared memory (one value per thread, a
+// warpgroup barrier) instead of loading 32 per thread, and its index is
+// made warp-uniform (shfl.idx) so the slab descriptors live in uniform
+// registers: that is what keeps the kernel from spilling.
+// CHECK-LABEL: func.func @grad_mha_d128
+// CHECK: call @attn_fa_dq_bf16_d128_h4_g1_q64_kv64_s2_launch
+// CHECK: %[[DKV:.*]]:2 = call @attn_fa_dkv_bf16_d128_h4_g1_k128_s2_launch
+// CHECK: gpu.func @attn_fa_dkv_bf16_d128_h4_g1_k128_s2(
+// CHECK: nvvm.setmaxregister increase 240
+// CHECK: nvvm.shfl.sync idx
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.load {{.*}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier id = {{.*}} number_of_threads = {{.*}}
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+func.func @grad_mha_d128(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x?x4x128xbf16>, %v: tensor<?x?x4x128xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x128xbf16>, %dk0: tensor<?x?x4x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>) {
+  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %v, %q, %q lse(%l) outs(%dq0, %dk0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>)
+  return %dq, %dk, %dv : tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>
+}
+
+// -----
+
+// K=V with key RoPE at head dim 128 takes the same split as at 64: the
+// dK/dV kernel of the rotated key and the value has separate dK and dV.
+// CHECK-LABEL: func.func @key_rope_kv_d128
+// CHECK: %[[KR:.*]] = call @attn_rope_bf16_h2_d128_r128_launch(%arg1)
+// CHECK: %[[DKV:.*]]:2 = call @attn_fa_dkv_bf16_d128_h4_g2_k128_s2_causal_launch(%arg0, %[[KR]], %arg1,
+// CHECK: %[[DK:.*]] = call @attn_rope_grad_bf16_h2_d128_r128_launch(%[[DKV]]#0)
+// CHECK: call @attn_ewise_add_bf16_launch(%[[DK]], %[[DKV]]#1)
+func.func @key_rope_kv_d128(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x?x2x128xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x128xbf16>, %dk0: tensor<?x?x2x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>) {
+  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>} : (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>)
+  return %dq, %dkv : tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>
+}

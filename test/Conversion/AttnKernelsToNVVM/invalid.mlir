@@ -240,22 +240,6 @@ func.func @flash_attention_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xb
 
 // -----
 
-func.func @flash_attention_grad_d128_kv(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x?x2x128xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x128xbf16>, %dk0: tensor<?x?x2x128xbf16>) -> tensor<?x?x4x128xbf16> {
-  // expected-error @+1 {{'attn.flash_attention_grad' op head_dim 128 with separate key and value gradients does not fit the sm_90a dK/dV kernel's registers yet}}
-  %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %k, %q, %q lse(%l) outs(%dq0, %dk0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>)
-  return %dq : tensor<?x?x4x128xbf16>
-}
-
-// -----
-
-func.func @flash_attention_grad_key_rope_kv_d128(%q: tensor<?x?x4x128xbf16>, %k: tensor<?x?x2x128xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x128xbf16>, %dk0: tensor<?x?x2x128xbf16>) -> tensor<?x?x4x128xbf16> {
-  // expected-error @+1 {{'attn.flash_attention_grad' op key_rope with K=V at head_dim 128 is not supported by the sm_90a backward kernels yet}}
-  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64, key_rope = #attn.rope<theta = 10000.0>} : (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>) -> (tensor<?x?x4x128xbf16>, tensor<?x?x2x128xbf16>)
-  return %dq : tensor<?x?x4x128xbf16>
-}
-
-// -----
-
 func.func @flash_attention_grad_bias(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %b: tensor<4x?x?xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x64xbf16>, %dk0: tensor<?x?x2x64xbf16>) -> tensor<?x?x4x64xbf16> {
   // expected-error @+1 {{'attn.flash_attention_grad' op additive logit bias is not supported by the sm_90a kernel yet}}
   %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q bias(%b) lse(%l) outs(%dq0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<4x?x?xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>)
