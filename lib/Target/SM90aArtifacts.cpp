@@ -377,10 +377,21 @@ static FailureOr<json::Object> buildProgram(
     auto call = dyn_cast<func::CallOp>(op);
     auto kernel =
         call ? kernelOfDecl.find(call.getCallee().str()) : kernelOfDecl.end();
-    if (kernel == kernelOfDecl.end())
-      return op.emitError()
+    if (kernel == kernelOfDecl.end()) {
+      // Name the model's op without a kernel rather than the constant or
+      // fill that feeds it: the first attn op left, if any.
+      Operation *culprit = &op;
+      for (Operation &later :
+           llvm::make_range(Block::iterator(op), func.getBody().front().end()))
+        if (isa<attn::AttnDialect>(later.getDialect())) {
+          culprit = &later;
+          break;
+        }
+      return culprit->emitError()
              << "has no sm_90a kernel: the device program of @"
-             << func.getName() << " cannot execute '" << op.getName() << "'";
+             << func.getName() << " cannot execute '" << culprit->getName()
+             << "'";
+    }
     attn::KernelLaunchAttr launch = launchByKernel.at(kernel->second);
     if (!launch.getHostCast().empty())
       return op.emitError()

@@ -25,6 +25,7 @@ import test_flash_decode
 import test_projection
 import test_rope
 import test_sdpa
+import test_weight_grad
 
 RESULTS = {}
 
@@ -56,6 +57,12 @@ def flash_grad():
     row statistics in its shared buffers, alternating between the two."""
     test_flash_attention_grad.check(*test_flash_attention_grad.run_grad(
         hq=1, hk=1, d=64, s=130, t=130, seed=11))
+
+
+def bias_grad():
+    """The column-sum kernel (a bias gradient) over 200 tokens: 8 warps' partial sums meet in
+    shared memory."""
+    test_weight_grad.check(*test_weight_grad.run_bias_grad(256, 200, 1.0, False))
 
 
 def projection():
@@ -243,6 +250,11 @@ MUTATIONS = [
     # The flash backward's dK/dV kernel: lse and D staged through shared memory per query tile.
     ("dkv_row_stats_barrier_dropped", "synchronization", "attn_fa_dkv", flash_grad,
      drop(r"bar\.sync \t1, 128;", 0)),
+    # The bias gradient's column sums: the partial sums cross warps through shared memory.
+    ("colsum_barrier_dropped", "synchronization", "attn_wgrad_colsum", bias_grad,
+     drop(r"bar\.sync", 0)),
+    ("colsum_row_stride", "addressing", "attn_wgrad_colsum", bias_grad,
+     sub(r"shl\.b32 \t(%r\d+), (%r\d+), 8;", r"shl.b32 \t\1, \2, 7;", 1)),
     # The projection GEMM: producer warp, consumer warpgroup, four-stage ring.
     ("gemm_stage_released_before_wait_group", "async ordering", "attn_gemm", projection,
      hoist(r"mbarrier\.arrive\.shared\.b64", r"wgmma\.wait_group")),

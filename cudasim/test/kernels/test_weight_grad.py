@@ -1,6 +1,7 @@
 """The weight-gradient GEMM kernel (attn.fused_weight_grad: dW = init + dY^T X over the tokens,
 both operands read MN-major by TMA + wgmma) run on the emulator through the runtime, against a
-float64 product written here.
+float64 product written here; and the column-sum kernel of the same op with one input feature (a
+bias gradient: X a fill of ones, not read, or a column it reads).
 
 Tolerance: the inputs are bf16 (exact in float64); the kernel sums T products in f32 (error at
 most about T 2^-24 sum_t |dY[t, o] X[t, i]|, bounded here with room by 2^-16 of that sum) and
@@ -79,3 +80,71 @@ def test_weight_grad_from_zero(inputs, outputs, tokens):
 @pytest.mark.parametrize("inputs,outputs,tokens", [(128, 192, 96), (320, 136, 257)])
 def test_weight_grad_accumulates_into_init(inputs, outputs, tokens):
     check(*run_weight_grad(inputs, outputs, tokens, with_init=True, seed=SEED + 1))
+
+
+def bias_model(outputs, fill, with_init):
+    """attn.fused_weight_grad of one input feature: X a `linalg.fill` of `fill` (attn-fuse's
+    bias gradient uses 1.0) or, with fill None, an argument."""
+    t = f"tensor<{outputs}x1xbf16>"
+    x_arg = "" if fill is not None else ", %x: tensor<?x1xbf16>"
+    init_arg = f", %init: {t}" if with_init else ""
+    body = []
+    if fill is not None:
+        body += ["%c0 = arith.constant 0 : index",
+                 "%tokens = tensor.dim %dy, %c0 : tensor<?x%OUTxbf16>".replace("%OUT", str(outputs)),
+                 f"%xfill = arith.constant {fill} : bf16",
+                 "%xempty = tensor.empty(%tokens) : tensor<?x1xbf16>",
+                 "%x = linalg.fill ins(%xfill : bf16) outs(%xempty : tensor<?x1xbf16>)"
+                 " -> tensor<?x1xbf16>"]
+    if not with_init:
+        body += ["%c0f = arith.constant 0.0 : bf16",
+                 f"%empty = tensor.empty() : {t}",
+                 f"%init = linalg.fill ins(%c0f : bf16) outs(%empty : {t}) -> {t}"]
+    lines = "\n  ".join(body)
+    return f"""
+func.func @bgrad(%dy: tensor<?x{outputs}xbf16>{x_arg}{init_arg}) -> {t} {{
+  {lines}
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {{block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}}
+      : (tensor<?x1xbf16>, tensor<?x{outputs}xbf16>, {t}) -> {t}
+  return %dw : {t}
+}}
+"""
+
+
+def run_bias_grad(outputs, tokens, fill, with_init, seed=0):
+    art = emulator.compile_model(bias_model(outputs, fill, with_init), f"bgrad_out{outputs}")
+    assert len(art.kernels) == 1, art.kernels
+    name = art.kernels[0]
+    assert name.startswith("attn_wgrad_colsum_"), name
+    assert name.endswith("_acc") == with_init and ("_x" in name) == (fill is None), name
+    rng = np.random.default_rng(seed)
+    xb, x = emulator.bf16(rng.standard_normal((tokens, 1)))
+    if fill is not None:
+        x = np.full((tokens, 1), fill, np.float64)
+    dyb, dy = emulator.bf16(rng.standard_normal((tokens, outputs)))
+    initb, init = emulator.bf16(rng.standard_normal((outputs, 1)) * 4)
+    dev = emulator.Device()
+    tensors = {"result_grad": dev.upload(dyb, "bf16"),
+               "weight_grad": dev.empty((outputs, 1), "bf16")}
+    if fill is None:
+        tensors["input"] = dev.upload(xb, "bf16")
+    if with_init:
+        tensors["init"] = dev.upload(initb, "bf16")
+    art.launch(name, tensors, B=1, S=1, T=tokens)
+    got = reference.from_bf16_bits(dev.download(tensors["weight_grad"])).astype(np.float64)
+    ref = dy.T @ x + (init if with_init else 0.0)
+    bound = np.abs(dy).T @ np.abs(x)
+    return got, ref, bound
+
+
+@pytest.mark.parametrize("outputs,tokens,fill,with_init", [
+    (256, 200, 1.0, False),   # attn-fuse's bias gradient: 16-byte rows, one CTA
+    (1024, 1, 1.0, False),    # one token; four CTAs
+    (264, 77, 0.5, True),     # a second CTA with 8 columns; a scale; into an init
+    (130, 45, 1.0, False),    # 4-byte chunks (out even, not a multiple of 8)
+    (37, 130, None, True),    # one column per thread; X read per token
+    (512, 300, None, False),  # X read, rows in flight past the tokens
+])
+def test_bias_grad_column_sum(outputs, tokens, fill, with_init):
+    check(*run_bias_grad(outputs, tokens, fill, with_init, seed=SEED + outputs))

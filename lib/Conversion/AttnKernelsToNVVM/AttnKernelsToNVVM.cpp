@@ -104,11 +104,14 @@ public:
   }
 
   /// Replaces `op` by a call to `@<kernel>_launch` carrying `launch`.
+  /// `unreadOperands`: operand numbers, besides the result inits, that the
+  /// kernel does not read (a constant it folds in).
   void replaceWithLaunch(RewriterBase &rewriter, Operation *op,
                          StringRef kernel, int64_t resultInits,
-                         attn::KernelLaunchAttr launch) {
+                         attn::KernelLaunchAttr launch,
+                         ArrayRef<unsigned> unreadOperands = {}) {
     SmallVector<Value> operands, unread;
-    splitLaunchOperands(op, resultInits, operands, unread);
+    splitLaunchOperands(op, resultInits, operands, unread, unreadOperands);
     auto type =
         FunctionType::get(op->getContext(), ValueRange(operands).getTypes(),
                           op->getResultTypes());
@@ -131,12 +134,15 @@ public:
   /// launch operands.
   static void splitLaunchOperands(Operation *op, int64_t resultInits,
                                   SmallVectorImpl<Value> &operands,
-                                  SmallVectorImpl<Value> &unread) {
-    llvm::SmallDenseSet<unsigned> outputOnly;
+                                  SmallVectorImpl<Value> &unread,
+                                  ArrayRef<unsigned> unreadOperands = {}) {
+    llvm::SmallDenseSet<unsigned> outputOnly(unreadOperands.begin(),
+                                             unreadOperands.end());
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
       int64_t count = resultInits < 0 ? dps.getNumDpsInits() : resultInits;
+      int64_t taken = 0;
       for (OpOperand &init : dps.getDpsInitsMutable())
-        if (static_cast<int64_t>(outputOnly.size()) < count)
+        if (taken++ < count)
           outputOnly.insert(init.getOperandNumber());
     }
     for (OpOperand &operand : op->getOpOperands())
@@ -200,6 +206,10 @@ public:
       std::function<attn::KernelLaunchAttr(MLIRContext *, OpTy, const Plan &)>;
 
   using ResultInitsFn = std::function<int64_t(const Plan &)>;
+  /// The operands besides the result inits that the planned kernel does not
+  /// read.
+  using UnreadOperandsFn =
+      std::function<SmallVector<unsigned>(OpTy, const Plan &)>;
 
   /// `resultInits`: how many of the op's inits only carry a result's shape
   /// (the rest are state the kernel updates, or values it reads); -1: all
@@ -210,13 +220,16 @@ public:
       : KernelLaunchPattern(
             ctx, state, std::move(plan), build, std::move(describe),
             [resultInits](const Plan &) { return resultInits; }) {}
-  /// The same, with the count chosen by the plan.
+  /// The same, with the count chosen by the plan, and the other operands
+  /// the kernel does not read.
   KernelLaunchPattern(MLIRContext *ctx, LoweringState &state, PlanFn plan,
                       BuildFn build, DescribeFn describe,
-                      ResultInitsFn resultInits)
+                      ResultInitsFn resultInits,
+                      UnreadOperandsFn unreadOperands = nullptr)
       : OpRewritePattern<OpTy>(ctx), state(state), plan(std::move(plan)),
         build(build), describe(std::move(describe)),
-        resultInits(std::move(resultInits)) {}
+        resultInits(std::move(resultInits)),
+        unreadOperands(std::move(unreadOperands)) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -242,8 +255,11 @@ public:
           build(rewriter, op.getLoc(), module, *p);
         });
     p->name = name.str();
+    SmallVector<unsigned> unread;
+    if (unreadOperands)
+      unread = unreadOperands(op, *p);
     state.emitter.replaceWithLaunch(rewriter, op, name, resultInits(*p),
-                                    describe(op.getContext(), op, *p));
+                                    describe(op.getContext(), op, *p), unread);
     return success();
   }
 
@@ -261,6 +277,7 @@ private:
   BuildFn build;
   DescribeFn describe;
   ResultInitsFn resultInits;
+  UnreadOperandsFn unreadOperands;
 };
 
 /// attn.flash_decode: the split kernel (its launch returns the workspace and
@@ -534,11 +551,19 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
         return describeElementwise(c, op, p);
       });
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
-  // A zero init is not read: the kernel starts its sums from zero.
+  // A zero init is not read: the kernel starts its sums from zero. Nor is a
+  // constant input of one feature (a bias gradient's ones): the column-sum
+  // kernel scales by it.
   patterns.add<KernelLaunchPattern<attn::FusedWeightGradOp, WeightGradPlan>>(
       ctx, state, alwaysOnDevice(planWeightGrad), buildWeightGradKernel,
       describeWeightGrad,
-      [](const WeightGradPlan &p) -> int64_t { return p.readsInit ? 0 : -1; });
+      [](const WeightGradPlan &p) -> int64_t { return p.readsInit ? 0 : -1; },
+      [](attn::FusedWeightGradOp op, const WeightGradPlan &p) {
+        SmallVector<unsigned> unread;
+        if (p.inputFill)
+          unread.push_back(op.getInputMutable().getOperandNumber());
+        return unread;
+      });
 }
 
 struct ConvertAttnKernelsToNVVMPass

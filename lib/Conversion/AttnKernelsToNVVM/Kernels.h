@@ -224,10 +224,27 @@ struct WeightGradPlan {
   int64_t aOff, bOff, cOff, barOff, sharedBytes;
   std::string name;
   std::string key() const;
+
+  /// One input feature (a bias gradient): the column-sum kernel of
+  /// BiasGrad.cpp instead of the GEMM. `inputFill` is X's value when X is a
+  /// constant fill, which the kernel then does not read; `vector` is the
+  /// columns per thread.
+  bool columnSum() const { return inFeatures == 1; }
+  std::optional<double> inputFill;
+  int64_t vector = 1;
+  static constexpr int64_t kBiasWarps = 8;
+  int64_t biasColumnsPerCta() const { return 32 * vector; }
 };
 
 mlir::FailureOr<WeightGradPlan> planWeightGrad(attn::FusedWeightGradOp op,
                                                const TargetOptions &options);
+/// The column-sum parts of a plan with one input feature (BiasGrad.cpp).
+void planBiasGrad(WeightGradPlan &plan);
+void buildBiasGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::gpu::GPUModuleOp module,
+                         const WeightGradPlan &plan);
+attn::KernelLaunchAttr describeBiasGrad(mlir::MLIRContext *ctx,
+                                        const WeightGradPlan &plan);
 void buildWeightGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::gpu::GPUModuleOp module,
                            const WeightGradPlan &plan);

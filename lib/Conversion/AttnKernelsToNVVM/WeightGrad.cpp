@@ -31,20 +31,29 @@ using namespace attnfuse::attn;
 using namespace attnfuse::sm90;
 
 std::string WeightGradPlan::key() const {
-  return llvm::formatv("wgrad:{0}:{1}:{2}:{3}:{4}", elemName(elem), inFeatures,
-                       outFeatures, readsInit, hostCastFromF32)
+  return llvm::formatv("wgrad:{0}:{1}:{2}:{3}:{4}:{5}", elemName(elem),
+                       inFeatures, outFeatures, readsInit, hostCastFromF32,
+                       inputFill ? std::to_string(*inputFill) : "read")
       .str();
+}
+
+/// The value of a tensor that is a `linalg.fill` of a float constant.
+static std::optional<double> fillValue(Value tensor) {
+  auto fill = tensor.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return std::nullopt;
+  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto value = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
+  if (!value)
+    return std::nullopt;
+  return value.getValueAsDouble();
 }
 
 /// Whether `init` is a tensor of zeros (attn-fuse's `linalg.fill` of 0 for
 /// a weight used once): the kernel then starts from zero and never reads it.
 static bool isZeroFill(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill)
-    return false;
-  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-  auto value = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
-  return value && value.getValue().isZero();
+  std::optional<double> value = fillValue(init);
+  return value && *value == 0.0;
 }
 
 FailureOr<WeightGradPlan>
@@ -61,13 +70,19 @@ attnfuse::sm90::planWeightGrad(FusedWeightGradOp op,
   p.elem = *elem;
   p.inFeatures = inputType.getDimSize(1);
   p.outFeatures = gradType.getDimSize(1);
+  p.readsInit = !isZeroFill(op.getInit());
+  if (p.columnSum()) {
+    p.inputFill = fillValue(op.getInput());
+    planBiasGrad(p);
+    return p;
+  }
   // TMA: every global stride a multiple of 16 bytes.
   if (p.inFeatures % 8 != 0 || p.outFeatures % 8 != 0)
     return op.emitOpError()
            << "the sm_90a weight-gradient GEMM needs in and out features that "
               "are multiples of 8 (16-byte TMA strides), got "
-           << p.inFeatures << " and " << p.outFeatures;
-  p.readsInit = !isZeroFill(op.getInit());
+           << p.inFeatures << " and " << p.outFeatures
+           << " (one input feature, a bias gradient, has its own kernel)";
   p.stages = 4;
   p.threads = 128 * (1 + P::kConsumers);
   int64_t cap;
@@ -226,6 +241,8 @@ void WeightGradEmitter::consumer() {
 void attnfuse::sm90::buildWeightGradKernel(OpBuilder &b, Location loc,
                                            gpu::GPUModuleOp module,
                                            const WeightGradPlan &p) {
+  if (p.columnSum())
+    return buildBiasGradKernel(b, loc, module, p);
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> args = {ptr, ptr, ptr, b.getI32Type()};
@@ -243,6 +260,8 @@ void attnfuse::sm90::buildWeightGradKernel(OpBuilder &b, Location loc,
 attn::KernelLaunchAttr
 attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
                                    const WeightGradPlan &p) {
+  if (p.columnSum())
+    return describeBiasGrad(ctx, p);
   StringRef elem = elemName(p.elem);
   int64_t in = p.inFeatures, out = p.outFeatures;
   SmallVector<Attribute> tensors = {

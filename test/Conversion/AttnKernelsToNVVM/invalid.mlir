@@ -248,8 +248,8 @@ func.func @flash_attention_grad_bias(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2
 
 // -----
 
-func.func @fused_weight_grad_features(%x: tensor<?x1xbf16>, %dy: tensor<?x32xbf16>, %init: tensor<32x1xbf16>) -> tensor<32x1xbf16> {
-  // expected-error @+1 {{'attn.fused_weight_grad' op the sm_90a weight-gradient GEMM needs in and out features that are multiples of 8 (16-byte TMA strides), got 1 and 32}}
-  %dw = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64} : (tensor<?x1xbf16>, tensor<?x32xbf16>, tensor<32x1xbf16>) -> tensor<32x1xbf16>
-  return %dw : tensor<32x1xbf16>
+func.func @fused_weight_grad_features(%x: tensor<?x12xbf16>, %dy: tensor<?x32xbf16>, %init: tensor<32x12xbf16>) -> tensor<32x12xbf16> {
+  // expected-error @+1 {{'attn.fused_weight_grad' op the sm_90a weight-gradient GEMM needs in and out features that are multiples of 8 (16-byte TMA strides), got 12 and 32 (one input feature, a bias gradient, has its own kernel)}}
+  %dw = attn.fused_weight_grad %x, %dy outs(%init) {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64} : (tensor<?x12xbf16>, tensor<?x32xbf16>, tensor<32x12xbf16>) -> tensor<32x12xbf16>
+  return %dw : tensor<32x12xbf16>
 }

@@ -57,3 +57,53 @@ func.func @weight_grad_into_init(%x: tensor<?x256xbf16>, %dy: tensor<?x128xbf16>
       : (tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<128x256xbf16>) -> tensor<128x256xbf16>
   return %dw : tensor<128x256xbf16>
 }
+
+// -----
+
+// A bias gradient (attn-fuse's form: X a fill of ones [T, 1]): the
+// column-sum kernel. Neither fill is read, so the launch takes only dY; 8
+// warps, 8 columns (16 bytes) per lane, 4 rows in flight, the partial sums
+// meeting in shared memory.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: %[[DB:.*]] = call @[[K:attn_wgrad_colsum_bf16_out320]]_launch(%arg0) : (tensor<?x320xbf16>) -> tensor<320x1xbf16>
+// CHECK-NOT: linalg.fill
+// CHECK: return %[[DB]]
+// CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 256, 1, 1>
+// CHECK: scf.for
+// CHECK-COUNT-4: llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: scf.yield
+// CHECK: nvvm.barrier0
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: kind = "weight_grad_colsum"
+// CHECK-SAME: grid = [{expr = "2", value = 2 : i64}]
+// CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "result_grad", operand = 0, dtype = "bf16", shape = ["T", 320]
+// CHECK-SAME: config = {{{.*}}input = "a constant, not read", input_value = 1.000000e+00 : f64
+func.func @bias_grad(%dy: tensor<?x320xbf16>) -> tensor<320x1xbf16> {
+  %c0 = arith.constant 0 : index
+  %tokens = tensor.dim %dy, %c0 : tensor<?x320xbf16>
+  %one = arith.constant 1.0 : bf16
+  %xempty = tensor.empty(%tokens) : tensor<?x1xbf16>
+  %x = linalg.fill ins(%one : bf16) outs(%xempty : tensor<?x1xbf16>) -> tensor<?x1xbf16>
+  %zero = arith.constant 0.0 : bf16
+  %empty = tensor.empty() : tensor<320x1xbf16>
+  %init = linalg.fill ins(%zero : bf16) outs(%empty : tensor<320x1xbf16>) -> tensor<320x1xbf16>
+  %db = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<?x1xbf16>, tensor<?x320xbf16>, tensor<320x1xbf16>) -> tensor<320x1xbf16>
+  return %db : tensor<320x1xbf16>
+}
+
+// -----
+
+// One input feature read per token, into an init (a column of a weight
+// that is not a constant): both are launch operands.
+// CHECK-LABEL: func.func @one_feature_into_init
+// CHECK: call @[[K:attn_wgrad_colsum_bf16_out6_x_acc]]_launch(%arg0, %arg1, %arg2) : (tensor<?x1xbf16>, tensor<?x6xbf16>, tensor<6x1xbf16>) -> tensor<6x1xbf16>
+// CHECK: gpu.func @[[K]](%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>)
+// CHECK-COUNT-4: llvm.load {{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
+func.func @one_feature_into_init(%x: tensor<?x1xbf16>, %dy: tensor<?x6xbf16>, %init: tensor<6x1xbf16>) -> tensor<6x1xbf16> {
+  %dw = attn.fused_weight_grad %x, %dy outs(%init)
+      {block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}
+      : (tensor<?x1xbf16>, tensor<?x6xbf16>, tensor<6x1xbf16>) -> tensor<6x1xbf16>
+  return %dw : tensor<6x1xbf16>
+}

@@ -179,12 +179,40 @@ def grad_model():
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
-        configs.append(dict(name=name, kinds=["weight_grad_gemm"]))
+        configs.append(dict(name=name, kinds=[
+            "weight_grad_colsum" if inputs == 1 else "weight_grad_gemm"]))
+    for outputs in BIAS_GRAD_CONFIGS:
+        name = f"bias_grad_out{outputs}"
+        funcs.append(bias_grad_function(name, outputs))
+        configs.append(dict(name=name, kinds=["weight_grad_colsum"]))
     return "\n".join(funcs), configs
 
 
-# attn.fused_weight_grad configurations: (in, out, reads a non-zero init).
-WEIGHT_GRAD_CONFIGS = ((1024, 1024, False), (2048, 256, False), (1024, 512, True))
+# attn.fused_weight_grad configurations: (in, out, reads a non-zero init). One input
+# feature read per token is the column-sum kernel.
+WEIGHT_GRAD_CONFIGS = ((1024, 1024, False), (2048, 256, False), (1024, 512, True),
+                       (1, 4096, True))
+# Bias gradients as attn-fuse forms them (X a fill of ones): out features.
+BIAS_GRAD_CONFIGS = (4096, 1000)
+
+
+def bias_grad_function(name, outputs):
+    """attn.fused_weight_grad of a fill of ones [T, 1] from zero: the column-sum kernel."""
+    dy, db = f"tensor<?x{outputs}xbf16>", f"tensor<{outputs}x1xbf16>"
+    return (
+        f"func.func @{name}(%dy: {dy}) -> {db} {{\n"
+        f"  %c0 = arith.constant 0 : index\n"
+        f"  %t = tensor.dim %dy, %c0 : {dy}\n"
+        f"  %one = arith.constant 1.0 : bf16\n"
+        f"  %xe = tensor.empty(%t) : tensor<?x1xbf16>\n"
+        f"  %x = linalg.fill ins(%one : bf16) outs(%xe : tensor<?x1xbf16>) -> tensor<?x1xbf16>\n"
+        f"  %zero = arith.constant 0.0 : bf16\n"
+        f"  %e = tensor.empty() : {db}\n"
+        f"  %init = linalg.fill ins(%zero : bf16) outs(%e : {db}) -> {db}\n"
+        f"  %db = attn.fused_weight_grad %x, %dy outs(%init)\n"
+        f"      {{block_m = 64 : i64, block_n = 64 : i64, block_k = 64 : i64}}\n"
+        f"      : (tensor<?x1xbf16>, {dy}, {db}) -> {db}\n"
+        f"  return %db : {db}\n}}\n")
 
 
 def weight_grad_function(name, inputs, outputs, with_init):
@@ -430,6 +458,11 @@ def find_tool(name, explicit, extra):
     return None
 
 
+# Kernels without tensor cores or TMA.
+SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
+              "weight_grad_colsum")
+
+
 def find_nvdisasm():
     extra = [os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvdisasm"),
              "/usr/local/cuda/bin/nvdisasm"]
@@ -625,10 +658,10 @@ def main():
             required = ["cp.async.bulk.shared::cluster.global", "mbarrier.try_wait"]
         elif k["kind"] == "flash_decode_combine":
             required = []
-        elif k["kind"] in ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad",
-                           "sdpa"):
-            # SIMT kernels (residual adds, the decode primitives): 16-byte loads.
-            required = ["ld.global.v4"]
+        elif k["kind"] in SIMT_KINDS:
+            # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
+            # loads (a bias of an odd width reads 2-byte columns).
+            required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
@@ -644,7 +677,7 @@ def main():
                 if re.search(r"\b(LDL|STL)\b", sass):
                     failures.append(f"{name}: local memory (LDL/STL) in SASS")
                 if k["hgmma"] == 0 and not k["kind"].startswith("flash_decode") \
-                        and k["kind"] != "cca_decode_prologue":
+                        and k["kind"] not in SIMT_KINDS + ("cca_decode_prologue",):
                     failures.append(f"{name}: no HGMMA in SASS")
 
     # The table.
