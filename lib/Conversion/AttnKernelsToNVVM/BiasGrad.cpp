@@ -189,19 +189,11 @@ attnfuse::sm90::describeBiasGrad(MLIRContext *ctx, const WeightGradPlan &p) {
       .setBool("init", p.readsInit);
   if (p.inputFill)
     config.set("input_value", *p.inputFill);
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "weight_grad_colsum";
-  launch.symbols = "T = tokens";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
   SmallVector<Attribute> grid = {
       gridConstant(ctx, llvm::divideCeil(out, p.biasColumnsPerCta()))};
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "weight_grad";
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx,
+      {p.name, "weight_grad_colsum", "T = tokens", p.threads, p.sharedBytes},
+      {grid, params, tensors}, config.get(),
+      {p.hostCastFromF32, "weight_grad"});
 }

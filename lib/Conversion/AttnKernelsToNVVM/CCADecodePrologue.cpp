@@ -590,20 +590,11 @@ attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
       .set("rows_per_warp", p.rowsPerWarp)
       .set("row_batch", p.rowBatch)
       .set("chunks_per_lane", p.chunksPerLane);
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "cca_decode_prologue";
-  launch.symbols = "B = batch, T = rows of the RoPE tables (every position "
-                   "< T); S is unused (1)";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.ropeTables = tables;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "outputs";
+  StringRef symbols = "B = batch, T = rows of the RoPE tables (every position "
+                      "< T); S is unused (1)";
   (void)op;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx, {p.name, "cca_decode_prologue", symbols, p.threads, p.sharedBytes},
+      {grid, params, tensors, {}, tables}, config.get(),
+      {p.hostCastFromF32, "outputs"});
 }

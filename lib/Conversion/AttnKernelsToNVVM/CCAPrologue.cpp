@@ -761,19 +761,10 @@ attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
       .set("rope_dims", p.rotated)
       .set("padding_mask_bits", p.paddingMaskBits)
       .set("grouped_conv", "FMA loops (thread per output channel)");
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "cca_prologue";
-  launch.symbols = "B = batch, S = sequence length";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.tmas = tmas;
-  launch.ropeTables = tables;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "outputs";
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx,
+                        {p.name, "cca_prologue",
+                         "B = batch, S = sequence length", p.threads,
+                         p.sharedBytes},
+                        {grid, params, tensors, tmas, tables}, config.get(),
+                        {p.hostCastFromF32, "outputs"});
 }

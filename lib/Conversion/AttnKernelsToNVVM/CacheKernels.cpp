@@ -293,20 +293,11 @@ attnfuse::sm90::describeCacheUpdate(MLIRContext *ctx, CacheUpdateOp op,
     config.set("page_size", p.pageSize);
 
   std::string symbols = sym.describe();
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "cache_update";
-  launch.symbols = symbols;
-  launch.threads = p.threads;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
   Attribute alias =
       DictBuilder(ctx).set("result", "cache_out").set("tensor", "cache").get();
-  launch.aliases = alias;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx, {p.name, "cache_update", symbols, p.threads},
+                        {grid, params, tensors, {}, {}, alias}, config.get(),
+                        {p.hostCastFromF32});
 }
 
 //===----------------------------------------------------------------------===//
@@ -433,15 +424,7 @@ attnfuse::sm90::describeCacheGather(MLIRContext *ctx, CacheGatherOp op,
       .set("head_dim", p.headDim)
       .set("vector_elements", p.vector);
   std::string symbols = sym.describe();
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "cache_gather";
-  launch.symbols = symbols;
-  launch.threads = p.threads;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx, {p.name, "cache_gather", symbols, p.threads},
+                        {grid, params, tensors}, config.get(),
+                        {p.hostCastFromF32});
 }

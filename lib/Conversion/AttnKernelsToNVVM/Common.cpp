@@ -279,25 +279,26 @@ void attnfuse::sm90::describeRopeTables(MLIRContext *ctx, StringRef prefix,
   }
 }
 
-attn::KernelLaunchAttr
-attnfuse::sm90::describeLaunch(MLIRContext *ctx,
-                               const LaunchDescription &launch) {
-  std::string hostCast;
-  if (launch.hostCast)
-    hostCast = ("the op's tensors are f32: the host converts inputs to the "
+attn::KernelLaunchAttr attnfuse::sm90::describeLaunch(
+    MLIRContext *ctx, const LaunchIdentity &identity,
+    const LaunchOperands &operands, DictionaryAttr config,
+    const LaunchHostCast &hostCast, const LaunchChain &chain) {
+  std::string castNote;
+  if (hostCast.fromF32)
+    castNote = ("the op's tensors are f32: the host converts inputs to the "
                 "kernel type and the " +
-                launch.castBack + " back")
+                hostCast.castBack + " back")
                    .str();
   auto optionalArray = [&](ArrayRef<Attribute> values) {
     return values.empty() ? ArrayAttr() : arrayAttr(ctx, values);
   };
   return attn::KernelLaunchAttr::get(
-      ctx, launch.kernel, launch.kind, launch.symbols, {launch.threads, 1, 1},
-      arrayAttr(ctx, launch.grid), launch.sharedBytes,
-      arrayAttr(ctx, launch.params), arrayAttr(ctx, launch.tensors),
-      arrayAttr(ctx, launch.tmas), optionalArray(launch.ropeTables), hostCast,
-      optionalArray(launch.aliases), launch.then, launch.workspace,
-      launch.config);
+      ctx, identity.kernel, identity.kind, identity.symbols,
+      {identity.threads, 1, 1}, arrayAttr(ctx, operands.grid),
+      identity.sharedBytes, arrayAttr(ctx, operands.params),
+      arrayAttr(ctx, operands.tensors), arrayAttr(ctx, operands.tmas),
+      optionalArray(operands.ropeTables), castNote,
+      optionalArray(operands.aliases), chain.then, chain.workspace, config);
 }
 
 //===----------------------------------------------------------------------===//

@@ -157,15 +157,6 @@ attnfuse::sm90::describeElementwise(MLIRContext *ctx, Operation *op,
                               .set("elements_per_thread", p.vector)
                               .set("count", StringRef(countExpr))
                               .get();
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "elementwise";
-  launch.symbols = symbols;
-  launch.threads = p.threads;
-  launch.sharedBytes = 0;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = config;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx, {p.name, "elementwise", symbols, p.threads},
+                        {grid, params, tensors}, config);
 }

@@ -943,19 +943,9 @@ attnfuse::sm90::describeFlashAttention(MLIRContext *ctx, FlashAttentionOp op,
   if (p.writesLse)
     config.setBool("writes_lse", true);
 
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "flash_attention";
-  launch.symbols = "B = batch, S = query length, T = key length";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.tmas = tmas;
-  launch.ropeTables = tables;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "output";
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx,
+      {p.name, "flash_attention", "B = batch, S = query length, T = key length",
+       p.threads, p.sharedBytes},
+      {grid, params, tensors, tmas, tables}, config.get(), {p.hostCastFromF32});
 }

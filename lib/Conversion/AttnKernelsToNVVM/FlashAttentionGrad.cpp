@@ -483,15 +483,8 @@ struct GradTensors {
   SmallVector<Attribute> tensors, pointers;
 };
 
-/// Launch parts both kernels share.
-LaunchDescription gradLaunch(const FlashPlan &q, StringRef kind) {
-  LaunchDescription launch;
-  launch.kind = kind;
-  launch.symbols = "B = batch, S = query length, T = key length";
-  launch.hostCast = q.hostCastFromF32;
-  launch.castBack = "outputs";
-  return launch;
-}
+constexpr StringLiteral kGradSymbols =
+    "B = batch, S = query length, T = key length";
 
 } // namespace
 
@@ -535,24 +528,18 @@ attn::KernelLaunchAttr attnfuse::sm90::describeFlashQueryGrad(
   DictBuilder config = queryTileConfig(ctx, p);
   if (p.window)
     config.set("window", *p.window);
-  LaunchDescription launch = gradLaunch(p, "flash_attention_grad_dq");
-  launch.kernel = p.name;
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = t.tensors;
-  launch.tmas = tmas;
-  launch.config = config.get();
-  launch.then = plan.name;
-  launch.workspace =
+  DictionaryAttr workspace =
       DictBuilder(ctx)
           .set("tensor", "delta")
           .set("bytes", StringRef(llvm::formatv("4*B*S*{0}", p.numHeads).str()))
           .set("note", "allocated by the host, no initialization needed; "
                        "read by the dK/dV kernel")
           .get();
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx,
+                        {p.name, "flash_attention_grad_dq", kGradSymbols,
+                         p.threads, p.sharedBytes},
+                        {grid, params, t.tensors, tmas}, config.get(),
+                        {p.hostCastFromF32, "outputs"}, {plan.name, workspace});
 }
 
 attn::KernelLaunchAttr attnfuse::sm90::describeFlashKeyValueGrad(
@@ -618,14 +605,9 @@ attn::KernelLaunchAttr attnfuse::sm90::describeFlashKeyValueGrad(
       .set("key_mask_bits", p.keyMaskBits);
   if (p.window)
     config.set("window", *p.window);
-  LaunchDescription launch = gradLaunch(p, "flash_attention_grad_dkv");
-  launch.kernel = plan.name;
-  launch.threads = plan.threads;
-  launch.sharedBytes = plan.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = t.tensors;
-  launch.tmas = tmas;
-  launch.config = config.get();
-  return describeLaunch(ctx, launch);
+  return describeLaunch(ctx,
+                        {plan.name, "flash_attention_grad_dkv", kGradSymbols,
+                         plan.threads, plan.sharedBytes},
+                        {grid, params, t.tensors, tmas}, config.get(),
+                        {p.hostCastFromF32, "outputs"});
 }

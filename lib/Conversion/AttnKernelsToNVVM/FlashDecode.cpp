@@ -1049,22 +1049,11 @@ attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx, FlashDecodeOp op,
                           .set("tensor", "value_cache")
                           .get());
 
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "flash_decode_split";
-  launch.symbols = p.paged ? "B = batch, S = pages per sequence (block_table "
-                             "width), T = pages in the cache"
-                           : "B = batch, S = cache capacity in tokens";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.ropeTables = tables;
-  launch.config = decodeConfig(ctx, p, splits);
-  launch.aliases = aliases;
-  launch.then = p.combineName;
-  launch.workspace =
+  StringRef symbols = p.paged
+                          ? "B = batch, S = pages per sequence (block_table "
+                            "width), T = pages in the cache"
+                          : "B = batch, S = cache capacity in tokens";
+  DictionaryAttr workspace =
       DictBuilder(ctx)
           .set("tensor", "workspace")
           .set("bytes",
@@ -1079,7 +1068,10 @@ attnfuse::sm90::describeFlashDecodeSplit(MLIRContext *ctx, FlashDecodeOp op,
           .set("note", "allocated by the host, no initialization "
                        "needed; read by the combine kernel")
           .get();
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx, {p.name, "flash_decode_split", symbols, p.threads, p.sharedBytes},
+      {grid, params, tensors, {}, tables, aliases},
+      decodeConfig(ctx, p, splits), {}, {p.combineName, workspace});
 }
 
 attn::KernelLaunchAttr
@@ -1103,16 +1095,9 @@ attnfuse::sm90::describeFlashDecodeCombine(MLIRContext *ctx, FlashDecodeOp op,
       describeParam(ctx, "num_splits", "scalar", "i32", splits)};
   SmallVector<Attribute> grid = {decodeGrid(ctx, intAttr(ctx, hq)),
                                  decodeGrid(ctx, sym.batch)};
-  LaunchDescription launch;
-  launch.kernel = p.combineName;
-  launch.kind = "flash_decode_combine";
-  launch.symbols = p.paged ? "B = batch, S = pages per sequence, T = pages"
-                           : "B = batch, S = cache capacity in tokens";
-  launch.threads = dv;
-  launch.sharedBytes = 0;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = decodeConfig(ctx, p, splits);
-  return describeLaunch(ctx, launch);
+  StringRef symbols = p.paged ? "B = batch, S = pages per sequence, T = pages"
+                              : "B = batch, S = cache capacity in tokens";
+  return describeLaunch(ctx,
+                        {p.combineName, "flash_decode_combine", symbols, dv},
+                        {grid, params, tensors}, decodeConfig(ctx, p, splits));
 }

@@ -532,24 +532,37 @@ mlir::Attribute scaled(mlir::MLIRContext *ctx, int64_t factor,
                        llvm::StringRef symbol);
 mlir::DictionaryAttr describeTma(mlir::MLIRContext *ctx, const TmaInfo &tma,
                                  ElemKind elem);
-/// The parts of a kernel's launch description (the manifest entry).
-struct LaunchDescription {
+/// A kernel launch's identity: the kernel, its kind, what the launch
+/// symbols (B, S, T) mean, its block size and dynamic shared memory.
+struct LaunchIdentity {
   llvm::StringRef kernel, kind, symbols;
   int64_t threads = 0, sharedBytes = 0;
-  llvm::ArrayRef<mlir::Attribute> grid, params, tensors, tmas, ropeTables;
-  mlir::DictionaryAttr config;
-  /// Whether the op's tensors are f32 and the host converts them, and what
-  /// it converts back ("output" or "outputs").
-  bool hostCast = false;
+};
+/// The grid and the entries the host binds: parameters, tensors (operands
+/// by index, results without), TMA descriptors, RoPE tables, and which
+/// results alias which tensors ({result, tensor}: in-place updates).
+struct LaunchOperands {
+  llvm::ArrayRef<mlir::Attribute> grid, params, tensors,
+      tmas = {}, ropeTables = {}, aliases = {};
+};
+/// Whether the op's tensors are f32 and the host converts them, and what
+/// it converts back ("output", "outputs" or a tensor's name).
+struct LaunchHostCast {
+  bool fromF32 = false;
   llvm::StringRef castBack = "output";
-  /// Which results alias which tensors ({result, tensor}: in-place updates).
-  llvm::ArrayRef<mlir::Attribute> aliases;
-  /// The kernel that finishes this one's results, and the workspace between.
+};
+/// The kernel that finishes this one's results, and the workspace between.
+struct LaunchChain {
   llvm::StringRef then;
   mlir::DictionaryAttr workspace;
 };
+/// The launch description (the manifest entry) of one kernel.
 attn::KernelLaunchAttr describeLaunch(mlir::MLIRContext *ctx,
-                                      const LaunchDescription &launch);
+                                      const LaunchIdentity &identity,
+                                      const LaunchOperands &operands,
+                                      mlir::DictionaryAttr config,
+                                      const LaunchHostCast &hostCast = {},
+                                      const LaunchChain &chain = {});
 /// One kernel parameter of the launch description: `kind` is
 /// "tma_descriptor" (then `detail` names the descriptor), "scalar" or
 /// "pointer" (then `detail` is the dtype); `value` says what the host

@@ -403,19 +403,9 @@ attn::KernelLaunchAttr attnfuse::sm90::describeProjection(MLIRContext *ctx,
       .setBool("bias", p.hasBias)
       .setBool("transposed_weight", p.transposedWeight)
       .set("rope_dims", p.rotated);
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "projection_gemm";
-  launch.symbols = "B = batch, S = sequence length";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.tmas = tmas;
-  launch.ropeTables = tables;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "output";
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx,
+      {p.name, "projection_gemm", "B = batch, S = sequence length", p.threads,
+       p.sharedBytes},
+      {grid, params, tensors, tmas, tables}, config.get(), {p.hostCastFromF32});
 }

@@ -268,16 +268,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeRope(MLIRContext *ctx,
     config.set("out_of_range", "a token whose position lies outside [0, T) "
                                "gets zeros in its rotated dimensions");
   std::string symbols = sym.describe();
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = p.inverse ? "rope_grad" : "rope";
-  launch.symbols = symbols;
-  launch.threads = p.threads;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.ropeTables = tables;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx, {p.name, p.inverse ? "rope_grad" : "rope", symbols, p.threads},
+      {grid, params, tensors, {}, tables}, config.get(), {p.hostCastFromF32});
 }

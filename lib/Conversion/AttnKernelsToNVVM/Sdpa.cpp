@@ -541,16 +541,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeSdpa(MLIRContext *ctx, SDPAOp op,
   if (p.window)
     config.set("window", *p.window);
   std::string symbols = sym.describe();
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "sdpa";
-  launch.symbols = symbols;
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx, {p.name, "sdpa", symbols, p.threads, p.sharedBytes},
+      {grid, params, tensors}, config.get(), {p.hostCastFromF32});
 }

@@ -316,18 +316,8 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
       .set("producer_registers", p.producerRegs)
       .set("consumer_registers", p.consumerRegs)
       .setBool("init", p.readsInit);
-  LaunchDescription launch;
-  launch.kernel = p.name;
-  launch.kind = "weight_grad_gemm";
-  launch.symbols = "T = tokens";
-  launch.threads = p.threads;
-  launch.sharedBytes = p.sharedBytes;
-  launch.grid = grid;
-  launch.params = params;
-  launch.tensors = tensors;
-  launch.tmas = tmas;
-  launch.config = config.get();
-  launch.hostCast = p.hostCastFromF32;
-  launch.castBack = "weight_grad";
-  return describeLaunch(ctx, launch);
+  return describeLaunch(
+      ctx, {p.name, "weight_grad_gemm", "T = tokens", p.threads, p.sharedBytes},
+      {grid, params, tensors, tmas}, config.get(),
+      {p.hostCastFromF32, "weight_grad"});
 }
