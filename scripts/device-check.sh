@@ -3,7 +3,8 @@
 #
 #   scripts/device-check.sh prepare DIR     (here: a machine with LLVM/MLIR, no GPU)
 #       builds attnfuse-compile, writes single-layer models (MHA baseline, K=V, K=V + GQA-4/8,
-#       K=V + MQA, GQA-4, CCA, ZAYA1-shaped CCGQA; head dim 128 and 64), compiles each with
+#       K=V + MQA, GQA-4, CCA, ZAYA1-shaped CCGQA; head dim 128 and 64; the attention backward
+#       of MHA d128/d64 and K=V + GQA-4 d128), compiles each with
 #       --target=sm_90a, checks that the runtime builds and passes its tests without LLVM, and
 #       copies the runtime sources, the cubins/PTX/manifests, the device scripts and the numpy
 #       reference (integration_test/reference.py) into DIR. When the build has the emulator
@@ -250,9 +251,10 @@ emulate() {
       ;;
     bench)
       local rc=0
-      # A d64 K=V GQA-4 layer and a d128 MHA layer: projection GEMMs and FlashAttention.
+      # A d64 K=V GQA-4 layer and a d128 MHA layer: projection GEMMs and FlashAttention;
+      # the d128 MHA attention backward (dQ, then dK/dV).
       "$py" "$dir/device/device_bench.py" --dir "$dir" --lib "$lib" --out "$out" \
-        --only "${DEVICE_CHECK_BENCH_VARIANTS:-^(kv_gqa4_d64|mha_d128)\$}" \
+        --only "${DEVICE_CHECK_BENCH_VARIANTS:-^(kv_gqa4_d64|mha_d128|grad_mha_d128)\$}" \
         --deadline 1200 --stall-seconds 600 --require-pass || rc=1
       "$py" "$dir/device/decode_bench.py" --dir "$dir" --lib "$lib" --out "$out" \
         --deadline 1200 --require-pass || rc=1

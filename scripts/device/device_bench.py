@@ -15,7 +15,12 @@ Run by `scripts/device-check.sh run DIR OUT` (it builds the runtime first). Two 
     - timing: CUDA events, warm-up then the median of >= 20 launches, at sequence 1k, 4k, 16k
       with the batch chosen for 32k tokens per launch (attention also times
       torch.nn.functional.scaled_dot_product_attention with the cuDNN and the flash backends on
-      the same shapes; the projection GEMM is timed against torch.nn.functional.linear).
+      the same shapes; the projection GEMM is timed against torch.nn.functional.linear);
+    - the attention backward (a flash_attention_grad_dq kernel and the dK/dV kernel its launch
+      names, launched back to back): dQ, dK, dV against float32 autograd through the written-out
+      forward, and the two launches timed as one step, in TFLOP/s by FlashAttention's count
+      (2.5 times the forward's), next to torch SDPA's backward (the gradient of one forward's
+      output, cuDNN and flash backends) on the same inputs.
   It appends one JSON line per event to a progress file that the parent reads.
 
 Without a CUDA device in torch but with a driver the runtime can load (the emulator:
@@ -282,6 +287,146 @@ def worker(args):
             if not dry:
                 torch.cuda.empty_cache()
 
+    # ---- the attention backward: the dQ kernel (dQ and D = rowsum(dO * O)), then dK/dV
+    def grad_inputs(kdoc, dkv_doc, B, S, T):
+        """Random Q, K, V, dO (bf16); O and the lse from a float32 forward; NaN outputs."""
+        cfg = kdoc["config"]
+        H, Hk, d = cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"]
+        keqv = bool(cfg.get("key_is_value"))
+        q = torch.randn(B, S, H, d, dtype=torch.bfloat16, device=dev)
+        k = torch.randn(B, T, Hk, d, dtype=torch.bfloat16, device=dev)
+        v = k if keqv else torch.randn(B, T, Hk, d, dtype=torch.bfloat16, device=dev)
+        do = torch.randn(B, S, H, d, dtype=torch.bfloat16, device=dev)
+        with torch.no_grad():
+            logits = grad_logits(q.float(), k.float(), cfg)
+            lse = torch.logsumexp(logits, dim=-1)  # [B, H, S]
+            o = torch.softmax(logits, dim=-1) @ v.float().repeat_interleave(
+                H // Hk, dim=2).transpose(1, 2)
+        nan = dict(dtype=torch.bfloat16, device=dev)
+        ts = dict(query=q, key=k, output=o.transpose(1, 2).contiguous().bfloat16(),
+                  output_grad=do, lse=lse.transpose(1, 2).contiguous(),
+                  delta=torch.full((B, S, H), float("nan"), device=dev),
+                  query_grad=torch.full((B, S, H, d), float("nan"), **nan),
+                  key_grad=torch.full((B, T, Hk, d), float("nan"), **nan))
+        if not keqv:
+            ts["value"] = v
+            ts["value_grad"] = torch.full((B, T, Hk, d), float("nan"), **nan)
+        # Each launch binds the tensors its kernel names (D is the dQ kernel's result and the
+        # dK/dV kernel's operand: with host arrays, bind the second after the first ran).
+        def bind(doc):
+            return make_tensors([(t["name"], ts[t["name"]]) for t in doc["tensors"]])
+        return ts, bind, (q, k, v, do)
+
+    def grad_logits(q, k, cfg):
+        """[B, H, S, T] scaled logits, causal bottom-right aligned (the kernels' convention)."""
+        H, Hk = q.shape[2], k.shape[2]
+        S, T = q.shape[1], k.shape[1]
+        kr = k.repeat_interleave(H // Hk, dim=2)
+        logits = torch.einsum("bihc,bjhc->bhij", q, kr) * float(cfg["scale"])
+        if cfg.get("causal"):
+            mask = torch.arange(T, device=dev)[None, :] > \
+                torch.arange(S, device=dev)[:, None] + (T - S)
+            logits = logits.masked_fill(mask, float("-inf"))
+        return logits
+
+    def grad_reference(q, k, v, do, cfg, keqv):
+        """dQ, dK(+dV for K=V), dV by float32 autograd through the written-out forward."""
+        H, Hk = q.shape[2], k.shape[2]
+        qf = q.float().requires_grad_()
+        kf = k.float().requires_grad_()
+        vf = kf if keqv else v.float().requires_grad_()
+        p = torch.softmax(grad_logits(qf, kf, cfg), dim=-1)
+        o = (p @ vf.repeat_interleave(H // Hk, dim=2).transpose(1, 2)).transpose(1, 2)
+        wrt = (qf, kf) if keqv else (qf, kf, vf)
+        return torch.autograd.grad(o, wrt, do.float())
+
+    def grad_flops(B, S, T, H, d, causal):
+        # FlashAttention's count: the backward is 2.5 times the forward's 4 B H S T d (5
+        # products against 2; the kernels here recompute S and dP in both, 7 products).
+        return 2.5 * fa_flops(B, S, T, H, d, d, causal)
+
+    def run_fa_grad(man, idx, kdoc, kernel, res):
+        cfg = kdoc["config"]
+        if dry:
+            res["skipped"] = "no dry-run reference for the backward"
+            return
+        dkv_idx = man.index(kdoc["then"])
+        dkv_doc = man.kernels()[dkv_idx]
+        dkv = man.load(dkv_idx)
+        res["then"] = dkv_doc["name"]
+        H, d = cfg["num_heads"], cfg["head_dim"]
+        keqv, causal = bool(cfg.get("key_is_value")), bool(cfg.get("causal"))
+        names = ["query_grad", "key_grad"] + ([] if keqv else ["value_grad"])
+
+        def both(B, S, T, dq_tensors, dkv_tensors):
+            kernel.launch(B, S, T, dq_tensors, stream())
+            dkv.launch(B, S, T, dkv_tensors, stream())
+
+        res["numerics"] = []
+        for (B, S, T) in (NUMERICS_SHAPES[0], NUMERICS_SHAPES[2]):
+            emit(event="progress", step=f"{kdoc['name']} numerics B={B} S={S} T={T}")
+            torch.manual_seed(4321)
+            entry = dict(B=B, S=S, T=T)
+            try:
+                ts, bind, (q, k, v, do) = grad_inputs(kdoc, dkv_doc, B, S, T)
+                kernel.launch(B, S, T, bind(kdoc), stream())
+                dkv.launch(B, S, T, bind(dkv_doc), stream())
+                sync()
+                refs = grad_reference(q, k, v, do, cfg, keqv)
+                # Pass: every gradient within 2e-2 relative L2 of float32 autograd (P and dS
+                # go through bf16 as wgmma operands; each gradient is rounded once).
+                ok = True
+                for name, ref in zip(names, refs):
+                    entry[name] = errors(ts[name], ref)
+                    ok = ok and entry[name]["finite"] and entry[name]["rel_l2"] <= 2e-2
+                entry["pass"] = bool(ok)
+            except Exception as e:
+                entry["error"] = str(e)
+                entry["pass"] = False
+            res["numerics"].append(entry)
+            emit(event="progress", step=f"numerics done: {json.dumps(entry)}")
+        res["timing"] = []
+        if host:
+            res["timing_skipped"] = "host arrays (no CUDA device in torch): no timings"
+            return
+        for S in SEQS:
+            B = max(1, TOKENS_PER_LAUNCH // S)
+            emit(event="progress", step=f"{kdoc['name']} backward timing B={B} S={S}")
+            torch.manual_seed(0)
+            ts, bind, (q, k, v, do) = grad_inputs(kdoc, dkv_doc, B, S, S)
+            dq_t, dkv_t = bind(kdoc), bind(dkv_doc)
+            flops = grad_flops(B, S, S, H, d, causal)
+            entry = dict(B=B, S=S, T=S, flops=flops)
+            try:
+                ms = median_ms(lambda: both(B, S, S, dq_t, dkv_t))
+                entry["attnfuse_ms"], entry["attnfuse_tflops"] = ms, flops / ms / 1e9
+            except Exception as e:
+                entry["attnfuse_error"] = str(e)
+            # torch's SDPA backward on the same inputs: the forward once, then the timed
+            # gradient of its output.
+            for backend in ("cudnn", "flash"):
+                try:
+                    qg, kg = q.detach().requires_grad_(), k.detach().requires_grad_()
+                    vg = kg if keqv else v.detach().requires_grad_()
+                    fn, note = sdpa(qg, kg, vg, cfg, backend)
+                    out = fn()
+                    wrt = (qg, kg) if keqv else (qg, kg, vg)
+                    grad = do.transpose(1, 2)
+                    ms = median_ms(lambda: torch.autograd.grad(out, wrt, grad,
+                                                               retain_graph=True))
+                    entry[f"sdpa_{backend}_ms"] = ms
+                    entry[f"sdpa_{backend}_tflops"] = flops / ms / 1e9
+                    if note:
+                        entry[f"sdpa_{backend}_note"] = note
+                except Exception as e:
+                    entry[f"sdpa_{backend}_error"] = str(e).splitlines()[0][:300]
+            if "attnfuse_ms" in entry and "sdpa_cudnn_ms" in entry:
+                entry["vs_cudnn"] = entry["sdpa_cudnn_ms"] / entry["attnfuse_ms"]
+            res["timing"].append(entry)
+            emit(event="progress", step=f"timing done: {json.dumps(entry)}")
+            del ts, dq_t, dkv_t, q, k, v, do
+            torch.cuda.empty_cache()
+
     # ---- projection GEMM
     def run_gemm(man, idx, kdoc, kernel, res):
         cfg = kdoc["config"]
@@ -392,6 +537,10 @@ def worker(args):
                     run_fa(man, idx, kdoc, kernel, res)
                 elif kdoc["kind"] in ("projection_gemm", "project"):
                     run_gemm(man, idx, kdoc, kernel, res)
+                elif kdoc["kind"] == "flash_attention_grad_dq":
+                    run_fa_grad(man, idx, kdoc, kernel, res)
+                elif kdoc["kind"] == "flash_attention_grad_dkv":
+                    res["skipped"] = "runs with its dQ kernel (flash_attention_grad_dq)"
                 else:
                     res["skipped"] = f"no reference for kernel kind '{kdoc['kind']}'"
             except Exception as e:
@@ -546,14 +695,14 @@ def passed(flag):
 
 
 def print_table(summary):
-    print(f"{'variant':18} {'kind':16} {'S':>6} {'B':>3} {'num':>4} {'ours':>7} "
+    print(f"{'variant':18} {'kind':24} {'S':>6} {'B':>3} {'num':>4} {'ours':>7} "
           f"{'cuDNN':>7} {'flash':>7} {'linear':>7} {'vs cuDNN':>8}  (TFLOP/s)")
     for s in summary:
         if "S" not in s:
-            print(f"{s['variant']:18} {s['kind'][:16]:16} {'':>6} {'':>3} "
+            print(f"{s['variant']:18} {s['kind'][:24]:24} {'':>6} {'':>3} "
                   f"{passed(s['numerics_pass']):>4}  {str(s.get('error'))[:60]}")
             continue
-        print(f"{s['variant']:18} {s['kind'][:16]:16} {s['S']:6d} {s['B']:3d} "
+        print(f"{s['variant']:18} {s['kind'][:24]:24} {s['S']:6d} {s['B']:3d} "
               f"{passed(s['numerics_pass']):>4} {fmt(s['attnfuse_tflops'])} "
               f"{fmt(s['sdpa_cudnn_tflops'])} {fmt(s['sdpa_flash_tflops'])} "
               f"{fmt(s['torch_linear_tflops'])} {fmt(s['vs_cudnn'], '8.2f')}")

@@ -19,6 +19,11 @@ every step's result on the emulator is known before a GPU runs it. The steps, in
   example_s1/..., example_s200/...
                        every distinct projection GEMM and FlashAttention kernel of the prepared
                        layers at S = 1 and S = 200 (kernels with identical PTX run once)
+  flash_grad_s1/..., flash_grad_s200/...
+                       the attention backward of each prepared backward variant: the dQ
+                       kernel (dQ and D = rowsum(dO * O)), then the dK/dV kernel, against a
+                       float64 backward written out in this file, at S = T = 1 and at
+                       S = 150, T = 200 (causal over the last 150 of 200 positions)
   decode/...           flash_decode split + combine (two launches) at 300 cached tokens
   cca_prologue_s1/..., cca_prologue_s200/...
                        the CCA prologue of each CCA layer
@@ -136,6 +141,12 @@ def plan(d, step_timeout, env_timeout):
         for e in unique:
             kind = "example_gemm" if e[2]["kind"] == "projection_gemm" else "example_flash"
             step(f"example_s{s}/{e[2]['name']}@{e[0]}", kind, e, B=1, S=s, T=s)
+    # The backward of each prepared attention-backward variant: one query row (every key tile
+    # past the diagonal masked) and partial tiles with S != T.
+    for e in kernels:
+        if e[2]["kind"] == "flash_attention_grad_dq":
+            step(f"flash_grad_s1/{e[0]}", "flash_grad", e, B=2, S=1, T=1)
+            step(f"flash_grad_s200/{e[0]}", "flash_grad", e, B=1, S=150, T=200)
     for e in kernels:
         if e[2]["kind"] == "flash_decode_split":
             step(f"decode/{e[0]}", "decode", e, B=len(DECODE_POSITIONS), S=DECODE_CAPACITY)
@@ -285,9 +296,10 @@ def worker(args):
                 else (1, 200, 200)
             bufs = {}
             for t in kdoc["tensors"]:
-                dt = {"positions": "i32", "block_table": "i32"}.get(
+                dt = t.get("dtype") or {"positions": "i32", "block_table": "i32"}.get(
                     t["name"], "f32" if t["name"] == "workspace" else "bf16")
-                np_dt = {"i32": np.int32, "f32": np.float32, "bf16": np.uint16}[dt]
+                np_dt = {"i32": np.int32, "i64": np.int64, "f32": np.float32,
+                         "bf16": np.uint16}[dt]
                 bufs[t["name"]] = (np.zeros(shape_of(t, B, S, T), np_dt), dt)
             rope_tables(kdoc, B, S, T, bufs)
             named = [(n, afr.HostArray(a, dt)) for n, (a, dt) in bufs.items()]
@@ -405,6 +417,70 @@ def worker(args):
             tol = 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)
         return verdict(compare(got, ref, tol))
 
+    # ---- the attention backward: the dQ kernel (dQ and D), then the dK/dV kernel
+    def run_flash_grad(st):
+        man, kdoc = kernel_of(st)  # the dQ kernel; its launch names the dK/dV kernel
+        dkv = next(k for k in man.kernels() if k["name"] == kdoc["then"])
+        cfg = kdoc["config"]
+        B, S, T = st["B"], st["S"], st["T"]
+        hq, hk, d = cfg["num_heads"], cfg["num_kv_heads"], cfg["head_dim"]
+        keqv = bool(cfg.get("key_is_value"))
+        causal = bool(cfg.get("causal"))
+        scale = float(cfg["scale"])
+        rng = np.random.default_rng(13 + S + T)
+        qb, q = bf16(rng.standard_normal((B, S, hq, d)))
+        kb, k = bf16(rng.standard_normal((B, T, hk, d)))
+        vb, v = (kb, k) if keqv else bf16(rng.standard_normal((B, T, hk, d)))
+        dob, do = bf16(rng.standard_normal((B, S, hq, d)))
+        # The forward in float64 (written out here from the semantics): O rounded to bf16 as
+        # the forward kernel stores it, and the row log-sum-exp of the scaled logits.
+        g = hq // hk
+        kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
+        logits = np.einsum("bihc,bjhc->bhij", q, kr) * scale
+        if causal:
+            keep = np.arange(T)[None, :] <= np.arange(S)[:, None] + (T - S)
+            logits = np.where(keep[None, None], logits, -np.inf)
+        top = logits.max(axis=-1, keepdims=True)
+        lse = (np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)) + top)[..., 0]
+        p = np.exp(logits - lse[..., None])
+        ob, o = bf16(np.einsum("bhij,bjhc->bihc", p, vr))
+        # The backward: dP = dO V^T, D = rowsum(dO * O), dS = P (dP - D).
+        dp = np.einsum("bihc,bjhc->bhij", do, vr)
+        delta = np.einsum("bihc,bihc->bhi", do, o)
+        ds = p * (dp - delta[..., None])
+        dq_ref = np.einsum("bhij,bjhc->bihc", ds, kr) * scale
+        dk_full = np.einsum("bhij,bihc->bjhc", ds, q) * scale
+        dv_full = np.einsum("bhij,bihc->bjhc", p, do)
+        dk_ref = dk_full.reshape(B, T, hk, g, d).sum(axis=3)
+        dv_ref = dv_full.reshape(B, T, hk, g, d).sum(axis=3)
+        if keqv:
+            dk_ref = dk_ref + dv_ref
+        bufs = {"query": (qb, "bf16"), "key": (kb, "bf16"), "output": (ob, "bf16"),
+                "output_grad": (dob, "bf16"),
+                "lse": (np.ascontiguousarray(lse.transpose(0, 2, 1).astype(np.float32)), "f32")}
+        if not keqv:
+            bufs["value"] = (vb, "bf16")
+        bufs["delta"] = (np.full((B, S, hq), np.nan, np.float32), "f32")
+        for kernel in (kdoc, dkv):  # each launch binds the tensors its kernel names
+            outputs(kernel, B, S, T, bufs)
+            names = {t["name"] for t in kernel["tensors"]}
+            launch(man, kernel["name"], B, S, T,
+                   {n: b for n, b in bufs.items() if n in names})
+        # P and dS go through bf16 as wgmma operands, the sums are f32, each gradient is
+        # rounded once: as the emulator's kernel tests, 2^-6 of the gradient's largest
+        # magnitude (at least 2^-4) plus 2^-7 of the element.
+        parts = [compare(bufs["delta"][0], delta.transpose(0, 2, 1),
+                         2.0 ** -7 * np.abs(delta).max() + 2.0 ** -7 * np.abs(delta.transpose(0, 2, 1)),
+                         "delta")]
+        grads = [("query_grad", dq_ref), ("key_grad", dk_ref)]
+        if not keqv:
+            grads.append(("value_grad", dv_ref))
+        for name, ref in grads:
+            got = reference.from_bf16_bits(bufs[name][0]).astype(np.float64)
+            tol = 2.0 ** -6 * max(np.abs(ref).max(), 2.0 ** -4) + 2.0 ** -7 * np.abs(ref)
+            parts.append(compare(got, ref, tol, name))
+        return verdict(*parts)
+
     # ---- flash_decode split + combine
     def run_decode(st):
         man, kdoc = kernel_of(st)
@@ -494,6 +570,7 @@ def worker(args):
         "flash_random": lambda st: run_flash(st, False),
         "example_flash": lambda st: run_flash(st, False),
         "flash_shared": lambda st: run_flash(st, False, shared=True),
+        "flash_grad": run_flash_grad,
         "decode": run_decode,
         "cca_prologue": run_cca,
     }
