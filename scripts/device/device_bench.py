@@ -210,6 +210,22 @@ def worker(args):
         sync()
         return (lambda: call(kt, vt, False)), note
 
+    def time_sdpa(entry, flops, timed):
+        """entry's sdpa_<backend>_* for the cuDNN and flash backends (timed(backend) gives the
+        callable and a note) and vs_cudnn."""
+        for backend in ("cudnn", "flash"):
+            try:
+                fn, note = timed(backend)
+                ms = median_ms(fn)
+                entry[f"sdpa_{backend}_ms"] = ms
+                entry[f"sdpa_{backend}_tflops"] = flops / ms / 1e9
+                if note:
+                    entry[f"sdpa_{backend}_note"] = note
+            except Exception as e:
+                entry[f"sdpa_{backend}_error"] = str(e).splitlines()[0][:300]
+        if "attnfuse_ms" in entry and "sdpa_cudnn_ms" in entry:
+            entry["vs_cudnn"] = entry["sdpa_cudnn_ms"] / entry["attnfuse_ms"]
+
     def fa_flops(B, S, T, H, d, dv, causal):
         f = 2.0 * B * H * S * T * (d + dv)
         if causal and S == T:
@@ -269,18 +285,7 @@ def worker(args):
                 entry["attnfuse_tflops"] = flops / ms / 1e9
             except Exception as e:
                 entry["attnfuse_error"] = str(e)
-            for backend in ("cudnn", "flash"):
-                try:
-                    fn, note = sdpa(q, k, v, cfg, backend)
-                    ms = median_ms(fn)
-                    entry[f"sdpa_{backend}_ms"] = ms
-                    entry[f"sdpa_{backend}_tflops"] = flops / ms / 1e9
-                    if note:
-                        entry[f"sdpa_{backend}_note"] = note
-                except Exception as e:
-                    entry[f"sdpa_{backend}_error"] = str(e).splitlines()[0][:300]
-            if "attnfuse_ms" in entry and "sdpa_cudnn_ms" in entry:
-                entry["vs_cudnn"] = entry["sdpa_cudnn_ms"] / entry["attnfuse_ms"]
+            time_sdpa(entry, flops, lambda backend: sdpa(q, k, v, cfg, backend))
             res["timing"].append(entry)
             emit(event="progress", step=f"timing done: {json.dumps(entry)}")
             del ts, q, k, v, tensors
@@ -402,26 +407,17 @@ def worker(args):
                 entry["attnfuse_ms"], entry["attnfuse_tflops"] = ms, flops / ms / 1e9
             except Exception as e:
                 entry["attnfuse_error"] = str(e)
-            # torch's SDPA backward on the same inputs: the forward once, then the timed
-            # gradient of its output.
-            for backend in ("cudnn", "flash"):
-                try:
-                    qg, kg = q.detach().requires_grad_(), k.detach().requires_grad_()
-                    vg = kg if keqv else v.detach().requires_grad_()
-                    fn, note = sdpa(qg, kg, vg, cfg, backend)
-                    out = fn()
-                    wrt = (qg, kg) if keqv else (qg, kg, vg)
-                    grad = do.transpose(1, 2)
-                    ms = median_ms(lambda: torch.autograd.grad(out, wrt, grad,
-                                                               retain_graph=True))
-                    entry[f"sdpa_{backend}_ms"] = ms
-                    entry[f"sdpa_{backend}_tflops"] = flops / ms / 1e9
-                    if note:
-                        entry[f"sdpa_{backend}_note"] = note
-                except Exception as e:
-                    entry[f"sdpa_{backend}_error"] = str(e).splitlines()[0][:300]
-            if "attnfuse_ms" in entry and "sdpa_cudnn_ms" in entry:
-                entry["vs_cudnn"] = entry["sdpa_cudnn_ms"] / entry["attnfuse_ms"]
+            def sdpa_backward(backend):
+                """torch's SDPA backward on the same inputs: the forward once, then the
+                gradient of its output (timed)."""
+                qg, kg = q.detach().requires_grad_(), k.detach().requires_grad_()
+                vg = kg if keqv else v.detach().requires_grad_()
+                fn, note = sdpa(qg, kg, vg, cfg, backend)
+                out, grad = fn(), do.transpose(1, 2)
+                wrt = (qg, kg) if keqv else (qg, kg, vg)
+                return (lambda: torch.autograd.grad(out, wrt, grad, retain_graph=True)), note
+
+            time_sdpa(entry, flops, sdpa_backward)
             res["timing"].append(entry)
             emit(event="progress", step=f"timing done: {json.dumps(entry)}")
             del ts, dq_t, dkv_t, q, k, v, do

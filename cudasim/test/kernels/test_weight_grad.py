@@ -46,14 +46,21 @@ def run_weight_grad(inputs, outputs, tokens, with_init, seed=0):
     xb, x = emulator.bf16(rng.standard_normal((tokens, inputs)))
     dyb, dy = emulator.bf16(rng.standard_normal((tokens, outputs)))
     initb, init = emulator.bf16(rng.standard_normal((outputs, inputs)) * 4)
-    dev = emulator.Device()
-    tensors = {"input": dev.upload(xb, "bf16"), "result_grad": dev.upload(dyb, "bf16"),
-               "weight_grad": dev.empty((outputs, inputs), "bf16")}
+    uploads = {"input": xb, "result_grad": dyb}
     if with_init:
-        tensors["init"] = dev.upload(initb, "bf16")
+        uploads["init"] = initb
+    return launch(art, name, uploads, x, dy, init if with_init else None, tokens)
+
+
+def launch(art, name, uploads, x, dy, init, tokens):
+    """Runs kernel `name` on `uploads` ({tensor: bf16 bits}); returns the weight gradient, its
+    float64 reference dY^T X (+ init) and the bound sum_t |dY| |X| of its f32 rounding."""
+    dev = emulator.Device()
+    tensors = {n: dev.upload(bits, "bf16") for n, bits in uploads.items()}
+    tensors["weight_grad"] = dev.empty((dy.shape[1], x.shape[1]), "bf16")
     art.launch(name, tensors, B=1, S=1, T=tokens)
     got = reference.from_bf16_bits(dev.download(tensors["weight_grad"])).astype(np.float64)
-    ref = dy.T @ x + (init if with_init else 0.0)
+    ref = dy.T @ x + (init if init is not None else 0.0)
     bound = np.abs(dy).T @ np.abs(x)
     return got, ref, bound
 
@@ -124,18 +131,12 @@ def run_bias_grad(outputs, tokens, fill, with_init, seed=0):
         x = np.full((tokens, 1), fill, np.float64)
     dyb, dy = emulator.bf16(rng.standard_normal((tokens, outputs)))
     initb, init = emulator.bf16(rng.standard_normal((outputs, 1)) * 4)
-    dev = emulator.Device()
-    tensors = {"result_grad": dev.upload(dyb, "bf16"),
-               "weight_grad": dev.empty((outputs, 1), "bf16")}
+    uploads = {"result_grad": dyb}
     if fill is None:
-        tensors["input"] = dev.upload(xb, "bf16")
+        uploads["input"] = xb
     if with_init:
-        tensors["init"] = dev.upload(initb, "bf16")
-    art.launch(name, tensors, B=1, S=1, T=tokens)
-    got = reference.from_bf16_bits(dev.download(tensors["weight_grad"])).astype(np.float64)
-    ref = dy.T @ x + (init if with_init else 0.0)
-    bound = np.abs(dy).T @ np.abs(x)
-    return got, ref, bound
+        uploads["init"] = initb
+    return launch(art, name, uploads, x, dy, init if with_init else None, tokens)
 
 
 @pytest.mark.parametrize("outputs,tokens,fill,with_init", [
