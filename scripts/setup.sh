@@ -53,6 +53,12 @@ to_install=()
 for entry in "${PY_PACKAGES[@]}"; do
   "$ATTNFUSE_PYTHON" -c "import ${entry#*:}" 2>/dev/null || to_install+=("${entry%%:*}")
 done
+# nvdisasm (5 MB, no Python module): the ptxas matrix's SASS checks (no local
+# memory, HGMMA in every wgmma kernel) and the table's SASS register counts.
+"$ATTNFUSE_PYTHON" - 2>/dev/null <<'EOF' || to_install+=(nvidia-cuda-nvdisasm==13.5.37)
+import glob, os, nvidia
+assert any(glob.glob(os.path.join(p, "*", "bin", "nvdisasm")) for p in nvidia.__path__)
+EOF
 if [ ${#to_install[@]} -gt 0 ]; then
   echo "setup: pip install ${to_install[*]} into $ATTNFUSE_VENV" >&2
   "$ATTNFUSE_PYTHON" -m pip install -q --disable-pip-version-check "${to_install[@]}"
