@@ -138,6 +138,42 @@ def sdpa(q, k, v, bias=None, causal=False, window=None, scale=None,
     return out
 
 
+def sdpa_backward(q, k, v, do, keep, scale, output=None):
+    """Gradients of o = sdpa(q, k, v) (scale, head sharing, no bias) with the mask `keep`
+    [B, S, T] (True: query i sees key j), and the forward's row statistics.
+
+    Returns (o, lse [B, S, Hq], delta [B, S, Hq], dq, dk, dv): delta = rowsum(do * output) is
+    taken over `output` when given (the output as the forward stored it, which the backward
+    reads) and over o otherwise, and enters dS = P (dP - delta). dk and dv sum over each
+    group's query heads; a row without visible keys has lse -inf and no gradient.
+    """
+    q, k, v, do = f64(q), f64(k), f64(v), f64(do)
+    hq, hk = q.shape[2], k.shape[2]
+    g = hq // hk
+    kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
+    logits = np.einsum("bihc,bjhc->bhij", q, kr) * scale
+    logits = np.where(np.asarray(keep)[:, None], logits, -np.inf)
+    m = logits.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(logits - m)
+    den = e.sum(-1, keepdims=True)
+    p = np.where(den > 0, e / np.where(den > 0, den, 1.0), 0.0)
+    lse = np.where(den[..., 0] > 0, np.log(np.where(den > 0, den, 1.0))[..., 0] + m[..., 0],
+                   -np.inf)
+    o = np.einsum("bhij,bjhc->bihc", p, vr)
+    delta = np.einsum("bihc,bihc->bhi", do, o if output is None else f64(output))
+    dp = np.einsum("bihc,bjhc->bhij", do, vr)
+    ds = p * (dp - delta[..., None])
+    dq = np.einsum("bhij,bjhc->bihc", ds, kr) * scale
+    dkr = np.einsum("bhij,bihc->bjhc", ds, q) * scale
+    dvr = np.einsum("bhij,bihc->bjhc", p, do)
+
+    def group(x):
+        return x.reshape(x.shape[0], x.shape[1], hk, g, x.shape[3]).sum(3)
+    return (o, lse.transpose(0, 2, 1), delta.transpose(0, 2, 1), dq, group(dkr),
+            group(dvr))
+
+
 def causal_conv1d(u, w, b, groups, padding):
     """Left-pad by `padding` zero steps, then valid grouped conv over time.
 

@@ -21,8 +21,8 @@ every step's result on the emulator is known before a GPU runs it. The steps, in
                        layers at S = 1 and S = 200 (kernels with identical PTX run once)
   flash_grad_s1/..., flash_grad_s200/...
                        the attention backward of each prepared backward variant: the dQ
-                       kernel (dQ and D = rowsum(dO * O)), then the dK/dV kernel, against a
-                       float64 backward written out in this file, at S = T = 1 and at
+                       kernel (dQ and D = rowsum(dO * O)), then the dK/dV kernel, against
+                       reference.sdpa_backward (float64), at S = T = 1 and at
                        S = 150, T = 200 (causal over the last 150 of 200 positions)
   decode/...           flash_decode split + combine (two launches) at 300 cached tokens
   cca_prologue_s1/..., cca_prologue_s200/...
@@ -432,32 +432,20 @@ def worker(args):
         kb, k = bf16(rng.standard_normal((B, T, hk, d)))
         vb, v = (kb, k) if keqv else bf16(rng.standard_normal((B, T, hk, d)))
         dob, do = bf16(rng.standard_normal((B, S, hq, d)))
-        # The forward in float64 (written out here from the semantics): O rounded to bf16 as
-        # the forward kernel stores it, and the row log-sum-exp of the scaled logits.
-        g = hq // hk
-        kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
-        logits = np.einsum("bihc,bjhc->bhij", q, kr) * scale
+        # The forward in float64 (integration_test/reference.py), O rounded to bf16 as the
+        # forward kernel stores it, then the backward over that O (D reads it).
+        keep = np.ones((B, S, T), bool)
         if causal:
-            keep = np.arange(T)[None, :] <= np.arange(S)[:, None] + (T - S)
-            logits = np.where(keep[None, None], logits, -np.inf)
-        top = logits.max(axis=-1, keepdims=True)
-        lse = (np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)) + top)[..., 0]
-        p = np.exp(logits - lse[..., None])
-        ob, o = bf16(np.einsum("bhij,bjhc->bihc", p, vr))
-        # The backward: dP = dO V^T, D = rowsum(dO * O), dS = P (dP - D).
-        dp = np.einsum("bihc,bjhc->bhij", do, vr)
-        delta = np.einsum("bihc,bihc->bhi", do, o)
-        ds = p * (dp - delta[..., None])
-        dq_ref = np.einsum("bhij,bjhc->bihc", ds, kr) * scale
-        dk_full = np.einsum("bhij,bihc->bjhc", ds, q) * scale
-        dv_full = np.einsum("bhij,bihc->bjhc", p, do)
-        dk_ref = dk_full.reshape(B, T, hk, g, d).sum(axis=3)
-        dv_ref = dv_full.reshape(B, T, hk, g, d).sum(axis=3)
+            keep &= np.arange(T)[None, None, :] <= np.arange(S)[None, :, None] + (T - S)
+        o, lse, *_ = reference.sdpa_backward(q, k, v, do, keep, scale)
+        ob, o = bf16(o)
+        _, _, delta, dq_ref, dk_ref, dv_ref = reference.sdpa_backward(q, k, v, do, keep, scale,
+                                                                      output=o)
         if keqv:
             dk_ref = dk_ref + dv_ref
         bufs = {"query": (qb, "bf16"), "key": (kb, "bf16"), "output": (ob, "bf16"),
                 "output_grad": (dob, "bf16"),
-                "lse": (np.ascontiguousarray(lse.transpose(0, 2, 1).astype(np.float32)), "f32")}
+                "lse": (np.ascontiguousarray(lse.astype(np.float32)), "f32")}
         if not keqv:
             bufs["value"] = (vb, "bf16")
         bufs["delta"] = (np.full((B, S, hq), np.nan, np.float32), "f32")
@@ -469,9 +457,8 @@ def worker(args):
         # P and dS go through bf16 as wgmma operands, the sums are f32, each gradient is
         # rounded once: as the emulator's kernel tests, 2^-6 of the gradient's largest
         # magnitude (at least 2^-4) plus 2^-7 of the element.
-        parts = [compare(bufs["delta"][0], delta.transpose(0, 2, 1),
-                         2.0 ** -7 * np.abs(delta).max() + 2.0 ** -7 * np.abs(delta.transpose(0, 2, 1)),
-                         "delta")]
+        parts = [compare(bufs["delta"][0], delta,
+                         2.0 ** -7 * np.abs(delta).max() + 2.0 ** -7 * np.abs(delta), "delta")]
         grads = [("query_grad", dq_ref), ("key_grad", dk_ref)]
         if not keqv:
             grads.append(("value_grad", dv_ref))

@@ -67,31 +67,6 @@ def visible(bsz, s, t, causal, window, key_mask):
     return keep
 
 
-def dense_backward(q, k, v, do, keep, scale):
-    """Float64 gradients of o = softmax(scale q k^T, masked) v, with head sharing: the KV-side
-    gradients sum over each group's query heads."""
-    hq, hk = q.shape[2], k.shape[2]
-    g = hq // hk
-    kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)
-    logits = np.einsum("bihc,bjhc->bhij", q, kr) * scale
-    logits = np.where(keep[:, None], logits, -np.inf)
-    m = logits.max(-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(logits - m)
-    den = e.sum(-1, keepdims=True)
-    p = np.where(den > 0, e / np.where(den > 0, den, 1.0), 0.0)
-    lse = np.where(den[..., 0] > 0, np.log(np.where(den > 0, den, 1.0))[..., 0] + m[..., 0],
-                   -np.inf)
-    o = np.einsum("bhij,bjhc->bihc", p, vr)
-    dp = np.einsum("bihc,bjhc->bhij", do, vr)
-    ds = p * (dp - np.einsum("bihc,bihc->bhi", do, o)[..., None])
-    dq = np.einsum("bhij,bjhc->bihc", ds, kr) * scale
-    dkr = np.einsum("bhij,bihc->bjhc", ds, q) * scale
-    dvr = np.einsum("bhij,bihc->bjhc", p, do)
-    group = lambda x: x.reshape(x.shape[0], x.shape[1], hk, g, x.shape[3]).sum(3)
-    return o, lse.transpose(0, 2, 1), dq, group(dkr), group(dvr)
-
-
 def run_grad(hq, hk, d, s, t, causal=False, window=None, keqv=False, mask=None, batch=1, seed=0):
     art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, mask), f"fag_h{hq}_{hk}")
     dq_kernel = next(k for k in art.kernels if k.startswith("attn_fa_dq"))
@@ -107,7 +82,7 @@ def run_grad(hq, hk, d, s, t, causal=False, window=None, keqv=False, mask=None, 
         key_mask[:, 0] = 1
     keep = visible(batch, s, t, causal, window, key_mask)
     scale = 1.0 / np.sqrt(d)
-    o, lse, _, _, _ = dense_backward(q, k, v, do, keep, scale)
+    o, lse, _, _, _, _ = reference.sdpa_backward(q, k, v, do, keep, scale)
     # The forward's output as the kernel stores it (bf16), and the gradients of that output.
     ob, o = emulator.bf16(o)
     dev = emulator.Device()
@@ -131,9 +106,8 @@ def run_grad(hq, hk, d, s, t, causal=False, window=None, keqv=False, mask=None, 
            for name in ("query_grad", "key_grad") + (() if keqv else ("value_grad",))}
     got["delta"] = dev.download(tensors["delta"]).astype(np.float64)
     # The reference of the gradients the kernels compute: with the bf16 O (as D reads it).
-    _, _, dq, dk, dv = dense_backward(q, k, v, do, keep, scale)
-    ref = {"query_grad": dq, "key_grad": dk + dv if keqv else dk, "delta":
-           np.einsum("bihc,bihc->bih", do, o)}
+    _, _, delta, dq, dk, dv = reference.sdpa_backward(q, k, v, do, keep, scale, output=o)
+    ref = {"query_grad": dq, "key_grad": dk + dv if keqv else dk, "delta": delta}
     if not keqv:
         ref["value_grad"] = dv
     return got, ref
@@ -239,7 +213,7 @@ func.func @fa(%q: tensor<?x?x{hq}x{d}xbf16>, %k: tensor<?x?x{hk}x{d}xbf16>,
     art.launch(kernel, tensors, B=1, S=s, T=s)
     got = dev.download(tensors["lse"]).astype(np.float64)
     keep = visible(1, s, s, True, None, key_mask)
-    o, lse, _, _, _ = dense_backward(q, k, v, np.zeros_like(q), keep, 1.0 / np.sqrt(d))
+    o, lse, *_ = reference.sdpa_backward(q, k, v, np.zeros_like(q), keep, 1.0 / np.sqrt(d))
     assert np.all(np.isneginf(got[0, :5])), got[0, :5]
     assert np.all(np.isneginf(lse[0, :5]))
     err = np.abs(got[0, 5:] - lse[0, 5:])
