@@ -43,14 +43,14 @@ def test_pipeline_errors():
     module = attnfuse.parse(LAYER.format(wk=16))
     with pytest.raises(attnfuse.MLIRError, match="no-such-pass"):
         module.run_pipeline("attn-decompose,no-such-pass")
-    # A pass failure reports the op's location: the sm_90a kernels need head
-    # dim 64 or 128.
+    # A pass failure reports the op's location: the sm_90a kernels need a
+    # head dim that is a multiple of 16.
     text, _ = attnfuse.builders.qkv_attention_text(
-        embed_dim=960, num_heads=10, head_dim=96, dtype="bf16")
-    d96 = attnfuse.parse(text, source_name="d96.mlir")
+        embed_dim=400, num_heads=10, head_dim=40, dtype="bf16")
+    d40 = attnfuse.parse(text, source_name="d40.mlir")
     with pytest.raises(attnfuse.MLIRError) as info:
-        d96.run_pipeline("attn-decompose,attn-fuse,attn-to-ptx")
-    assert any(loc.startswith("d96.mlir:") and "head_dim 96" in msg
+        d40.run_pipeline("attn-decompose,attn-fuse,attn-to-ptx")
+    assert any(loc.startswith("d40.mlir:") and "head_dim 40" in msg
                for _, loc, msg in info.value.diagnostics), info.value
     # run_pipeline leaves the module itself unchanged.
     assert "attn.qkv_attention" in str(module)

@@ -14,8 +14,9 @@ import emulator
 import reference
 
 
-def model(hq, hk, d, causal, window, keqv, key_rope, mask=None, shared_query=False):
-    attrs = ["block_q = 64 : i64", "block_kv = 64 : i64"]
+def model(hq, hk, d, causal, window, keqv, key_rope, mask=None, shared_query=False,
+          block_q=64, block_kv=64):
+    attrs = [f"block_q = {block_q} : i64", f"block_kv = {block_kv} : i64"]
     if key_rope:
         attrs.append("key_rope = #attn.rope<theta = 10000.0>")
     if causal:
@@ -75,10 +76,10 @@ def padding(rng, batch, t):
 
 
 def run_flash(hq, hk, d, s, t, causal=False, window=None, keqv=False, key_rope=False, batch=1,
-              seed=0, mask=None, shared_query=False):
+              seed=0, mask=None, shared_query=False, block_q=64, block_kv=64):
     art = emulator.compile_model(model(hq, hk, d, causal, window, keqv, key_rope, mask,
-                                       shared_query),
-                                 f"fa_h{hq}_{hk}_d{d}")
+                                       shared_query, block_q, block_kv),
+                                 f"fa_h{hq}_{hk}_d{d}_q{block_q}")
     kernels = [k for k in art.kernels if k.startswith("attn_fa")]
     assert len(kernels) == 1, art.kernels
     rng = np.random.default_rng(seed)
@@ -173,3 +174,25 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_flash(name):
     check(*run_flash(**CASES[name], seed=len(name)))
+
+
+# Head dims off the 64-column slabs are zero-filled by TMA up to the next slab (96 computes as
+# 128, 80 as 128); 256 streams 64-key tiles (block_kv 128 is capped) and, at block_q 64, runs
+# one CTA per SM. Each case crosses a tile edge in S and in T.
+HEAD_DIM_CASES = {
+    "d96_gqa2_causal": dict(hq=4, hk=2, d=96, s=129, t=129, causal=True),
+    "d96_keqv_key_rope_causal": dict(hq=2, hk=1, d=96, s=70, t=70, causal=True, keqv=True,
+                                     key_rope=True),
+    "d96_s_ne_t_q128": dict(hq=2, hk=2, d=96, s=40, t=150, block_q=128, block_kv=128),
+    "d80_mha": dict(hq=1, hk=1, d=80, s=65, t=65),
+    "d256_mha_causal_q128_kv128": dict(hq=2, hk=2, d=256, s=200, t=200, causal=True,
+                                       block_q=128, block_kv=128),
+    "d256_gqa4_s_ne_t_causal": dict(hq=4, hk=1, d=256, s=50, t=170, causal=True),
+    "d256_keqv_key_rope_key_mask": dict(hq=2, hk=1, d=256, s=70, t=70, causal=True, keqv=True,
+                                        key_rope=True, batch=2, mask="i64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEAD_DIM_CASES))
+def test_head_dims_beyond_64_and_128(name):
+    check(*run_flash(**HEAD_DIM_CASES[name], seed=len(name)))

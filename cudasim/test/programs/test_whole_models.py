@@ -97,6 +97,32 @@ def test_kv_gqa_stack_with_torch_cpu_tensors(tmp_path):
     check_close(out.view(torch.int16).numpy().view(np.uint16), cpu(*args))
 
 
+@pytest.mark.parametrize("sharing,head_dim,num_heads,num_kv_heads", [
+    ("none", 96, 4, 2),   # Phi-3's head dim
+    ("kv", 96, 4, 1),
+    ("none", 256, 2, 1),  # Gemma's head dim
+    ("kv", 256, 2, 2),
+])
+def test_layers_with_head_dims_96_and_256(sharing, head_dim, num_heads, num_kv_heads, tmp_path):
+    """Head dims that are not 64 or 128, with RoPE: the flash kernel on zero-filled 64-column
+    slabs (96) or 64-key tiles (256), and the query rotation (and the keys', for separate K
+    and V) as attn.rope kernels after the projection GEMM, whose 128-column tiles do not hold
+    whole heads of either size."""
+    module = attnfuse.qkv_attention(sharing=sharing, embed_dim=256, num_heads=num_heads,
+                                    num_kv_heads=num_kv_heads, head_dim=head_dim,
+                                    dtype="bf16", causal=True, rope_theta=1e4)
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False)
+    cpu = attnfuse.compile(module)
+    kinds = {kernel["name"]: kernel["kind"] for kernel in gpu.manifest["kernels"]}
+    launched = [kinds[launch["kernel"]] for launch in gpu.manifest["launches"]
+                if launch["function"] == "model"]
+    assert launched.count("rope") == (2 if sharing == "none" else 1), launched
+    function = gpu.function("model")
+    for seq in (1, 70, 129):
+        args = random_arguments(function, 2, seq, seed=seq)
+        check_close(gpu(*args), cpu(*args))
+
+
 @pytest.mark.parametrize("example", ["gpt300m_kv_gqa4"])
 def test_shipped_example_end_to_end(example, tmp_path):
     """A shipped example model, all its layers, batch 2: one call of its device program."""

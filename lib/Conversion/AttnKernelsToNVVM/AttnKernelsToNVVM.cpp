@@ -451,6 +451,30 @@ private:
   LoweringState &state;
 };
 
+/// attn.fused_projection with `rope` whose heads do not tile the GEMM's
+/// columns (head dim 96, 256): the projection without rotation, then an
+/// attn.rope kernel over its result. The GEMM epilogue rotates a pair
+/// `(i, i + r/2)` only when both lie in one column tile; the split costs
+/// one more pass over the projected heads.
+void splitProjectionRope(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  module.walk([&](attn::FusedProjectionOp op) {
+    attn::RopeAttr rope = op.getRopeAttr();
+    if (!rope || op.getTokenOffset() ||
+        kGemmTileColumns % static_cast<int64_t>(op.getHeadDim()) == 0)
+      return;
+    rewriter.setInsertionPoint(op);
+    auto projection = attn::FusedProjectionOp::create(
+        rewriter, op.getLoc(), op.getResult().getType(), op.getInput(),
+        op.getWeight(), op.getBias(), /*token_offset=*/Value(), op.getInit(),
+        op.getHeadDimAttr(), /*rope=*/attn::RopeAttr(), op.getBlockSAttr(),
+        op.getBlockNAttr(), op.getBlockKAttr(), op.getTransposedWeightAttr());
+    rewriter.replaceOpWithNewOp<attn::RoPEOp>(op, op.getResult().getType(),
+                                              projection.getResult(),
+                                              /*positions=*/Value(), rope);
+  });
+}
+
 /// attn.flash_attention_grad with `key_rope` as kernels that exist: the
 /// keys rotated by attn.rope, the backward of the rotated keys (for K=V,
 /// the un-rotated tensor in the value role), then dK rotated back by
@@ -594,6 +618,7 @@ struct ConvertAttnKernelsToNVVMPass
     }
     options.stages = stages;
 
+    splitProjectionRope(module);
     splitFlashGradKeyRope(module);
     // A function with kernels is a device program: its residual adds run on
     // the device too.

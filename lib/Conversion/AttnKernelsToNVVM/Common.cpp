@@ -158,6 +158,10 @@ void attnfuse::sm90::splitRegisters(int64_t consumers, int64_t minBlocks,
   consumer = (cap * (1 + consumers) - producer) / consumers / 8 * 8;
   if (consumer > 240)
     consumer = 240;
+  // setmaxnreg.inc may not go below the count at entry (one consumer alone
+  // on an SM starts with 248).
+  if (consumer < cap)
+    consumer = cap;
 }
 
 //===----------------------------------------------------------------------===//

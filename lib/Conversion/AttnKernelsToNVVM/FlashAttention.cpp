@@ -101,10 +101,11 @@ static LogicalResult planAttentionShape(OpTy op, const TargetOptions &options,
     return op.emitOpError() << "needs static head counts for sm_90a";
   p.group = p.numHeads / p.numKvHeads;
   p.pack = std::gcd(p.group, int64_t(64));
-  if (p.headDim != 64 && p.headDim != 128)
+  if (p.headDim % 16 != 0 || p.headDim < 16 || p.headDim > 256)
     return op.emitOpError()
            << "head_dim " << p.headDim
-           << " is not supported by the sm_90a kernel (supported: 64, 128)";
+           << " is not supported by the sm_90a kernel (a multiple of 16 up "
+              "to 256)";
   if (p.valueDim != p.headDim)
     return op.emitOpError()
            << "value dim " << p.valueDim << " differs from head_dim "
@@ -131,11 +132,17 @@ static LogicalResult planAttentionShape(OpTy op, const TargetOptions &options,
                                "attn-fuse's block-kv sets it)";
   if (p.stages < 1 || p.stages > 8)
     return op.emitOpError() << "stages " << p.stages << " is out of [1, 8]";
+  p.headCols = llvm::alignTo(p.headDim, 64);
+  p.valueCols = llvm::alignTo(p.valueDim, 64);
+  // A 128-key stage of K and V at more than 128 columns is 128 KiB or more:
+  // two stages would not fit, so those head dims stream 64-key tiles.
+  if (p.headCols > 128)
+    p.blockKV = std::min<int64_t>(p.blockKV, 64);
   p.consumers = p.blockQ / 64;
-  if (p.consumers == 3 && p.headDim == 128)
-    return op.emitOpError() << "block_q 192 with head_dim 128 does not fit "
-                               "the consumer register budget (160); use "
-                               "block_q 128";
+  if (p.consumers == 3 && p.valueCols > 64)
+    return op.emitOpError() << "block_q 192 with head_dim " << p.headDim
+                            << " does not fit the consumer register budget "
+                               "(160); use block_q 128";
   p.causal = op.getCausal();
   p.window = op.getWindow();
   p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
@@ -157,32 +164,34 @@ static LogicalResult planQueryTileKernel(Operation *op, FlashPlan &p) {
                                   "chunks: RoPE must rotate a multiple of 16 "
                                   "dims (got "
                                << r << ")";
-  // Threads, occupancy and the register split. One consumer warpgroup runs
-  // two CTAs per SM; two or three run one.
   p.threads = 128 * (1 + p.consumers);
-  p.minBlocksPerSM = p.consumers == 1 ? 2 : 1;
-  p.producerRegs = p.keyRotated ? (p.consumers == 3 ? 40 : 56) : 24;
-  int64_t cap;
-  splitRegisters(p.consumers, p.minBlocksPerSM, p.producerRegs, cap,
-                 p.consumerRegs);
 
   // Shared memory.
   int64_t elemBytes = 2;
-  p.qSlabBytes = 64 * p.headDim * elemBytes;
-  p.kStageBytes = p.blockKV * p.headDim * elemBytes;
-  p.vStageBytes = p.keyIsValue ? 0 : p.blockKV * p.valueDim * elemBytes;
+  p.qSlabBytes = 64 * p.headCols * elemBytes;
+  p.kStageBytes = p.blockKV * p.headCols * elemBytes;
+  p.vStageBytes = p.keyIsValue ? 0 : p.blockKV * p.valueCols * elemBytes;
   p.rotStageBytes =
-      (p.keyRotated && p.keyIsValue) ? p.blockKV * p.headDim * elemBytes : 0;
+      (p.keyRotated && p.keyIsValue) ? p.blockKV * p.headCols * elemBytes : 0;
   p.qOff = 0;
   // The dQ kernel's dO slabs follow the Q slabs.
   p.doOff = p.qOff + p.consumers * p.qSlabBytes;
-  p.kOff = p.doOff + (p.queryGrad ? p.consumers * 64 * p.valueDim * 2 : 0);
+  p.kOff = p.doOff + (p.queryGrad ? p.consumers * 64 * p.valueCols * 2 : 0);
   p.vOff = p.kOff + p.stages * p.kStageBytes;
   p.rotOff = p.vOff + p.stages * p.vStageBytes;
   p.barOff = p.rotOff + p.stages * p.rotStageBytes;
   // Full, empty and rotated-key barriers per stage, then the Q barrier; 1 KiB
   // alignment slack.
   p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 3) + 8 + 1024;
+
+  // Occupancy and the register split. One consumer warpgroup runs two CTAs
+  // per SM when two fit in shared memory; two or three run one.
+  p.minBlocksPerSM =
+      p.consumers == 1 && 2 * p.sharedBytes <= kMaxDynamicSharedBytes ? 2 : 1;
+  p.producerRegs = p.keyRotated ? (p.consumers == 3 ? 40 : 56) : 24;
+  int64_t cap;
+  splitRegisters(p.consumers, p.minBlocksPerSM, p.producerRegs, cap,
+                 p.consumerRegs);
   int64_t limit = kMaxDynamicSharedBytes / p.minBlocksPerSM;
   if (p.sharedBytes > limit)
     return op->emitOpError()
@@ -239,6 +248,11 @@ attnfuse::sm90::planFlashQueryGrad(FlashAttentionGradOp op,
   p.queryGrad = true;
   if (failed(planAttentionShape(op, options, p)))
     return failure();
+  if (p.headDim != 64 && p.headDim != 128)
+    return op.emitOpError()
+           << "head_dim " << p.headDim
+           << " is not supported by the sm_90a backward kernels (supported: "
+              "64, 128)";
   if (!op.getLse())
     return op.emitOpError()
            << "needs the forward's log-sum-exp ('lse(...)') on sm_90a: the "
@@ -311,7 +325,7 @@ private:
   // Shared-memory addresses.
   Value qSlab(Value c) { return d.sAt(smem, d.mul(c, p.qSlabBytes)); }
   Value doSlab(Value c) {
-    return d.sAt(smem, d.add(d.mul(c, 64 * p.valueDim * 2), p.doOff));
+    return d.sAt(smem, d.add(d.mul(c, 64 * p.valueCols * 2), p.doOff));
   }
   Value kStage(Value s) {
     return d.sAt(smem, d.add(d.mul(s, p.kStageBytes), p.kOff));
@@ -424,17 +438,17 @@ void FlashEmitter::emit() {
 void FlashEmitter::producer() {
   onIssuingThread(d, ids.warpInWarpgroup, [&]() {
     // Q (and dO): one box per consumer slab and 64-column block.
-    int64_t dims = p.headDim + (p.queryGrad ? p.valueDim : 0);
+    int64_t dims = p.headCols + (p.queryGrad ? p.valueCols : 0);
     d.mbarArriveExpectTx(qBar(), p.blockQ * dims * 2);
     for (int64_t c = 0; c < p.consumers; ++c) {
       SmallVector<Value> at = {h0, d.add(s0, c * (64 / p.pack)), batch};
-      for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+      for (int64_t cb = 0; cb < p.headCols / 64; ++cb)
         d.tmaLoad(d.sAt(smem, p.qOff + c * p.qSlabBytes + cb * 64 * 128), tmaQ,
                   {d.c32(cb * 64), at[0], at[1], at[2]}, qBar());
       if (p.queryGrad)
-        for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+        for (int64_t cb = 0; cb < p.valueCols / 64; ++cb)
           d.tmaLoad(
-              d.sAt(smem, p.doOff + c * 64 * p.valueDim * 2 + cb * 64 * 128),
+              d.sAt(smem, p.doOff + c * 64 * p.valueCols * 2 + cb * 64 * 128),
               tmaDO, {d.c32(cb * 64), at[0], at[1], at[2]}, qBar());
     }
     int64_t bytes = p.kStageBytes + p.vStageBytes;
@@ -443,11 +457,11 @@ void FlashEmitter::producer() {
         [&](Value it, ValueRange) -> SmallVector<Value> {
           Value s = ring.acquire(it, bytes);
           Value key0 = keyStart(it);
-          for (int64_t cb = 0; cb < p.headDim / 64; ++cb)
+          for (int64_t cb = 0; cb < p.headCols / 64; ++cb)
             d.tmaLoad(d.sAt(kStage(s), cb * p.blockKV * 128), tmaK,
                       {d.c32(cb * 64), kvHead, key0, batch}, ring.full(s));
           if (!p.keyIsValue)
-            for (int64_t cb = 0; cb < p.valueDim / 64; ++cb)
+            for (int64_t cb = 0; cb < p.valueCols / 64; ++cb)
               d.tmaLoad(d.sAt(vStage(s), cb * p.blockKV * 128), tmaV,
                         {d.c32(cb * 64), kvHead, key0, batch}, ring.full(s));
           return {};
@@ -469,7 +483,7 @@ void FlashEmitter::rotator() {
               // Rows past the last key are zero (TMA fill); clamp their
               // table row to stay in bounds.
               rotateTile(
-                  d, kStage(s), scoreKeyStage(s), p.blockKV, p.headDim,
+                  d, kStage(s), scoreKeyStage(s), p.blockKV, p.headCols,
                   p.keyRotated,
                   [&](Value row) { return d.mins(d.add(key0, row), lastKey); },
                   kCos, kSin, thread, 96);
@@ -549,7 +563,7 @@ void FlashEmitter::consumer() {
   if (p.queryRotated) {
     Value lastQuery = d.sub(seqQ, d.c32(1));
     rotateTile(
-        d, slab, slab, 64, p.headDim, p.queryRotated,
+        d, slab, slab, 64, p.headCols, p.queryRotated,
         [&](Value row) {
           return d.mins(d.add(s0, d.divu(d.add(d.mul(c, 64), row), p.pack)),
                         lastQuery);
@@ -561,7 +575,7 @@ void FlashEmitter::consumer() {
 
   Value descQ = d.wgmmaDesc(d.sAddr(slab), 16, 1024);
   OnlineSoftmax softmax(d, p.scale);
-  int64_t kv = p.blockKV, dv = p.valueDim;
+  int64_t kv = p.blockKV, dv = p.valueCols;
   SmallVector<int64_t> alsoWait;
   if (p.keyRotated)
     alsoWait.push_back(kRotated);
@@ -578,7 +592,7 @@ void FlashEmitter::consumer() {
         // S = Q K^T: head_dim / 16 SS wgmmas, K-major operands.
         Value descK = d.wgmmaDesc(d.sAddr(scoreKeyStage(s)), 16, 1024);
         Value scores =
-            mmaSharedShared(d, d.poisonAcc(kv), descQ, descK, kv, p.headDim,
+            mmaSharedShared(d, d.poisonAcc(kv), descQ, descK, kv, p.headCols,
                             64 * 128, kv * 128, /*accumulate=*/false);
         d.wgmmaWait(0);
         SmallVector<Value> sv =
@@ -686,7 +700,7 @@ void FlashEmitter::queryGradConsumer() {
   d.mbarWait(qBar(), d.c32(0));
   Value descQ = d.wgmmaDesc(d.sAddr(slab), 16, 1024);
   Value descDO = d.wgmmaDesc(d.sAddr(doSlab(c)), 16, 1024);
-  int64_t kv = p.blockKV, dh = p.headDim, dv = p.valueDim;
+  int64_t kv = p.blockKV, dh = p.headCols, dv = p.valueCols;
   SmallVector<Value> init = {d.zeroAcc(dh)};
   SmallVector<Value> state = d.forLoop(
       d.c32(0), numTiles, d.c32(1), init,
@@ -847,6 +861,7 @@ DictBuilder attnfuse::sm90::queryTileConfig(MLIRContext *ctx,
   config.set("elem_type", elemName(p.elem))
       .set("head_dim", p.headDim)
       .set("value_dim", p.valueDim)
+      .set("head_columns", p.headCols)
       .set("num_heads", p.numHeads)
       .set("num_kv_heads", p.numKvHeads)
       .set("group", p.group)

@@ -22,6 +22,8 @@ namespace attnfuse::sm90 {
 /// Limits of one H100/H200 SM that the plans respect.
 constexpr int64_t kMaxDynamicSharedBytes = 232448; // 227 KiB opt-in
 constexpr int64_t kRegistersPerSM = 65536;
+/// Output columns of a projection GEMM tile (two 64-column slabs).
+constexpr int64_t kGemmTileColumns = 128;
 /// Name of the dynamic shared memory symbol of every kernel module.
 constexpr llvm::StringLiteral kSharedSymbol = "attn_dynamic_smem";
 /// Function attribute listing the CUtensorMap parameters that
@@ -60,6 +62,11 @@ struct FlashPlan {
   /// The forward also stores each row's log-sum-exp (its `lse` result).
   bool writesLse = false;
   int64_t headDim, valueDim, numHeads, numKvHeads, group, pack;
+  /// The shared-memory columns of a query / key (value) row: the head dim
+  /// rounded up to whole 64-column slabs. TMA fills the columns past the
+  /// tensor's with zeros, which add nothing to Q K^T and give O columns that
+  /// the TMA store clips.
+  int64_t headCols, valueCols;
   int64_t blockQ, blockKV, stages, consumers;
   bool causal;
   std::optional<int64_t> window;

@@ -92,15 +92,15 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
     p.rotated = *r;
   }
   p.blockM = 128;
-  p.blockN = 128;
+  p.blockN = kGemmTileColumns;
   p.blockK = 64;
   p.stages = 4;
   p.consumers = 2;
   if (p.rotated && p.blockN % p.headDim != 0)
     return op->emitOpError()
-           << "head_dim " << p.headDim
-           << " does not divide the 128-column GEMM tile; the RoPE epilogue "
-              "needs whole heads in a tile";
+           << "head_dim " << p.headDim << " does not divide the " << p.blockN
+           << "-column GEMM tile; the RoPE epilogue needs whole heads in a "
+              "tile";
   p.threads = 128 * (1 + p.consumers);
   p.producerRegs = 40;
   int64_t cap;

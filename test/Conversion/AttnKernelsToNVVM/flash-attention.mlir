@@ -237,3 +237,63 @@ func.func @flash_key_mask(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x4x64xbf16>, 
       : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?xi32>, tensor<?x?x4x64xbf16>) -> tensor<?x?x4x64xbf16>
   return %o : tensor<?x?x4x64xbf16>
 }
+
+// -----
+
+// Head dim 256 (Gemma): the K and V stages of 128 keys would take 128 KiB
+// each, so the kernel streams 64-key tiles (block_kv 128 becomes kv64); at
+// block_q 64 two CTAs no longer fit an SM, so one runs per SM and its one
+// consumer warpgroup keeps the 248 registers it starts with. S = Q K^T is
+// 16 k-steps of 16; O += P V one m64n256k16 per 16 keys.
+// CHECK-LABEL: func.func @flash_d256_block_q64
+// CHECK: call @[[K:attn_fa_bf16_d256_h4_g4_q64_kv64_s2_causal]]_launch
+// CHECK: gpu.func @[[K]]
+// CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.setmaxregister  increase 248
+// CHECK-COUNT-16: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: dynamic_smem_bytes = 164920
+// CHECK-SAME: block_kv = 64 : i64
+// CHECK-SAME: head_columns = 256 : i64, head_dim = 256 : i64
+// CHECK-SAME: min_blocks_per_sm = 1 : i64
+func.func @flash_d256_block_q64(%q: tensor<?x?x4x256xbf16>, %k: tensor<?x?x1x256xbf16>, %v: tensor<?x?x1x256xbf16>) -> tensor<?x?x4x256xbf16> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x4x256xbf16>
+  %s = tensor.dim %q, %c1 : tensor<?x?x4x256xbf16>
+  %init = tensor.empty(%b, %s) : tensor<?x?x4x256xbf16>
+  %o = attn.flash_attention %q, %k, %v outs(%init) {block_q = 64 : i64, block_kv = 128 : i64, causal}
+      : (tensor<?x?x4x256xbf16>, tensor<?x?x1x256xbf16>, tensor<?x?x1x256xbf16>, tensor<?x?x4x256xbf16>) -> tensor<?x?x4x256xbf16>
+  return %o : tensor<?x?x4x256xbf16>
+}
+
+// -----
+
+// Head dim 96 (Phi-3): shared memory holds two 64-column slabs per row, the
+// second one half zero-filled by TMA past the tensor's 96 columns (the
+// descriptors keep the tensor's own width); the scores take 8 k-steps, of
+// which the last two add zeros, and the TMA store clips O at column 96.
+// The scale is 1/sqrt(96).
+// CHECK-LABEL: func.func @flash_d96
+// CHECK: call @[[K:attn_fa_bf16_d96_h4_g2_q64_kv64_s2_keqv]]_launch
+// CHECK: gpu.func @[[K]]
+// CHECK: box[%c0_i32{{.*}}
+// CHECK: box[%c64_i32{{.*}}
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: func.func private @[[K]]_launch
+// CHECK-SAME: {box_dim = [64, 2, 32, 1], {{.*}}, global_dim = [96, 4, "S", "B"], global_strides_bytes = [192, 768, "768*S"], {{.*}}, oob_fill = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", param = "tma_q"
+// CHECK-SAME: head_columns = 128 : i64, head_dim = 96 : i64
+// CHECK-SAME: scale = 0.102062072615965
+func.func @flash_d96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x2x96xbf16>) -> tensor<?x?x4x96xbf16> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %q, %c0 : tensor<?x?x4x96xbf16>
+  %s = tensor.dim %q, %c1 : tensor<?x?x4x96xbf16>
+  %init = tensor.empty(%b, %s) : tensor<?x?x4x96xbf16>
+  %o = attn.flash_attention %q, %k outs(%init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16>
+  return %o : tensor<?x?x4x96xbf16>
+}

@@ -1,15 +1,29 @@
 // RUN: attnfuse-opt %s --convert-attn-kernels-to-nvvm -split-input-file -verify-diagnostics
 
-func.func @head_dim_96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16> {
+func.func @head_dim_40(%q: tensor<?x?x4x40xbf16>, %k: tensor<?x?x4x40xbf16>) -> tensor<?x?x4x40xbf16> {
   %o_c0 = arith.constant 0 : index
-  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x96xbf16>
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x40xbf16>
   %o_c1 = arith.constant 1 : index
-  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x96xbf16>
-  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x96xbf16>
-  // expected-error @+1 {{head_dim 96 is not supported by the sm_90a kernel (supported: 64, 128)}}
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x40xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x40xbf16>
+  // expected-error @+1 {{head_dim 40 is not supported by the sm_90a kernel (a multiple of 16 up to 256)}}
   %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
-      : (tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>) -> tensor<?x?x4x96xbf16>
-  return %o : tensor<?x?x4x96xbf16>
+      : (tensor<?x?x4x40xbf16>, tensor<?x?x4x40xbf16>, tensor<?x?x4x40xbf16>) -> tensor<?x?x4x40xbf16>
+  return %o : tensor<?x?x4x40xbf16>
+}
+
+// -----
+
+func.func @head_dim_320(%q: tensor<?x?x4x320xbf16>, %k: tensor<?x?x4x320xbf16>) -> tensor<?x?x4x320xbf16> {
+  %o_c0 = arith.constant 0 : index
+  %o_d0 = tensor.dim %q, %o_c0 : tensor<?x?x4x320xbf16>
+  %o_c1 = arith.constant 1 : index
+  %o_d1 = tensor.dim %q, %o_c1 : tensor<?x?x4x320xbf16>
+  %o_init = tensor.empty(%o_d0, %o_d1) : tensor<?x?x4x320xbf16>
+  // expected-error @+1 {{head_dim 320 is not supported by the sm_90a kernel (a multiple of 16 up to 256)}}
+  %o = attn.flash_attention %q, %k outs(%o_init) {block_q = 64 : i64, block_kv = 64 : i64}
+      : (tensor<?x?x4x320xbf16>, tensor<?x?x4x320xbf16>, tensor<?x?x4x320xbf16>) -> tensor<?x?x4x320xbf16>
+  return %o : tensor<?x?x4x320xbf16>
 }
 
 // -----
@@ -236,6 +250,14 @@ func.func @flash_attention_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xb
   // expected-error @+1 {{'attn.flash_attention_grad' op needs the forward's log-sum-exp ('lse(...)') on sm_90a}}
   %dq, %dk, %dv = attn.flash_attention_grad %q, %k, %k, %q, %q outs(%dq0, %dk0, %dk0) {causal, block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>)
   return %dq : tensor<?x?x4x64xbf16>
+}
+
+// -----
+
+func.func @flash_attention_grad_head_dim_96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x2x96xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x96xbf16>, %dk0: tensor<?x?x2x96xbf16>) -> tensor<?x?x4x96xbf16> {
+  // expected-error @+1 {{'attn.flash_attention_grad' op head_dim 96 is not supported by the sm_90a backward kernels (supported: 64, 128)}}
+  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>) -> (tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>)
+  return %dq : tensor<?x?x4x96xbf16>
 }
 
 // -----

@@ -13,7 +13,10 @@
 // CHIP: error: attn sm_90a kernels: unsupported chip 'sm_80': the kernels use wgmma, setmaxnreg and TMA, which need sm_90a
 // SM90: error: attn sm_90a kernels: unsupported chip 'sm_90'
 // ELEM: error: attn sm_90a kernels: unsupported elem-type 'f32' (bf16 or f16)
-// SMEM: error: 'attn.flash_attention' op the sm_90a kernel needs 148584 bytes of shared memory (block_q 64, block_kv 64, 4 stages), more than the 116224 available; lower stages or block_kv
+// With 4 stages the block-q 64 kernel (148584 bytes) no longer fits two
+// CTAs per SM and runs one; the block-q 128 one does not fit at all.
+// SMEM-NOT: block_q 64
+// SMEM: error: 'attn.flash_attention' op the sm_90a kernel needs 296040 bytes of shared memory (block_q 128, block_kv 128, 4 stages), more than the 232448 available; lower stages or block_kv
 // NOBLOCKQ: no such option block-q
 
 // One consumer warpgroup (block-q 64) runs two CTAs per SM: 256 threads,

@@ -80,3 +80,26 @@ func.func @share(%x: tensor<?x?x512xbf16>, %w: tensor<512x512xbf16>)
   %b = attn.project %x, %w : (tensor<?x?x512xbf16>, tensor<512x512xbf16>) -> tensor<?x?x512xbf16>
   return %a, %b : tensor<?x?x8x64xbf16>, tensor<?x?x512xbf16>
 }
+
+// -----
+
+// Heads of 96 (or 256) dims do not tile the GEMM's 128 columns, so the RoPE
+// epilogue cannot rotate a pair (i, i + 48) of one head in one tile: the
+// projection runs without rotation and an attn.rope kernel rotates its result.
+// CHECK-LABEL: func.func @qproj_d96_rope
+// CHECK: %[[P:.*]] = call @attn_gemm_bf16_k1024_n768_bias_launch(%arg0, %arg1, %arg2)
+// CHECK: %[[R:.*]] = call @attn_rope_bf16_h8_d96_r96_launch(%[[P]])
+// CHECK: return %[[R]]
+func.func @qproj_d96_rope(%x: tensor<?x?x1024xbf16>, %w: tensor<768x1024xbf16>, %b: tensor<768xbf16>) -> tensor<?x?x8x96xbf16> {
+  %c0 = arith.constant 0 : index
+  %d0 = tensor.dim %x, %c0 : tensor<?x?x1024xbf16>
+  %c1 = arith.constant 1 : index
+  %d1 = tensor.dim %x, %c1 : tensor<?x?x1024xbf16>
+  %init = tensor.empty(%d0, %d1) : tensor<?x?x8x96xbf16>
+  %q = attn.fused_projection %x, %w, %b
+      outs(%init) {head_dim = 96 : i64, rope = #attn.rope<theta = 10000.0>,
+       block_s = 64 : i64, block_n = 96 : i64, block_k = 64 : i64}
+      : (tensor<?x?x1024xbf16>, tensor<768x1024xbf16>, tensor<768xbf16>, tensor<?x?x8x96xbf16>)
+      -> tensor<?x?x8x96xbf16>
+  return %q : tensor<?x?x8x96xbf16>
+}

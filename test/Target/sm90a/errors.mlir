@@ -9,15 +9,15 @@
 // TARGET: attnfuse-compile: error: unsupported target 'sm_80' (supported: sm_90a)
 // SM90: attnfuse-compile: error: unsupported target 'sm_90' (supported: sm_90a) (the kernels use wgmma and setmaxnreg, which need the architecture-specific sm_90a)
 // ELEM: attnfuse-compile: error: unsupported --elem-type 'f8' (bf16 or f16)
-// HEADDIM: errors.mlir:[[@LINE+6]]:8: error: 'attn.flash_attention' op head_dim 96 is not supported by the sm_90a kernel (supported: 64, 128)
+// HEADDIM: errors.mlir:[[@LINE+6]]:8: error: 'attn.flash_attention' op head_dim 40 is not supported by the sm_90a kernel (a multiple of 16 up to 256)
 // HEADDIM: attnfuse-compile: error: lowering
 // PTXAS: attnfuse-compile: error: ptxas not found
-func.func @d96(%x: tensor<?x?x960xbf16>, %wq: tensor<960x960xbf16>,
-               %wk: tensor<960x960xbf16>, %wv: tensor<960x960xbf16>,
-               %wo: tensor<960x960xbf16>) -> tensor<?x?x960xbf16> {
+func.func @d40(%x: tensor<?x?x400xbf16>, %wq: tensor<400x400xbf16>,
+               %wk: tensor<400x400xbf16>, %wv: tensor<400x400xbf16>,
+               %wo: tensor<400x400xbf16>) -> tensor<?x?x400xbf16> {
   %y = attn.qkv_attention <none> %x wq(%wq) wk(%wk) wv(%wv) wo(%wo)
-      {num_heads = 10 : i64, num_kv_heads = 10 : i64, head_dim = 96 : i64, causal}
-      : (tensor<?x?x960xbf16>, tensor<960x960xbf16>, tensor<960x960xbf16>,
-         tensor<960x960xbf16>, tensor<960x960xbf16>) -> tensor<?x?x960xbf16>
-  return %y : tensor<?x?x960xbf16>
+      {num_heads = 10 : i64, num_kv_heads = 10 : i64, head_dim = 40 : i64, causal}
+      : (tensor<?x?x400xbf16>, tensor<400x400xbf16>, tensor<400x400xbf16>,
+         tensor<400x400xbf16>, tensor<400x400xbf16>) -> tensor<?x?x400xbf16>
+  return %y : tensor<?x?x400xbf16>
 }

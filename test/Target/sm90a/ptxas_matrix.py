@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Static sm_90a check of every kernel AttnFuse emits (ctest: sm90a/ptxas-matrix).
 
-Builds a matrix of attention layers (head dim 64 and 128; GQA group 1, 4, 8;
+Builds a matrix of attention layers (head dim 64, 96, 128 and 256; GQA group 1, 4, 8;
 causal or not; K=V on or off; plus key-RoPE K=V layers and flash kernels with
 a key mask), compiles them and the
 example models with `attnfuse-compile --target=sm_90a --no-cubin`, assembles
@@ -55,7 +55,10 @@ import shutil
 import subprocess
 import sys
 
-MATRIX_HEAD_DIMS = (64, 128)
+# The forward kernel computes on 64-column slabs: 96 (zero-filled to 128 in
+# shared memory) and 256 (64-key tiles) exercise both ends of its plan.
+MATRIX_HEAD_DIMS = (64, 96, 128, 256)
+GRAD_HEAD_DIMS = (64, 128)
 MATRIX_GROUPS = (1, 4, 8)
 
 
@@ -155,7 +158,7 @@ def grad_model():
     """The backward kernels: head dim 64 and 128, group 1, 4, 8, causal or not, K=V
     or not (alternating), block_q 64 and 128, and a key mask."""
     funcs, configs = [], []
-    for d in MATRIX_HEAD_DIMS:
+    for d in GRAD_HEAD_DIMS:
         hq = 16 if d == 64 else 8
         for i, g in enumerate(MATRIX_GROUPS):
             for causal in (False, True):
