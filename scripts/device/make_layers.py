@@ -26,6 +26,10 @@ VARIANTS = [
     ("cca_d128", "cca", None, 2048, 16, 16, 128, "CCA (MHA-shaped), d128"),
     ("ccgqa_zaya1_d128", "cca", None, 2048, 8, 2, 128, "ZAYA1-shaped CCGQA: 8 heads, 2 KV heads, d128"),
     ("ccgqa_d64", "cca", None, 1024, 16, 4, 64, "CCGQA, 16 heads, 4 KV heads, d64"),
+    # Head dims off 64 and 128: the forward on zero-filled 64-column slabs (96) and on 64-key
+    # tiles (256).
+    ("mha_d96", "qkv", "none", 3072, 32, 32, 96, "MHA, d96 (Phi-3-mini's attention)"),
+    ("mqa_d256", "qkv", "none", 2048, 8, 1, 256, "MQA, d256 (Gemma-2B's attention)"),
 ]
 
 

@@ -36,12 +36,21 @@ func.func @wgrad(%x: tensor<?x{inputs}xbf16>, %dy: tensor<?x{outputs}xbf16>{init
 """
 
 
-def run_weight_grad(inputs, outputs, tokens, with_init, seed=0):
+def run_weight_grad(inputs, outputs, tokens, with_init, seed=0, splits=1):
+    """`splits`: how many CTAs per dW tile the plan must choose (1: one kernel; more: the
+    split GEMM, then the combine kernel that adds the partials and the init)."""
     art = emulator.compile_model(model(inputs, outputs, with_init),
                                  f"wgrad_in{inputs}_out{outputs}")
-    assert len(art.kernels) == 1, art.kernels
-    name = art.kernels[0]
-    assert name.endswith("_acc") == with_init, name
+    gemm = [k for k in art.kernels if "_combine_" not in k]
+    combine = [k for k in art.kernels if "_combine_" in k]
+    assert len(gemm) == 1 and len(combine) == (splits > 1), art.kernels
+    name = gemm[0]
+    assert ("_split" in name) == (splits > 1), name
+    if splits > 1:
+        assert name.endswith(f"_split{splits}") and combine[0].endswith("_acc") == with_init
+        name = (name, combine[0])
+    else:
+        assert name.endswith("_acc") == with_init, name
     rng = np.random.default_rng(seed)
     xb, x = emulator.bf16(rng.standard_normal((tokens, inputs)))
     dyb, dy = emulator.bf16(rng.standard_normal((tokens, outputs)))
@@ -53,12 +62,22 @@ def run_weight_grad(inputs, outputs, tokens, with_init, seed=0):
 
 
 def launch(art, name, uploads, x, dy, init, tokens):
-    """Runs kernel `name` on `uploads` ({tensor: bf16 bits}); returns the weight gradient, its
-    float64 reference dY^T X (+ init) and the bound sum_t |dY| |X| of its f32 rounding."""
+    """Runs kernel `name` (or a split kernel and its combine kernel, a pair of names) on
+    `uploads` ({tensor: bf16 bits}); returns the weight gradient, its float64 reference
+    dY^T X (+ init) and the bound sum_t |dY| |X| of its f32 rounding."""
     dev = emulator.Device()
     tensors = {n: dev.upload(bits, "bf16") for n, bits in uploads.items()}
     tensors["weight_grad"] = dev.empty((dy.shape[1], x.shape[1]), "bf16")
-    art.launch(name, tensors, B=1, S=1, T=tokens)
+    for kernel in (name if isinstance(name, tuple) else (name,)):
+        spec = next(k for k in art.manifest["kernels"] if k["name"] == kernel)
+        for t in spec["tensors"]:
+            if t["name"] == "partials" and "partials" not in tensors:
+                # Filled with NaN: a partial the split kernel leaves unwritten shows.
+                tensors["partials"] = dev.upload(
+                    np.full(t["shape"], np.nan, np.float32), "f32")
+        names = {t["name"] for t in spec["tensors"]}
+        art.launch(kernel, {n: t for n, t in tensors.items() if n in names}, B=1, S=1,
+                   T=tokens)
     got = reference.from_bf16_bits(dev.download(tensors["weight_grad"])).astype(np.float64)
     ref = dy.T @ x + (init if init is not None else 0.0)
     bound = np.abs(dy).T @ np.abs(x)
@@ -74,19 +93,27 @@ def check(got, ref, bound):
                            f"at {np.unravel_index(err.argmax(), err.shape)}")
 
 
-@pytest.mark.parametrize("inputs,outputs,tokens", [
-    (128, 128, 64),   # one CTA, one k step
-    (192, 64, 130),   # a partial k step; the second consumer's rows all past the features
-    (64, 256, 1),     # one token
-    (256, 384, 200),  # a grid of 3 x 2 CTAs
+# Fewer dW tiles than half the 132 SMs split over the tokens: min(8, 132 // tiles) CTAs per
+# tile, each over ceil(k steps / splits) of the 64-token k steps.
+@pytest.mark.parametrize("inputs,outputs,tokens,splits", [
+    (128, 128, 64, 8),    # one tile, one k step: 7 splits past the tokens store zeros
+    (192, 64, 130, 8),    # a partial k step; the second consumer's rows all past the features
+    (64, 256, 1, 8),      # one token
+    (256, 384, 200, 8),   # a grid of 3 x 2 tiles x 8 splits
+    (1024, 256, 1100, 8), # a GQA K/V weight's shape: 2 x 8 tiles, 18 k steps in shares of 3
+    (1152, 512, 300, 3),  # 4 x 9 = 36 tiles: 3 splits, shares of 2 k steps
+    (1152, 1024, 70, 1),  # 8 x 9 = 72 tiles: one kernel, no split
 ])
-def test_weight_grad_from_zero(inputs, outputs, tokens):
-    check(*run_weight_grad(inputs, outputs, tokens, with_init=False, seed=SEED))
+def test_weight_grad_from_zero(inputs, outputs, tokens, splits):
+    check(*run_weight_grad(inputs, outputs, tokens, with_init=False, seed=SEED,
+                           splits=splits))
 
 
-@pytest.mark.parametrize("inputs,outputs,tokens", [(128, 192, 96), (320, 136, 257)])
-def test_weight_grad_accumulates_into_init(inputs, outputs, tokens):
-    check(*run_weight_grad(inputs, outputs, tokens, with_init=True, seed=SEED + 1))
+@pytest.mark.parametrize("inputs,outputs,tokens,splits", [
+    (128, 192, 96, 8), (320, 136, 257, 8), (1152, 1024, 130, 1)])
+def test_weight_grad_accumulates_into_init(inputs, outputs, tokens, splits):
+    check(*run_weight_grad(inputs, outputs, tokens, with_init=True, seed=SEED + 1,
+                           splits=splits))
 
 
 def bias_model(outputs, fill, with_init):

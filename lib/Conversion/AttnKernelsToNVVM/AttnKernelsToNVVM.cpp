@@ -126,6 +126,46 @@ public:
     eraseIfUnused(rewriter, unread);
   }
 
+  /// Replaces `op` by two launches: `first` over `operands`, returning a
+  /// `workspace` tensor and then `alsoFirst` (results of `op` past its
+  /// first), and `second` over the workspace and `secondOperands`,
+  /// returning `op`'s first result. `unread` computed only shapes.
+  void replaceWithTwoLaunches(RewriterBase &rewriter, Operation *op,
+                              ArrayRef<Value> operands, ArrayRef<Value> unread,
+                              StringRef first,
+                              attn::KernelLaunchAttr firstLaunch,
+                              RankedTensorType workspace, StringRef second,
+                              attn::KernelLaunchAttr secondLaunch,
+                              ArrayRef<Value> secondOperands = {}) {
+    MLIRContext *ctx = op->getContext();
+    Location loc = op->getLoc();
+    StringRef opName = op->getName().getStringRef();
+    SmallVector<Type> firstResults = {workspace};
+    llvm::append_range(firstResults,
+                       TypeRange(op->getResultTypes()).drop_front());
+    SmallVector<Value> combineOperands = {Value()};
+    llvm::append_range(combineOperands, secondOperands);
+    SmallVector<Type> secondTypes = {workspace};
+    llvm::append_range(secondTypes, ValueRange(secondOperands).getTypes());
+    func::FuncOp firstDecl = declareLaunch(
+        rewriter, loc, first, opName,
+        FunctionType::get(ctx, ValueRange(operands).getTypes(), firstResults),
+        firstLaunch);
+    func::FuncOp secondDecl = declareLaunch(
+        rewriter, loc, second, opName,
+        FunctionType::get(ctx, secondTypes, {op->getResultTypes().front()}),
+        secondLaunch);
+    rewriter.setInsertionPoint(op);
+    auto firstCall = func::CallOp::create(rewriter, loc, firstDecl, operands);
+    combineOperands[0] = firstCall.getResult(0);
+    auto secondCall =
+        func::CallOp::create(rewriter, loc, secondDecl, combineOperands);
+    SmallVector<Value> results = {secondCall.getResult(0)};
+    llvm::append_range(results, firstCall.getResults().drop_front());
+    rewriter.replaceOp(op, results);
+    eraseIfUnused(rewriter, unread);
+  }
+
   /// Splits `op`'s operands (positionally: one value may fill several) into
   /// the launch's `operands` and the `unread` inits that only carry a
   /// result's shape, the first `resultInits` inits (-1: all): the kernel
@@ -299,36 +339,20 @@ public:
     }
     emitKernels(rewriter, op, *plan);
     MLIRContext *ctx = op.getContext();
-    Location loc = op.getLoc();
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
     auto workspaceType = RankedTensorType::get(
         {queryType.getDimSize(0), plan->numHeads,
          plan->numSplits > 0 ? plan->numSplits : ShapedType::kDynamic,
          plan->workspaceRow()},
         Float32Type::get(ctx));
-    SmallVector<Type> splitResults = {workspaceType};
-    for (Value cache : op.getResults().drop_front())
-      splitResults.push_back(cache.getType());
     // Every operand but the output's init, whose shape the combine kernel's
-    // result has.
+    // result has. The split launch also returns the caches.
     SmallVector<Value> operands, unread;
     KernelEmitter::splitLaunchOperands(op, /*resultInits=*/1, operands, unread);
-    KernelEmitter &emitter = state.emitter;
-    func::FuncOp splitDecl = emitter.declareLaunch(
-        rewriter, loc, plan->name, op->getName().getStringRef(),
-        FunctionType::get(ctx, ValueRange(operands).getTypes(), splitResults),
-        describeFlashDecodeSplit(ctx, op, *plan));
-    func::FuncOp combineDecl = emitter.declareLaunch(
-        rewriter, loc, plan->combineName, op->getName().getStringRef(),
-        FunctionType::get(ctx, {workspaceType}, {op.getResult().getType()}),
-        describeFlashDecodeCombine(ctx, op, *plan));
-    auto split = func::CallOp::create(rewriter, loc, splitDecl, operands);
-    auto combine = func::CallOp::create(rewriter, loc, combineDecl,
-                                        ValueRange{split.getResult(0)});
-    SmallVector<Value> results = {combine.getResult(0)};
-    llvm::append_range(results, split.getResults().drop_front());
-    rewriter.replaceOp(op, results);
-    KernelEmitter::eraseIfUnused(rewriter, unread);
+    state.emitter.replaceWithTwoLaunches(
+        rewriter, op, operands, unread, plan->name,
+        describeFlashDecodeSplit(ctx, op, *plan), workspaceType,
+        plan->combineName, describeFlashDecodeCombine(ctx, op, *plan));
     return success();
   }
 
@@ -356,6 +380,61 @@ private:
             .str();
   }
 
+  LoweringState &state;
+};
+
+/// attn.fused_weight_grad split over the tokens: the GEMM kernel over
+/// grid z (its launch returns the f32 partials), then the combine kernel
+/// (partials and the init -> dW). A plan without a split is left to the
+/// one-kernel pattern.
+class SplitWeightGradLaunchPattern
+    : public OpRewritePattern<attn::FusedWeightGradOp> {
+public:
+  SplitWeightGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern(ctx, /*benefit=*/2), state(state) {}
+
+  LogicalResult matchAndRewrite(attn::FusedWeightGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (state.failed)
+      return failure();
+    FailureOr<WeightGradPlan> plan = planWeightGrad(op, state.options);
+    if (failed(plan)) {
+      state.failed = true;
+      return failure();
+    }
+    if (!plan->split())
+      return rewriter.notifyMatchFailure(op, "one kernel, no split");
+    Location loc = op.getLoc();
+    std::string key = plan->key();
+    plan->name =
+        state.emitter
+            .kernelFor(rewriter, key, plan->name, loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan->name = n;
+                         buildWeightGradKernel(rewriter, loc, gm, *plan);
+                       })
+            .str();
+    plan->combineName =
+        state.emitter
+            .kernelFor(rewriter, key + ":combine", plan->combineName, loc,
+                       [&](gpu::GPUModuleOp gm, const std::string &n) {
+                         plan->combineName = n;
+                         buildWeightGradCombineKernel(rewriter, loc, gm, *plan);
+                       })
+            .str();
+    MLIRContext *ctx = op.getContext();
+    SmallVector<Value> secondOperands, unread = {op.getInit()};
+    if (plan->readsInit)
+      secondOperands.push_back(op.getInit());
+    state.emitter.replaceWithTwoLaunches(
+        rewriter, op, {op.getInput(), op.getResultGrad()}, unread, plan->name,
+        describeWeightGrad(ctx, op, *plan), plan->partialsType(ctx),
+        plan->combineName, describeWeightGradCombine(ctx, *plan),
+        secondOperands);
+    return success();
+  }
+
+private:
   LoweringState &state;
 };
 
@@ -575,6 +654,7 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
         return describeElementwise(c, op, p);
       });
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
+  patterns.add<SplitWeightGradLaunchPattern>(ctx, state);
   // A zero init is not read: the kernel starts its sums from zero. Nor is a
   // constant input of one feature (a bias gradient's ones): the column-sum
   // kernel scales by it.

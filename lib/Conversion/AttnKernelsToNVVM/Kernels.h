@@ -227,6 +227,18 @@ struct WeightGradPlan {
   int64_t inFeatures, outFeatures;
   /// The init is not a zero fill: the epilogue adds it.
   bool readsInit;
+  /// Split over the tokens: with fewer dW tiles than SMs, `splits` CTAs per
+  /// tile each reduce an equal share of the k steps into f32 partial tiles
+  /// `[splits, out, in]`, which a SIMT combine kernel (`combineName`) sums
+  /// in a fixed order, with the init, into dW. 1: one kernel, no partials.
+  int64_t splits = 1;
+  static constexpr int64_t kSplitTargetCtas = 132; // H100 / H200 SMs
+  static constexpr int64_t kMaxSplits = 8;
+  static constexpr int64_t kCombineThreads = 256;
+  std::string combineName;
+  bool split() const { return splits > 1; }
+  /// The f32 partial tiles, `[splits, out, in]`.
+  mlir::RankedTensorType partialsType(mlir::MLIRContext *ctx) const;
   int64_t stages, threads, producerRegs = 40, consumerRegs;
   int64_t aOff, bOff, cOff, barOff, sharedBytes;
   std::string name;
@@ -247,6 +259,12 @@ mlir::FailureOr<WeightGradPlan> planWeightGrad(attn::FusedWeightGradOp op,
                                                const TargetOptions &options);
 /// The column-sum parts of a plan with one input feature (BiasGrad.cpp).
 void planBiasGrad(WeightGradPlan &plan);
+/// The combine kernel of a split plan: dW = init + the sum of the partials.
+void buildWeightGradCombineKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::gpu::GPUModuleOp module,
+                                  const WeightGradPlan &plan);
+attn::KernelLaunchAttr describeWeightGradCombine(mlir::MLIRContext *ctx,
+                                                 const WeightGradPlan &plan);
 void buildBiasGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::gpu::GPUModuleOp module,
                          const WeightGradPlan &plan);

@@ -14,6 +14,16 @@
 //   nothing; the columns past the feature counts are clipped by the store.
 // * Epilogue: + init (when it is not zero), to 16 bits, staged through
 //   shared memory and stored with TMA, as the projection GEMM's.
+// * Split over the tokens: a weight of few 128 x 128 tiles (a GQA K/V
+//   projection of 256 x 1024 has 16, against 132 SMs) would leave most SMs
+//   idle for a long reduction. Then grid z runs `splits` CTAs per tile,
+//   each over an equal share of the k steps (an empty share gives zeros),
+//   storing its f32 accumulators straight from registers into partial
+//   tiles; a SIMT combine kernel adds the partials in split order (the same
+//   sums on every run) and the init, and rounds once. The partials cost
+//   2 x splits x out x in x 4 bytes of traffic, small next to a reduction
+//   over thousands of tokens; a tile count of half the SMs or more is not
+//   split.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,10 +41,15 @@ using namespace attnfuse::attn;
 using namespace attnfuse::sm90;
 
 std::string WeightGradPlan::key() const {
-  return llvm::formatv("wgrad:{0}:{1}:{2}:{3}:{4}:{5}", elemName(elem),
+  return llvm::formatv("wgrad:{0}:{1}:{2}:{3}:{4}:{5}:{6}", elemName(elem),
                        inFeatures, outFeatures, readsInit, hostCastFromF32,
-                       inputFill ? std::to_string(*inputFill) : "read")
+                       inputFill ? std::to_string(*inputFill) : "read", splits)
       .str();
+}
+
+RankedTensorType WeightGradPlan::partialsType(MLIRContext *ctx) const {
+  return RankedTensorType::get({splits, outFeatures, inFeatures},
+                               Float32Type::get(ctx));
 }
 
 /// The value of a tensor that is a `linalg.fill` of a float constant.
@@ -94,9 +109,22 @@ attnfuse::sm90::planWeightGrad(FusedWeightGradOp op,
   p.cOff = p.bOff + p.stages * P::kStageOperandBytes;
   p.barOff = p.cOff + P::kBlockM * P::kBlockN * 2;
   p.sharedBytes = p.barOff + TmaRing::barrierBytes(p.stages, 2) + 1024;
+  int64_t tiles = llvm::divideCeil(p.outFeatures, P::kBlockM) *
+                  llvm::divideCeil(p.inFeatures, P::kBlockN);
+  if (2 * tiles < P::kSplitTargetCtas)
+    p.splits = std::min(P::kMaxSplits, P::kSplitTargetCtas / tiles);
+  std::string suffix = p.split() ? "_split" + std::to_string(p.splits) : "";
+  // With a split the combine kernel adds the init.
   p.name = llvm::formatv("attn_wgrad_{0}_in{1}_out{2}{3}", elemName(p.elem),
-                         p.inFeatures, p.outFeatures, p.readsInit ? "_acc" : "")
+                         p.inFeatures, p.outFeatures,
+                         p.split()     ? suffix
+                         : p.readsInit ? "_acc"
+                                       : "")
                .str();
+  p.combineName = llvm::formatv("attn_wgrad_combine_{0}_in{1}_out{2}{3}{4}",
+                                elemName(p.elem), p.inFeatures, p.outFeatures,
+                                suffix, p.readsInit ? "_acc" : "")
+                      .str();
   return p;
 }
 
@@ -130,6 +158,8 @@ private:
   void producer();
   Value mainloop(Value c);
   void addInit(SmallVector<Value> &v, const AccumulatorTile &tile, Value c);
+  /// Stores the f32 accumulators into this split's partial tile.
+  void storePartials(ArrayRef<Value> v, const AccumulatorTile &tile, Value c);
   void consumer();
 
   DeviceBuilder &d;
@@ -138,17 +168,19 @@ private:
   WarpgroupCoords ids;
   Value smem;
   TmaRing ring;
-  Value tmaX, tmaDY, tmaDW, tokens, initPtr;
-  Value out0, in0, numK;
+  // tmaDW for one kernel, partials for a split.
+  Value tmaX, tmaDY, tmaDW, partials, tokens, initPtr;
+  // The CTA's tile and its k steps: `numK` from `firstK`.
+  Value out0, in0, firstK, numK;
 };
 
 void WeightGradEmitter::emit() {
   Block &entry = func.getBody().front();
   tmaX = entry.getArgument(0);
   tmaDY = entry.getArgument(1);
-  tmaDW = entry.getArgument(2);
+  (p.split() ? partials : tmaDW) = entry.getArgument(2);
   tokens = entry.getArgument(3);
-  if (p.readsInit)
+  if (p.readsInit && !p.split())
     initPtr = entry.getArgument(4);
   initializeBarriers(d, ids.tid, [&]() {
     ring.initBarriers({1, 128 * WeightGradPlan::kConsumers});
@@ -157,6 +189,13 @@ void WeightGradEmitter::emit() {
   in0 = d.mul(d.ctaid(1), WeightGradPlan::kBlockN);
   numK = d.divu(d.add(tokens, WeightGradPlan::kBlockK - 1),
                 WeightGradPlan::kBlockK);
+  firstK = d.c32(0);
+  if (p.split()) {
+    // Split z takes k steps [z * share, min((z + 1) * share, all)).
+    Value share = d.divu(d.add(numK, p.splits - 1), p.splits);
+    firstK = d.mul(d.ctaid(2), share);
+    numK = d.maxs(d.mins(share, d.sub(numK, firstK)), d.c32(0));
+  }
   warpSpecialize(
       d, ids.warpgroup, p.producerRegs, p.consumerRegs, [&]() { producer(); },
       [&]() { consumer(); });
@@ -168,7 +207,7 @@ void WeightGradEmitter::producer() {
               [&](Value it, ValueRange) -> SmallVector<Value> {
                 Value s =
                     ring.acquire(it, 2 * WeightGradPlan::kStageOperandBytes);
-                Value t0 = d.mul(it, WeightGradPlan::kBlockK);
+                Value t0 = d.mul(d.add(firstK, it), WeightGradPlan::kBlockK);
                 // Boxes {64 features, 64 tokens}: two column blocks each.
                 for (int64_t half = 0; half < 2; ++half) {
                   d.tmaLoad(d.sAt(gradStage(s), half * kBlockBytes), tmaDY,
@@ -221,11 +260,47 @@ void WeightGradEmitter::addInit(SmallVector<Value> &v,
   }
 }
 
+void WeightGradEmitter::storePartials(ArrayRef<Value> v,
+                                      const AccumulatorTile &tile, Value c) {
+  // Value 4g + 2h + e sits at row rows[h], column colBase + 8g + e: each
+  // (e = 0, 1) pair is 8 contiguous bytes. `in` is a multiple of 8, so a
+  // pair is all inside the columns or all past them.
+  Value base = d.mul(d.ctaid(2), p.outFeatures);
+  Type pairF32 = VectorType::get({2}, d.f32);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value row = d.add(d.add(out0, d.mul(c, 64)), tile.rows[h]);
+    Value rowIn = d.cmp(arith::CmpIPredicate::slt, row, d.c32(p.outFeatures));
+    for (int64_t g = 0; g < WeightGradPlan::kBlockN / 8; ++g) {
+      Value col = d.add(d.add(in0, tile.colBase), 8 * g);
+      Value inside = d.andb(
+          rowIn, d.cmp(arith::CmpIPredicate::slt, col, d.c32(p.inFeatures)));
+      d.ifThen(inside, [&]() {
+        Value index = d.add(d.mul(d.add(base, row), p.inFeatures), col);
+        Value pair = LLVM::PoisonOp::create(d.b, d.loc, pairF32);
+        for (int64_t e = 0; e < 2; ++e)
+          pair = LLVM::InsertElementOp::create(d.b, d.loc, pair,
+                                               v[4 * g + 2 * h + e], d.c32(e));
+        d.store(pair, d.gAt(partials, index, d.f32), 8);
+      });
+    }
+  }
+}
+
 void WeightGradEmitter::consumer() {
   Value c = d.sub(ids.warpgroup, d.c32(1));
   int64_t n = WeightGradPlan::kBlockN;
-  SmallVector<Value> v = d.unpack(mainloop(c), n);
   AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
+  if (p.split()) {
+    // A split past the last k step stores zeros.
+    SmallVector<Type> f32s(n / 2, d.f32);
+    SmallVector<Value> v = d.ifThenElseValues(
+        d.cmp(arith::CmpIPredicate::sgt, numK, d.c32(0)), f32s,
+        [&]() { return d.unpack(mainloop(c), n); },
+        [&]() { return SmallVector<Value>(n / 2, d.cf(0.0)); });
+    storePartials(v, tile, c);
+    return;
+  }
+  SmallVector<Value> v = d.unpack(mainloop(c), n);
   if (p.readsInit)
     addInit(v, tile, c);
   Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
@@ -245,11 +320,16 @@ void attnfuse::sm90::buildWeightGradKernel(OpBuilder &b, Location loc,
     return buildBiasGradKernel(b, loc, module, p);
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<Type> args = {ptr, ptr, ptr, b.getI32Type()};
-  if (p.readsInit)
-    args.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  // tma_x, tma_dy, tma_dw (partials for a split), tokens, [init].
+  SmallVector<Type> args = {ptr, ptr, p.split() ? gptr : ptr, b.getI32Type()};
+  if (p.readsInit && !p.split())
+    args.push_back(gptr);
+  SmallVector<int32_t> tmaArgs = {0, 1};
+  if (!p.split())
+    tmaArgs.push_back(2);
   gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.name, args, {0, 1, 2}, p.threads, 1);
+      createKernelFunc(b, loc, module, p.name, args, tmaArgs, p.threads, 1);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   DeviceBuilder d(b, loc, p.elem);
@@ -271,13 +351,20 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
       describeTensor(ctx, "result_grad", "result_grad", 1, elem,
                      {strAttr(ctx, "T"), intAttr(ctx, out)}, {},
                      "row-major [tokens, out_features], contiguous")};
-  if (p.readsInit)
+  if (p.split())
+    tensors.push_back(describeTensor(
+        ctx, "partials", "result: f32 partial sums, one [out, in] per split",
+        -1, "f32",
+        {intAttr(ctx, p.splits), intAttr(ctx, out), intAttr(ctx, in)}, {},
+        "row-major [splits, out_features, in_features], contiguous"));
+  else if (p.readsInit)
     tensors.push_back(describeTensor(ctx, "init", "init", 2, elem,
                                      {intAttr(ctx, out), intAttr(ctx, in)}));
-  tensors.push_back(
-      describeTensor(ctx, "weight_grad", "result", -1, elem,
-                     {intAttr(ctx, out), intAttr(ctx, in)}, {},
-                     "row-major [out_features, in_features], contiguous"));
+  if (!p.split())
+    tensors.push_back(
+        describeTensor(ctx, "weight_grad", "result", -1, elem,
+                       {intAttr(ctx, out), intAttr(ctx, in)}, {},
+                       "row-major [out_features, in_features], contiguous"));
   auto tma = [&](StringRef param, StringRef tensor, int64_t columns,
                  Attribute rows, StringRef role) {
     TmaInfo t;
@@ -291,19 +378,26 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
   };
   SmallVector<Attribute> tmas = {
       tma("tma_x", "input", in, strAttr(ctx, "T"), "load"),
-      tma("tma_dy", "result_grad", out, strAttr(ctx, "T"), "load"),
-      tma("tma_dw", "weight_grad", in, intAttr(ctx, out), "store")};
+      tma("tma_dy", "result_grad", out, strAttr(ctx, "T"), "load")};
   SmallVector<Attribute> params = {
       describeParam(ctx, "tma_x", "tma_descriptor", "tma_x", ""),
-      describeParam(ctx, "tma_dy", "tma_descriptor", "tma_dy", ""),
-      describeParam(ctx, "tma_dw", "tma_descriptor", "tma_dw", ""),
-      describeParam(ctx, "tokens", "scalar", "i32", "T")};
-  if (p.readsInit)
+      describeParam(ctx, "tma_dy", "tma_descriptor", "tma_dy", "")};
+  if (p.split()) {
+    params.push_back(
+        describeParam(ctx, "partials", "pointer", "f32", "partials"));
+  } else {
+    tmas.push_back(
+        tma("tma_dw", "weight_grad", in, intAttr(ctx, out), "store"));
+    params.push_back(
+        describeParam(ctx, "tma_dw", "tma_descriptor", "tma_dw", ""));
+  }
+  params.push_back(describeParam(ctx, "tokens", "scalar", "i32", "T"));
+  if (p.readsInit && !p.split())
     params.push_back(describeParam(ctx, "init", "pointer", elem, "init"));
   SmallVector<Attribute> grid = {
       gridConstant(ctx, llvm::divideCeil(out, WeightGradPlan::kBlockM)),
       gridConstant(ctx, llvm::divideCeil(in, WeightGradPlan::kBlockN)),
-      gridConstant(ctx, 1)};
+      gridConstant(ctx, p.splits)};
   DictBuilder config(ctx);
   config.set("elem_type", elem)
       .set("in_features", in)
@@ -315,9 +409,93 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
       .set("consumer_warpgroups", WeightGradPlan::kConsumers)
       .set("producer_registers", p.producerRegs)
       .set("consumer_registers", p.consumerRegs)
-      .setBool("init", p.readsInit);
+      .set("splits", p.splits)
+      .setBool("init", p.readsInit && !p.split());
   return describeLaunch(
       ctx, {p.name, "weight_grad_gemm", "T = tokens", p.threads, p.sharedBytes},
       {grid, params, tensors, tmas}, config.get(),
-      {p.hostCastFromF32, "weight_grad"});
+      {p.hostCastFromF32, p.split() ? "" : "weight_grad"});
+}
+
+//===----------------------------------------------------------------------===//
+// The combine kernel of a split
+//===----------------------------------------------------------------------===//
+
+void attnfuse::sm90::buildWeightGradCombineKernel(OpBuilder &b, Location loc,
+                                                  gpu::GPUModuleOp module,
+                                                  const WeightGradPlan &p) {
+  MLIRContext *ctx = b.getContext();
+  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
+  // partials, weight_grad, [init].
+  SmallVector<Type> args = {gptr, gptr};
+  if (p.readsInit)
+    args.push_back(gptr);
+  gpu::GPUFuncOp func =
+      createKernelFunc(b, loc, module, p.combineName, args, /*tmaArgs=*/{},
+                       WeightGradPlan::kCombineThreads, /*minBlocks=*/1);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  DeviceBuilder d(b, loc, p.elem);
+  Block &entry = func.getBody().front();
+  Value partials = entry.getArgument(0), result = entry.getArgument(1);
+  // Each thread owns 4 adjacent elements (in is a multiple of 8).
+  int64_t count = p.outFeatures * p.inFeatures;
+  Value first = d.mul(
+      d.add(d.mul(d.ctaid(0), WeightGradPlan::kCombineThreads), d.tid()), 4);
+  d.ifThen(d.cmp(arith::CmpIPredicate::slt, first, d.c32(count)), [&]() {
+    Type quadF32 = VectorType::get({4}, d.f32);
+    Type quad = VectorType::get({4}, d.elemType);
+    // Split order, so every run adds the same numbers in the same order.
+    Value sum;
+    for (int64_t z = 0; z < p.splits; ++z) {
+      Value part =
+          d.load(quadF32, d.gAt(partials, d.add(first, z * count), d.f32), 16);
+      sum = z == 0 ? part : arith::AddFOp::create(b, loc, sum, part);
+    }
+    if (p.readsInit)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          arith::ExtFOp::create(
+              b, loc, quadF32,
+              d.load(quad, d.gAt(entry.getArgument(2), first, d.elemType), 8)));
+    d.store(arith::TruncFOp::create(b, loc, quad, sum),
+            d.gAt(result, first, d.elemType), 8);
+  });
+  gpu::ReturnOp::create(b, loc);
+}
+
+attn::KernelLaunchAttr
+attnfuse::sm90::describeWeightGradCombine(MLIRContext *ctx,
+                                          const WeightGradPlan &p) {
+  StringRef elem = elemName(p.elem);
+  int64_t in = p.inFeatures, out = p.outFeatures;
+  SmallVector<Attribute> tensors = {describeTensor(
+      ctx, "partials", "the split kernel's f32 partial sums", 0, "f32",
+      {intAttr(ctx, p.splits), intAttr(ctx, out), intAttr(ctx, in)})};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "partials", "pointer", "f32", "partials"),
+      describeParam(ctx, "weight_grad", "pointer", elem, "weight_grad")};
+  if (p.readsInit) {
+    tensors.push_back(describeTensor(ctx, "init", "init", 1, elem,
+                                     {intAttr(ctx, out), intAttr(ctx, in)}));
+    params.push_back(describeParam(ctx, "init", "pointer", elem, "init"));
+  }
+  tensors.push_back(
+      describeTensor(ctx, "weight_grad", "result", -1, elem,
+                     {intAttr(ctx, out), intAttr(ctx, in)}, {},
+                     "row-major [out_features, in_features], contiguous"));
+  SmallVector<Attribute> grid = {gridConstant(
+      ctx, llvm::divideCeil(out * in, 4 * WeightGradPlan::kCombineThreads))};
+  DictBuilder config(ctx);
+  config.set("elem_type", elem)
+      .set("in_features", in)
+      .set("out_features", out)
+      .set("splits", p.splits)
+      .set("elements_per_thread", int64_t(4))
+      .setBool("init", p.readsInit);
+  return describeLaunch(ctx,
+                        {p.combineName, "weight_grad_combine", "",
+                         WeightGradPlan::kCombineThreads, 0},
+                        {grid, params, tensors}, config.get(),
+                        {p.hostCastFromF32, "weight_grad"});
 }

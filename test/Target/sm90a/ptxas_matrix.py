@@ -26,7 +26,8 @@ assemble without spills or warnings.
 A backward matrix covers attn.flash_attention_grad (its dQ and dK/dV
 kernels): head dims 64 and 128, K=V or not, group 1, 4, 8, causal or
 not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
-weight-gradient GEMM, from zero and into an init); like the forward kernels
+weight-gradient GEMM, from zero and into an init, split over the tokens with its
+combine kernel or not); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
 It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads).
 
@@ -182,8 +183,11 @@ def grad_model():
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
-        configs.append(dict(name=name, kinds=[
-            "weight_grad_colsum" if inputs == 1 else "weight_grad_gemm"]))
+        tiles = -(-inputs // 128) * -(-outputs // 128)
+        kinds = (["weight_grad_colsum"] if inputs == 1 else
+                 ["weight_grad_combine", "weight_grad_gemm"] if 2 * tiles < 132 else
+                 ["weight_grad_gemm"])
+        configs.append(dict(name=name, kinds=kinds))
     for outputs in BIAS_GRAD_CONFIGS:
         name = f"bias_grad_out{outputs}"
         funcs.append(bias_grad_function(name, outputs))
@@ -192,9 +196,11 @@ def grad_model():
 
 
 # attn.fused_weight_grad configurations: (in, out, reads a non-zero init). One input
-# feature read per token is the column-sum kernel.
+# feature read per token is the column-sum kernel. Fewer than 66 dW tiles of 128 x 128 split
+# over the tokens (the GEMM into f32 partials, then the combine kernel): all but the 4096 x
+# 1024 one.
 WEIGHT_GRAD_CONFIGS = ((1024, 1024, False), (2048, 256, False), (1024, 512, True),
-                       (1, 4096, True))
+                       (4096, 1024, True), (1, 4096, True))
 # Bias gradients as attn-fuse forms them (X a fill of ones): out features.
 BIAS_GRAD_CONFIGS = (4096, 1000)
 
@@ -463,7 +469,7 @@ def find_tool(name, explicit, extra):
 
 # Kernels without tensor cores or TMA.
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
-              "weight_grad_colsum")
+              "weight_grad_colsum", "weight_grad_combine")
 
 
 def find_nvdisasm():
