@@ -65,6 +65,12 @@ def bias_grad():
     test_weight_grad.check(*test_weight_grad.run_bias_grad(256, 200, 1.0, False))
 
 
+def weight_grad_split():
+    """A GQA K/V weight's gradient (256 x 1024: 16 tiles) split 8 ways over 1100 tokens: each
+    split's f32 partials, then the combine kernel's ordered sum."""
+    test_weight_grad.check(*test_weight_grad.run_weight_grad(1024, 256, 1100, False, splits=8))
+
+
 def projection():
     """The projection GEMM over K = 512: eight K tiles through the stage ring (refilled), bias,
     TMA-store epilogue."""
@@ -255,6 +261,12 @@ MUTATIONS = [
      drop(r"bar\.sync", 0)),
     ("colsum_row_stride", "addressing", "attn_wgrad_colsum", bias_grad,
      sub(r"shl\.b32 \t(%r\d+), (%r\d+), 8;", r"shl.b32 \t\1, \2, 7;", 1)),
+    # The weight gradient split over the tokens: grid z picks the share and the partial tile;
+    # the combine kernel reads split z's partials z * out * in floats along.
+    ("wgrad_split_ignores_ctaid_z", "addressing", "attn_wgrad", weight_grad_split,
+     sub(r"mov\.u32 \t(%r\d+), %ctaid\.z;", r"mov.u32 \t\1, 0;")),
+    ("wgrad_combine_split_stride", "addressing", "attn_wgrad_combine", weight_grad_split,
+     sub(r"\[(%rd\d+)\+1048576\]", r"[\1+1048560]")),
     # The projection GEMM: producer warp, consumer warpgroup, four-stage ring.
     ("gemm_stage_released_before_wait_group", "async ordering", "attn_gemm", projection,
      hoist(r"mbarrier\.arrive\.shared\.b64", r"wgmma\.wait_group")),

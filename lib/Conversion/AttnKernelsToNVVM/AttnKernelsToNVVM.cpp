@@ -75,6 +75,19 @@ public:
     return byKey.emplace(key, name).first->second;
   }
 
+  /// `kernelFor` with the plan's kernel `name`, which it updates to the
+  /// final one before `build` (which reads it from the plan) runs.
+  void nameKernel(RewriterBase &rewriter, const std::string &key,
+                  std::string &name, Location loc,
+                  llvm::function_ref<void(gpu::GPUModuleOp)> build) {
+    name = kernelFor(rewriter, key, name, loc,
+                     [&](gpu::GPUModuleOp module, const std::string &final) {
+                       name = final;
+                       build(module);
+                     })
+               .str();
+  }
+
   /// The host-side declaration `@<kernel>_launch` of type `type` carrying
   /// `launch`, shared by every op of `opName` with that type.
   func::FuncOp declareLaunch(RewriterBase &rewriter, Location loc,
@@ -230,6 +243,17 @@ struct LoweringState {
   const TargetOptions &options;
   llvm::SmallPtrSet<Operation *, 8> programs;
   bool failed = false;
+
+  /// The plan `planOp` gives, once no op was rejected; a rejection (its
+  /// error is on the op) stops the lowering.
+  template <typename Plan>
+  FailureOr<Plan> plan(llvm::function_ref<FailureOr<Plan>()> planOp) {
+    if (failed)
+      return failure();
+    FailureOr<Plan> p = planOp();
+    failed = mlir::failed(p);
+    return p;
+  }
 };
 
 /// Rewrites one fused op into the launch of its kernel: plan (an error on the
@@ -288,13 +312,11 @@ public:
                         << " stays on the host";
       return failure();
     }
-    StringRef name = state.emitter.kernelFor(
-        rewriter, p->key(), p->name, op.getLoc(),
-        [&](gpu::GPUModuleOp module, const std::string &finalName) {
-          p->name = finalName;
-          build(rewriter, op.getLoc(), module, *p);
-        });
-    p->name = name.str();
+    state.emitter.nameKernel(rewriter, p->key(), p->name, op.getLoc(),
+                             [&](gpu::GPUModuleOp module) {
+                               build(rewriter, op.getLoc(), module, *p);
+                             });
+    StringRef name = p->name;
     SmallVector<unsigned> unread;
     if (unreadOperands)
       unread = unreadOperands(op, *p);
@@ -330,13 +352,10 @@ public:
 
   LogicalResult matchAndRewrite(attn::FlashDecodeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (state.failed)
+    FailureOr<DecodePlan> plan = state.plan<DecodePlan>(
+        [&] { return planFlashDecode(op, state.options); });
+    if (failed(plan))
       return failure();
-    FailureOr<DecodePlan> plan = planFlashDecode(op, state.options);
-    if (failed(plan)) {
-      state.failed = true;
-      return failure();
-    }
     emitKernels(rewriter, op, *plan);
     MLIRContext *ctx = op.getContext();
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());
@@ -361,23 +380,15 @@ private:
                    DecodePlan &plan) const {
     Location loc = op.getLoc();
     std::string key = plan.key();
-    plan.name =
-        state.emitter
-            .kernelFor(rewriter, key + ":split", "attn_flash_decode", loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan.name = n;
-                         buildFlashDecodeSplitKernel(rewriter, loc, gm, plan);
-                       })
-            .str();
-    plan.combineName =
-        state.emitter
-            .kernelFor(rewriter, key + ":combine", "attn_flash_decode_combine",
-                       loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan.combineName = n;
-                         buildFlashDecodeCombineKernel(rewriter, loc, gm, plan);
-                       })
-            .str();
+    state.emitter.nameKernel(
+        rewriter, key + ":split", plan.name, loc, [&](gpu::GPUModuleOp gm) {
+          buildFlashDecodeSplitKernel(rewriter, loc, gm, plan);
+        });
+    state.emitter.nameKernel(rewriter, key + ":combine", plan.combineName, loc,
+                             [&](gpu::GPUModuleOp gm) {
+                               buildFlashDecodeCombineKernel(rewriter, loc, gm,
+                                                             plan);
+                             });
   }
 
   LoweringState &state;
@@ -395,33 +406,23 @@ public:
 
   LogicalResult matchAndRewrite(attn::FusedWeightGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (state.failed)
+    FailureOr<WeightGradPlan> plan = state.plan<WeightGradPlan>(
+        [&] { return planWeightGrad(op, state.options); });
+    if (failed(plan))
       return failure();
-    FailureOr<WeightGradPlan> plan = planWeightGrad(op, state.options);
-    if (failed(plan)) {
-      state.failed = true;
-      return failure();
-    }
     if (!plan->split())
       return rewriter.notifyMatchFailure(op, "one kernel, no split");
     Location loc = op.getLoc();
     std::string key = plan->key();
-    plan->name =
-        state.emitter
-            .kernelFor(rewriter, key, plan->name, loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan->name = n;
-                         buildWeightGradKernel(rewriter, loc, gm, *plan);
-                       })
-            .str();
-    plan->combineName =
-        state.emitter
-            .kernelFor(rewriter, key + ":combine", plan->combineName, loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan->combineName = n;
-                         buildWeightGradCombineKernel(rewriter, loc, gm, *plan);
-                       })
-            .str();
+    state.emitter.nameKernel(rewriter, key, plan->name, loc,
+                             [&](gpu::GPUModuleOp gm) {
+                               buildWeightGradKernel(rewriter, loc, gm, *plan);
+                             });
+    state.emitter.nameKernel(rewriter, key + ":combine", plan->combineName, loc,
+                             [&](gpu::GPUModuleOp gm) {
+                               buildWeightGradCombineKernel(rewriter, loc, gm,
+                                                            *plan);
+                             });
     MLIRContext *ctx = op.getContext();
     SmallVector<Value> secondOperands, unread = {op.getInit()};
     if (plan->readsInit)
@@ -448,33 +449,21 @@ public:
 
   LogicalResult matchAndRewrite(attn::FlashAttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (state.failed)
+    FailureOr<FlashGradPlan> plan = state.plan<FlashGradPlan>(
+        [&] { return planFlashAttentionGrad(op, state.options); });
+    if (failed(plan))
       return failure();
-    FailureOr<FlashGradPlan> plan = planFlashAttentionGrad(op, state.options);
-    if (failed(plan)) {
-      state.failed = true;
-      return failure();
-    }
     Location loc = op.getLoc();
     KernelEmitter &emitter = state.emitter;
     std::string key = plan->key();
-    plan->query.name =
-        emitter
-            .kernelFor(rewriter, key + ":dq", plan->query.name, loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan->query.name = n;
-                         buildFlashAttentionKernel(rewriter, loc, gm,
-                                                   plan->query);
-                       })
-            .str();
-    plan->name =
-        emitter
-            .kernelFor(rewriter, key + ":dkv", plan->name, loc,
-                       [&](gpu::GPUModuleOp gm, const std::string &n) {
-                         plan->name = n;
+    emitter.nameKernel(
+        rewriter, key + ":dq", plan->query.name, loc, [&](gpu::GPUModuleOp gm) {
+          buildFlashAttentionKernel(rewriter, loc, gm, plan->query);
+        });
+    emitter.nameKernel(rewriter, key + ":dkv", plan->name, loc,
+                       [&](gpu::GPUModuleOp gm) {
                          buildFlashKeyValueGradKernel(rewriter, loc, gm, *plan);
-                       })
-            .str();
+                       });
 
     MLIRContext *ctx = op.getContext();
     auto queryType = cast<RankedTensorType>(op.getQuery().getType());

@@ -186,6 +186,7 @@ attnfuse::sm90::planFlashDecode(FlashDecodeOp op,
   }
   layout(p.stages);
   p.name = "attn_flash_decode";
+  p.combineName = "attn_flash_decode_combine";
   return p;
 }
 
