@@ -119,6 +119,22 @@ def test_decode_keqv_rope_gqa4():
     assert np.all(err <= 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)), err.max()
 
 
+@pytest.mark.parametrize("d,hq,hk,keqv,rope", [
+    (96, 8, 2, True, True),     # Phi-3's head dim: three 32-column quarters per thread pair
+    (96, 4, 4, False, False),
+    (96, 16, 2, True, False),   # G 8: 10 row parts of 12 chunks, 8 threads idle in P V
+    (256, 8, 1, True, False),   # Gemma's: 128 columns per thread of a key row
+    (256, 4, 2, False, True),
+])
+def test_decode_head_dims_96_and_256(d, hq, hk, keqv, rope):
+    got, ref, vmax, cache, ref_cache, _ = run_decode(hq, hk, d, 200, [150, 7, 64], keqv=keqv,
+                                                     rope=rope, seed=d + hq)
+    assert np.array_equal(cache, ref_cache), "the cache update differs"
+    assert np.all(np.isfinite(got))
+    err = np.abs(got - ref)
+    assert np.all(err <= 2.0 ** -7 * vmax + 2.0 ** -8 * np.abs(ref)), err.max()
+
+
 def test_decode_paged_keqv_gqa4():
     """K=V cache in 64-row pages through a block table (pages out of order), two splits."""
     hq, hk, d, page, width, pages = 4, 1, 64, 64, 4, 9

@@ -14,20 +14,20 @@ import attnfuse.torch as at  # noqa: E402
 from attnfuse import serve  # noqa: E402
 from attnfuse.generation import AttnFuseCache, AttnFusePagedCache  # noqa: E402
 
-VOCAB, WIDTH, HEAD_DIM = 48, 128, 64  # the sm_90a kernels take head dims 64 and 128
+VOCAB, WIDTH, HEAD_DIM = 48, 128, 64
 
 
 class TinyModel(torch.nn.Module):
     """Embedding, `layers` pre-norm blocks of QKVAttention with a residual, final norm and
     LM head; `forward` is attnfuse.serve's forward()."""
 
-    def __init__(self, sharing, heads, kv_heads, layers=2, seed=0):
+    def __init__(self, sharing, heads, kv_heads, layers=2, seed=0, head_dim=HEAD_DIM):
         super().__init__()
         torch.manual_seed(seed)
         self.embed = torch.nn.Embedding(VOCAB, WIDTH)
         self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(WIDTH) for _ in range(layers))
         self.attention = torch.nn.ModuleList(
-            at.QKVAttention(WIDTH, heads, kv_heads, head_dim=HEAD_DIM, sharing=sharing,
+            at.QKVAttention(WIDTH, heads, kv_heads, head_dim=head_dim, sharing=sharing,
                             rope_theta=1e4, layer_idx=i) for i in range(layers))
         self.head = torch.nn.Linear(WIDTH, VOCAB, bias=False)
         self.to(torch.bfloat16).eval()
@@ -47,15 +47,17 @@ def requests():
                           new, arrival) for n, new, arrival in shapes]
 
 
-@pytest.mark.parametrize("sharing, heads, kv_heads", [
-    ("none", 2, 2),   # separate K and V
-    ("none", 4, 2),   # GQA
-    ("kv", 2, 1),     # K=V + MQA: one cached tensor of one head
-    ("qk", 2, 2),
-    ("qkv", 2, 2),
+@pytest.mark.parametrize("sharing, heads, kv_heads, head_dim", [
+    ("none", 2, 2, 64),   # separate K and V
+    ("none", 4, 2, 64),   # GQA
+    ("kv", 2, 1, 64),     # K=V + MQA: one cached tensor of one head
+    ("qk", 2, 2, 64),
+    ("qkv", 2, 2, 64),
+    ("kv", 4, 2, 96),     # Phi-3's head dim
+    ("none", 2, 1, 256),  # Gemma's
 ])
-def test_server_on_the_emulator_generates_the_cpu_tokens(sharing, heads, kv_heads):
-    model = TinyModel(sharing, heads, kv_heads)
+def test_server_on_the_emulator_generates_the_cpu_tokens(sharing, heads, kv_heads, head_dim):
+    model = TinyModel(sharing, heads, kv_heads, head_dim=head_dim)
     tokens = {}
     for target in ("cpu", "sm_90a"):
         batch = requests()

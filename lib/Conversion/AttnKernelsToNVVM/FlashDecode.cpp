@@ -105,7 +105,7 @@ attnfuse::sm90::planFlashDecode(FlashDecodeOp op,
   p.group = p.numHeads / p.numKvHeads;
   for (auto [name, dim] : {std::pair<StringRef, int64_t>{"head_dim", p.headDim},
                            {"value dim", p.valueDim}})
-    if (dim != 64 && dim != 128)
+    if (dim % 32 != 0 || dim > 256)
       return op.emitOpError() << name << " " << dim
                               << " is not supported by the sm_90a decode "
                                  "kernel (supported: 64, 128)";
@@ -267,6 +267,8 @@ private:
   Value scoreRow, scoreParity, valueChunk, headBlock, rowPart;
   int64_t scoreHeads = 0, valueChunks = 0, valueHeads = 0, softmaxHeads = 0;
   bool ragged = false;
+  // Set when some threads have no row part of P V.
+  Value rowPartActive;
   SmallVector<Value> heads, headValid;
 };
 
@@ -504,6 +506,10 @@ void DecodeEmitter::assignRoles() {
   valueChunk = d.remu(tid, valueChunks);
   headBlock = d.remu(d.divu(tid, valueChunks), p.pvHeadBlocks);
   rowPart = d.divu(tid, valueChunks * p.pvHeadBlocks);
+  // dv / 8 chunks that do not divide the threads (dv 96: 12) leave the
+  // threads past the last whole row part idle in P V.
+  if (p.threads % (valueChunks * p.pvHeadBlocks) != 0)
+    rowPartActive = d.cmp(CmpIPredicate::ult, rowPart, d.c32(p.pvRowParts));
   valueHeads = p.pvHeads;
   // Heads past G (G not a multiple of the block) compute on head 0 and are
   // never stored.
@@ -658,8 +664,10 @@ SmallVector<Value> DecodeEmitter::tileValues(Value stage, Value rows,
       scaled[j * 8 + i] = d.mulf(scaled[j * 8 + i], alpha);
   }
   // One V chunk read serves every head of the block.
+  Value lastRow =
+      rowPartActive ? d.select(rowPartActive, rows, d.c32(0)) : rows;
   SmallVector<Value> result = d.forLoop(
-      rowPart, rows, d.c32(p.pvRowParts), scaled,
+      rowPart, lastRow, d.c32(p.pvRowParts), scaled,
       [&](Value row, ValueRange sums) -> SmallVector<Value> {
         SmallVector<Value> v =
             loadChunk(d.sAt(valueBase, d.add(d.mul(row, valueRowBytes),
@@ -703,8 +711,11 @@ void DecodeEmitter::writeSplit(ArrayRef<Value> acc) {
         d.store(packed, d.sAt(at, half * 16), 16);
       }
     };
-    if (ragged)
-      d.ifThen(headValid[j], store);
+    Value valid = ragged ? headValid[j] : Value();
+    if (rowPartActive)
+      valid = valid ? d.andb(valid, rowPartActive) : rowPartActive;
+    if (valid)
+      d.ifThen(valid, store);
     else
       store();
   }

@@ -17,7 +17,7 @@ every kernel's PTX with `ptxas -arch=sm_90a -v`, and FAILS on
     of the conv weights, ld.global.v4).
 
 A decode matrix covers attn.flash_decode (split and combine kernels): head
-dim 64 and 128, group 1, 4, 8, 16, K=V and separate K/V, contiguous and paged
+dim 64, 96, 128 and 256, group 1, 4, 8, 16, K=V and separate K/V, contiguous and paged
 caches, key RoPE on load, bf16 (and three f16 configurations); its kernels
 must use cp.async.bulk and
 mbarrier try_wait (no wgmma: decode is bandwidth-bound) and, like all others,
@@ -382,7 +382,7 @@ def decode_model(elem="bf16"):
     return "\n".join(funcs), configs
 
 
-FLASH_DECODE_HEAD_DIMS = (64, 128)
+FLASH_DECODE_HEAD_DIMS = (64, 96, 128, 256)
 FLASH_DECODE_GROUPS = (1, 4, 8, 16)
 
 
