@@ -30,9 +30,9 @@ the first forward that records autograd, so torch.compile captures forward
 and backward as one node each. The gradient op has no backward itself
 (double backward is refused), and runs on CPU tensors, or on CUDA tensors
 where the GPU compiler compiles it: the default one does for bf16/f16
-QKVAttention layers (head dims 64 and 128, with or without RoPE; not CCA
-layers, whose backward ops have no sm_90a kernels yet: for those it raises
-NotImplementedError naming the op).
+QKVAttention layers (head dims that are multiples of 16 up to 128, with or
+without RoPE; not CCA layers, whose backward ops have no sm_90a kernels
+yet: for those it raises NotImplementedError naming the op).
 
 A layer also has a training forward (CompiledLayer.training_layer(), the op
 `attnfuse::<name>_fwd`, from attnfuse.grad(module, entry, residuals=True)):

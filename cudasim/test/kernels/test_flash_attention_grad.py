@@ -148,6 +148,17 @@ def test_d128_separate_kv(hq, hk, s, t, causal, mask, batch):
                     seed=s + t))
 
 
+@pytest.mark.parametrize("d,hq,hk,s,t,keqv,mask", [
+    (96, 2, 2, 70, 70, False, None), (96, 4, 1, 100, 170, True, "i64"),
+    (80, 2, 1, 65, 65, False, None), (32, 4, 2, 129, 129, True, None)],
+    ids=["d96-mha", "d96-keqv-g4-mask", "d80-g2", "d32-keqv"])
+def test_head_dims_padded_to_64_column_slabs(d, hq, hk, s, t, keqv, mask):
+    """Head dims off 64 and 128 compute on whole 64-column slabs that TMA zero-fills past the
+    tensor's columns; the stores of dQ, dK and dV clip them, and D reads the real columns."""
+    check(*run_grad(hq=hq, hk=hk, d=d, s=s, t=t, causal=True, keqv=keqv, mask=mask,
+                    batch=2 if mask else 1, seed=d + s))
+
+
 @pytest.mark.parametrize("hq,hk", [(4, 1), (8, 1), (16, 2)], ids=["g4", "g8", "g8-hk2"])
 def test_groups(hq, hk):
     """GQA / MQA: the dK/dV kernel sums every query head of the group (packed into its tiles)."""

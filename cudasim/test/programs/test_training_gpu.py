@@ -26,6 +26,10 @@ LAYERS = {
     # Head dim 128 with separate dK and dV accumulators (the Llama shape); with K=V and key
     # RoPE the split backward has them too.
     "mha_d128": dict(sharing="none", num_heads=2, num_kv_heads=2, head_dim=128),
+    # Head dim 96 (Phi-3): 64-column slabs zero-filled past the tensor's 96 columns, and the
+    # query / key rotations as attn.rope kernels (96 does not tile the GEMM's 128 columns).
+    "gqa2_d96_rope": dict(sharing="none", num_heads=4, num_kv_heads=2, head_dim=96,
+                          rope_theta=1e4),
     "kv_mqa_d128_rope": dict(sharing="kv", num_heads=2, num_kv_heads=1, head_dim=128,
                              rope_theta=1e4),
     # Projection biases (as Qwen2's q/k/v): their gradients are the column sums of the

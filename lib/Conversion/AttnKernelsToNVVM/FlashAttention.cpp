@@ -248,11 +248,12 @@ attnfuse::sm90::planFlashQueryGrad(FlashAttentionGradOp op,
   p.queryGrad = true;
   if (failed(planAttentionShape(op, options, p)))
     return failure();
-  if (p.headDim != 64 && p.headDim != 128)
+  // dK and dV of 64 keys in registers fit up to 128 columns each.
+  if (p.headCols > 128)
     return op.emitOpError()
            << "head_dim " << p.headDim
-           << " is not supported by the sm_90a backward kernels (supported: "
-              "64, 128)";
+           << " is not supported by the sm_90a backward kernels (a multiple "
+              "of 16 up to 128)";
   if (!op.getLse())
     return op.emitOpError()
            << "needs the forward's log-sum-exp ('lse(...)') on sm_90a: the "

@@ -80,10 +80,10 @@ attnfuse::sm90::planFlashAttentionGrad(FlashAttentionGradOp op,
   int64_t cap;
   splitRegisters(p.consumers, p.minBlocksPerSM, p.producerRegs, cap,
                  p.consumerRegs);
-  p.kSlabBytes = 64 * q.headDim * 2;
-  p.vSlabBytes = q.keyIsValue ? 0 : 64 * q.valueDim * 2;
-  p.qStageBytes = 64 * q.headDim * 2;
-  p.doStageBytes = 64 * q.valueDim * 2;
+  p.kSlabBytes = 64 * q.headCols * 2;
+  p.vSlabBytes = q.keyIsValue ? 0 : 64 * q.valueCols * 2;
+  p.qStageBytes = 64 * q.headCols * 2;
+  p.doStageBytes = 64 * q.valueCols * 2;
   p.kOff = 0;
   p.vOff = p.kOff + p.consumers * p.kSlabBytes;
   p.qOff = p.vOff + p.consumers * p.vSlabBytes;
@@ -267,11 +267,11 @@ void KeyValueGradEmitter::producer() {
     d.mbarArriveExpectTx(kvBar(), p.consumers * (p.kSlabBytes + p.vSlabBytes));
     for (int64_t c = 0; c < p.consumers; ++c) {
       Value key0 = d.add(k0, c * 64);
-      for (int64_t cb = 0; cb < q.headDim / 64; ++cb)
+      for (int64_t cb = 0; cb < q.headCols / 64; ++cb)
         d.tmaLoad(d.sAt(smem, p.kOff + c * p.kSlabBytes + cb * 64 * 128), tmaK,
                   {d.c32(cb * 64), kvHead, key0, batch}, kvBar());
       if (!q.keyIsValue)
-        for (int64_t cb = 0; cb < q.valueDim / 64; ++cb)
+        for (int64_t cb = 0; cb < q.valueCols / 64; ++cb)
           d.tmaLoad(d.sAt(smem, p.vOff + c * p.vSlabBytes + cb * 64 * 128),
                     tmaV, {d.c32(cb * 64), kvHead, key0, batch}, kvBar());
     }
@@ -281,10 +281,10 @@ void KeyValueGradEmitter::producer() {
           Value s = ring.acquire(it, p.qStageBytes + p.doStageBytes);
           Value head, position;
           tileOf(it, head, position);
-          for (int64_t cb = 0; cb < q.headDim / 64; ++cb)
+          for (int64_t cb = 0; cb < q.headCols / 64; ++cb)
             d.tmaLoad(d.sAt(qStage(s), cb * 64 * 128), tmaQ,
                       {d.c32(cb * 64), head, position, batch}, ring.full(s));
-          for (int64_t cb = 0; cb < q.valueDim / 64; ++cb)
+          for (int64_t cb = 0; cb < q.valueCols / 64; ++cb)
             d.tmaLoad(d.sAt(doStage(s), cb * 64 * 128), tmaDO,
                       {d.c32(cb * 64), head, position, batch}, ring.full(s));
           return {};
@@ -296,7 +296,9 @@ void KeyValueGradEmitter::consumer() {
   Value c = d.warpUniform(d.sub(ids.warpgroup, d.c32(1)));
   AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
   OnlineSoftmax softmax(d, q.scale);
-  int64_t dh = q.headDim, dv = q.valueDim;
+  // Shared-memory columns: the zero-filled ones add nothing and the stores
+  // clip them.
+  int64_t dh = q.headCols, dv = q.valueCols;
   Value lastKey = d.sub(seqKV, d.c32(1));
 
   // The thread's two keys (accumulator rows) and whether each is real.

@@ -108,7 +108,7 @@ attnfuse::sm90::planFlashDecode(FlashDecodeOp op,
     if (dim % 32 != 0 || dim > 256)
       return op.emitOpError() << name << " " << dim
                               << " is not supported by the sm_90a decode "
-                                 "kernel (supported: 64, 128)";
+                                 "kernel (a multiple of 32 up to 256)";
   if (p.group > 16)
     return op.emitOpError() << "query group size " << p.group
                             << " (num_heads / num_kv_heads) exceeds the 16 "

@@ -29,15 +29,15 @@ func.func @f16(%q: tensor<1x1x4x64xf16>, %k: tensor<1x1x1x64xf16>,
 
 // -----
 
-func.func @head_dim(%q: tensor<1x1x4x32xbf16>, %k: tensor<1x1x1x32xbf16>,
-    %cache: tensor<1x128x1x32xbf16>, %pos: tensor<1xi32>)
-    -> (tensor<1x1x4x32xbf16>, tensor<1x128x1x32xbf16>) {
-  %di53_init = tensor.empty() : tensor<1x1x4x32xbf16>
-  // expected-error @+1 {{head_dim 32 is not supported by the sm_90a decode kernel (supported: 64, 128)}}
+func.func @head_dim(%q: tensor<1x1x4x48xbf16>, %k: tensor<1x1x1x48xbf16>,
+    %cache: tensor<1x128x1x48xbf16>, %pos: tensor<1xi32>)
+    -> (tensor<1x1x4x48xbf16>, tensor<1x128x1x48xbf16>) {
+  %di53_init = tensor.empty() : tensor<1x1x4x48xbf16>
+  // expected-error @+1 {{head_dim 48 is not supported by the sm_90a decode kernel (a multiple of 32 up to 256)}}
   %o, %c = attn.flash_decode %q, %k outs(%di53_init) cache(%cache) positions(%pos) {block_kv = 64 : i64}
-      : (tensor<1x1x4x32xbf16>, tensor<1x1x1x32xbf16>, tensor<1x1x4x32xbf16>, tensor<1x128x1x32xbf16>, tensor<1xi32>)
-        -> (tensor<1x1x4x32xbf16>, tensor<1x128x1x32xbf16>)
-  return %o, %c : tensor<1x1x4x32xbf16>, tensor<1x128x1x32xbf16>
+      : (tensor<1x1x4x48xbf16>, tensor<1x1x1x48xbf16>, tensor<1x1x4x48xbf16>, tensor<1x128x1x48xbf16>, tensor<1xi32>)
+        -> (tensor<1x1x4x48xbf16>, tensor<1x128x1x48xbf16>)
+  return %o, %c : tensor<1x1x4x48xbf16>, tensor<1x128x1x48xbf16>
 }
 
 // -----

@@ -254,10 +254,10 @@ func.func @flash_attention_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xb
 
 // -----
 
-func.func @flash_attention_grad_head_dim_96(%q: tensor<?x?x4x96xbf16>, %k: tensor<?x?x2x96xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x96xbf16>, %dk0: tensor<?x?x2x96xbf16>) -> tensor<?x?x4x96xbf16> {
-  // expected-error @+1 {{'attn.flash_attention_grad' op head_dim 96 is not supported by the sm_90a backward kernels (supported: 64, 128)}}
-  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4x96xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>) -> (tensor<?x?x4x96xbf16>, tensor<?x?x2x96xbf16>)
-  return %dq : tensor<?x?x4x96xbf16>
+func.func @flash_attention_grad_head_dim_192(%q: tensor<?x?x4x192xbf16>, %k: tensor<?x?x2x192xbf16>, %l: tensor<?x?x4xf32>, %dq0: tensor<?x?x4x192xbf16>, %dk0: tensor<?x?x2x192xbf16>) -> tensor<?x?x4x192xbf16> {
+  // expected-error @+1 {{'attn.flash_attention_grad' op head_dim 192 is not supported by the sm_90a backward kernels (a multiple of 16 up to 128)}}
+  %dq, %dkv = attn.flash_attention_grad %q, %k, %q, %q lse(%l) outs(%dq0, %dk0) {block_q = 64 : i64, block_kv = 64 : i64} : (tensor<?x?x4x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x4x192xbf16>, tensor<?x?x4x192xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x192xbf16>, tensor<?x?x2x192xbf16>) -> (tensor<?x?x4x192xbf16>, tensor<?x?x2x192xbf16>)
+  return %dq : tensor<?x?x4x192xbf16>
 }
 
 // -----
