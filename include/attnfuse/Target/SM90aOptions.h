@@ -19,7 +19,8 @@ struct SM90aOptions {
   std::string elemType = "bf16";
   /// Flash attention query rows per CTA (64, 128 or 192: one consumer
   /// warpgroup per 64 rows) and keys per tile (64 or 128); attn-fuse writes
-  /// them on the fused ops, which the kernels honour.
+  /// them on the fused ops, which the kernels honour (head dims above 128
+  /// stream at most 64 keys per tile).
   int64_t blockQ = 128;
   int64_t blockKV = 128;
   /// Depth of the shared-memory K/V (or A/B) ring.

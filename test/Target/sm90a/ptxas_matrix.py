@@ -24,7 +24,7 @@ mbarrier try_wait (no wgmma: decode is bandwidth-bound) and, like all others,
 assemble without spills or warnings.
 
 A backward matrix covers attn.flash_attention_grad (its dQ and dK/dV
-kernels): head dims 64 and 128, K=V or not, group 1, 4, 8, causal or
+kernels): head dims 64, 96 and 128, K=V or not, group 1, 4, 8, causal or
 not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
 weight-gradient GEMM, from zero and into an init, split over the tokens with its
 combine kernel or not); like the forward kernels
@@ -59,7 +59,7 @@ import sys
 # The forward kernel computes on 64-column slabs: 96 (zero-filled to 128 in
 # shared memory) and 256 (64-key tiles) exercise both ends of its plan.
 MATRIX_HEAD_DIMS = (64, 96, 128, 256)
-GRAD_HEAD_DIMS = (64, 128)
+GRAD_HEAD_DIMS = (64, 96, 128)
 MATRIX_GROUPS = (1, 4, 8)
 
 
@@ -156,7 +156,7 @@ def grad_function(name, hq, hk, d, causal, keqv, block_q, mask=None):
 
 
 def grad_model():
-    """The backward kernels: head dim 64 and 128, group 1, 4, 8, causal or not, K=V
+    """The backward kernels: head dim 64, 96 and 128, group 1, 4, 8, causal or not, K=V
     or not (alternating), block_q 64 and 128, and a key mask."""
     funcs, configs = [], []
     for d in GRAD_HEAD_DIMS:
