@@ -237,6 +237,8 @@ struct WeightGradPlan {
   static constexpr int64_t kCombineThreads = 256;
   std::string combineName;
   bool split() const { return splits > 1; }
+  /// The GEMM's epilogue adds the init (with a split the combine does).
+  bool gemmAddsInit() const { return readsInit && !split(); }
   /// The f32 partial tiles, `[splits, out, in]`.
   mlir::RankedTensorType partialsType(mlir::MLIRContext *ctx) const;
   int64_t stages, threads, producerRegs = 40, consumerRegs;

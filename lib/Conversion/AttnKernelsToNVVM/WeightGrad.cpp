@@ -180,7 +180,7 @@ void WeightGradEmitter::emit() {
   tmaDY = entry.getArgument(1);
   (p.split() ? partials : tmaDW) = entry.getArgument(2);
   tokens = entry.getArgument(3);
-  if (p.readsInit && !p.split())
+  if (p.gemmAddsInit())
     initPtr = entry.getArgument(4);
   initializeBarriers(d, ids.tid, [&]() {
     ring.initBarriers({1, 128 * WeightGradPlan::kConsumers});
@@ -323,7 +323,7 @@ void attnfuse::sm90::buildWeightGradKernel(OpBuilder &b, Location loc,
   Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // tma_x, tma_dy, tma_dw (partials for a split), tokens, [init].
   SmallVector<Type> args = {ptr, ptr, p.split() ? gptr : ptr, b.getI32Type()};
-  if (p.readsInit && !p.split())
+  if (p.gemmAddsInit())
     args.push_back(gptr);
   SmallVector<int32_t> tmaArgs = {0, 1};
   if (!p.split())
@@ -392,7 +392,7 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
         describeParam(ctx, "tma_dw", "tma_descriptor", "tma_dw", ""));
   }
   params.push_back(describeParam(ctx, "tokens", "scalar", "i32", "T"));
-  if (p.readsInit && !p.split())
+  if (p.gemmAddsInit())
     params.push_back(describeParam(ctx, "init", "pointer", elem, "init"));
   SmallVector<Attribute> grid = {
       gridConstant(ctx, llvm::divideCeil(out, WeightGradPlan::kBlockM)),
@@ -410,7 +410,7 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
       .set("producer_registers", p.producerRegs)
       .set("consumer_registers", p.consumerRegs)
       .set("splits", p.splits)
-      .setBool("init", p.readsInit && !p.split());
+      .setBool("init", p.gemmAddsInit());
   return describeLaunch(
       ctx, {p.name, "weight_grad_gemm", "T = tokens", p.threads, p.sharedBytes},
       {grid, params, tensors, tmas}, config.get(),
