@@ -47,12 +47,7 @@ using namespace attnfuse::sm90;
 using arith::CmpIPredicate;
 
 std::string DecodePrologueKernelPlan::key() const {
-  return llvm::formatv("cca_decode:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:"
-                       "{10}:{11}:{12}:{13}",
-                       elemName(elem), numHeads, numKvHeads, headDim, k0, k1,
-                       qkMean, valueShift, clamped, eps, clampEps, rotated,
-                       theta, hostCastFromF32)
-      .str();
+  return "cca_decode:" + configKey();
 }
 
 FailureOr<DecodePrologueKernelPlan>
@@ -61,27 +56,9 @@ attnfuse::sm90::planCCADecodePrologue(CCADecodePrologueOp op,
                                       std::string &unsupported) {
   DecodePrologueKernelPlan p;
   auto qrType = cast<RankedTensorType>(op.getQr().getType());
-  FailureOr<ElemKind> elem =
-      kernelElemKind(op, qrType.getElementType(), options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(
+          planCCAConfig(op, qrType.getElementType(), options, p, unsupported)))
     return failure();
-  p.elem = *elem;
-  p.numHeads = op.getNumHeads();
-  p.numKvHeads = op.getNumKvHeads();
-  p.headDim = op.getHeadDim();
-  p.group = p.numHeads / p.numKvHeads;
-  p.k0 = op.getConvKernelSizes()[0];
-  p.k1 = op.getConvKernelSizes()[1];
-  p.padding = op.getConvPadding();
-  p.qkMean = op.getQkMean();
-  p.valueShift = op.getValueShift();
-  p.clamped = op.getTemperature() == TemperatureMode::clamped;
-  p.eps = op.getEps().convertToDouble();
-  p.clampEps = op.getNorm() == NormMode::clamp_eps;
-  if (RopeAttr rope = op.getRopeAttr()) {
-    p.rotated = *rope.getRotatedDim(p.headDim);
-    p.theta = rope.getThetaValue();
-  }
   auto positionsType = cast<RankedTensorType>(op.getPositions().getType());
   if (!positionsType.getElementType().isInteger(32)) {
     unsupported = "the sm_90a decode prologue reads i32 positions";

@@ -45,11 +45,8 @@ using namespace attnfuse::sm90;
 using arith::CmpIPredicate;
 
 std::string ProloguePlan::key() const {
-  return llvm::formatv("cca:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:"
-                       "{12}:{13}:{14}:{15}",
-                       elemName(elem), width, numHeads, numKvHeads, headDim, k0,
-                       k1, qkMean, valueShift, clamped, eps, clampEps, rotated,
-                       stages, hostCastFromF32, paddingMaskBits)
+  return llvm::formatv("cca:{0}:{1}:{2}:{3}", configKey(), width, stages,
+                       paddingMaskBits)
       .str();
 }
 
@@ -67,34 +64,11 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
     return failure();
   p.paddingMaskBits = *maskBits;
   auto inputType = cast<RankedTensorType>(op.getInput().getType());
-  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(planCCAConfig(op, inputType.getElementType(), options, p,
+                           unsupported)))
     return failure();
-  p.elem = *elem;
   p.width = inputType.getDimSize(2);
-  p.numHeads = op.getNumHeads();
-  p.numKvHeads = op.getNumKvHeads();
-  p.headDim = op.getHeadDim();
-  p.group = p.numHeads / p.numKvHeads;
-  p.k0 = op.getConvKernelSizes()[0];
-  p.k1 = op.getConvKernelSizes()[1];
-  p.padding = op.getConvPadding();
-  p.qkMean = op.getQkMean();
-  p.valueShift = op.getValueShift();
   p.halo = std::max<int64_t>(p.padding, p.valueShift ? 1 : 0);
-  p.clamped = op.getTemperature() == TemperatureMode::clamped;
-  p.eps = op.getEps().convertToDouble();
-  p.clampEps = op.getNorm() == NormMode::clamp_eps;
-  if (auto rope = op.getRopeAttr()) {
-    FailureOr<int64_t> r = rope.getRotatedDim(p.headDim);
-    if (failed(r) || *r % 2 != 0) {
-      unsupported = "RoPE rotated dims not supported";
-      return failure();
-    }
-    p.rotated = *r;
-    p.theta = rope.getThetaValue();
-  }
   int64_t keyLatent = p.numKvHeads * p.headDim;
   if (ShapedType::isDynamic(p.width) || p.width % 64 != 0) {
     unsupported = "the sm_90a prologue needs a static model width that is a "
@@ -192,6 +166,18 @@ private:
     return arith::TruncFOp::create(d.b, d.loc, d.elemType, v);
   }
   Value i64(Value v) { return arith::ExtUIOp::create(d.b, d.loc, d.i64, v); }
+  /// Element `(token row, head, column)` of a `[B * S, heads, dim]` output,
+  /// in 64 bits (a token row index fits 31).
+  Value headElement(Value tokenRow, Value heads, Value head, Value column) {
+    auto add = [&](Value x, Value y) {
+      return arith::AddIOp::create(d.b, d.loc, x, y);
+    };
+    auto mul = [&](Value x, Value y) {
+      return arith::MulIOp::create(d.b, d.loc, x, y);
+    };
+    return add(mul(add(mul(i64(tokenRow), heads), i64(head)), d.c64(p.headDim)),
+               i64(column));
+  }
 
   /// The conv channel a thread owns in one chunk.
   struct ConvChannel {
@@ -553,7 +539,7 @@ void PrologueEmitter::rotate(const ConvChannel &c,
 
 /// (f) Store: query [B, S, Hq, d] or key [B, S, Hk, d].
 void PrologueEmitter::storeHeads(const ConvChannel &c, ArrayRef<Value> acc) {
-  int64_t dim = p.headDim, G = p.group;
+  int64_t G = p.group;
   Value isKey = c.isKey, o = c.column, active = c.active;
   Value localHead = c.localHead;
   Value outPtr = d.select(isKey, outK, outQ);
@@ -563,17 +549,7 @@ void PrologueEmitter::storeHeads(const ConvChannel &c, ArrayRef<Value> acc) {
     Value token = d.add(s0, i);
     d.ifThen(d.andb(active, d.cmp(CmpIPredicate::slt, token, seq)), [&]() {
       Value rowIndex = d.add(d.mul(batch, seq), token); // < 2^31 tokens
-      Value index = arith::AddIOp::create(
-          d.b, d.loc,
-          arith::MulIOp::create(
-              d.b, d.loc,
-              arith::AddIOp::create(d.b, d.loc,
-                                    arith::MulIOp::create(d.b, d.loc,
-                                                          i64(rowIndex),
-                                                          i64(headsOut)),
-                                    i64(head)),
-              d.c64(dim)),
-          i64(o));
+      Value index = headElement(rowIndex, i64(headsOut), head, o);
       d.store(toElem(acc[i]), d.gAt(outPtr, index, d.elemType), 2);
     });
   }
@@ -596,17 +572,7 @@ void PrologueEmitter::values() {
     d.ifThen(d.cmp(CmpIPredicate::slt, token, seq), [&]() {
       Value v = d.load(d.elemType, uAt(d.add(i, rowOff), col), 2);
       Value rowIndex = d.add(d.mul(batch, seq), token);
-      Value index = arith::AddIOp::create(
-          d.b, d.loc,
-          arith::MulIOp::create(
-              d.b, d.loc,
-              arith::AddIOp::create(d.b, d.loc,
-                                    arith::MulIOp::create(d.b, d.loc,
-                                                          i64(rowIndex),
-                                                          d.c64(p.numKvHeads)),
-                                    i64(kvHead)),
-              d.c64(dim)),
-          i64(o));
+      Value index = headElement(rowIndex, d.c64(p.numKvHeads), kvHead, o);
       d.store(v, d.gAt(outV, index, d.elemType), 2);
     });
   }

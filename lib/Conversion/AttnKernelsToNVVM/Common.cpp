@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace attnfuse;
 using namespace attnfuse::sm90;
@@ -404,3 +406,67 @@ int64_t attnfuse::sm90::vectorWidth(ArrayRef<int64_t> sizes) {
       return v;
   return 1;
 }
+
+int64_t attnfuse::sm90::rotatedDims(attn::RopeAttr rope, int64_t headDim) {
+  if (!rope)
+    return 0;
+  FailureOr<int64_t> rotated = rope.getRotatedDim(headDim);
+  return succeeded(rotated) ? *rotated : -1;
+}
+
+double attnfuse::sm90::softmaxScale(FloatAttr scale, int64_t headDim) {
+  return scale ? scale.getValueAsDouble()
+               : 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+std::string CCAConfig::configKey() const {
+  return llvm::formatv("{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}:{8}:{9}:{10}:{11}:{12}:"
+                       "{13}",
+                       elemName(elem), hostCastFromF32, numHeads, numKvHeads,
+                       headDim, k0, k1, padding, qkMean, valueShift, clamped,
+                       llvm::formatv("{0:e}", eps), clampEps,
+                       llvm::formatv("{0}:{1:e}", rotated, theta))
+      .str();
+}
+
+template <typename OpTy>
+LogicalResult attnfuse::sm90::planCCAConfig(OpTy op, Type elementType,
+                                            const TargetOptions &options,
+                                            CCAConfig &c,
+                                            std::string &unsupported) {
+  FailureOr<ElemKind> elem =
+      kernelElemKind(op, elementType, options, c.hostCastFromF32);
+  if (failed(elem))
+    return failure();
+  c.elem = *elem;
+  c.numHeads = op.getNumHeads();
+  c.numKvHeads = op.getNumKvHeads();
+  c.headDim = op.getHeadDim();
+  c.group = c.numHeads / c.numKvHeads;
+  c.k0 = op.getConvKernelSizes()[0];
+  c.k1 = op.getConvKernelSizes()[1];
+  c.padding = op.getConvPadding();
+  c.qkMean = op.getQkMean();
+  c.valueShift = op.getValueShift();
+  c.clamped = op.getTemperature() == attn::TemperatureMode::clamped;
+  c.eps = op.getEps().convertToDouble();
+  c.clampEps = op.getNorm() == attn::NormMode::clamp_eps;
+  if (attn::RopeAttr rope = op.getRopeAttr()) {
+    c.rotated = rotatedDims(rope, c.headDim);
+    if (c.rotated < 0 || c.rotated % 2 != 0) {
+      unsupported = "the sm_90a CCA prologue rotates a whole, even number of "
+                    "dims per head";
+      return failure();
+    }
+    c.theta = rope.getThetaValue();
+  }
+  return success();
+}
+
+template LogicalResult
+attnfuse::sm90::planCCAConfig<attn::CCAPrologueOp>(attn::CCAPrologueOp, Type,
+                                                   const TargetOptions &,
+                                                   CCAConfig &, std::string &);
+template LogicalResult attnfuse::sm90::planCCAConfig<attn::CCADecodePrologueOp>(
+    attn::CCADecodePrologueOp, Type, const TargetOptions &, CCAConfig &,
+    std::string &);

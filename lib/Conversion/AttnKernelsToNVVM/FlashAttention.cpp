@@ -72,13 +72,6 @@ std::string FlashPlan::key() const {
       .str();
 }
 
-static int64_t ropeDims(RopeAttr rope, int64_t headDim) {
-  if (!rope)
-    return 0;
-  FailureOr<int64_t> r = rope.getRotatedDim(headDim);
-  return succeeded(r) ? *r : -1;
-}
-
 /// What the forward and the backward kernels check and take alike from
 /// `op` (an attn.flash_attention or attn.flash_attention_grad): element
 /// type, heads, tiles, masks, scale, K=V and key RoPE.
@@ -145,13 +138,12 @@ static LogicalResult planAttentionShape(OpTy op, const TargetOptions &options,
                                "(160); use block_q 128";
   p.causal = op.getCausal();
   p.window = op.getWindow();
-  p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
-                              : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+  p.scale = softmaxScale(op.getScaleAttr(), p.headDim);
   if (!(p.scale > 0.0))
     return op.emitOpError()
            << "the sm_90a kernel needs a positive softmax scale";
   p.keyIsValue = !op.getValue();
-  p.keyRotated = ropeDims(op.getKeyRopeAttr(), p.headDim);
+  p.keyRotated = rotatedDims(op.getKeyRopeAttr(), p.headDim);
   return success();
 }
 
@@ -233,7 +225,7 @@ attnfuse::sm90::planFlashAttention(FlashAttentionOp op,
                                "supported by the sm_90a kernel, which tiles "
                                "the whole attention itself";
   p.writesLse = static_cast<bool>(op.getLse());
-  p.queryRotated = ropeDims(op.getQueryRopeAttr(), p.headDim);
+  p.queryRotated = rotatedDims(op.getQueryRopeAttr(), p.headDim);
   p.sharedRopeTable = p.queryRotated && p.keyRotated &&
                       op.getQueryRopeAttr() == op.getKeyRopeAttr();
   if (failed(planQueryTileKernel(op, p)))
@@ -304,6 +296,13 @@ private:
   void consumer();
   /// The dQ kernel's consumer: D of its rows, then dQ over the key tiles.
   void queryGradConsumer();
+  /// The query positions of the thread's two accumulator rows (consumer
+  /// `c`): the CTA's first position, the row's, and the query offset.
+  void queryPositions(Value c, const AccumulatorTile &tile, Value qPos[2]) {
+    for (int h = 0; h < 2; ++h)
+      qPos[h] = d.add(
+          d.add(s0, d.divu(d.add(d.mul(c, 64), tile.rows[h]), p.pack)), offset);
+  }
   /// Row statistics of the thread's two accumulator rows (consumer `c`):
   /// their element index into `[B, S, Hq]` arrays (clamped into the rows)
   /// and whether the row is a query row.
@@ -555,9 +554,7 @@ void FlashEmitter::consumer() {
   Value c = d.sub(ids.warpgroup, d.c32(1));
   AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
   Value qPos[2];
-  for (int h = 0; h < 2; ++h)
-    qPos[h] = d.add(
-        d.add(s0, d.divu(d.add(d.mul(c, 64), tile.rows[h]), p.pack)), offset);
+  queryPositions(c, tile, qPos);
 
   Value slab = qSlab(c);
   d.mbarWait(qBar(), d.c32(0));
@@ -682,9 +679,7 @@ void FlashEmitter::queryGradConsumer() {
   Value c = d.sub(ids.warpgroup, d.c32(1));
   AccumulatorTile tile(d, ids.warpInWarpgroup, ids.lane);
   Value qPos[2];
-  for (int h = 0; h < 2; ++h)
-    qPos[h] = d.add(
-        d.add(s0, d.divu(d.add(d.mul(c, 64), tile.rows[h]), p.pack)), offset);
+  queryPositions(c, tile, qPos);
 
   // D and the log2-domain probability offset of the thread's rows; D goes
   // to the workspace for the dK/dV kernel.

@@ -71,13 +71,6 @@ std::string DecodePlan::key() const {
       .str();
 }
 
-static int64_t rotatedDims(RopeAttr rope, int64_t headDim) {
-  if (!rope)
-    return 0;
-  FailureOr<int64_t> r = rope.getRotatedDim(headDim);
-  return succeeded(r) ? *r : -1;
-}
-
 static int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 FailureOr<DecodePlan>
@@ -129,8 +122,7 @@ attnfuse::sm90::planFlashDecode(FlashDecodeOp op,
                 "(dimension 1 of 'key_cache')";
   }
   p.window = op.getWindow();
-  p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
-                              : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+  p.scale = softmaxScale(op.getScaleAttr(), p.headDim);
   p.queryRotated = rotatedDims(op.getQueryRopeAttr(), p.headDim);
   p.keyRotated = rotatedDims(op.getKeyRopeAttr(), p.headDim);
   for (int64_t r : {p.queryRotated, p.keyRotated})

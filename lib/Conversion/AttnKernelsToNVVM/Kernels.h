@@ -279,21 +279,37 @@ attn::KernelLaunchAttr describeWeightGrad(mlir::MLIRContext *ctx,
                                           attn::FusedWeightGradOp op,
                                           const WeightGradPlan &plan);
 
-/// The plan of one attn.cca_prologue kernel: one CTA of two warpgroups per
-/// (block of 64 tokens, KV group, batch).
-struct ProloguePlan {
+/// What the CCA prologue kernels of a prefill (attn.cca_prologue) and of a
+/// decode step (attn.cca_decode_prologue) take alike from their op.
+struct CCAConfig {
   ElemKind elem;
   bool hostCastFromF32 = false;
-  int64_t width, numHeads, numKvHeads, headDim, group;
-  int64_t k0, k1, padding, halo;
+  int64_t numHeads, numKvHeads, headDim, group;
+  int64_t k0, k1, padding;
   bool qkMean, valueShift, clamped;
-  int64_t paddingMaskBits = 0; // padding_mask element width (32, 64; 0: none)
   double eps;
   /// norm = <clamp_eps>: divide by max(|x|, eps) instead of
   /// sqrt(|x|^2 + eps).
   bool clampEps;
   int64_t rotated = 0;
   double theta = 10000.0;
+  /// The fields above, for a plan's key.
+  std::string configKey() const;
+};
+
+/// Fills `config` from `op` (attn.cca_prologue or attn.cca_decode_prologue)
+/// whose activations have `elementType`; on failure either reports an
+/// error on `op` or, with `unsupported` set, leaves the op to the host.
+template <typename OpTy>
+mlir::LogicalResult planCCAConfig(OpTy op, mlir::Type elementType,
+                                  const TargetOptions &options,
+                                  CCAConfig &config, std::string &unsupported);
+
+/// The plan of one attn.cca_prologue kernel: one CTA of two warpgroups per
+/// (block of 64 tokens, KV group, batch).
+struct ProloguePlan : CCAConfig {
+  int64_t width, halo;
+  int64_t paddingMaskBits = 0; // padding_mask element width (32, 64; 0: none)
   int64_t blockS, rows, midRows, tiles, convChannels, channels;
   int64_t threads, stages;
   int64_t aStageBytes, bStageBytes;
@@ -367,16 +383,7 @@ attn::KernelLaunchAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
 /// num_kv_heads key heads (the conv channel order). No TMA or wgmma: the
 /// grouped convolution of one token is a GEMV over the head's
 /// [head_dim, head_dim * k1] weight rows, read with 16-byte vector loads.
-struct DecodePrologueKernelPlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
-  int64_t numHeads, numKvHeads, headDim, group;
-  int64_t k0, k1, padding;
-  bool qkMean, valueShift, clamped;
-  double eps;
-  bool clampEps;
-  int64_t rotated = 0;
-  double theta = 10000.0;
+struct DecodePrologueKernelPlan : CCAConfig {
   int64_t threads, warps;
   /// The GEMV: weight rows per warp, 16-byte chunks per row and per lane,
   /// rows unrolled per batch of loads.
@@ -668,6 +675,11 @@ mlir::FailureOr<int64_t>
 indexElementBits(mlir::Operation *op, llvm::StringRef name, mlir::Value value);
 /// Elements per 16-byte (or narrower) vector access dividing all `sizes`.
 int64_t vectorWidth(llvm::ArrayRef<int64_t> sizes);
+/// The dims per head that `rope` rotates: 0 without a RoPE, -1 when it does
+/// not rotate a whole number of them.
+int64_t rotatedDims(attn::RopeAttr rope, int64_t headDim);
+/// An attention op's softmax scale: `scale`, or 1/sqrt(head dim) without one.
+double softmaxScale(mlir::FloatAttr scale, int64_t headDim);
 
 /// Creates `gpu.func @name` with `argTypes` inside `module`, with the
 /// launch-bound attributes, and positions `b` at the start of its body.

@@ -92,8 +92,7 @@ FailureOr<SdpaPlan> attnfuse::sm90::planSdpa(SDPAOp op,
   p.group = p.numHeads / p.numKvHeads;
   p.causal = op.getCausal();
   p.window = op.getWindow();
-  p.scale = op.getScaleAttr() ? op.getScaleAttr().getValueAsDouble()
-                              : 1.0 / std::sqrt(double(p.headDim));
+  p.scale = softmaxScale(op.getScaleAttr(), p.headDim);
   if (op.getBias())
     p.biasRank = cast<ShapedType>(op.getBias().getType()).getRank();
   if (op.getPositions()) {
