@@ -548,19 +548,8 @@ attnfuse::sm90::describeCCADecodePrologue(MLIRContext *ctx,
 
   SmallVector<Attribute> grid = {gridConstant(ctx, hq + hk),
                                  gridCeilDiv(ctx, "B", 1)};
-  DictBuilder config(ctx);
-  config.set("elem_type", elem)
-      .set("num_heads", hq)
-      .set("num_kv_heads", hk)
-      .set("head_dim", dim)
-      .set("conv_kernel_sizes", intArray(ctx, {p.k0, p.k1}))
-      .set("conv_state_rows", p.padding)
-      .setBool("qk_mean", p.qkMean)
-      .setBool("value_shift", p.valueShift)
-      .set("temperature", p.clamped ? "clamped" : "raw")
-      .set("eps", p.eps)
-      .set("norm", p.clampEps ? "clamp_eps" : "sqrt_eps")
-      .set("rope_dims", p.rotated)
+  DictBuilder config = ccaConfig(ctx, p);
+  config.set("conv_state_rows", p.padding)
       .set("cta", "one per (head, sequence): query heads, then key heads")
       .set("grouped_conv",
            "GEMV, warp per weight row, 16-byte vector loads, f32")

@@ -705,13 +705,8 @@ attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
   SmallVector<Attribute> grid = {gridCeilDiv(ctx, "S", p.blockS),
                                  gridConstant(ctx, hk),
                                  gridCeilDiv(ctx, "B", 1)};
-  DictBuilder config(ctx);
-  config.set("elem_type", elem)
-      .set("width", e)
-      .set("num_heads", hq)
-      .set("num_kv_heads", hk)
-      .set("head_dim", dim)
-      .set("conv_kernel_sizes", intArray(ctx, {p.k0, p.k1}))
+  DictBuilder config = ccaConfig(ctx, p);
+  config.set("width", e)
       .set("halo", p.halo)
       .set("block_tokens", p.blockS)
       .set("op_block_s", static_cast<int64_t>(op.getBlockS()))
@@ -719,12 +714,6 @@ attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
       .set("gemm_tile_n", dim)
       .set("block_k", int64_t(64))
       .set("stages", p.stages)
-      .setBool("qk_mean", p.qkMean)
-      .setBool("value_shift", p.valueShift)
-      .set("temperature", p.clamped ? "clamped" : "raw")
-      .set("eps", p.eps)
-      .set("norm", p.clampEps ? "clamp_eps" : "sqrt_eps")
-      .set("rope_dims", p.rotated)
       .set("padding_mask_bits", p.paddingMaskBits)
       .set("grouped_conv", "FMA loops (thread per output channel)");
   return describeLaunch(ctx,

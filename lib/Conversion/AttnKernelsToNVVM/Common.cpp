@@ -429,6 +429,22 @@ std::string CCAConfig::configKey() const {
       .str();
 }
 
+DictBuilder attnfuse::sm90::ccaConfig(MLIRContext *ctx, const CCAConfig &c) {
+  DictBuilder config(ctx);
+  config.set("elem_type", elemName(c.elem))
+      .set("num_heads", c.numHeads)
+      .set("num_kv_heads", c.numKvHeads)
+      .set("head_dim", c.headDim)
+      .set("conv_kernel_sizes", intArray(ctx, {c.k0, c.k1}))
+      .setBool("qk_mean", c.qkMean)
+      .setBool("value_shift", c.valueShift)
+      .set("temperature", c.clamped ? "clamped" : "raw")
+      .set("eps", c.eps)
+      .set("norm", c.clampEps ? "clamp_eps" : "sqrt_eps")
+      .set("rope_dims", c.rotated);
+  return config;
+}
+
 template <typename OpTy>
 LogicalResult attnfuse::sm90::planCCAConfig(OpTy op, Type elementType,
                                             const TargetOptions &options,

@@ -853,14 +853,8 @@ SmallVector<Attribute> attnfuse::sm90::queryTileGrid(MLIRContext *ctx,
 
 DictBuilder attnfuse::sm90::queryTileConfig(MLIRContext *ctx,
                                             const FlashPlan &p) {
-  DictBuilder config(ctx);
-  config.set("elem_type", elemName(p.elem))
-      .set("head_dim", p.headDim)
-      .set("value_dim", p.valueDim)
-      .set("head_columns", p.headCols)
-      .set("num_heads", p.numHeads)
-      .set("num_kv_heads", p.numKvHeads)
-      .set("group", p.group)
+  DictBuilder config = attentionConfig(ctx, p);
+  config.set("head_columns", p.headCols)
       .set("heads_per_cta", p.pack)
       .set("block_q_rows", p.blockQ)
       .set("block_q_positions", p.positions())
@@ -871,11 +865,25 @@ DictBuilder attnfuse::sm90::queryTileConfig(MLIRContext *ctx,
       .set("consumer_registers", p.consumerRegs)
       .set("min_blocks_per_sm", p.minBlocksPerSM)
       .setBool("causal", p.causal)
-      .setBool("key_is_value", p.keyIsValue)
-      .set("scale", p.scale)
-      .set("query_rope_dims", p.queryRotated)
-      .set("key_rope_dims", p.keyRotated)
       .set("key_mask_bits", p.keyMaskBits);
+  return config;
+}
+
+DictBuilder attnfuse::sm90::attentionConfig(MLIRContext *ctx,
+                                            const AttentionConfig &c) {
+  DictBuilder config(ctx);
+  config.set("elem_type", elemName(c.elem))
+      .set("head_dim", c.headDim)
+      .set("value_dim", c.valueDim)
+      .set("num_heads", c.numHeads)
+      .set("num_kv_heads", c.numKvHeads)
+      .set("group", c.group)
+      .setBool("key_is_value", c.keyIsValue)
+      .set("scale", c.scale)
+      .set("query_rope_dims", c.queryRotated)
+      .set("key_rope_dims", c.keyRotated);
+  if (c.window)
+    config.set("window", *c.window);
   return config;
 }
 
@@ -949,8 +957,6 @@ attnfuse::sm90::describeFlashAttention(MLIRContext *ctx, FlashAttentionOp op,
   SmallVector<Attribute> grid = queryTileGrid(ctx, p);
   DictBuilder config = queryTileConfig(ctx, p);
   config.set("pv_operand_a", "registers (RS wgmma, inline PTX)");
-  if (p.window)
-    config.set("window", *p.window);
   if (p.writesLse)
     config.setBool("writes_lse", true);
 

@@ -528,8 +528,6 @@ attn::KernelLaunchAttr attnfuse::sm90::describeFlashQueryGrad(
 
   SmallVector<Attribute> grid = queryTileGrid(ctx, p);
   DictBuilder config = queryTileConfig(ctx, p);
-  if (p.window)
-    config.set("window", *p.window);
   DictionaryAttr workspace =
       DictBuilder(ctx)
           .set("tensor", "delta")
@@ -588,25 +586,15 @@ attn::KernelLaunchAttr attnfuse::sm90::describeFlashKeyValueGrad(
   SmallVector<Attribute> grid = {gridCeilDiv(ctx, "T", plan.blockKeys()),
                                  gridConstant(ctx, hk),
                                  gridCeilDiv(ctx, "B", 1)};
-  DictBuilder config(ctx);
-  config.set("elem_type", elemName(p.elem))
-      .set("head_dim", dh)
-      .set("value_dim", dv)
-      .set("num_heads", hq)
-      .set("num_kv_heads", hk)
-      .set("group", p.group)
-      .set("heads_per_tile", p.pack)
+  DictBuilder config = attentionConfig(ctx, p);
+  config.set("heads_per_tile", p.pack)
       .set("block_keys", plan.blockKeys())
       .set("stages", p.stages)
       .set("consumer_warpgroups", plan.consumers)
       .set("producer_registers", plan.producerRegs)
       .set("consumer_registers", plan.consumerRegs)
       .setBool("causal", p.causal)
-      .setBool("key_is_value", p.keyIsValue)
-      .set("scale", p.scale)
       .set("key_mask_bits", p.keyMaskBits);
-  if (p.window)
-    config.set("window", *p.window);
   return describeLaunch(ctx,
                         {plan.name, "flash_attention_grad_dkv", kGradSymbols,
                          plan.threads, plan.sharedBytes},

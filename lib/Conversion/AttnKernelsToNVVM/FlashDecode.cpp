@@ -948,27 +948,15 @@ static DictionaryAttr decodeGrid(MLIRContext *ctx, Attribute value) {
 
 static DictionaryAttr decodeConfig(MLIRContext *ctx, const DecodePlan &p,
                                    StringRef splits) {
-  DictBuilder config(ctx);
-  config.set("elem_type", elemName(p.elem))
-      .set("head_dim", p.headDim)
-      .set("value_dim", p.valueDim)
-      .set("num_heads", p.numHeads)
-      .set("num_kv_heads", p.numKvHeads)
-      .set("group", p.group)
-      .set("block_kv", p.blockKV)
+  DictBuilder config = attentionConfig(ctx, p);
+  config.set("block_kv", p.blockKV)
       .set("stages", p.stages)
       .set("num_splits", splits)
-      .setBool("key_is_value", p.keyIsValue)
       .setBool("paged", p.paged)
-      .set("scale", p.scale)
-      .set("query_rope_dims", p.queryRotated)
-      .set("key_rope_dims", p.keyRotated)
       .set("min_blocks_per_sm", p.minBlocksPerSM)
       .set("loads", "cp.async.bulk per key row (1-D), mbarrier per stage");
   if (p.paged)
     config.set("page_size", p.pageSize);
-  if (p.window)
-    config.set("window", *p.window);
   return config.get();
 }
 

@@ -53,15 +53,31 @@ struct TmaInfo {
 
 /// The plan of one attn.flash_attention kernel, or of the dQ kernel of an
 /// attn.flash_attention_grad (the same query-tile CTA over the key tiles).
-struct FlashPlan {
+/// What the attention kernels take alike from their op: the flash kernels
+/// over query tiles (forward, dQ, dK/dV) and the decode kernels over a step's
+/// keys.
+struct AttentionConfig {
   ElemKind elem;
+  int64_t headDim, valueDim, numHeads, numKvHeads, group;
+  bool keyIsValue;
+  std::optional<int64_t> window;
+  double scale;
+  int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
+  bool sharedRopeTable = false;             // query and key use one table pair
+};
+class DictBuilder;
+/// The launch configuration entries of `config`'s fields.
+DictBuilder attentionConfig(mlir::MLIRContext *ctx,
+                            const AttentionConfig &config);
+
+struct FlashPlan : AttentionConfig {
   bool hostCastFromF32 = false;
   /// The dQ kernel: dQ = scale sum_j dS_ij k_j with dS = P (dP - D), P from
   /// the forward's log-sum-exp; it also writes D = rowsum(dO * O).
   bool queryGrad = false;
   /// The forward also stores each row's log-sum-exp (its `lse` result).
   bool writesLse = false;
-  int64_t headDim, valueDim, numHeads, numKvHeads, group, pack;
+  int64_t pack;
   /// The shared-memory columns of a query / key (value) row: the head dim
   /// rounded up to whole 64-column slabs. TMA fills the columns past the
   /// tensor's with zeros, which add nothing to Q K^T and give O columns that
@@ -69,11 +85,6 @@ struct FlashPlan {
   int64_t headCols, valueCols;
   int64_t blockQ, blockKV, stages, consumers;
   bool causal;
-  std::optional<int64_t> window;
-  double scale;
-  bool keyIsValue;
-  int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
-  bool sharedRopeTable = false;             // query and key use one table pair
   int64_t keyMaskBits = 0; // key_mask element width (32, 64; 0: none)
   // Launch and resources.
   int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
@@ -106,7 +117,6 @@ attn::KernelLaunchAttr describeFlashAttention(mlir::MLIRContext *ctx,
 /// The grid of a query-tile kernel: (query blocks, head packs, batch).
 llvm::SmallVector<mlir::Attribute> queryTileGrid(mlir::MLIRContext *ctx,
                                                  const FlashPlan &p);
-class DictBuilder;
 /// The launch configuration both query-tile kernels report.
 DictBuilder queryTileConfig(mlir::MLIRContext *ctx, const FlashPlan &p);
 /// The TMA descriptors (and parameters) of Q, K and [V] of a query-tile
@@ -297,6 +307,9 @@ struct CCAConfig {
   std::string configKey() const;
 };
 
+/// The launch configuration entries of `config`'s fields.
+DictBuilder ccaConfig(mlir::MLIRContext *ctx, const CCAConfig &config);
+
 /// Fills `config` from `op` (attn.cca_prologue or attn.cca_decode_prologue)
 /// whose activations have `elementType`; on failure either reports an
 /// error on `op` or, with `unsupported` set, leaves the op to the host.
@@ -333,16 +346,10 @@ attn::KernelLaunchAttr describeCCAPrologue(mlir::MLIRContext *ctx,
 /// The plan of one attn.flash_decode: a split kernel (grid num_splits x Hk x
 /// B, one CTA of 128 threads per split of the keys of one KV head of one
 /// sequence) and a combine kernel (grid Hq x B, value_dim threads).
-struct DecodePlan {
-  ElemKind elem;
-  int64_t headDim, valueDim, numHeads, numKvHeads, group;
+struct DecodePlan : AttentionConfig {
   int64_t blockKV, stages, threads;
-  bool keyIsValue, paged;
+  bool paged;
   int64_t pageSize = 0; // paged caches only
-  std::optional<int64_t> window;
-  double scale;
-  int64_t queryRotated = 0, keyRotated = 0; // RoPE dims (0: none)
-  bool sharedRopeTable = false;
   int64_t numSplits = 0; // 0: the runtime expression of describe
   int64_t minBlocksPerSM;
   // P V thread layout: heads per thread, head blocks, row parts per tile.
