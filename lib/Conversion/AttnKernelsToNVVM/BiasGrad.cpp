@@ -64,13 +64,12 @@ void attnfuse::sm90::buildBiasGradKernel(OpBuilder &b, Location loc,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   DeviceBuilder d(b, loc, p.elem);
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  Value input = p.inputFill ? Value() : entry.getArgument(arg++);
-  Value grad = entry.getArgument(arg++);
-  Value result = entry.getArgument(arg++);
-  Value tokens = entry.getArgument(arg++);
-  Value init = p.readsInit ? entry.getArgument(arg++) : Value();
+  KernelArguments arguments(func);
+  Value input = arguments.nextIf(!p.inputFill);
+  Value grad = arguments.next();
+  Value result = arguments.next();
+  Value tokens = arguments.next();
+  Value init = arguments.nextIf(p.readsInit);
 
   constexpr int64_t kRowsInFlight = 4;
   int64_t warps = WeightGradPlan::kBiasWarps, columns = p.biasColumnsPerCta();

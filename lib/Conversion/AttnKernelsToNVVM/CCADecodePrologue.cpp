@@ -149,34 +149,27 @@ private:
 };
 
 void DecodePrologueEmitter::emit() {
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  auto next = [&]() { return entry.getArgument(arg++); };
-  qr = next();
-  kr = next();
-  vCur = next();
-  if (p.valueShift)
-    vPrev = next();
-  dwW = next();
-  dwB = next();
-  gW = next();
-  gB = next();
-  temp = next();
-  convState = next();
-  if (p.valueShift)
-    shiftState = next();
-  positions = next();
-  if (p.rotated) {
-    ropeCos = next();
-    ropeSin = next();
-    ropeRows = next();
-  }
-  outQ = next();
-  outK = next();
-  outV = next();
-  convStateOut = next();
-  if (p.valueShift)
-    shiftStateOut = next();
+  KernelArguments args(func);
+  qr = args.next();
+  kr = args.next();
+  vCur = args.next();
+  vPrev = args.nextIf(p.valueShift);
+  dwW = args.next();
+  dwB = args.next();
+  gW = args.next();
+  gB = args.next();
+  temp = args.next();
+  convState = args.next();
+  shiftState = args.nextIf(p.valueShift);
+  positions = args.next();
+  ropeCos = args.nextIf(p.rotated);
+  ropeSin = args.nextIf(p.rotated);
+  ropeRows = args.nextIf(p.rotated);
+  outQ = args.next();
+  outK = args.next();
+  outV = args.next();
+  convStateOut = args.next();
+  shiftStateOut = args.nextIf(p.valueShift);
 
   tid = d.tid();
   warp = d.divu(tid, 32);

@@ -214,29 +214,24 @@ private:
 };
 
 void PrologueEmitter::emit() {
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  tmaX = entry.getArgument(arg++);
-  tmaWq = entry.getArgument(arg++);
-  tmaWk = entry.getArgument(arg++);
-  tmaWv = entry.getArgument(arg++);
-  if (p.valueShift)
-    tmaWvp = entry.getArgument(arg++);
-  seq = entry.getArgument(arg++);
-  dwW = entry.getArgument(arg++);
-  dwB = entry.getArgument(arg++);
-  gW = entry.getArgument(arg++);
-  gB = entry.getArgument(arg++);
-  temp = entry.getArgument(arg++);
-  if (p.rotated) {
-    ropeCos = entry.getArgument(arg++);
-    ropeSin = entry.getArgument(arg++);
-  }
-  outQ = entry.getArgument(arg++);
-  outK = entry.getArgument(arg++);
-  outV = entry.getArgument(arg++);
-  if (p.paddingMaskBits)
-    mask = entry.getArgument(arg++);
+  KernelArguments args(func);
+  tmaX = args.next();
+  tmaWq = args.next();
+  tmaWk = args.next();
+  tmaWv = args.next();
+  tmaWvp = args.nextIf(p.valueShift);
+  seq = args.next();
+  dwW = args.next();
+  dwB = args.next();
+  gW = args.next();
+  gB = args.next();
+  temp = args.next();
+  ropeCos = args.nextIf(p.rotated);
+  ropeSin = args.nextIf(p.rotated);
+  outQ = args.next();
+  outK = args.next();
+  outV = args.next();
+  mask = args.nextIf(p.paddingMaskBits);
 
   tid = d.tid();
   wg = d.divu(tid, 128);

@@ -172,14 +172,14 @@ void attnfuse::sm90::buildCacheUpdateKernel(OpBuilder &b, Location loc,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   DeviceBuilder d(b, loc, p.elem);
-  unsigned arg = 0;
-  Value cache = func.getArgument(arg++);
-  Value newRows = func.getArgument(arg++);
-  Value positions = func.getArgument(arg++);
-  Value lengths = p.lengthBits ? func.getArgument(arg++) : Value();
-  Value table = p.paged ? func.getArgument(arg++) : Value();
-  Value limit = func.getArgument(arg++); // capacity or max_pages
-  Value numPages = p.paged ? func.getArgument(arg++) : Value();
+  KernelArguments arguments(func);
+  Value cache = arguments.next();
+  Value newRows = arguments.next();
+  Value positions = arguments.next();
+  Value lengths = arguments.nextIf(p.lengthBits);
+  Value table = arguments.nextIf(p.paged);
+  Value limit = arguments.next(); // capacity or max_pages
+  Value numPages = arguments.nextIf(p.paged);
 
   Value token = d.ctaid(0), batch = d.ctaid(1), tokens = d.nctaid(0);
   Value real = tokens;

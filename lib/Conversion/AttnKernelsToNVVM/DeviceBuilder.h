@@ -17,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <functional>
 
@@ -33,6 +34,22 @@ enum class ElemKind { bf16, f16 };
 
 /// PTX / wgmma spelling of the element type ("bf16" or "f16").
 llvm::StringRef elemName(ElemKind kind);
+
+/// Reads a kernel's arguments in the order of its signature; the optional
+/// ones only where its plan passes them.
+class KernelArguments {
+public:
+  explicit KernelArguments(mlir::FunctionOpInterface func)
+      : entry(func.getFunctionBody().front()) {}
+  /// The next argument.
+  Value next() { return entry.getArgument(index++); }
+  /// The next argument when the plan passes one (`present`), else null.
+  Value nextIf(bool present) { return present ? next() : Value(); }
+
+private:
+  mlir::Block &entry;
+  unsigned index = 0;
+};
 
 /// Builds device code at one location.
 class DeviceBuilder {

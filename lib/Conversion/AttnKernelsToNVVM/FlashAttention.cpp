@@ -361,40 +361,30 @@ private:
 };
 
 void FlashEmitter::readParams() {
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  tmaQ = entry.getArgument(arg++);
-  tmaK = entry.getArgument(arg++);
-  if (!p.keyIsValue)
-    tmaV = entry.getArgument(arg++);
-  if (p.queryGrad)
-    tmaDO = entry.getArgument(arg++);
-  tmaO = entry.getArgument(arg++);
-  seqQ = entry.getArgument(arg++);
-  seqKV = entry.getArgument(arg++);
-  if (p.queryRotated) {
-    qCos = entry.getArgument(arg++);
-    qSin = entry.getArgument(arg++);
-  }
+  KernelArguments args(func);
+  tmaQ = args.next();
+  tmaK = args.next();
+  tmaV = args.nextIf(!p.keyIsValue);
+  tmaDO = args.nextIf(p.queryGrad);
+  tmaO = args.next();
+  seqQ = args.next();
+  seqKV = args.next();
+  qCos = args.nextIf(p.queryRotated);
+  qSin = args.nextIf(p.queryRotated);
   if (p.keyRotated) {
     if (p.sharedRopeTable) {
       kCos = qCos;
       kSin = qSin;
     } else {
-      kCos = entry.getArgument(arg++);
-      kSin = entry.getArgument(arg++);
+      kCos = args.next();
+      kSin = args.next();
     }
   }
-  if (p.keyMaskBits)
-    keyMask = entry.getArgument(arg++);
-  if (p.queryGrad) {
-    output = entry.getArgument(arg++);
-    outputGrad = entry.getArgument(arg++);
-  }
-  if (p.writesLse || p.queryGrad)
-    lse = entry.getArgument(arg++);
-  if (p.queryGrad)
-    delta = entry.getArgument(arg++);
+  keyMask = args.nextIf(p.keyMaskBits);
+  output = args.nextIf(p.queryGrad);
+  outputGrad = args.nextIf(p.queryGrad);
+  lse = args.nextIf(p.writesLse || p.queryGrad);
+  delta = args.nextIf(p.queryGrad);
 }
 
 void FlashEmitter::planWork() {

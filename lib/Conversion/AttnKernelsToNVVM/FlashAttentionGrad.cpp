@@ -173,23 +173,18 @@ private:
 };
 
 void KeyValueGradEmitter::readParams() {
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  auto next = [&]() { return entry.getArgument(arg++); };
-  tmaQ = next();
-  tmaK = next();
-  if (!q.keyIsValue)
-    tmaV = next();
-  tmaDO = next();
-  tmaDK = next();
-  if (!q.keyIsValue)
-    tmaDV = next();
-  seqQ = next();
-  seqKV = next();
-  if (q.keyMaskBits)
-    keyMask = next();
-  lse = next();
-  delta = next();
+  KernelArguments args(func);
+  tmaQ = args.next();
+  tmaK = args.next();
+  tmaV = args.nextIf(!q.keyIsValue);
+  tmaDO = args.next();
+  tmaDK = args.next();
+  tmaDV = args.nextIf(!q.keyIsValue);
+  seqQ = args.next();
+  seqKV = args.next();
+  keyMask = args.nextIf(q.keyMaskBits);
+  lse = args.next();
+  delta = args.next();
 }
 
 void KeyValueGradEmitter::planWork() {

@@ -788,35 +788,29 @@ void attnfuse::sm90::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   SplitArgs a;
-  unsigned next = 0;
-  auto arg = [&]() { return func.getArgument(next++); };
-  a.query = arg();
-  a.keyNew = arg();
-  if (!p.keyIsValue)
-    a.valueNew = arg();
-  a.keyCache = arg();
-  if (!p.keyIsValue)
-    a.valueCache = arg();
-  a.positions = arg();
-  if (p.paged)
-    a.blockTable = arg();
-  a.workspace = arg();
-  if (p.queryRotated) {
-    a.queryCos = arg();
-    a.querySin = arg();
-  }
+  KernelArguments arguments(func);
+  a.query = arguments.next();
+  a.keyNew = arguments.next();
+  a.valueNew = arguments.nextIf(!p.keyIsValue);
+  a.keyCache = arguments.next();
+  a.valueCache = arguments.nextIf(!p.keyIsValue);
+  a.positions = arguments.next();
+  a.blockTable = arguments.nextIf(p.paged);
+  a.workspace = arguments.next();
+  a.queryCos = arguments.nextIf(p.queryRotated);
+  a.querySin = arguments.nextIf(p.queryRotated);
   if (p.keyRotated) {
     if (p.sharedRopeTable) {
       a.keyCos = a.queryCos;
       a.keySin = a.querySin;
     } else {
-      a.keyCos = arg();
-      a.keySin = arg();
+      a.keyCos = arguments.next();
+      a.keySin = arguments.next();
     }
   }
-  a.capacity = arg();
-  a.maxPages = arg();
-  a.numSplits = arg();
+  a.capacity = arguments.next();
+  a.maxPages = arguments.next();
+  a.numSplits = arguments.next();
   DeviceBuilder d(b, loc, p.elem);
   DecodeEmitter(d, p, a).emit();
   gpu::ReturnOp::create(b, loc);

@@ -164,18 +164,14 @@ private:
 };
 
 void GemmEmitter::emit() {
-  Block &entry = func.getBody().front();
-  unsigned arg = 0;
-  tmaX = entry.getArgument(arg++);
-  tmaW = entry.getArgument(arg++);
-  tmaY = entry.getArgument(arg++);
-  seq = entry.getArgument(arg++);
-  if (p.hasBias)
-    biasPtr = entry.getArgument(arg++);
-  if (p.rotated) {
-    ropeCos = entry.getArgument(arg++);
-    ropeSin = entry.getArgument(arg++);
-  }
+  KernelArguments args(func);
+  tmaX = args.next();
+  tmaW = args.next();
+  tmaY = args.next();
+  seq = args.next();
+  biasPtr = args.nextIf(p.hasBias);
+  ropeCos = args.nextIf(p.rotated);
+  ropeSin = args.nextIf(p.rotated);
   initializeBarriers(d, ids.tid,
                      [&]() { ring.initBarriers({1, 128 * p.consumers}); });
   row0 = d.mul(d.ctaid(0), p.blockM);

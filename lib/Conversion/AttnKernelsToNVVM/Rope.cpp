@@ -130,13 +130,13 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&func.getBody().front());
   DeviceBuilder d(b, loc, p.elem);
-  unsigned arg = 0;
-  Value input = func.getArgument(arg++);
-  Value positions = p.positionBits ? func.getArgument(arg++) : Value();
-  Value output = func.getArgument(arg++);
-  Value cosTable = func.getArgument(arg++);
-  Value sinTable = func.getArgument(arg++);
-  Value tableRows = p.positionBits ? func.getArgument(arg++) : Value();
+  KernelArguments arguments(func);
+  Value input = arguments.next();
+  Value positions = arguments.nextIf(p.positionBits);
+  Value output = arguments.next();
+  Value cosTable = arguments.next();
+  Value sinTable = arguments.next();
+  Value tableRows = arguments.nextIf(p.positionBits);
 
   Value token = d.ctaid(0), batch = d.ctaid(1), tokens = d.nctaid(0);
   Value position = d.ext64(token);

@@ -147,19 +147,16 @@ class SdpaEmitter {
 public:
   SdpaEmitter(DeviceBuilder &d, const SdpaPlan &p, gpu::GPUFuncOp func)
       : d(d), b(d.b), loc(d.loc), p(p) {
-    unsigned arg = 0;
-    query = func.getArgument(arg++);
-    key = func.getArgument(arg++);
-    value = func.getArgument(arg++);
-    if (p.biasRank)
-      bias = func.getArgument(arg++);
-    if (p.positionBits)
-      positions = func.getArgument(arg++);
-    if (p.keyMaskBits)
-      keyMask = func.getArgument(arg++);
-    output = func.getArgument(arg++);
-    queries = func.getArgument(arg++);
-    keys = func.getArgument(arg++);
+    KernelArguments args(func);
+    query = args.next();
+    key = args.next();
+    value = args.next();
+    bias = args.nextIf(p.biasRank);
+    positions = args.nextIf(p.positionBits);
+    keyMask = args.nextIf(p.keyMaskBits);
+    output = args.next();
+    queries = args.next();
+    keys = args.next();
   }
 
   void emit();

@@ -175,13 +175,12 @@ private:
 };
 
 void WeightGradEmitter::emit() {
-  Block &entry = func.getBody().front();
-  tmaX = entry.getArgument(0);
-  tmaDY = entry.getArgument(1);
-  (p.split() ? partials : tmaDW) = entry.getArgument(2);
-  tokens = entry.getArgument(3);
-  if (p.gemmAddsInit())
-    initPtr = entry.getArgument(4);
+  KernelArguments args(func);
+  tmaX = args.next();
+  tmaDY = args.next();
+  (p.split() ? partials : tmaDW) = args.next();
+  tokens = args.next();
+  initPtr = args.nextIf(p.gemmAddsInit());
   initializeBarriers(d, ids.tid, [&]() {
     ring.initBarriers({1, 128 * WeightGradPlan::kConsumers});
   });
