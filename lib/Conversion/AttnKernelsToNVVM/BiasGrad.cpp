@@ -50,21 +50,16 @@ void attnfuse::sm90::planBiasGrad(WeightGradPlan &p) {
 void attnfuse::sm90::buildBiasGradKernel(OpBuilder &b, Location loc,
                                          gpu::GPUModuleOp module,
                                          const WeightGradPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // [x], dy, dw, tokens, [init].
-  SmallVector<Type> args;
-  if (!p.inputFill)
-    args.push_back(gptr);
-  args.append({gptr, gptr, b.getI32Type()});
-  if (p.readsInit)
-    args.push_back(gptr);
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.name, args, {}, p.threads, 1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  KernelArguments arguments(func);
+  KernelBody body(b, loc, module, p.name,
+                  KernelSignature(b.getContext())
+                      .pointer(1, !p.inputFill)
+                      .pointer(2)
+                      .scalar()
+                      .pointer(1, p.readsInit),
+                  p.threads, 1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
   Value input = arguments.nextIf(!p.inputFill);
   Value grad = arguments.next();
   Value result = arguments.next();

@@ -425,28 +425,20 @@ void DecodePrologueEmitter::values() {
 void attnfuse::sm90::buildCCADecodePrologueKernel(
     OpBuilder &b, Location loc, gpu::GPUModuleOp module,
     const DecodePrologueKernelPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // Inputs, parameters and state in operand order, then the results.
-  SmallVector<Type> args = {gptr, gptr, gptr};
-  if (p.valueShift)
-    args.push_back(gptr);
-  args.append({gptr, gptr, gptr, gptr, gptr, gptr});
-  if (p.valueShift)
-    args.push_back(gptr);
-  args.push_back(gptr); // positions
-  if (p.rotated)
-    args.append({gptr, gptr, b.getI32Type()});
-  args.append({gptr, gptr, gptr, gptr});
-  if (p.valueShift)
-    args.push_back(gptr);
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         /*tmaArgs=*/{}, p.threads,
-                                         /*minBlocks=*/2);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  DecodePrologueEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.pointer(3)
+      .pointer(1, p.valueShift)
+      .pointer(6)
+      .pointer(1, p.valueShift)
+      .pointer() // positions
+      .pointer(2, p.rotated)
+      .scalar(1, p.rotated)
+      .pointer(4)
+      .pointer(1, p.valueShift);
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  /*minBlocks=*/2, p.elem);
+  DecodePrologueEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

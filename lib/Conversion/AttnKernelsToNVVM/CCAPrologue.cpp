@@ -578,28 +578,16 @@ void PrologueEmitter::values() {
 void attnfuse::sm90::buildCCAPrologueKernel(OpBuilder &b, Location loc,
                                             gpu::GPUModuleOp module,
                                             const ProloguePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> args = {ptr, ptr, ptr, ptr};
-  SmallVector<int32_t> tma = {0, 1, 2, 3};
-  if (p.valueShift) {
-    args.push_back(ptr);
-    tma.push_back(4);
-  }
-  args.push_back(b.getI32Type());
-  args.append({gptr, gptr, gptr, gptr, gptr});
-  if (p.rotated)
-    args.append({gptr, gptr});
-  args.append({gptr, gptr, gptr});
-  if (p.paddingMaskBits)
-    args.push_back(gptr);
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.name, args, tma, p.threads, 1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  PrologueEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.tma(4)
+      .tma(1, p.valueShift)
+      .scalar()
+      .pointer(5)
+      .pointer(2, p.rotated)
+      .pointer(3)
+      .pointer(1, p.paddingMaskBits);
+  KernelBody body(b, loc, module, p.name, signature, p.threads, 1, p.elem);
+  PrologueEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

@@ -155,24 +155,17 @@ attnfuse::sm90::planCacheUpdate(CacheUpdateOp op, const TargetOptions &options,
 void attnfuse::sm90::buildCacheUpdateKernel(OpBuilder &b, Location loc,
                                             gpu::GPUModuleOp module,
                                             const CacheUpdatePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // cache, new_rows, positions[, lengths][, block_table], then the capacity
   // (contiguous) or max_pages and num_pages (paged).
-  SmallVector<Type> args = {gptr, gptr, gptr};
-  if (p.lengthBits)
-    args.push_back(gptr);
-  if (p.paged)
-    args.append({gptr, b.getI32Type(), b.getI32Type()});
-  else
-    args.push_back(b.getI32Type());
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         /*tmaArgs=*/{}, p.threads,
-                                         /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  KernelArguments arguments(func);
+  KernelSignature signature(b.getContext());
+  signature.pointer(3)
+      .pointer(1, p.lengthBits)
+      .pointer(1, p.paged)
+      .scalar(p.paged ? 2 : 1);
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
   Value cache = arguments.next();
   Value newRows = arguments.next();
   Value positions = arguments.next();
@@ -361,18 +354,14 @@ attnfuse::sm90::planCacheGather(CacheGatherOp op, const TargetOptions &options,
 void attnfuse::sm90::buildCacheGatherKernel(OpBuilder &b, Location loc,
                                             gpu::GPUModuleOp module,
                                             const CacheGatherPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // cache, block_table, result, num_pages.
-  SmallVector<Type> args = {gptr, gptr, gptr, b.getI32Type()};
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         /*tmaArgs=*/{}, p.threads,
-                                         /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  Value cache = func.getArgument(0), table = func.getArgument(1);
-  Value result = func.getArgument(2), numPages = func.getArgument(3);
+  KernelBody body(b, loc, module, p.name,
+                  KernelSignature(b.getContext()).pointer(3).scalar(),
+                  p.threads, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
+  Value cache = arguments.next(), table = arguments.next();
+  Value result = arguments.next(), numPages = arguments.next();
 
   Value block = d.ctaid(0), batch = d.ctaid(1), blocks = d.nctaid(0);
   Value entry = arith::AddIOp::create(

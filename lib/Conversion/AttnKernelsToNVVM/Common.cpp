@@ -150,6 +150,41 @@ gpu::GPUFuncOp attnfuse::sm90::createKernelFunc(
   return func;
 }
 
+KernelSignature &KernelSignature::tma(int64_t count, bool present) {
+  for (int64_t i = 0; present && i < count; ++i) {
+    tmaIndices.push_back(static_cast<int32_t>(argTypes.size()));
+    argTypes.push_back(LLVM::LLVMPointerType::get(ctx));
+  }
+  return *this;
+}
+
+KernelSignature &KernelSignature::pointer(int64_t count, bool present) {
+  if (present)
+    argTypes.append(count, LLVM::LLVMPointerType::get(ctx, 1));
+  return *this;
+}
+
+KernelSignature &KernelSignature::scalar(int64_t count, bool present) {
+  if (present)
+    argTypes.append(count, IntegerType::get(ctx, 32));
+  return *this;
+}
+
+/// `b` placed at the start of `func`'s body.
+static gpu::GPUFuncOp enterBody(OpBuilder &b, gpu::GPUFuncOp func) {
+  b.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
+KernelBody::KernelBody(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                       StringRef name, const KernelSignature &signature,
+                       int64_t threads, int64_t minBlocks, ElemKind elem)
+    : guard(b),
+      func(enterBody(b, createKernelFunc(b, loc, module, name,
+                                         signature.types(), signature.tmaArgs(),
+                                         threads, minBlocks))),
+      d(b, loc, elem), arguments(func) {}
+
 void attnfuse::sm90::splitRegisters(int64_t consumers, int64_t minBlocks,
                                     int64_t producer, int64_t &cap,
                                     int64_t &consumer) {

@@ -61,19 +61,16 @@ FailureOr<ElementwisePlan> attnfuse::sm90::planElementwise(Operation *op) {
 void attnfuse::sm90::buildElementwiseKernel(OpBuilder &b, Location loc,
                                             gpu::GPUModuleOp module,
                                             const ElementwisePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type();
-  gpu::GPUFuncOp func = createKernelFunc(
-      b, loc, module, p.name, {gptr, gptr, gptr, i32}, {}, p.threads, 1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, ElemKind::bf16);
+  KernelBody body(b, loc, module, p.name,
+                  KernelSignature(b.getContext()).pointer(3).scalar(),
+                  p.threads, 1, ElemKind::bf16);
+  DeviceBuilder &d = body.d;
   Type scalar = p.dtype == "f32"   ? d.f32
                 : p.dtype == "f16" ? Type(b.getF16Type())
                                    : Type(b.getBF16Type());
-  Value lhs = func.getArgument(0), rhs = func.getArgument(1),
-        out = func.getArgument(2), count = func.getArgument(3);
+  KernelArguments &arguments = body.arguments;
+  Value lhs = arguments.next(), rhs = arguments.next(), out = arguments.next(),
+        count = arguments.next();
   auto combine = [&](Value x, Value y) -> Value {
     if (p.dtype == "f32")
       return arith::AddFOp::create(b, loc, x, y);

@@ -738,39 +738,21 @@ void FlashEmitter::queryGradConsumer() {
 void attnfuse::sm90::buildFlashAttentionKernel(OpBuilder &b, Location loc,
                                                gpu::GPUModuleOp module,
                                                const FlashPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type();
-  SmallVector<Type> args = {ptr, ptr};
-  if (!p.keyIsValue)
-    args.push_back(ptr);
-  if (p.queryGrad)
-    args.push_back(ptr); // dO
-  args.push_back(ptr);
-  SmallVector<int32_t> tmaArgs;
-  for (size_t i = 0; i < args.size(); ++i)
-    tmaArgs.push_back(static_cast<int32_t>(i));
-  args.append({i32, i32});
-  if (p.queryRotated)
-    args.append({gptr, gptr});
-  if (p.keyRotated && !p.sharedRopeTable)
-    args.append({gptr, gptr});
-  if (p.keyMaskBits)
-    args.push_back(gptr);
-  if (p.queryGrad)
-    args.append({gptr, gptr}); // O, dO
-  if (p.writesLse || p.queryGrad)
-    args.push_back(gptr);
-  if (p.queryGrad)
-    args.push_back(gptr); // delta
-
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, tmaArgs,
-                                         p.threads, p.minBlocksPerSM);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  FlashEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.tma(2)
+      .tma(1, !p.keyIsValue)
+      .tma(1, p.queryGrad) // dO
+      .tma()
+      .scalar(2)
+      .pointer(2, p.queryRotated)
+      .pointer(2, p.keyRotated && !p.sharedRopeTable)
+      .pointer(1, p.keyMaskBits)
+      .pointer(2, p.queryGrad) // O, dO
+      .pointer(1, p.writesLse || p.queryGrad)
+      .pointer(1, p.queryGrad); // delta
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  p.minBlocksPerSM, p.elem);
+  FlashEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

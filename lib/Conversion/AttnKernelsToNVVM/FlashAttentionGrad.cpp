@@ -408,27 +408,18 @@ void KeyValueGradEmitter::consumer() {
 void attnfuse::sm90::buildFlashKeyValueGradKernel(OpBuilder &b, Location loc,
                                                   gpu::GPUModuleOp module,
                                                   const FlashGradPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type();
   bool keqv = p.query.keyIsValue;
-  // TMA: q, k, [v], do, dk, [dv].
-  SmallVector<Type> args(keqv ? 4 : 6, ptr);
-  SmallVector<int32_t> tmaArgs;
-  for (size_t i = 0; i < args.size(); ++i)
-    tmaArgs.push_back(static_cast<int32_t>(i));
-  args.append({i32, i32});
-  if (p.query.keyMaskBits)
-    args.push_back(gptr);
-  args.append({gptr, gptr}); // lse, delta
-
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, tmaArgs,
-                                         p.threads, p.minBlocksPerSM);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.query.elem);
-  KeyValueGradEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.tma(2)
+      .tma(1, !keqv) // q, k, [v]
+      .tma(2)
+      .tma(1, !keqv) // do, dk, [dv]
+      .scalar(2)
+      .pointer(1, p.query.keyMaskBits)
+      .pointer(2); // lse, delta
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  p.minBlocksPerSM, p.query.elem);
+  KeyValueGradEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

@@ -762,33 +762,23 @@ void DecodeEmitter::writeSplit(ArrayRef<Value> acc) {
 void attnfuse::sm90::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
                                                  gpu::GPUModuleOp module,
                                                  const DecodePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type();
   // query, key_new, [value_new], key_cache, [value_cache], positions,
   // [block_table], workspace, rope tables, capacity, max_pages, num_splits.
-  SmallVector<Type> args = {gptr, gptr};
-  if (!p.keyIsValue)
-    args.push_back(gptr);
-  args.push_back(gptr);
-  if (!p.keyIsValue)
-    args.push_back(gptr);
-  args.push_back(gptr);
-  if (p.paged)
-    args.push_back(gptr);
-  args.push_back(gptr);
-  if (p.queryRotated)
-    args.append({gptr, gptr});
-  if (p.keyRotated && !p.sharedRopeTable)
-    args.append({gptr, gptr});
-  args.append({i32, i32, i32});
-
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args, {},
-                                         p.threads, p.minBlocksPerSM);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
+  KernelSignature signature(b.getContext());
+  signature.pointer(2)
+      .pointer(1, !p.keyIsValue)
+      .pointer()
+      .pointer(1, !p.keyIsValue)
+      .pointer()
+      .pointer(1, p.paged)
+      .pointer()
+      .pointer(2, p.queryRotated)
+      .pointer(2, p.keyRotated && !p.sharedRopeTable)
+      .scalar(3);
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  p.minBlocksPerSM, p.elem);
+  KernelArguments &arguments = body.arguments;
   SplitArgs a;
-  KernelArguments arguments(func);
   a.query = arguments.next();
   a.keyNew = arguments.next();
   a.valueNew = arguments.nextIf(!p.keyIsValue);
@@ -811,8 +801,7 @@ void attnfuse::sm90::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
   a.capacity = arguments.next();
   a.maxPages = arguments.next();
   a.numSplits = arguments.next();
-  DeviceBuilder d(b, loc, p.elem);
-  DecodeEmitter(d, p, a).emit();
+  DecodeEmitter(body.d, p, a).emit();
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -823,17 +812,13 @@ void attnfuse::sm90::buildFlashDecodeSplitKernel(OpBuilder &b, Location loc,
 void attnfuse::sm90::buildFlashDecodeCombineKernel(OpBuilder &b, Location loc,
                                                    gpu::GPUModuleOp module,
                                                    const DecodePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type();
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.combineName, {gptr, gptr, i32}, {},
-                       p.valueDim, /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  Value workspace = func.getArgument(0), output = func.getArgument(1);
-  Value numSplits = func.getArgument(2);
+  KernelBody body(b, loc, module, p.combineName,
+                  KernelSignature(b.getContext()).pointer(2).scalar(),
+                  p.valueDim, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
+  Value workspace = arguments.next(), output = arguments.next();
+  Value numSplits = arguments.next();
   Value dim = d.tid(), head = d.ctaid(0), batch = d.ctaid(1);
   Value negInf = d.cf(-std::numeric_limits<double>::infinity());
   int64_t row = p.workspaceRow();

@@ -689,13 +689,51 @@ int64_t rotatedDims(attn::RopeAttr rope, int64_t headDim);
 double softmaxScale(mlir::FloatAttr scale, int64_t headDim);
 
 /// Creates `gpu.func @name` with `argTypes` inside `module`, with the
-/// launch-bound attributes, and positions `b` at the start of its body.
+/// launch-bound attributes; `b`'s insertion point is left as it was.
 mlir::gpu::GPUFuncOp createKernelFunc(mlir::OpBuilder &b, mlir::Location loc,
                                       mlir::gpu::GPUModuleOp module,
                                       llvm::StringRef name,
                                       llvm::ArrayRef<mlir::Type> argTypes,
                                       llvm::ArrayRef<int32_t> tmaArgs,
                                       int64_t threads, int64_t minBlocks);
+
+/// The parameters of a kernel, in order: CUtensorMap descriptors (generic
+/// pointers until attn-nvvm-kernel-params passes them by value), global
+/// pointers and i32 scalars. `present` false skips a parameter the plan
+/// does not pass.
+class KernelSignature {
+public:
+  explicit KernelSignature(mlir::MLIRContext *ctx) : ctx(ctx) {}
+  KernelSignature &tma(int64_t count = 1, bool present = true);
+  KernelSignature &pointer(int64_t count = 1, bool present = true);
+  KernelSignature &scalar(int64_t count = 1, bool present = true);
+  llvm::ArrayRef<mlir::Type> types() const { return argTypes; }
+  llvm::ArrayRef<int32_t> tmaArgs() const { return tmaIndices; }
+
+private:
+  mlir::MLIRContext *ctx;
+  llvm::SmallVector<mlir::Type> argTypes;
+  llvm::SmallVector<int32_t> tmaIndices;
+};
+
+/// A kernel being emitted: creates it (createKernelFunc), keeps `b` at the
+/// start of its body while alive and restores it after, and offers a
+/// DeviceBuilder there and the arguments in signature order.
+class KernelBody {
+public:
+  KernelBody(mlir::OpBuilder &b, mlir::Location loc,
+             mlir::gpu::GPUModuleOp module, llvm::StringRef name,
+             const KernelSignature &signature, int64_t threads,
+             int64_t minBlocks, ElemKind elem);
+
+private:
+  mlir::OpBuilder::InsertionGuard guard;
+
+public:
+  mlir::gpu::GPUFuncOp func;
+  DeviceBuilder d;
+  KernelArguments arguments;
+};
 
 /// Register split for a warp-specialized kernel of `1 + consumers`
 /// warpgroups at `minBlocks` CTAs per SM: the launch cap and the

@@ -290,20 +290,10 @@ void GemmEmitter::consumer() {
 void attnfuse::sm90::buildProjectionKernel(OpBuilder &b, Location loc,
                                            gpu::GPUModuleOp module,
                                            const GemmPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> args = {ptr, ptr, ptr, b.getI32Type()};
-  if (p.hasBias)
-    args.push_back(gptr);
-  if (p.rotated)
-    args.append({gptr, gptr});
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.name, args, {0, 1, 2}, p.threads, 1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  GemmEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.tma(3).scalar().pointer(1, p.hasBias).pointer(2, p.rotated);
+  KernelBody body(b, loc, module, p.name, signature, p.threads, 1, p.elem);
+  GemmEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

@@ -115,22 +115,16 @@ FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(Operation *op,
 void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
                                      gpu::GPUModuleOp module,
                                      const RopeKernelPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // input[, positions], output, cos, sin[, table_rows].
-  SmallVector<Type> args = {gptr};
-  if (p.positionBits)
-    args.push_back(gptr);
-  args.append({gptr, gptr, gptr});
-  if (p.positionBits)
-    args.push_back(b.getI32Type());
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         /*tmaArgs=*/{}, p.threads,
-                                         /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  KernelArguments arguments(func);
+  KernelSignature signature(b.getContext());
+  signature.pointer()
+      .pointer(1, p.positionBits)
+      .pointer(3)
+      .scalar(1, p.positionBits);
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
   Value input = arguments.next();
   Value positions = arguments.nextIf(p.positionBits);
   Value output = arguments.next();

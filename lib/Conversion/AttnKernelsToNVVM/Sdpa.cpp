@@ -454,25 +454,18 @@ void SdpaEmitter::writeOutput(ArrayRef<Value> state) {
 void attnfuse::sm90::buildSdpaKernel(OpBuilder &b, Location loc,
                                      gpu::GPUModuleOp module,
                                      const SdpaPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // query, key, value[, bias][, positions][, key_mask], output, then the
   // query and key counts.
-  SmallVector<Type> args = {gptr, gptr, gptr};
-  if (p.biasRank)
-    args.push_back(gptr);
-  if (p.positionBits)
-    args.push_back(gptr);
-  if (p.keyMaskBits)
-    args.push_back(gptr);
-  args.append({gptr, b.getI32Type(), b.getI32Type()});
-  gpu::GPUFuncOp func = createKernelFunc(b, loc, module, p.name, args,
-                                         /*tmaArgs=*/{}, p.threads,
-                                         /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  SdpaEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.pointer(3)
+      .pointer(1, p.biasRank)
+      .pointer(1, p.positionBits)
+      .pointer(1, p.keyMaskBits)
+      .pointer()
+      .scalar(2);
+  KernelBody body(b, loc, module, p.name, signature, p.threads,
+                  /*minBlocks=*/1, p.elem);
+  SdpaEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 

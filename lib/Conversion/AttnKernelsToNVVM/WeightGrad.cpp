@@ -317,22 +317,15 @@ void attnfuse::sm90::buildWeightGradKernel(OpBuilder &b, Location loc,
                                            const WeightGradPlan &p) {
   if (p.columnSum())
     return buildBiasGradKernel(b, loc, module, p);
-  MLIRContext *ctx = b.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // tma_x, tma_dy, tma_dw (partials for a split), tokens, [init].
-  SmallVector<Type> args = {ptr, ptr, p.split() ? gptr : ptr, b.getI32Type()};
-  if (p.gemmAddsInit())
-    args.push_back(gptr);
-  SmallVector<int32_t> tmaArgs = {0, 1};
-  if (!p.split())
-    tmaArgs.push_back(2);
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.name, args, tmaArgs, p.threads, 1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  WeightGradEmitter(d, p, func).emit();
+  KernelSignature signature(b.getContext());
+  signature.tma(2)
+      .tma(1, !p.split())
+      .pointer(1, p.split())
+      .scalar()
+      .pointer(1, p.gemmAddsInit());
+  KernelBody body(b, loc, module, p.name, signature, p.threads, 1, p.elem);
+  WeightGradEmitter(body.d, p, body.func).emit();
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -423,20 +416,15 @@ attnfuse::sm90::describeWeightGrad(MLIRContext *ctx, FusedWeightGradOp op,
 void attnfuse::sm90::buildWeightGradCombineKernel(OpBuilder &b, Location loc,
                                                   gpu::GPUModuleOp module,
                                                   const WeightGradPlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type gptr = LLVM::LLVMPointerType::get(ctx, 1);
   // partials, weight_grad, [init].
-  SmallVector<Type> args = {gptr, gptr};
-  if (p.readsInit)
-    args.push_back(gptr);
-  gpu::GPUFuncOp func =
-      createKernelFunc(b, loc, module, p.combineName, args, /*tmaArgs=*/{},
-                       WeightGradPlan::kCombineThreads, /*minBlocks=*/1);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  DeviceBuilder d(b, loc, p.elem);
-  Block &entry = func.getBody().front();
-  Value partials = entry.getArgument(0), result = entry.getArgument(1);
+  KernelBody body(
+      b, loc, module, p.combineName,
+      KernelSignature(b.getContext()).pointer(2).pointer(1, p.readsInit),
+      WeightGradPlan::kCombineThreads, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
+  Value partials = arguments.next(), result = arguments.next();
+  Value init = arguments.nextIf(p.readsInit);
   // Each thread owns 4 adjacent elements (in is a multiple of 8).
   int64_t count = p.outFeatures * p.inFeatures;
   Value first = d.mul(
@@ -456,7 +444,7 @@ void attnfuse::sm90::buildWeightGradCombineKernel(OpBuilder &b, Location loc,
           b, loc, sum,
           arith::ExtFOp::create(
               b, loc, quadF32,
-              d.load(quad, d.gAt(entry.getArgument(2), first, d.elemType), 8)));
+              d.load(quad, d.gAt(init, first, d.elemType), 8)));
     d.store(arith::TruncFOp::create(b, loc, quad, sum),
             d.gAt(result, first, d.elemType), 8);
   });
