@@ -137,12 +137,8 @@ public:
   void emit();
 
 private:
-  Value aStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.aStageBytes), p.aOff));
-  }
-  Value bStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
-  }
+  Value aStage(Value s) { return d.sSlot(smem, p.aOff, s, p.aStageBytes); }
+  Value bStage(Value s) { return d.sSlot(smem, p.bOff, s, p.bStageBytes); }
   /// Shared pointer to u[row][col] (16-bit).
   Value uAt(Value row, Value col) {
     return d.sAt(smem,

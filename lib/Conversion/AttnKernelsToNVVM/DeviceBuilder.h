@@ -116,6 +116,11 @@ public:
   /// A shared::cta pointer `base + offset` (bytes).
   Value sAt(Value base, Value offset);
   Value sAt(Value base, int64_t offset);
+  /// Shared pointer to slot `index` of an array of `slotBytes`-byte slots
+  /// (a ring's stages, a warpgroup's slabs) at byte `offset` of `base`.
+  Value sSlot(Value base, int64_t offset, Value index, int64_t slotBytes) {
+    return sAt(base, add(mul(index, slotBytes), offset));
+  }
   /// The 32-bit shared-window address of a shared pointer.
   Value sAddr(Value sharedPtr);
   /// 1024-byte aligned base of the dynamic shared memory symbol `name`.

@@ -325,19 +325,17 @@ private:
   // Shared-memory addresses.
   Value qSlab(Value c) { return d.sAt(smem, d.mul(c, p.qSlabBytes)); }
   Value doSlab(Value c) {
-    return d.sAt(smem, d.add(d.mul(c, 64 * p.valueCols * 2), p.doOff));
+    return d.sSlot(smem, p.doOff, c, 64 * p.valueCols * 2);
   }
-  Value kStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.kStageBytes), p.kOff));
-  }
+  Value kStage(Value s) { return d.sSlot(smem, p.kOff, s, p.kStageBytes); }
   Value vStage(Value s) {
     if (p.keyIsValue)
       return kStage(s);
-    return d.sAt(smem, d.add(d.mul(s, p.vStageBytes), p.vOff));
+    return d.sSlot(smem, p.vOff, s, p.vStageBytes);
   }
   Value scoreKeyStage(Value s) {
     if (p.rotStageBytes)
-      return d.sAt(smem, d.add(d.mul(s, p.rotStageBytes), p.rotOff));
+      return d.sSlot(smem, p.rotOff, s, p.rotStageBytes);
     return kStage(s);
   }
   Value qBar() {

@@ -147,14 +147,10 @@ private:
   Value vSlab(Value c) {
     if (q.keyIsValue)
       return kSlab(c);
-    return d.sAt(smem, d.add(d.mul(c, p.vSlabBytes), p.vOff));
+    return d.sSlot(smem, p.vOff, c, p.vSlabBytes);
   }
-  Value qStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.qStageBytes), p.qOff));
-  }
-  Value doStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.doStageBytes), p.doOff));
-  }
+  Value qStage(Value s) { return d.sSlot(smem, p.qOff, s, p.qStageBytes); }
+  Value doStage(Value s) { return d.sSlot(smem, p.doOff, s, p.doStageBytes); }
   Value kvBar() {
     return d.sAt(smem, p.barOff + TmaRing::barrierBytes(q.stages, 2));
   }

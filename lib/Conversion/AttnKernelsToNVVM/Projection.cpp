@@ -140,12 +140,8 @@ public:
   void emit();
 
 private:
-  Value aStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.aStageBytes), p.aOff));
-  }
-  Value bStage(Value s) {
-    return d.sAt(smem, d.add(d.mul(s, p.bStageBytes), p.bOff));
-  }
+  Value aStage(Value s) { return d.sSlot(smem, p.aOff, s, p.aStageBytes); }
+  Value bStage(Value s) { return d.sSlot(smem, p.bOff, s, p.bStageBytes); }
 
   void producer();
   void consumer();
@@ -276,7 +272,7 @@ void GemmEmitter::consumer() {
   if (p.rotated)
     rotate(v, tile, c);
   // This warpgroup's 64 x 128 block: two 64-column blocks of 64 x 128 bytes.
-  Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
+  Value cSlab = d.sSlot(smem, p.cOff, c, 64 * n * 2);
   stageAccumulator(d, tile, ids.lane, v, cSlab);
   storeStagedTile(d, c, p.consumers, ids.threadInWarpgroup, tmaY, cSlab, n / 64,
                   [&](int64_t cb) -> SmallVector<Value> {

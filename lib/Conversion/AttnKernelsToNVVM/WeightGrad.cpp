@@ -302,7 +302,7 @@ void WeightGradEmitter::consumer() {
   SmallVector<Value> v = d.unpack(mainloop(c), n);
   if (p.readsInit)
     addInit(v, tile, c);
-  Value cSlab = d.sAt(smem, d.add(d.mul(c, 64 * n * 2), p.cOff));
+  Value cSlab = d.sSlot(smem, p.cOff, c, 64 * n * 2);
   stageAccumulator(d, tile, ids.lane, v, cSlab);
   storeStagedTile(d, c, WeightGradPlan::kConsumers, ids.threadInWarpgroup,
                   tmaDW, cSlab, n / 64, [&](int64_t cb) -> SmallVector<Value> {
