@@ -247,13 +247,7 @@ void attnfuse::sm90::rotateTile(DeviceBuilder &d, Value src, Value dst,
                     d.load(vecF32, d.gAt(sinTable, tableIndex, d.f32), 16);
                 Value xf = arith::ExtFOp::create(b, loc, vecF32, x);
                 Value yf = arith::ExtFOp::create(b, loc, vecF32, y);
-                // x' = x cos - y sin, y' = y cos + x sin.
-                Value o0 = arith::SubFOp::create(
-                    b, loc, arith::MulFOp::create(b, loc, xf, cs),
-                    arith::MulFOp::create(b, loc, yf, sn));
-                Value o1 = arith::AddFOp::create(
-                    b, loc, arith::MulFOp::create(b, loc, yf, cs),
-                    arith::MulFOp::create(b, loc, xf, sn));
+                auto [o0, o1] = d.rotatePair(xf, yf, cs, sn);
                 d.store(arith::TruncFOp::create(b, loc, vecElem, o0),
                         sptrAt(dst, off0), 16);
                 d.store(arith::TruncFOp::create(b, loc, vecElem, o1),

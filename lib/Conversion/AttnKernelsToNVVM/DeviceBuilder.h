@@ -101,6 +101,14 @@ public:
   Value subf(Value a, Value b2);
   Value mulf(Value a, Value b2);
   Value fma(Value a, Value b2, Value c);
+  /// The RoPE rotation of the pair (x, y) by the angle of `cos` and `sin`:
+  /// {x cos - y sin, y cos + x sin} (scalars or vectors).
+  std::pair<Value, Value> rotatePair(Value x, Value y, Value cos, Value sin) {
+    Value xCos = mulf(x, cos), ySin = mulf(y, sin);
+    Value first = subf(xCos, ySin);
+    Value yCos = mulf(y, cos), xSin = mulf(x, sin);
+    return {first, addf(yCos, xSin)};
+  }
   Value maxf(Value a, Value b2);
   Value exp2(Value a);
   Value divf(Value a, Value b2);

@@ -185,12 +185,7 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
                 // sin negated).
                 if (p.inverse)
                   sn = arith::NegFOp::create(b, loc, sn);
-                Value o0 = arith::SubFOp::create(
-                    b, loc, arith::MulFOp::create(b, loc, x, cs),
-                    arith::MulFOp::create(b, loc, y, sn));
-                Value o1 = arith::AddFOp::create(
-                    b, loc, arith::MulFOp::create(b, loc, y, cs),
-                    arith::MulFOp::create(b, loc, x, sn));
+                auto [o0, o1] = d.rotatePair(x, y, cs, sn);
                 Value zero = d.zerosOf(vecF32);
                 o0 = arith::SelectOp::create(b, loc, valid, o0, zero);
                 o1 = arith::SelectOp::create(b, loc, valid, o1, zero);
