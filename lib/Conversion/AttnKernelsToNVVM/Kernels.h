@@ -53,11 +53,20 @@ struct TmaInfo {
 
 /// The plan of one attn.flash_attention kernel, or of the dQ kernel of an
 /// attn.flash_attention_grad (the same query-tile CTA over the key tiles).
+/// What every kernel plan has: the element type of the kernel's 16-bit
+/// tensors, whether the host converts f32 tensors to it, the threads of a
+/// CTA and the kernel's name.
+struct KernelPlan {
+  ElemKind elem = ElemKind::bf16;
+  bool hostCastFromF32 = false;
+  int64_t threads = 0;
+  std::string name;
+};
+
 /// What the attention kernels take alike from their op: the flash kernels
 /// over query tiles (forward, dQ, dK/dV) and the decode kernels over a step's
 /// keys.
-struct AttentionConfig {
-  ElemKind elem;
+struct AttentionConfig : KernelPlan {
   int64_t headDim, valueDim, numHeads, numKvHeads, group;
   bool keyIsValue;
   std::optional<int64_t> window;
@@ -71,7 +80,6 @@ DictBuilder attentionConfig(mlir::MLIRContext *ctx,
                             const AttentionConfig &config);
 
 struct FlashPlan : AttentionConfig {
-  bool hostCastFromF32 = false;
   /// The dQ kernel: dQ = scale sum_j dS_ij k_j with dS = P (dP - D), P from
   /// the forward's log-sum-exp; it also writes D = rowsum(dO * O).
   bool queryGrad = false;
@@ -87,10 +95,9 @@ struct FlashPlan : AttentionConfig {
   bool causal;
   int64_t keyMaskBits = 0; // key_mask element width (32, 64; 0: none)
   // Launch and resources.
-  int64_t threads, minBlocksPerSM, producerRegs, consumerRegs;
+  int64_t minBlocksPerSM, producerRegs, consumerRegs;
   int64_t qSlabBytes, kStageBytes, vStageBytes, rotStageBytes;
   int64_t qOff, doOff = 0, kOff, vOff, rotOff, barOff, sharedBytes;
-  std::string name;
 
   /// Positions per CTA (`block_q / pack`).
   int64_t positions() const { return blockQ / pack; }
@@ -199,9 +206,7 @@ mlir::DictionaryAttr gridConstant(mlir::MLIRContext *ctx, int64_t n);
 
 /// The plan of one projection GEMM (attn.fused_projection, or attn.project
 /// as a GEMM without head split and RoPE).
-struct GemmPlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct GemmPlan : KernelPlan {
   int64_t inFeatures, outFeatures, headDim; // headDim = N for attn.project
   bool hasBias;
   int64_t rotated = 0; // RoPE dims per head (0: none)
@@ -210,10 +215,9 @@ struct GemmPlan {
   /// transposed_weight): B is read MN-major.
   bool transposedWeight = false;
   int64_t blockM, blockN, blockK, stages, consumers;
-  int64_t threads, producerRegs, consumerRegs;
+  int64_t producerRegs, consumerRegs;
   int64_t aStageBytes, bStageBytes, cBytes;
   int64_t aOff, bOff, cOff, barOff, sharedBytes;
-  std::string name;
   std::string key() const;
 };
 
@@ -227,13 +231,11 @@ attn::KernelLaunchAttr describeProjection(mlir::MLIRContext *ctx,
 
 /// The plan of one attn.fused_weight_grad kernel: dW tiles of 128 output x
 /// 128 input features per CTA, the tokens reduced in steps of 64.
-struct WeightGradPlan {
+struct WeightGradPlan : KernelPlan {
   static constexpr int64_t kBlockM = 128, kBlockN = 128, kBlockK = 64;
   static constexpr int64_t kConsumers = 2;
   /// One operand of one stage: 64 tokens x 128 features of 16 bits.
   static constexpr int64_t kStageOperandBytes = kBlockK * 128 * 2;
-  ElemKind elem;
-  bool hostCastFromF32 = false;
   int64_t inFeatures, outFeatures;
   /// The init is not a zero fill: the epilogue adds it.
   bool readsInit;
@@ -251,9 +253,8 @@ struct WeightGradPlan {
   bool gemmAddsInit() const { return readsInit && !split(); }
   /// The f32 partial tiles, `[splits, out, in]`.
   mlir::RankedTensorType partialsType(mlir::MLIRContext *ctx) const;
-  int64_t stages, threads, producerRegs = 40, consumerRegs;
+  int64_t stages, producerRegs = 40, consumerRegs;
   int64_t aOff, bOff, cOff, barOff, sharedBytes;
-  std::string name;
   std::string key() const;
 
   /// One input feature (a bias gradient): the column-sum kernel of
@@ -291,9 +292,7 @@ attn::KernelLaunchAttr describeWeightGrad(mlir::MLIRContext *ctx,
 
 /// What the CCA prologue kernels of a prefill (attn.cca_prologue) and of a
 /// decode step (attn.cca_decode_prologue) take alike from their op.
-struct CCAConfig {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct CCAConfig : KernelPlan {
   int64_t numHeads, numKvHeads, headDim, group;
   int64_t k0, k1, padding;
   bool qkMean, valueShift, clamped;
@@ -324,10 +323,9 @@ struct ProloguePlan : CCAConfig {
   int64_t width, halo;
   int64_t paddingMaskBits = 0; // padding_mask element width (32, 64; 0: none)
   int64_t blockS, rows, midRows, tiles, convChannels, channels;
-  int64_t threads, stages;
+  int64_t stages;
   int64_t aStageBytes, bStageBytes;
   int64_t aOff, bOff, scratchOff, uOff, partOff, barOff, sharedBytes;
-  std::string name;
   std::string key() const;
 };
 
@@ -347,7 +345,7 @@ attn::KernelLaunchAttr describeCCAPrologue(mlir::MLIRContext *ctx,
 /// B, one CTA of 128 threads per split of the keys of one KV head of one
 /// sequence) and a combine kernel (grid Hq x B, value_dim threads).
 struct DecodePlan : AttentionConfig {
-  int64_t blockKV, stages, threads;
+  int64_t blockKV, stages;
   bool paged;
   int64_t pageSize = 0; // paged caches only
   int64_t numSplits = 0; // 0: the runtime expression of describe
@@ -360,8 +358,7 @@ struct DecodePlan : AttentionConfig {
   int64_t kRowBytes, vRowBytes, pRowBytes;
   int64_t kOff, vOff, qOff, pOff, maxOff, sumOff, alphaOff, barOff;
   int64_t sharedBytes;
-  std::string name;        // the split kernel
-  std::string combineName; // the combine kernel
+  std::string combineName; // the combine kernel (`name`: the split kernel)
   /// Columns of one workspace row: dv partial outputs, the log2-domain
   /// log-sum-exp, padding to 16 bytes.
   int64_t workspaceRow() const { return valueDim + 4; }
@@ -391,12 +388,11 @@ attn::KernelLaunchAttr describeFlashDecodeCombine(mlir::MLIRContext *ctx,
 /// grouped convolution of one token is a GEMV over the head's
 /// [head_dim, head_dim * k1] weight rows, read with 16-byte vector loads.
 struct DecodePrologueKernelPlan : CCAConfig {
-  int64_t threads, warps;
+  int64_t warps;
   /// The GEMV: weight rows per warp, 16-byte chunks per row and per lane,
   /// rows unrolled per batch of loads.
   int64_t rowsPerWarp, chunksPerRow, chunksPerLane, rowBatch;
   int64_t mOff, convOff, partOff, rotOff, sharedBytes;
-  std::string name;
   std::string key() const;
 };
 
@@ -415,16 +411,12 @@ describeCCADecodePrologue(mlir::MLIRContext *ctx, attn::CCADecodePrologueOp op,
 /// The plan of one attn.cache_update kernel: one CTA per (new token,
 /// sequence) copies the token's `[kv_heads, head_dim]` row into its cache row
 /// (contiguous or through the block table), in place.
-struct CacheUpdatePlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct CacheUpdatePlan : KernelPlan {
   bool paged;
   int64_t pageSize = 0; // paged caches only
   int64_t numKvHeads, headDim;
   int64_t positionBits, lengthBits = 0, tableBits = 0; // 0: no operand
   int64_t vector; // elements per load / store
-  int64_t threads;
-  std::string name;
   std::string key() const;
 };
 
@@ -442,13 +434,10 @@ attn::KernelLaunchAttr describeCacheUpdate(mlir::MLIRContext *ctx,
 
 /// The plan of one attn.cache_gather kernel: one CTA per (block-table entry,
 /// sequence) copies one page (contiguous in both tensors).
-struct CacheGatherPlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct CacheGatherPlan : KernelPlan {
   int64_t pageSize, numKvHeads, headDim;
   int64_t tableBits;
-  int64_t vector, threads;
-  std::string name;
+  int64_t vector;
   std::string key() const;
 };
 
@@ -464,16 +453,13 @@ attn::KernelLaunchAttr describeCacheGather(mlir::MLIRContext *ctx,
 
 /// The plan of one attn.rope kernel: one CTA per (token, sequence) rotates
 /// every head of the token, angles from the f32 cos/sin tables.
-struct RopeKernelPlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct RopeKernelPlan : KernelPlan {
   int64_t numHeads, headDim, rotated;
   double theta;
   int64_t positionBits = 0; // 0: no positions operand
   /// attn.rope_grad: the rotation by the opposite angle.
   bool inverse = false;
-  int64_t vector, threads;
-  std::string name;
+  int64_t vector;
   std::string key() const;
 };
 
@@ -491,9 +477,7 @@ attn::KernelLaunchAttr describeRope(mlir::MLIRContext *ctx, mlir::Operation *op,
 /// each warp owns `rowsPerWarp` rows, a lane one key of each `blockKV`-key
 /// tile (staged in shared memory as f32) for the scores and `value_dim / 32`
 /// output columns for P V.
-struct SdpaPlan {
-  ElemKind elem;
-  bool hostCastFromF32 = false;
+struct SdpaPlan : KernelPlan {
   int64_t headDim, valueDim, numHeads, numKvHeads, group;
   bool causal;
   std::optional<int64_t> window;
@@ -501,10 +485,9 @@ struct SdpaPlan {
   int64_t biasRank = 0;     // 0: no bias, 2: [S, T], 3: [Hq, S, T]
   int64_t positionBits = 0; // 0: no positions operand
   int64_t keyMaskBits = 0;  // 0: no key mask
-  int64_t warps, rowsPerWarp, blockQ, blockKV, threads;
+  int64_t warps, rowsPerWarp, blockQ, blockKV;
   int64_t qStride, kStride, vStride; // f32 elements per shared row
   int64_t qOff, kOff, vOff, pOff, sharedBytes;
-  std::string name;
   std::string key() const;
 };
 
