@@ -45,8 +45,8 @@ bool isKernelOp(Operation *op) {
              attn::FusedWeightGradOp, attn::FlashDecodeOp,
              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
-             attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp>(
-      op);
+             attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
+             attn::CausalConv1DOp>(op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -633,6 +633,9 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       ctx, state, planRope, buildRopeKernel, describeRope);
   patterns.add<KernelLaunchPattern<attn::SDPAOp, SdpaPlan>>(
       ctx, state, planSdpa, buildSdpaKernel, describeSdpa);
+  patterns.add<KernelLaunchPattern<attn::CausalConv1DOp, ConvPlan>>(
+      ctx, state, planCausalConv1d, buildCausalConv1dKernel,
+      describeCausalConv1d);
   patterns.add<KernelLaunchPattern<arith::AddFOp, ElementwisePlan>>(
       ctx, state,
       [](arith::AddFOp op, const TargetOptions &, std::string &) {

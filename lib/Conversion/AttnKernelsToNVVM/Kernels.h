@@ -499,6 +499,24 @@ void buildSdpaKernel(mlir::OpBuilder &b, mlir::Location loc,
 attn::KernelLaunchAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
                                     const SdpaPlan &plan);
 
+/// The plan of one attn.causal_conv1d kernel (SIMT): one CTA per (output
+/// time step, sequence), threads over the output channels.
+struct ConvPlan : KernelPlan {
+  int64_t channels, groupWidth, taps, padding;
+  bool hasBias;
+  std::string key() const;
+};
+
+mlir::FailureOr<ConvPlan> planCausalConv1d(attn::CausalConv1DOp op,
+                                           const TargetOptions &options,
+                                           std::string &unsupported);
+void buildCausalConv1dKernel(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::gpu::GPUModuleOp module,
+                             const ConvPlan &plan);
+attn::KernelLaunchAttr describeCausalConv1d(mlir::MLIRContext *ctx,
+                                            attn::CausalConv1DOp op,
+                                            const ConvPlan &plan);
+
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
 struct ElementwisePlan {

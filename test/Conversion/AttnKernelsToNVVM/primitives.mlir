@@ -138,3 +138,39 @@ func.func @sdpa_odd_head_dim(%q: tensor<?x?x4x12xbf16>, %k: tensor<?x?x4x12xbf16
       : (tensor<?x?x4x12xbf16>, tensor<?x?x4x12xbf16>, tensor<?x?x4x12xbf16>, tensor<?xi32>) -> tensor<?x?x4x12xbf16>
   return %o : tensor<?x?x4x12xbf16>
 }
+
+// -----
+
+// CCA's depthwise convolution, padded for a following k = 2 convolution:
+// S + 1 output steps, one CTA per (output step, sequence), threads over the
+// channels; the input steps are a scalar parameter.
+// CHECK-LABEL: func.func @conv_depthwise
+// CHECK: call @attn_conv_bf16_c384_g1_k2_p2_bias_launch(%arg0, %arg1, %arg2) : (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>) -> tensor<?x?x384xbf16>
+// CHECK: gpu.func @attn_conv_bf16_c384_g1_k2_p2_bias(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 256, 1, 1>
+// CHECK: llvm.intr.fma
+// CHECK: func.func private @attn_conv_bf16_c384_g1_k2_p2_bias_launch
+// CHECK-SAME: kind = "causal_conv1d"
+// CHECK-SAME: symbols = "B = batch, S = input time steps"
+// CHECK-SAME: grid = [{expr = "S+1"}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "steps", kind = "scalar", detail = "i32", value = "S">
+// CHECK-SAME: #attn.kernel_tensor<name = "output", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S+1", 384]
+func.func @conv_depthwise(%x: tensor<?x?x384xbf16>, %w: tensor<384x1x2xbf16>, %b: tensor<384xbf16>) -> tensor<?x?x384xbf16> {
+  %y = attn.causal_conv1d %x, %w, %b {groups = 384 : i64, padding = 2 : i64}
+      : (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>) -> tensor<?x?x384xbf16>
+  return %y : tensor<?x?x384xbf16>
+}
+
+// -----
+
+// A grouped convolution without bias and padding: S - 1 output steps; static
+// lengths stay numbers.
+// CHECK-LABEL: func.func @conv_grouped_static
+// CHECK: call @attn_conv_bf16_c64_g8_k2_p0_launch(%arg0, %arg1) : (tensor<2x9x64xbf16>, tensor<64x8x2xbf16>) -> tensor<2x8x64xbf16>
+// CHECK: func.func private @attn_conv_bf16_c64_g8_k2_p0_launch
+// CHECK-SAME: grid = [{value = 8 : i64}, {value = 2 : i64}]
+// CHECK-SAME: #attn.kernel_tensor<name = "output", role = "result", operand = -1, dtype = "bf16", shape = [2, 8, 64]
+func.func @conv_grouped_static(%x: tensor<2x9x64xbf16>, %w: tensor<64x8x2xbf16>) -> tensor<2x8x64xbf16> {
+  %y = attn.causal_conv1d %x, %w {groups = 8 : i64, padding = 0 : i64}
+      : (tensor<2x9x64xbf16>, tensor<64x8x2xbf16>) -> tensor<2x8x64xbf16>
+  return %y : tensor<2x8x64xbf16>
+}

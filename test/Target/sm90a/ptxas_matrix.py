@@ -29,7 +29,8 @@ not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
 weight-gradient GEMM, from zero and into an init, split over the tokens with its
 combine kernel or not); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
-It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads).
+It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads) and attn.causal_conv1d
+(SIMT, the depthwise and narrow grouped convolutions that attn-fuse leaves as they are).
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -180,6 +181,17 @@ def grad_model():
             f"fraction = {fraction}>}} : {t}\n"
             f"  return %r : {t}\n}}\n")
         configs.append(dict(name=name, kinds=["rope_grad"]))
+    for channels, width, taps, padding in CONV_CONFIGS:
+        name = f"conv_c{channels}_g{width}_k{taps}_p{padding}"
+        x = f"tensor<?x?x{channels}xbf16>"
+        w = f"tensor<{channels}x{width}x{taps}xbf16>"
+        b = f"tensor<{channels}xbf16>"
+        funcs.append(
+            f"func.func @{name}(%x: {x}, %w: {w}, %b: {b}) -> {x} {{\n"
+            f"  %y = attn.causal_conv1d %x, %w, %b {{groups = {channels // width} : i64, "
+            f"padding = {padding} : i64}} : ({x}, {w}, {b}) -> {x}\n"
+            f"  return %y : {x}\n}}\n")
+        configs.append(dict(name=name, kinds=["causal_conv1d"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -195,6 +207,9 @@ def grad_model():
     return "\n".join(funcs), configs
 
 
+# attn.causal_conv1d configurations (channels, channels per group, k, padding): ZAYA1's
+# depthwise convolution and a narrow grouped one (16 or more per group become GEMMs).
+CONV_CONFIGS = ((1280, 1, 2, 1), (256, 8, 3, 2))
 # attn.fused_weight_grad configurations: (in, out, reads a non-zero init). One input
 # feature read per token is the column-sum kernel. Fewer than 66 dW tiles of 128 x 128 split
 # over the tokens (the GEMM into f32 partials, then the combine kernel): all but the 4096 x
@@ -469,7 +484,7 @@ def find_tool(name, explicit, extra):
 
 # Kernels without tensor cores or TMA.
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
-              "weight_grad_colsum", "weight_grad_combine")
+              "weight_grad_colsum", "weight_grad_combine", "causal_conv1d")
 
 
 def find_nvdisasm():
@@ -671,6 +686,8 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
+            if k["kind"] == "causal_conv1d":
+                required = []  # one element per load: a thread's channel, a group's input
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
