@@ -96,3 +96,77 @@ def test_static_lengths_and_the_kernel_name():
     assert spec["name"] == "attn_conv_bf16_c32_g1_k2_p2_bias", spec["name"]
     out = next(t for t in spec["tensors"] if t["name"] == "output")
     assert out["shape"][1:] == [10, 32], out["shape"]
+
+
+def grad_model(channels, width, taps, padding):
+    x = f"tensor<?x?x{channels}xbf16>"
+    w = f"tensor<{channels}x{width}x{taps}xbf16>"
+    b = f"tensor<{channels}xbf16>"
+    return f"""
+func.func @conv_grad(%x: {x}, %w: {w}, %dy: {x}) -> ({x}, {w}, {b}) {{
+  %dx, %dw, %db = attn.causal_conv1d_grad %x, %w, %dy
+      {{groups = {channels // width} : i64, padding = {padding} : i64}}
+      : ({x}, {w}, {x}) -> ({x}, {w}, {b})
+  return %dx, %dw, %db : {x}, {w}, {b}
+}}
+"""
+
+
+def conv_grad_reference(x, w, dy, padding):
+    """float64 dx, dw, db of the convolution (the op's definition) and bounds sum |terms|."""
+    batch, steps, channels = x.shape
+    width, taps = w.shape[1], w.shape[2]
+    out_steps = dy.shape[1]
+    dx, dx_bound = np.zeros_like(x), np.zeros_like(x)
+    dw, dw_bound = np.zeros_like(w), np.zeros_like(w)
+    for o in range(channels):
+        first = o // width * width
+        for k in range(taps):
+            for t in range(out_steps):
+                src = t + k - padding
+                if 0 <= src < steps:
+                    # y[:, t, o] += w[o, :, k] . x[:, src, first:first + width]
+                    terms = dy[:, t, o][:, None] * w[o, :, k][None, :]
+                    dx[:, src, first:first + width] += terms
+                    dx_bound[:, src, first:first + width] += np.abs(terms)
+                    prods = dy[:, t, o][:, None] * x[:, src, first:first + width]
+                    dw[o, :, k] += prods.sum(axis=0)
+                    dw_bound[o, :, k] += np.abs(prods).sum(axis=0)
+    db = dy.sum(axis=(0, 1))
+    return (dx, dx_bound), (dw, dw_bound), (db, np.abs(dy).sum(axis=(0, 1)))
+
+
+@pytest.mark.parametrize("batch,steps,channels,width,taps,padding", [
+    (2, 37, 384, 1, 2, 2),   # CCA's depthwise convolution (dy has S + 1 steps)
+    (2, 19, 64, 8, 2, 0),    # grouped, dy has S - 1 steps
+    (1, 45, 96, 4, 3, 2),    # causal grouped
+])
+def test_causal_conv1d_grad(batch, steps, channels, width, taps, padding):
+    art = emulator.compile_model(grad_model(channels, width, taps, padding),
+                                 f"conv_grad_c{channels}_g{width}_k{taps}_p{padding}")
+    dx_kernel = next(k for k in art.kernels if k.endswith("_dx"))
+    dw_kernel = next(k for k in art.kernels if k.endswith("_dw"))
+    assert len(art.kernels) == 2, art.kernels
+    out_steps = steps + padding - (taps - 1)
+    rng = np.random.default_rng(1)
+    xb, x = emulator.bf16(rng.standard_normal((batch, steps, channels)))
+    wb, w = emulator.bf16(rng.standard_normal((channels, width, taps)) / np.sqrt(width * taps))
+    dyb, dy = emulator.bf16(rng.standard_normal((batch, out_steps, channels)))
+    dev = emulator.Device()
+    t = {"input": dev.upload(xb, "bf16"), "weight": dev.upload(wb, "bf16"),
+         "result_grad": dev.upload(dyb, "bf16"),
+         "input_grad": dev.empty((batch, steps, channels), "bf16"),
+         "weight_grad": dev.empty((channels, width, taps), "bf16"),
+         "bias_grad": dev.empty((channels,), "bf16")}
+    # The input-gradient launch names the cotangent's steps S, the other the input's.
+    art.launch(dx_kernel, {n: t[n] for n in ("weight", "result_grad", "input_grad")},
+               B=batch, S=out_steps, T=1)
+    art.launch(dw_kernel, {n: t[n] for n in ("input", "result_grad", "weight_grad",
+                                             "bias_grad")}, B=batch, S=steps, T=1)
+    refs = conv_grad_reference(x, w, dy, padding)
+    for name, (ref, bound) in zip(("input_grad", "weight_grad", "bias_grad"), refs):
+        got = reference.from_bf16_bits(dev.download(t[name])).astype(np.float64)
+        assert got.shape == ref.shape, name
+        err = np.abs(got - ref)
+        tol = 2.0 ** -8 * np.abs(ref) + 2.0 ** -16 * bound + 1e-6
+        assert (err <= tol).all(), (name, err.max())

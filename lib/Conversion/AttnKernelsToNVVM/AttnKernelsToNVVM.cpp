@@ -46,7 +46,7 @@ bool isKernelOp(Operation *op) {
              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
-             attn::CausalConv1DOp>(op);
+             attn::CausalConv1DOp, attn::CausalConv1DGradOp>(op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -519,6 +519,67 @@ private:
   LoweringState &state;
 };
 
+/// attn.causal_conv1d_grad: the input-gradient kernel over (weight, dy),
+/// and the weight- and bias-gradient kernel over (input, dy).
+class CausalConv1dGradLaunchPattern
+    : public OpRewritePattern<attn::CausalConv1DGradOp> {
+public:
+  CausalConv1dGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern(ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(attn::CausalConv1DGradOp op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<ConvPlan> plan = state.plan<ConvPlan>([&]() {
+      std::string unsupported;
+      FailureOr<ConvPlan> p =
+          planCausalConv1dGrad(op, state.options, unsupported);
+      if (failed(p) && !unsupported.empty())
+        return FailureOr<ConvPlan>(op.emitOpError() << unsupported);
+      return p;
+    });
+    if (failed(plan))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    KernelEmitter &emitter = state.emitter;
+    std::string key = plan->key();
+    emitter.nameKernel(
+        rewriter, key + ":dx", plan->name, loc, [&](gpu::GPUModuleOp gm) {
+          buildCausalConv1dInputGradKernel(rewriter, loc, gm, *plan);
+        });
+    emitter.nameKernel(rewriter, key + ":dw", plan->weightGradName, loc,
+                       [&](gpu::GPUModuleOp gm) {
+                         buildCausalConv1dWeightGradKernel(rewriter, loc, gm,
+                                                           *plan);
+                       });
+    StringRef opName = op->getName().getStringRef();
+    SmallVector<Value> inputOperands = {op.getWeight(), op.getResultGrad()};
+    SmallVector<Value> weightOperands = {op.getInput(), op.getResultGrad()};
+    func::FuncOp inputDecl = emitter.declareLaunch(
+        rewriter, loc, plan->name, opName,
+        FunctionType::get(ctx, ValueRange(inputOperands).getTypes(),
+                          {op.getInputGrad().getType()}),
+        describeCausalConv1dInputGrad(ctx, op, *plan));
+    func::FuncOp weightDecl = emitter.declareLaunch(
+        rewriter, loc, plan->weightGradName, opName,
+        FunctionType::get(
+            ctx, ValueRange(weightOperands).getTypes(),
+            {op.getWeightGrad().getType(), op.getBiasGrad().getType()}),
+        describeCausalConv1dWeightGrad(ctx, op, *plan));
+    rewriter.setInsertionPoint(op);
+    auto inputCall =
+        func::CallOp::create(rewriter, loc, inputDecl, inputOperands);
+    auto weightCall =
+        func::CallOp::create(rewriter, loc, weightDecl, weightOperands);
+    rewriter.replaceOp(op, {inputCall.getResult(0), weightCall.getResult(0),
+                            weightCall.getResult(1)});
+    return success();
+  }
+
+private:
+  LoweringState &state;
+};
+
 /// attn.fused_projection with `rope` whose heads do not tile the GEMM's
 /// columns (head dim 96, 256): the projection without rotation, then an
 /// attn.rope kernel over its result. The GEMM epilogue rotates a pair
@@ -646,6 +707,7 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
         return describeElementwise(c, op, p);
       });
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
+  patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
   patterns.add<SplitWeightGradLaunchPattern>(ctx, state);
   // A zero init is not read: the kernel starts its sums from zero. Nor is a
   // constant input of one feature (a bias gradient's ones): the column-sum

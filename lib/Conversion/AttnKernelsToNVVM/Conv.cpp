@@ -24,24 +24,68 @@ using attn::CausalConv1DOp;
 using Pred = arith::CmpIPredicate;
 
 std::string ConvPlan::key() const {
-  return llvm::formatv("conv:{0}:{1}:{2}:{3}:{4}:{5}:{6}", elemName(elem),
+  return llvm::formatv("conv:{0}:{1}:{2}:{3}:{4}:{5}:{6}:{7}", elemName(elem),
                        hostCastFromF32, channels, groupWidth, taps, padding,
-                       hasBias)
+                       hasBias, gradient)
       .str();
 }
 
-static LaunchSymbols convSymbols(MLIRContext *ctx, CausalConv1DOp op) {
+static LaunchSymbols convSymbols(MLIRContext *ctx, Value input) {
   LaunchSymbols sym(ctx);
-  sym.dim(op.getInput(), 0, "batch");
-  sym.dim(op.getInput(), 1, "input time steps");
+  sym.dim(input, 0, "batch");
+  sym.dim(input, 1, "input time steps");
   return sym;
 }
 
-FailureOr<ConvPlan> attnfuse::sm90::planCausalConv1d(
-    CausalConv1DOp op, const TargetOptions &options, std::string &unsupported) {
-  auto inputType = cast<RankedTensorType>(op.getInput().getType());
-  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+/// `steps + shift` as a size: a number, or an expression of the symbol.
+static Attribute shiftedSteps(MLIRContext *ctx, Attribute steps,
+                              int64_t shift) {
+  if (auto known = dyn_cast<IntegerAttr>(steps))
+    return intAttr(ctx, known.getInt() + shift);
+  if (shift == 0)
+    return steps;
+  return strAttr(ctx, sizeText(steps) + (shift > 0 ? "+" : "") +
+                          std::to_string(shift));
+}
+
+/// The output steps of a convolution of `inSteps` input steps.
+static Attribute outputSteps(MLIRContext *ctx, Attribute inSteps,
+                             const ConvPlan &p) {
+  return shiftedSteps(ctx, inSteps, p.padding - (p.taps - 1));
+}
+
+static DictBuilder convConfig(MLIRContext *ctx, const ConvPlan &p) {
+  DictBuilder config(ctx);
+  config.set("elem_type", elemName(p.elem))
+      .set("channels", p.channels)
+      .set("groups", p.channels / p.groupWidth)
+      .set("kernel_size", p.taps)
+      .set("padding", p.padding);
+  return config;
+}
+
+/// Element offset of `[batch, step, 0]` in a `[B, steps, C]` tensor (64-bit:
+/// a tensor may pass 2^31 elements).
+static Value rowOffset(DeviceBuilder &d, Value batch, Value steps, Value step,
+                       int64_t channels) {
+  OpBuilder &b = d.b;
+  Location loc = d.loc;
+  Value row = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(steps)),
+      d.ext64(step));
+  return arith::MulIOp::create(b, loc, row, d.c64(channels));
+}
+
+/// The plan of attn.causal_conv1d or (`gradient`) attn.causal_conv1d_grad,
+/// whose input and weight are `input` and `weight`.
+static FailureOr<ConvPlan> planConv(Operation *op, Value input, Value weight,
+                                    bool hasBias, int64_t padding,
+                                    bool gradient, const TargetOptions &options,
+                                    std::string &unsupported) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
   ConvPlan p;
+  p.gradient = gradient;
   FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
                                             options, p.hostCastFromF32);
   if (failed(elem))
@@ -56,14 +100,37 @@ FailureOr<ConvPlan> attnfuse::sm90::planCausalConv1d(
                   "a static weight";
     return failure();
   }
-  p.padding = op.getPadding();
-  p.hasBias = static_cast<bool>(op.getBias());
+  p.padding = padding;
+  p.hasBias = hasBias;
   p.threads = std::min<int64_t>(256, (p.channels + 31) / 32 * 32);
   p.name = llvm::formatv("attn_conv_{0}_c{1}_g{2}_k{3}_p{4}{5}",
                          elemName(p.elem), p.channels, p.groupWidth, p.taps,
                          p.padding, p.hasBias ? "_bias" : "")
                .str();
+  if (gradient) {
+    p.name = llvm::formatv("attn_conv_grad_{0}_c{1}_g{2}_k{3}_p{4}",
+                           elemName(p.elem), p.channels, p.groupWidth, p.taps,
+                           p.padding)
+                 .str();
+    p.weightGradName = p.name + "_dw";
+    p.name += "_dx";
+  }
   return p;
+}
+
+FailureOr<ConvPlan> attnfuse::sm90::planCausalConv1d(
+    CausalConv1DOp op, const TargetOptions &options, std::string &unsupported) {
+  return planConv(op, op.getInput(), op.getWeight(),
+                  static_cast<bool>(op.getBias()), op.getPadding(),
+                  /*gradient=*/false, options, unsupported);
+}
+
+FailureOr<ConvPlan>
+attnfuse::sm90::planCausalConv1dGrad(attn::CausalConv1DGradOp op,
+                                     const TargetOptions &options,
+                                     std::string &unsupported) {
+  return planConv(op, op.getInput(), op.getWeight(), /*hasBias=*/false,
+                  op.getPadding(), /*gradient=*/true, options, unsupported);
 }
 
 void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
@@ -87,17 +154,8 @@ void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
 
   Value t = d.ctaid(0), batch = d.ctaid(1), outSteps = d.nctaid(0);
   int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
-  auto rowOf = [&](Value sequenceSteps, Value step) {
-    // Element offset of [batch, step, 0] in a [B, steps, C] tensor (64-bit:
-    // a tensor may pass 2^31 elements).
-    Value row = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(sequenceSteps)),
-        d.ext64(step));
-    return arith::MulIOp::create(b, loc, row, d.c64(c)).getResult();
-  };
-  Value in = d.gAt(input, rowOf(steps, d.c32(0)), d.elemType);
-  Value out = d.gAt(output, rowOf(outSteps, t), d.elemType);
+  Value in = d.gAt(input, rowOffset(d, batch, steps, d.c32(0), c), d.elemType);
+  Value out = d.gAt(output, rowOffset(d, batch, outSteps, t, c), d.elemType);
   auto widen = [&](Value v) {
     return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
   };
@@ -143,19 +201,10 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1d(MLIRContext *ctx,
                                                             CausalConv1DOp op,
                                                             const ConvPlan &p) {
   StringRef elem = elemName(p.elem);
-  LaunchSymbols sym = convSymbols(ctx, op);
+  LaunchSymbols sym = convSymbols(ctx, op.getInput());
   Attribute batch = sym.dim(op.getInput(), 0, "batch");
   Attribute steps = sym.dim(op.getInput(), 1, "input time steps");
-  // seq + padding - (k - 1) output steps.
-  int64_t shift = p.padding - (p.taps - 1);
-  Attribute outSteps;
-  if (auto known = dyn_cast<IntegerAttr>(steps))
-    outSteps = intAttr(ctx, known.getInt() + shift);
-  else
-    outSteps = shift == 0
-                   ? steps
-                   : strAttr(ctx, sizeText(steps) + (shift > 0 ? "+" : "") +
-                                      std::to_string(shift));
+  Attribute outSteps = outputSteps(ctx, steps, p);
   Attribute channels = intAttr(ctx, p.channels);
   SmallVector<Attribute> tensors = {
       describeTensor(ctx, "input", "input", 0, elem, {batch, steps, channels}),
@@ -176,16 +225,247 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1d(MLIRContext *ctx,
       describeParam(ctx, "steps", "scalar", "i32", sizeText(steps)));
   SmallVector<Attribute> grid = {gridEntry(ctx, outSteps),
                                  gridEntry(ctx, batch)};
-  DictBuilder config(ctx);
-  config.set("elem_type", elem)
-      .set("channels", p.channels)
-      .set("groups", p.channels / p.groupWidth)
-      .set("kernel_size", p.taps)
-      .set("padding", p.padding)
-      .setBool("bias", p.hasBias)
+  DictBuilder config = convConfig(ctx, p);
+  config.setBool("bias", p.hasBias)
       .set("cta", "one per (output time step, sequence); threads stride "
                   "over the output channels, f32 sums");
   return describeLaunch(
       ctx, {p.name, "causal_conv1d", sym.describe(), p.threads},
       {grid, params, tensors}, config.get(), {p.hostCastFromF32});
+}
+
+//===----------------------------------------------------------------------===//
+// The gradient: dx, then dw and db
+//===----------------------------------------------------------------------===//
+
+void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
+                                                      Location loc,
+                                                      gpu::GPUModuleOp module,
+                                                      const ConvPlan &p) {
+  // weight, result_grad, input_grad, output steps.
+  KernelBody body(b, loc, module, p.name,
+                  KernelSignature(b.getContext()).pointer(3).scalar(),
+                  p.threads, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
+  Value weight = arguments.next();
+  Value resultGrad = arguments.next();
+  Value inputGrad = arguments.next();
+  Value outSteps = arguments.next();
+
+  // dx[b, s, ci] = sum_k sum_cl w[g Cg + cl, ci mod Cg, k] dy[b, s + padding
+  // - k, g Cg + cl] over the output steps that exist.
+  Value s = d.ctaid(0), batch = d.ctaid(1), inSteps = d.nctaid(0);
+  int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
+  Value dy =
+      d.gAt(resultGrad, rowOffset(d, batch, outSteps, d.c32(0), c), d.elemType);
+  Value dx = d.gAt(inputGrad, rowOffset(d, batch, inSteps, s, c), d.elemType);
+  auto widen = [&](Value v) {
+    return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
+  };
+  d.forLoop(
+      d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
+      [&](Value ci, ValueRange) -> SmallVector<Value> {
+        Value firstOutput = d.mul(d.divu(ci, cg), cg);
+        Value within = d.remu(ci, cg);
+        Value acc = d.cf(0.0);
+        for (int64_t tap = 0; tap < k; ++tap) {
+          Value t = d.add(s, p.padding - tap);
+          Value inside = d.andb(d.cmp(Pred::sge, t, d.c32(0)),
+                                d.cmp(Pred::slt, t, outSteps));
+          acc =
+              d.ifThenElseValues(
+                   inside, TypeRange{d.f32},
+                   [&]() -> SmallVector<Value> {
+                     Value row =
+                         d.gAt(dy, d.add(d.mul(t, c), firstOutput), d.elemType);
+                     return d.forLoop(
+                         d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
+                         [&](Value cl, ValueRange sums) -> SmallVector<Value> {
+                           Value g = widen(d.load(
+                               d.elemType, d.gAt(row, cl, d.elemType), 2));
+                           // w[firstOutput + cl, within, tap].
+                           Value at = d.add(
+                               d.mul(d.add(d.mul(d.add(firstOutput, cl), cg),
+                                           within),
+                                     k),
+                               tap);
+                           Value w = widen(d.load(
+                               d.elemType, d.gAt(weight, at, d.elemType), 2));
+                           return {d.fma(w, g, sums[0])};
+                         });
+                   },
+                   [&]() -> SmallVector<Value> { return {acc}; })
+                  .front();
+        }
+        d.store(arith::TruncFOp::create(b, loc, d.elemType, acc),
+                d.gAt(dx, ci, d.elemType), 2);
+        return {};
+      });
+  gpu::ReturnOp::create(b, loc);
+}
+
+void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
+                                                       Location loc,
+                                                       gpu::GPUModuleOp module,
+                                                       const ConvPlan &p) {
+  // input, result_grad, weight_grad, bias_grad, batch, input steps.
+  KernelBody body(b, loc, module, p.weightGradName,
+                  KernelSignature(b.getContext()).pointer(4).scalar(2),
+                  ConvPlan::kWeightGradThreads, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = body.d;
+  KernelArguments &arguments = body.arguments;
+  Value input = arguments.next();
+  Value resultGrad = arguments.next();
+  Value weightGrad = arguments.next();
+  Value biasGrad = arguments.next();
+  Value batches = arguments.next();
+  Value inSteps = arguments.next();
+
+  // Items [0, C Cg k) are the weight's elements (o, cl, tap), the next C
+  // the bias's; each sums over every (sequence, output step) in order.
+  int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
+  int64_t weights = c * cg * k;
+  Value outSteps = d.add(inSteps, p.padding - (k - 1));
+  Value item = d.add(d.mul(d.ctaid(0), ConvPlan::kWeightGradThreads), d.tid());
+  auto widen = [&](Value v) {
+    return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
+  };
+  auto loadAt = [&](Value base, Value offset) {
+    return widen(d.load(d.elemType, d.gAt(base, offset, d.elemType), 2));
+  };
+  d.ifThenElse(
+      d.cmp(Pred::slt, item, d.c32(weights)),
+      [&]() {
+        Value o = d.divu(item, cg * k);
+        Value cl = d.remu(d.divu(item, k), cg);
+        Value tap = d.remu(item, k);
+        Value column = d.add(d.mul(d.divu(o, cg), cg), cl);
+        Value sum =
+            d.forLoop(
+                 d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
+                 [&](Value seq, ValueRange outer) -> SmallVector<Value> {
+                   Value dy = d.gAt(resultGrad,
+                                    rowOffset(d, seq, outSteps, d.c32(0), c),
+                                    d.elemType);
+                   Value x =
+                       d.gAt(input, rowOffset(d, seq, inSteps, d.c32(0), c),
+                             d.elemType);
+                   return d.forLoop(
+                       d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
+                       [&](Value t, ValueRange inner) -> SmallVector<Value> {
+                         // xp[t + tap] = x[t + tap - padding], 0 outside.
+                         Value src = d.add(d.add(t, tap), -p.padding);
+                         Value inside = d.andb(d.cmp(Pred::sge, src, d.c32(0)),
+                                               d.cmp(Pred::slt, src, inSteps));
+                         return d.ifThenElseValues(
+                             inside, TypeRange{d.f32},
+                             [&]() -> SmallVector<Value> {
+                               Value g = loadAt(dy, d.add(d.mul(t, c), o));
+                               Value xv =
+                                   loadAt(x, d.add(d.mul(src, c), column));
+                               return {d.fma(g, xv, inner[0])};
+                             },
+                             [&]() -> SmallVector<Value> {
+                               return {inner[0]};
+                             });
+                       });
+                 })
+                .front();
+        d.store(arith::TruncFOp::create(b, loc, d.elemType, sum),
+                d.gAt(weightGrad, item, d.elemType), 2);
+      },
+      [&]() {
+        Value o = d.sub(item, d.c32(weights));
+        d.ifThen(d.cmp(Pred::slt, o, d.c32(c)), [&]() {
+          Value sum =
+              d.forLoop(
+                   d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
+                   [&](Value seq, ValueRange outer) -> SmallVector<Value> {
+                     Value dy = d.gAt(resultGrad,
+                                      rowOffset(d, seq, outSteps, d.c32(0), c),
+                                      d.elemType);
+                     return d.forLoop(
+                         d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
+                         [&](Value t, ValueRange inner) -> SmallVector<Value> {
+                           return {d.addf(inner[0],
+                                          loadAt(dy, d.add(d.mul(t, c), o)))};
+                         });
+                   })
+                  .front();
+          d.store(arith::TruncFOp::create(b, loc, d.elemType, sum),
+                  d.gAt(biasGrad, o, d.elemType), 2);
+        });
+      });
+  gpu::ReturnOp::create(b, loc);
+}
+
+attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dInputGrad(
+    MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &p) {
+  StringRef elem = elemName(p.elem);
+  // S is the cotangent's steps (a launch binds its sizes from its operands);
+  // the input has S - (padding - (k - 1)).
+  LaunchSymbols sym(ctx);
+  Attribute batch = sym.dim(op.getResultGrad(), 0, "batch");
+  Attribute outSteps = sym.dim(op.getResultGrad(), 1, "output time steps");
+  Attribute steps = shiftedSteps(ctx, outSteps, -(p.padding - (p.taps - 1)));
+  Attribute channels = intAttr(ctx, p.channels);
+  SmallVector<Attribute> tensors = {
+      describeTensor(
+          ctx, "weight", "weight [channels, channels / groups, k]", 1, elem,
+          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)}),
+      describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
+                     elem, {batch, outSteps, channels}),
+      describeTensor(ctx, "input_grad", "result", -1, elem,
+                     {batch, steps, channels})};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "weight", "pointer", elem, "weight"),
+      describeParam(ctx, "result_grad", "pointer", elem, "result_grad"),
+      describeParam(ctx, "input_grad", "pointer", elem, "input_grad"),
+      describeParam(ctx, "output_steps", "scalar", "i32", sizeText(outSteps))};
+  SmallVector<Attribute> grid = {gridEntry(ctx, steps), gridEntry(ctx, batch)};
+  DictBuilder config = convConfig(ctx, p);
+  config.set("cta", "one per (input time step, sequence); threads stride "
+                    "over the input channels, f32 sums");
+  return describeLaunch(
+      ctx, {p.name, "causal_conv1d_input_grad", sym.describe(), p.threads},
+      {grid, params, tensors}, config.get(), {p.hostCastFromF32});
+}
+
+attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
+    MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &p) {
+  StringRef elem = elemName(p.elem);
+  LaunchSymbols sym = convSymbols(ctx, op.getInput());
+  Attribute batch = sym.dim(op.getInput(), 0, "batch");
+  Attribute steps = sym.dim(op.getInput(), 1, "input time steps");
+  Attribute outSteps = outputSteps(ctx, steps, p);
+  Attribute channels = intAttr(ctx, p.channels);
+  SmallVector<Attribute> tensors = {
+      describeTensor(ctx, "input", "the convolution's input", 0, elem,
+                     {batch, steps, channels}),
+      describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
+                     elem, {batch, outSteps, channels}),
+      describeTensor(
+          ctx, "weight_grad", "result", -1, elem,
+          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)}),
+      describeTensor(ctx, "bias_grad", "result", -1, elem, {channels})};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "input", "pointer", elem, "input"),
+      describeParam(ctx, "result_grad", "pointer", elem, "result_grad"),
+      describeParam(ctx, "weight_grad", "pointer", elem, "weight_grad"),
+      describeParam(ctx, "bias_grad", "pointer", elem, "bias_grad"),
+      describeParam(ctx, "batch", "scalar", "i32", sizeText(batch)),
+      describeParam(ctx, "steps", "scalar", "i32", sizeText(steps))};
+  int64_t items = p.channels * p.groupWidth * p.taps + p.channels;
+  SmallVector<Attribute> grid = {
+      gridConstant(ctx, (items + ConvPlan::kWeightGradThreads - 1) /
+                            ConvPlan::kWeightGradThreads)};
+  DictBuilder config = convConfig(ctx, p);
+  config.set("cta", "a thread per weight or bias element, summing over "
+                    "every sequence and output step in order (f32)");
+  return describeLaunch(ctx,
+                        {p.weightGradName, "causal_conv1d_weight_grad",
+                         sym.describe(), ConvPlan::kWeightGradThreads},
+                        {grid, params, tensors}, config.get(),
+                        {p.hostCastFromF32, "outputs"});
 }

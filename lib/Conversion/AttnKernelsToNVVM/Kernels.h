@@ -500,10 +500,18 @@ attn::KernelLaunchAttr describeSdpa(mlir::MLIRContext *ctx, attn::SDPAOp op,
                                     const SdpaPlan &plan);
 
 /// The plan of one attn.causal_conv1d kernel (SIMT): one CTA per (output
-/// time step, sequence), threads over the output channels.
+/// time step, sequence), threads over the output channels. For
+/// attn.causal_conv1d_grad (`gradient`) two kernels: `name` computes the
+/// input gradient (one CTA per (input step, sequence), threads over the
+/// input channels), `weightGradName` the weight and bias gradients (a
+/// thread per weight or bias element, summing over every output step of
+/// every sequence in a fixed order).
 struct ConvPlan : KernelPlan {
   int64_t channels, groupWidth, taps, padding;
   bool hasBias;
+  bool gradient = false;
+  std::string weightGradName;
+  static constexpr int64_t kWeightGradThreads = 256;
   std::string key() const;
 };
 
@@ -516,6 +524,20 @@ void buildCausalConv1dKernel(mlir::OpBuilder &b, mlir::Location loc,
 attn::KernelLaunchAttr describeCausalConv1d(mlir::MLIRContext *ctx,
                                             attn::CausalConv1DOp op,
                                             const ConvPlan &plan);
+mlir::FailureOr<ConvPlan> planCausalConv1dGrad(attn::CausalConv1DGradOp op,
+                                               const TargetOptions &options,
+                                               std::string &unsupported);
+/// The input-gradient and the weight-gradient kernels of a gradient plan.
+void buildCausalConv1dInputGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::gpu::GPUModuleOp module,
+                                      const ConvPlan &plan);
+void buildCausalConv1dWeightGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                       mlir::gpu::GPUModuleOp module,
+                                       const ConvPlan &plan);
+attn::KernelLaunchAttr describeCausalConv1dInputGrad(
+    mlir::MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &plan);
+attn::KernelLaunchAttr describeCausalConv1dWeightGrad(
+    mlir::MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &plan);
 
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.

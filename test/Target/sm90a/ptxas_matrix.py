@@ -29,8 +29,9 @@ not, block_q 64 and 128, and a key mask, and attn.fused_weight_grad (the
 weight-gradient GEMM, from zero and into an init, split over the tokens with its
 combine kernel or not); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
-It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads) and attn.causal_conv1d
-(SIMT, the depthwise and narrow grouped convolutions that attn-fuse leaves as they are).
+It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads) and attn.causal_conv1d with
+attn.causal_conv1d_grad (SIMT, the depthwise and narrow grouped convolutions that attn-fuse leaves
+as they are).
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -192,6 +193,15 @@ def grad_model():
             f"padding = {padding} : i64}} : ({x}, {w}, {b}) -> {x}\n"
             f"  return %y : {x}\n}}\n")
         configs.append(dict(name=name, kinds=["causal_conv1d"]))
+        grad = f"conv_grad_c{channels}_g{width}_k{taps}_p{padding}"
+        funcs.append(
+            f"func.func @{grad}(%x: {x}, %w: {w}, %dy: {x}) -> ({x}, {w}, {b}) {{\n"
+            f"  %dx, %dw, %db = attn.causal_conv1d_grad %x, %w, %dy {{groups = "
+            f"{channels // width} : i64, padding = {padding} : i64}} : ({x}, {w}, {x}) "
+            f"-> ({x}, {w}, {b})\n"
+            f"  return %dx, %dw, %db : {x}, {w}, {b}\n}}\n")
+        configs.append(dict(name=grad, kinds=["causal_conv1d_input_grad",
+                                              "causal_conv1d_weight_grad"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -484,7 +494,8 @@ def find_tool(name, explicit, extra):
 
 # Kernels without tensor cores or TMA.
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
-              "weight_grad_colsum", "weight_grad_combine", "causal_conv1d")
+              "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
+              "causal_conv1d_input_grad", "causal_conv1d_weight_grad")
 
 
 def find_nvdisasm():
@@ -686,7 +697,7 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
-            if k["kind"] == "causal_conv1d":
+            if k["kind"].startswith("causal_conv1d"):
                 required = []  # one element per load: a thread's channel, a group's input
         missing = [s for s in required if s not in ptx]
         if missing:
