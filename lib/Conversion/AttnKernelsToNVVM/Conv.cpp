@@ -1,15 +1,20 @@
-//===- Conv.cpp - attn.causal_conv1d on sm_90a ------------------*- C++ -*-===//
+//===- Conv.cpp - attn.causal_conv1d and its gradient on sm_90a -*- C++ -*-===//
 //
-// The grouped causal convolution over time as a SIMT kernel: one CTA per
-// (output time step t, sequence b); its threads stride over the output
-// channels o, each summing in f32
+// The grouped causal convolution over time as SIMT kernels.
+//
+// Forward: one CTA per (output time step t, sequence b); its threads stride
+// over the output channels o, each summing in f32 over the k taps and the Cg
+// input channels of o's group g = o / Cg
 //   y[b, t, o] = bias[o] + sum_k sum_i w[o, i, k] x[b, t + k - padding, g Cg +
 //   i]
-// (g = o / Cg, x zero outside [0, S)) over the k taps and the Cg input
-// channels of o's group, and rounding once to the element type. Depthwise
-// convolutions (Cg = 1) are k products per output; the grouped ones of a
-// CCA layer (Cg = head_dim) are k * head_dim, small against the attention.
-// Threads of a warp share a group's inputs (one broadcast load each).
+// (x zero outside [0, S)) and rounding once to the element type. Depthwise
+// convolutions (Cg = 1) are k products per output. Threads of a warp share
+// a group's inputs (one broadcast load each).
+//
+// Gradient: the input gradient with the same layout over the input steps
+// (the correlation with the flipped kernel), then the weight and bias
+// gradients, a thread per element summing over every sequence and output
+// step in a fixed order, so every run gives the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +79,13 @@ static Value rowOffset(DeviceBuilder &d, Value batch, Value steps, Value step,
       b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(steps)),
       d.ext64(step));
   return arith::MulIOp::create(b, loc, row, d.c64(channels));
+}
+
+/// Element `offset` of the 16-bit tensor at `base`, widened to f32.
+static Value loadF32(DeviceBuilder &d, Value base, Value offset) {
+  return arith::ExtFOp::create(
+      d.b, d.loc, d.f32,
+      d.load(d.elemType, d.gAt(base, offset, d.elemType), 2));
 }
 
 /// The plan of attn.causal_conv1d or (`gradient`) attn.causal_conv1d_grad,
@@ -156,44 +168,35 @@ void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
   int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
   Value in = d.gAt(input, rowOffset(d, batch, steps, d.c32(0), c), d.elemType);
   Value out = d.gAt(output, rowOffset(d, batch, outSteps, t, c), d.elemType);
-  auto widen = [&](Value v) {
-    return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
-  };
-  d.forLoop(
-      d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
-      [&](Value o, ValueRange) -> SmallVector<Value> {
-        Value acc =
-            p.hasBias ? widen(d.load(d.elemType, d.gAt(bias, o, d.elemType), 2))
-                      : d.cf(0.0);
-        Value firstInput = d.mul(d.divu(o, cg), cg);
-        Value taps = d.gAt(weight, d.mul(o, cg * k), d.elemType);
-        for (int64_t tap = 0; tap < k; ++tap) {
-          Value source = d.add(t, tap - p.padding);
-          Value inside = d.andb(d.cmp(Pred::sge, source, d.c32(0)),
-                                d.cmp(Pred::slt, source, steps));
-          SmallVector<Value> summed = d.ifThenElseValues(
-              inside, TypeRange{d.f32},
-              [&]() -> SmallVector<Value> {
-                Value row =
-                    d.gAt(in, d.add(d.mul(source, c), firstInput), d.elemType);
-                return d.forLoop(
-                    d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
-                    [&](Value i, ValueRange sums) -> SmallVector<Value> {
-                      Value x = widen(
-                          d.load(d.elemType, d.gAt(row, i, d.elemType), 2));
-                      Value w = widen(d.load(
-                          d.elemType,
-                          d.gAt(taps, d.add(d.mul(i, k), tap), d.elemType), 2));
-                      return {d.fma(w, x, sums[0])};
-                    });
-              },
-              [&]() -> SmallVector<Value> { return {acc}; });
-          acc = summed[0];
-        }
-        d.store(arith::TruncFOp::create(b, loc, d.elemType, acc),
-                d.gAt(out, o, d.elemType), 2);
-        return {};
-      });
+  d.forLoop(d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
+            [&](Value o, ValueRange) -> SmallVector<Value> {
+              Value acc = p.hasBias ? loadF32(d, bias, o) : d.cf(0.0);
+              Value firstInput = d.mul(d.divu(o, cg), cg);
+              Value taps = d.gAt(weight, d.mul(o, cg * k), d.elemType);
+              for (int64_t tap = 0; tap < k; ++tap) {
+                Value source = d.add(t, tap - p.padding);
+                Value inside = d.andb(d.cmp(Pred::sge, source, d.c32(0)),
+                                      d.cmp(Pred::slt, source, steps));
+                SmallVector<Value> summed = d.ifThenElseValues(
+                    inside, TypeRange{d.f32},
+                    [&]() -> SmallVector<Value> {
+                      Value row = d.gAt(in, d.add(d.mul(source, c), firstInput),
+                                        d.elemType);
+                      return d.forLoop(
+                          d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
+                          [&](Value i, ValueRange sums) -> SmallVector<Value> {
+                            Value x = loadF32(d, row, i);
+                            Value w = loadF32(d, taps, d.add(d.mul(i, k), tap));
+                            return {d.fma(w, x, sums[0])};
+                          });
+                    },
+                    [&]() -> SmallVector<Value> { return {acc}; });
+                acc = summed[0];
+              }
+              d.store(arith::TruncFOp::create(b, loc, d.elemType, acc),
+                      d.gAt(out, o, d.elemType), 2);
+              return {};
+            });
   gpu::ReturnOp::create(b, loc);
 }
 
@@ -260,9 +263,6 @@ void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
   Value dy =
       d.gAt(resultGrad, rowOffset(d, batch, outSteps, d.c32(0), c), d.elemType);
   Value dx = d.gAt(inputGrad, rowOffset(d, batch, inSteps, s, c), d.elemType);
-  auto widen = [&](Value v) {
-    return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
-  };
   d.forLoop(
       d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
       [&](Value ci, ValueRange) -> SmallVector<Value> {
@@ -282,16 +282,14 @@ void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
                      return d.forLoop(
                          d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
                          [&](Value cl, ValueRange sums) -> SmallVector<Value> {
-                           Value g = widen(d.load(
-                               d.elemType, d.gAt(row, cl, d.elemType), 2));
+                           Value g = loadF32(d, row, cl);
                            // w[firstOutput + cl, within, tap].
                            Value at = d.add(
                                d.mul(d.add(d.mul(d.add(firstOutput, cl), cg),
                                            within),
                                      k),
                                tap);
-                           Value w = widen(d.load(
-                               d.elemType, d.gAt(weight, at, d.elemType), 2));
+                           Value w = loadF32(d, weight, at);
                            return {d.fma(w, g, sums[0])};
                          });
                    },
@@ -328,12 +326,6 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
   int64_t weights = c * cg * k;
   Value outSteps = d.add(inSteps, p.padding - (k - 1));
   Value item = d.add(d.mul(d.ctaid(0), ConvPlan::kWeightGradThreads), d.tid());
-  auto widen = [&](Value v) {
-    return arith::ExtFOp::create(b, loc, d.f32, v).getResult();
-  };
-  auto loadAt = [&](Value base, Value offset) {
-    return widen(d.load(d.elemType, d.gAt(base, offset, d.elemType), 2));
-  };
   d.ifThenElse(
       d.cmp(Pred::slt, item, d.c32(weights)),
       [&]() {
@@ -361,9 +353,9 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                          return d.ifThenElseValues(
                              inside, TypeRange{d.f32},
                              [&]() -> SmallVector<Value> {
-                               Value g = loadAt(dy, d.add(d.mul(t, c), o));
+                               Value g = loadF32(d, dy, d.add(d.mul(t, c), o));
                                Value xv =
-                                   loadAt(x, d.add(d.mul(src, c), column));
+                                   loadF32(d, x, d.add(d.mul(src, c), column));
                                return {d.fma(g, xv, inner[0])};
                              },
                              [&]() -> SmallVector<Value> {
@@ -388,8 +380,9 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                      return d.forLoop(
                          d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
                          [&](Value t, ValueRange inner) -> SmallVector<Value> {
-                           return {d.addf(inner[0],
-                                          loadAt(dy, d.add(d.mul(t, c), o)))};
+                           return {
+                               d.addf(inner[0],
+                                      loadF32(d, dy, d.add(d.mul(t, c), o)))};
                          });
                    })
                   .front();
