@@ -46,7 +46,8 @@ bool isKernelOp(Operation *op) {
              attn::FusedProjectionOp, attn::ProjectOp, attn::CCAPrologueOp,
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
-             attn::CausalConv1DOp, attn::CausalConv1DGradOp>(op);
+             attn::CausalConv1DOp, attn::CausalConv1DGradOp, attn::QKMeanOp,
+             attn::QKMeanGradOp>(op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -708,6 +709,10 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       });
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
   patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
+  patterns.add<KernelLaunchPattern<attn::QKMeanOp, QKMeanPlan>>(
+      ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
+  patterns.add<KernelLaunchPattern<attn::QKMeanGradOp, QKMeanPlan>>(
+      ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
   patterns.add<SplitWeightGradLaunchPattern>(ctx, state);
   // A zero init is not read: the kernel starts its sums from zero. Nor is a
   // constant input of one feature (a bias gradient's ones): the column-sum

@@ -539,6 +539,23 @@ attn::KernelLaunchAttr describeCausalConv1dInputGrad(
 attn::KernelLaunchAttr describeCausalConv1dWeightGrad(
     mlir::MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &plan);
 
+/// The plan of one attn.qk_mean or attn.qk_mean_grad kernel (`gradient`):
+/// one CTA per (token, sequence), threads over its query and key elements.
+struct QKMeanPlan : KernelPlan {
+  int64_t numHeads, numKvHeads, headDim, group;
+  bool gradient = false;
+  std::string key() const;
+};
+
+mlir::FailureOr<QKMeanPlan> planQKMean(mlir::Operation *op,
+                                       const TargetOptions &options,
+                                       std::string &unsupported);
+void buildQKMeanKernel(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::gpu::GPUModuleOp module, const QKMeanPlan &plan);
+attn::KernelLaunchAttr describeQKMean(mlir::MLIRContext *ctx,
+                                      mlir::Operation *op,
+                                      const QKMeanPlan &plan);
+
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
 struct ElementwisePlan {

@@ -198,3 +198,23 @@ func.func @conv_grad_depthwise(%x: tensor<?x?x384xbf16>, %w: tensor<384x1x2xbf16
       : (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<?x?x384xbf16>) -> (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>)
   return %dx, %dw, %db : tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>
 }
+
+// -----
+
+// QK-mean and its gradient: one kernel each, one CTA per (token, sequence).
+// CHECK-LABEL: func.func @qk_mean_and_grad
+// CHECK: %[[M:.*]]:2 = call @attn_qk_mean_bf16_h4_g2_d64_launch(%arg0, %arg1, %arg2, %arg3)
+// CHECK: %[[G:.*]]:2 = call @attn_qk_mean_grad_bf16_h4_g2_d64_launch(%[[M]]#0, %[[M]]#1)
+// CHECK: return %[[G]]#0, %[[G]]#1
+// CHECK: func.func private @attn_qk_mean_bf16_h4_g2_d64_launch
+// CHECK-SAME: kind = "qk_mean"
+// CHECK-SAME: grid = [{ceil_div = 1 : i64, expr = "S", symbol = "S"}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "k_raw", role = "input", operand = 3, dtype = "bf16", shape = ["B", "S", 2, 64]
+// CHECK: func.func private @attn_qk_mean_grad_bf16_h4_g2_d64_launch
+// CHECK-SAME: kind = "qk_mean_grad"
+// CHECK-SAME: #attn.kernel_tensor<name = "q_raw_grad", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S", 4, 64]
+func.func @qk_mean_and_grad(%qc: tensor<?x?x4x64xbf16>, %kc: tensor<?x?x2x64xbf16>, %qr: tensor<?x?x4x64xbf16>, %kr: tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %q, %k = attn.qk_mean %qc, %kc, %qr, %kr : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
+  %dqr, %dkr = attn.qk_mean_grad %q, %k : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
+  return %dqr, %dkr : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
+}

@@ -31,7 +31,7 @@ combine kernel or not); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
 It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads) and attn.causal_conv1d with
 attn.causal_conv1d_grad (SIMT, the depthwise and narrow grouped convolutions that attn-fuse leaves
-as they are).
+as they are), and attn.qk_mean with its gradient (SIMT).
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -202,6 +202,15 @@ def grad_model():
             f"  return %dx, %dw, %db : {x}, {w}, {b}\n}}\n")
         configs.append(dict(name=grad, kinds=["causal_conv1d_input_grad",
                                               "causal_conv1d_weight_grad"]))
+    for hq, hk, d in ((8, 2, 128), (4, 4, 64)):
+        q, k = f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>"
+        name = f"qk_mean_h{hq}_k{hk}_d{d}"
+        funcs.append(
+            f"func.func @{name}(%qc: {q}, %kc: {k}, %qr: {q}, %kr: {k}) -> ({q}, {k}) {{\n"
+            f"  %q, %k = attn.qk_mean %qc, %kc, %qr, %kr : {q}, {k}\n"
+            f"  %dq, %dk = attn.qk_mean_grad %q, %k : {q}, {k}\n"
+            f"  return %dq, %dk : {q}, {k}\n}}\n")
+        configs.append(dict(name=name, kinds=["qk_mean", "qk_mean_grad"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -495,7 +504,8 @@ def find_tool(name, explicit, extra):
 # Kernels without tensor cores or TMA.
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
               "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
-              "causal_conv1d_input_grad", "causal_conv1d_weight_grad")
+              "causal_conv1d_input_grad", "causal_conv1d_weight_grad", "qk_mean",
+              "qk_mean_grad")
 
 
 def find_nvdisasm():
@@ -697,7 +707,7 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
-            if k["kind"].startswith("causal_conv1d"):
+            if k["kind"].startswith(("causal_conv1d", "qk_mean")):
                 required = []  # one element per load: a thread's channel, a group's input
         missing = [s for s in required if s not in ptx]
         if missing:
