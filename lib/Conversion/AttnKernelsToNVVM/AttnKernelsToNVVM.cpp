@@ -47,7 +47,8 @@ bool isKernelOp(Operation *op) {
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
              attn::CausalConv1DOp, attn::CausalConv1DGradOp, attn::QKMeanOp,
-             attn::QKMeanGradOp>(op);
+             attn::QKMeanGradOp, attn::ValueShiftOp, attn::ValueShiftGradOp>(
+      op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -713,6 +714,10 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
   patterns.add<KernelLaunchPattern<attn::QKMeanGradOp, QKMeanPlan>>(
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
+  patterns.add<KernelLaunchPattern<attn::ValueShiftOp, ValueShiftPlan>>(
+      ctx, state, planValueShift, buildValueShiftKernel, describeValueShift);
+  patterns.add<KernelLaunchPattern<attn::ValueShiftGradOp, ValueShiftPlan>>(
+      ctx, state, planValueShift, buildValueShiftKernel, describeValueShift);
   patterns.add<SplitWeightGradLaunchPattern>(ctx, state);
   // A zero init is not read: the kernel starts its sums from zero. Nor is a
   // constant input of one feature (a bias gradient's ones): the column-sum

@@ -556,6 +556,25 @@ attn::KernelLaunchAttr describeQKMean(mlir::MLIRContext *ctx,
                                       mlir::Operation *op,
                                       const QKMeanPlan &plan);
 
+/// The plan of one attn.value_shift or attn.value_shift_grad kernel
+/// (`gradient`): one CTA per (token, sequence), threads over its channels.
+struct ValueShiftPlan : KernelPlan {
+  int64_t channels; // of `current` (the result has twice as many)
+  bool gradient = false;
+  bool hasState = false;
+  std::string key() const;
+};
+
+mlir::FailureOr<ValueShiftPlan> planValueShift(mlir::Operation *op,
+                                               const TargetOptions &options,
+                                               std::string &unsupported);
+void buildValueShiftKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const ValueShiftPlan &plan);
+attn::KernelLaunchAttr describeValueShift(mlir::MLIRContext *ctx,
+                                          mlir::Operation *op,
+                                          const ValueShiftPlan &plan);
+
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
 struct ElementwisePlan {

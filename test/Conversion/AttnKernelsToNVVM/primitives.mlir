@@ -218,3 +218,21 @@ func.func @qk_mean_and_grad(%qc: tensor<?x?x4x64xbf16>, %kc: tensor<?x?x2x64xbf1
   %dqr, %dkr = attn.qk_mean_grad %q, %k : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
   return %dqr, %dkr : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
 }
+
+// -----
+
+// The value shift and its gradient: copies, one CTA per (token, sequence).
+// CHECK-LABEL: func.func @value_shift_and_grad
+// CHECK: %[[V:.*]] = call @attn_value_shift_bf16_c64_state_launch(%arg0, %arg1, %arg2)
+// CHECK: %[[G:.*]]:2 = call @attn_value_shift_grad_bf16_c64_launch(%[[V]])
+// CHECK: func.func private @attn_value_shift_bf16_c64_state_launch
+// CHECK-SAME: kind = "value_shift"
+// CHECK-SAME: #attn.kernel_tensor<name = "state", role = "{{[^"]*}}", operand = 2, dtype = "bf16", shape = ["B", 1, 64]
+// CHECK-SAME: #attn.kernel_tensor<name = "result", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S", 128]
+// CHECK: func.func private @attn_value_shift_grad_bf16_c64_launch
+// CHECK-SAME: kind = "value_shift_grad"
+func.func @value_shift_and_grad(%c: tensor<?x?x64xbf16>, %p: tensor<?x?x64xbf16>, %s: tensor<?x1x64xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>) {
+  %v = attn.value_shift %c, %p state(%s) : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<?x1x64xbf16>) -> tensor<?x?x128xbf16>
+  %dc, %dp = attn.value_shift_grad %v : (tensor<?x?x128xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>)
+  return %dc, %dp : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
+}

@@ -31,7 +31,7 @@ combine kernel or not); like the forward kernels
 they must use wgmma, cp.async.bulk.tensor, mbarrier try_wait and setmaxnreg.
 It also holds attn.rope_grad (SIMT, like attn.rope: 16-byte loads) and attn.causal_conv1d with
 attn.causal_conv1d_grad (SIMT, the depthwise and narrow grouped convolutions that attn-fuse leaves
-as they are), and attn.qk_mean with its gradient (SIMT).
+as they are), attn.qk_mean and attn.value_shift with their gradients (SIMT).
 
 A second matrix covers attn.cca_prologue (CCA / CCGQA prologue): the ZAYA1
 shape (E 2048, Hq 8, Hk 2, d 128, conv 2/2, every toggle), head dim 64,
@@ -211,6 +211,15 @@ def grad_model():
             f"  %dq, %dk = attn.qk_mean_grad %q, %k : {q}, {k}\n"
             f"  return %dq, %dk : {q}, {k}\n}}\n")
         configs.append(dict(name=name, kinds=["qk_mean", "qk_mean_grad"]))
+    for c in (128, 640):
+        narrow, wide = f"tensor<?x?x{c}xbf16>", f"tensor<?x?x{2 * c}xbf16>"
+        name = f"value_shift_c{c}"
+        funcs.append(
+            f"func.func @{name}(%c: {narrow}, %p: {narrow}) -> ({narrow}, {narrow}) {{\n"
+            f"  %v = attn.value_shift %c, %p : ({narrow}, {narrow}) -> {wide}\n"
+            f"  %dc, %dp = attn.value_shift_grad %v : ({wide}) -> ({narrow}, {narrow})\n"
+            f"  return %dc, %dp : {narrow}, {narrow}\n}}\n")
+        configs.append(dict(name=name, kinds=["value_shift", "value_shift_grad"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -505,7 +514,7 @@ def find_tool(name, explicit, extra):
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
               "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
               "causal_conv1d_input_grad", "causal_conv1d_weight_grad", "qk_mean",
-              "qk_mean_grad")
+              "qk_mean_grad", "value_shift", "value_shift_grad")
 
 
 def find_nvdisasm():
@@ -707,7 +716,7 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
-            if k["kind"].startswith(("causal_conv1d", "qk_mean")):
+            if k["kind"].startswith(("causal_conv1d", "qk_mean", "value_shift")):
                 required = []  # one element per load: a thread's channel, a group's input
         missing = [s for s in required if s not in ptx]
         if missing:
