@@ -100,16 +100,13 @@ attnfuse::sm90::planCacheUpdate(CacheUpdateOp op, const TargetOptions &options,
   auto cacheType = cast<RankedTensorType>(op.getCache().getType());
   auto newType = cast<RankedTensorType>(op.getNewRows().getType());
   CacheUpdatePlan p;
-  FailureOr<ElemKind> elem = kernelElemKind(op, cacheType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, cacheType.getElementType(), options)))
     return failure();
   if (newType.getElementType() != cacheType.getElementType())
     return op.emitOpError() << "the sm_90a kernel needs new_rows of the "
                                "cache's element type "
                             << cacheType.getElementType() << ", got "
                             << newType.getElementType();
-  p.elem = *elem;
   p.paged = static_cast<bool>(op.getBlockTable());
   p.numKvHeads = newType.getDimSize(2);
   p.headDim = newType.getDimSize(3);
@@ -316,11 +313,8 @@ attnfuse::sm90::planCacheGather(CacheGatherOp op, const TargetOptions &options,
                                 std::string &unsupported) {
   auto cacheType = cast<RankedTensorType>(op.getCache().getType());
   CacheGatherPlan p;
-  FailureOr<ElemKind> elem = kernelElemKind(op, cacheType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, cacheType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.pageSize = cacheType.getDimSize(1);
   p.numKvHeads = cacheType.getDimSize(2);
   p.headDim = cacheType.getDimSize(3);

@@ -118,6 +118,16 @@ FailureOr<ElemKind> attnfuse::sm90::kernelElemKind(Operation *op,
                               "f32 converted by the host)";
 }
 
+LogicalResult KernelPlan::setElementType(Operation *op, Type elementType,
+                                         const TargetOptions &options) {
+  FailureOr<ElemKind> kind =
+      kernelElemKind(op, elementType, options, hostCastFromF32);
+  if (failed(kind))
+    return failure();
+  elem = *kind;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel functions
 //===----------------------------------------------------------------------===//
@@ -479,11 +489,8 @@ LogicalResult attnfuse::sm90::planCCAConfig(OpTy op, Type elementType,
                                             const TargetOptions &options,
                                             CCAConfig &c,
                                             std::string &unsupported) {
-  FailureOr<ElemKind> elem =
-      kernelElemKind(op, elementType, options, c.hostCastFromF32);
-  if (failed(elem))
+  if (failed(c.setElementType(op, elementType, options)))
     return failure();
-  c.elem = *elem;
   c.numHeads = op.getNumHeads();
   c.numKvHeads = op.getNumKvHeads();
   c.headDim = op.getHeadDim();

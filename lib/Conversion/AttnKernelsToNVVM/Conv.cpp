@@ -98,11 +98,8 @@ static FailureOr<ConvPlan> planConv(Operation *op, Value input, Value weight,
   auto weightType = cast<RankedTensorType>(weight.getType());
   ConvPlan p;
   p.gradient = gradient;
-  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, inputType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.channels = inputType.getDimSize(2);
   p.groupWidth = weightType.getDimSize(1);
   p.taps = weightType.getDimSize(2);

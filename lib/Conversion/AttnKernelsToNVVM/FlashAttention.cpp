@@ -81,11 +81,8 @@ static LogicalResult planAttentionShape(OpTy op, const TargetOptions &options,
   auto queryType = cast<RankedTensorType>(op.getQuery().getType());
   auto keyType = cast<RankedTensorType>(op.getKey().getType());
   auto valueType = cast<RankedTensorType>(op.getValueOrKey().getType());
-  FailureOr<ElemKind> elem = kernelElemKind(op, queryType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, queryType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.headDim = queryType.getDimSize(3);
   p.valueDim = valueType.getDimSize(3);
   p.numHeads = queryType.getDimSize(2);

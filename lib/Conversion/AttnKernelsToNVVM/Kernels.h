@@ -61,6 +61,12 @@ struct KernelPlan {
   bool hostCastFromF32 = false;
   int64_t threads = 0;
   std::string name;
+
+  /// Sets `elem` and `hostCastFromF32` for tensors of `elementType` (see
+  /// kernelElemKind); on failure the diagnostic is on `op`.
+  mlir::LogicalResult setElementType(mlir::Operation *op,
+                                     mlir::Type elementType,
+                                     const TargetOptions &options);
 };
 
 /// What the attention kernels take alike from their op: the flash kernels

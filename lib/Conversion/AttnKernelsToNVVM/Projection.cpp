@@ -65,11 +65,8 @@ attnfuse::sm90::planProjection(Operation *op, const TargetOptions &options) {
   }
   auto inputType = cast<RankedTensorType>(input.getType());
   auto weightType = cast<RankedTensorType>(weight.getType());
-  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, inputType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.inFeatures = inputType.getDimSize(2);
   p.outFeatures = weightType.getDimSize(p.transposedWeight ? 1 : 0);
   if (ShapedType::isDynamic(p.inFeatures) ||

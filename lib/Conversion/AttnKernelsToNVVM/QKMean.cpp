@@ -45,11 +45,8 @@ FailureOr<QKMeanPlan> attnfuse::sm90::planQKMean(Operation *op,
   auto keyType = cast<RankedTensorType>(key.getType());
   QKMeanPlan p;
   p.gradient = isa<attn::QKMeanGradOp>(op);
-  FailureOr<ElemKind> elem = kernelElemKind(op, queryType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, queryType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.numHeads = queryType.getDimSize(2);
   p.numKvHeads = keyType.getDimSize(2);
   p.headDim = queryType.getDimSize(3);

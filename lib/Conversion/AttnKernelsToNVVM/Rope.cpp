@@ -71,11 +71,8 @@ FailureOr<RopeKernelPlan> attnfuse::sm90::planRope(Operation *op,
   auto type = cast<RankedTensorType>(operands.input.getType());
   RopeKernelPlan p;
   p.inverse = operands.inverse;
-  FailureOr<ElemKind> elem =
-      kernelElemKind(op, type.getElementType(), options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, type.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.numHeads = type.getDimSize(2);
   p.headDim = type.getDimSize(3);
   if (ShapedType::isDynamic(p.numHeads) || ShapedType::isDynamic(p.headDim)) {

@@ -54,11 +54,8 @@ FailureOr<SdpaPlan> attnfuse::sm90::planSdpa(SDPAOp op,
   auto keyType = cast<RankedTensorType>(op.getKey().getType());
   auto valueType = cast<RankedTensorType>(op.getValue().getType());
   SdpaPlan p;
-  FailureOr<ElemKind> elem = kernelElemKind(op, queryType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, queryType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   Type elementType = queryType.getElementType();
   auto sameType = [&](Value v, StringRef name) -> LogicalResult {
     Type t = cast<ShapedType>(v.getType()).getElementType();

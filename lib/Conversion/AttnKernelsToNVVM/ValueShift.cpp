@@ -40,11 +40,8 @@ attnfuse::sm90::planValueShift(Operation *op, const TargetOptions &options,
     p.gradient = true;
   }
   auto type = cast<RankedTensorType>(current.getType());
-  FailureOr<ElemKind> elem =
-      kernelElemKind(op, type.getElementType(), options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, type.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.channels = type.getDimSize(2);
   if (ShapedType::isDynamic(p.channels)) {
     unsupported = "the sm_90a value-shift kernel needs static channels";

@@ -78,11 +78,8 @@ attnfuse::sm90::planWeightGrad(FusedWeightGradOp op,
   P p;
   auto inputType = cast<RankedTensorType>(op.getInput().getType());
   auto gradType = cast<RankedTensorType>(op.getResultGrad().getType());
-  FailureOr<ElemKind> elem = kernelElemKind(op, inputType.getElementType(),
-                                            options, p.hostCastFromF32);
-  if (failed(elem))
+  if (failed(p.setElementType(op, inputType.getElementType(), options)))
     return failure();
-  p.elem = *elem;
   p.inFeatures = inputType.getDimSize(1);
   p.outFeatures = gradType.getDimSize(1);
   p.readsInit = !isZeroFill(op.getInit());
