@@ -33,6 +33,18 @@ func.func @conv(%x: {x}, %w: {w}{b_arg}) -> {y} {{
 """
 
 
+def taps_in_range(steps, out_steps, channels, width, taps, padding):
+    """Every (o, first input channel of o's group, tap k, output step t, input step t + k -
+    padding) of the convolution whose input step lies in [0, steps): the op's definition."""
+    for o in range(channels):
+        first = o // width * width
+        for k in range(taps):
+            for t in range(out_steps):
+                src = t + k - padding
+                if 0 <= src < steps:
+                    yield o, first, k, t, src
+
+
 def conv_reference(x, w, b, padding):
     """float64 y and sum |w x| per output, from the definition."""
     batch, steps, channels = x.shape
@@ -40,15 +52,10 @@ def conv_reference(x, w, b, padding):
     out_steps = steps + padding - (taps - 1)
     y = np.zeros((batch, out_steps, channels))
     bound = np.zeros_like(y)
-    for o in range(channels):
-        first = o // width * width
-        for k in range(taps):
-            for t in range(out_steps):
-                src = t + k - padding
-                if 0 <= src < steps:
-                    terms = w[o, :, k][None, :] * x[:, src, first:first + width]
-                    y[:, t, o] += terms.sum(axis=1)
-                    bound[:, t, o] += np.abs(terms).sum(axis=1)
+    for o, first, k, t, src in taps_in_range(steps, out_steps, channels, width, taps, padding):
+        terms = w[o, :, k][None, :] * x[:, src, first:first + width]
+        y[:, t, o] += terms.sum(axis=1)
+        bound[:, t, o] += np.abs(terms).sum(axis=1)
     if b is not None:
         y += b[None, None, :]
     return y, bound
@@ -119,19 +126,14 @@ def conv_grad_reference(x, w, dy, padding):
     out_steps = dy.shape[1]
     dx, dx_bound = np.zeros_like(x), np.zeros_like(x)
     dw, dw_bound = np.zeros_like(w), np.zeros_like(w)
-    for o in range(channels):
-        first = o // width * width
-        for k in range(taps):
-            for t in range(out_steps):
-                src = t + k - padding
-                if 0 <= src < steps:
-                    # y[:, t, o] += w[o, :, k] . x[:, src, first:first + width]
-                    terms = dy[:, t, o][:, None] * w[o, :, k][None, :]
-                    dx[:, src, first:first + width] += terms
-                    dx_bound[:, src, first:first + width] += np.abs(terms)
-                    prods = dy[:, t, o][:, None] * x[:, src, first:first + width]
-                    dw[o, :, k] += prods.sum(axis=0)
-                    dw_bound[o, :, k] += np.abs(prods).sum(axis=0)
+    for o, first, k, t, src in taps_in_range(steps, out_steps, channels, width, taps, padding):
+        # y[:, t, o] += w[o, :, k] . x[:, src, first:first + width]
+        terms = dy[:, t, o][:, None] * w[o, :, k][None, :]
+        dx[:, src, first:first + width] += terms
+        dx_bound[:, src, first:first + width] += np.abs(terms)
+        prods = dy[:, t, o][:, None] * x[:, src, first:first + width]
+        dw[o, :, k] += prods.sum(axis=0)
+        dw_bound[o, :, k] += np.abs(prods).sum(axis=0)
     db = dy.sum(axis=(0, 1))
     return (dx, dx_bound), (dw, dw_bound), (db, np.abs(dy).sum(axis=(0, 1)))
 

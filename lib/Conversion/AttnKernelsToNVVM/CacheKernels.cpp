@@ -212,10 +212,7 @@ void attnfuse::sm90::buildCacheUpdateKernel(OpBuilder &b, Location loc,
           b, loc, arith::MulIOp::create(b, loc, page, d.c64(p.pageSize)), slot);
     }
     d.ifThen(inRange, [&]() {
-      Value srcRow = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
-          d.ext64(token));
+      Value srcRow = d.row64(batch, tokens, token);
       Value src = d.gAt(newRows, rowOffset(d, srcRow, rowElems), d.elemType);
       Value dst = d.gAt(cache, rowOffset(d, row, rowElems), d.elemType);
       copyVectors(d, src, dst, rowElems / p.vector, p.vector, p.threads,

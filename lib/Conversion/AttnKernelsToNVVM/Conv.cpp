@@ -35,13 +35,6 @@ std::string ConvPlan::key() const {
       .str();
 }
 
-static LaunchSymbols convSymbols(MLIRContext *ctx, Value input) {
-  LaunchSymbols sym(ctx);
-  sym.dim(input, 0, "batch");
-  sym.dim(input, 1, "input time steps");
-  return sym;
-}
-
 /// `steps + shift` as a size: a number, or an expression of the symbol.
 static Attribute shiftedSteps(MLIRContext *ctx, Attribute steps,
                               int64_t shift) {
@@ -53,11 +46,27 @@ static Attribute shiftedSteps(MLIRContext *ctx, Attribute steps,
                           std::to_string(shift));
 }
 
-/// The output steps of a convolution of `inSteps` input steps.
-static Attribute outputSteps(MLIRContext *ctx, Attribute inSteps,
-                             const ConvPlan &p) {
-  return shiftedSteps(ctx, inSteps, p.padding - (p.taps - 1));
-}
+/// The sizes a convolution launch names: the batch, the input's and the
+/// output's steps, the channels and the weight's shape. `named`'s steps are
+/// the symbol S (a launch binds its sizes from an operand): the input's
+/// (`namedIsOutput` false) or the cotangent's, the output's.
+struct ConvLaunchSizes {
+  ConvLaunchSizes(MLIRContext *ctx, const ConvPlan &p, Value named,
+                  bool namedIsOutput)
+      : sym(ctx) {
+    int64_t shift = p.padding - (p.taps - 1);
+    batch = sym.dim(named, 0, "batch");
+    Attribute own = sym.dim(
+        named, 1, namedIsOutput ? "output time steps" : "input time steps");
+    steps = namedIsOutput ? shiftedSteps(ctx, own, -shift) : own;
+    outSteps = namedIsOutput ? own : shiftedSteps(ctx, own, shift);
+    channels = intAttr(ctx, p.channels);
+    weight = {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)};
+  }
+  LaunchSymbols sym;
+  Attribute batch, steps, outSteps, channels;
+  SmallVector<Attribute> weight;
+};
 
 static DictBuilder convConfig(MLIRContext *ctx, const ConvPlan &p) {
   DictBuilder config(ctx);
@@ -67,18 +76,6 @@ static DictBuilder convConfig(MLIRContext *ctx, const ConvPlan &p) {
       .set("kernel_size", p.taps)
       .set("padding", p.padding);
   return config;
-}
-
-/// Element offset of `[batch, step, 0]` in a `[B, steps, C]` tensor (64-bit:
-/// a tensor may pass 2^31 elements).
-static Value rowOffset(DeviceBuilder &d, Value batch, Value steps, Value step,
-                       int64_t channels) {
-  OpBuilder &b = d.b;
-  Location loc = d.loc;
-  Value row = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(steps)),
-      d.ext64(step));
-  return arith::MulIOp::create(b, loc, row, d.c64(channels));
 }
 
 /// Element `offset` of the 16-bit tensor at `base`, widened to f32.
@@ -163,8 +160,8 @@ void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
 
   Value t = d.ctaid(0), batch = d.ctaid(1), outSteps = d.nctaid(0);
   int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
-  Value in = d.gAt(input, rowOffset(d, batch, steps, d.c32(0), c), d.elemType);
-  Value out = d.gAt(output, rowOffset(d, batch, outSteps, t, c), d.elemType);
+  Value in = d.gAt(input, d.rowStart64(batch, steps, d.c32(0), c), d.elemType);
+  Value out = d.gAt(output, d.rowStart64(batch, outSteps, t, c), d.elemType);
   d.forLoop(d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
             [&](Value o, ValueRange) -> SmallVector<Value> {
               Value acc = p.hasBias ? loadF32(d, bias, o) : d.cf(0.0);
@@ -201,36 +198,33 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1d(MLIRContext *ctx,
                                                             CausalConv1DOp op,
                                                             const ConvPlan &p) {
   StringRef elem = elemName(p.elem);
-  LaunchSymbols sym = convSymbols(ctx, op.getInput());
-  Attribute batch = sym.dim(op.getInput(), 0, "batch");
-  Attribute steps = sym.dim(op.getInput(), 1, "input time steps");
-  Attribute outSteps = outputSteps(ctx, steps, p);
-  Attribute channels = intAttr(ctx, p.channels);
+  ConvLaunchSizes z(ctx, p, op.getInput(), /*namedIsOutput=*/false);
   SmallVector<Attribute> tensors = {
-      describeTensor(ctx, "input", "input", 0, elem, {batch, steps, channels}),
-      describeTensor(
-          ctx, "weight", "weight [channels, channels / groups, k]", 1, elem,
-          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)})};
+      describeTensor(ctx, "input", "input", 0, elem,
+                     {z.batch, z.steps, z.channels}),
+      describeTensor(ctx, "weight", "weight [channels, channels / groups, k]",
+                     1, elem, z.weight)};
   SmallVector<Attribute> params = {
       describeParam(ctx, "input", "pointer", elem, "input"),
       describeParam(ctx, "weight", "pointer", elem, "weight")};
   if (p.hasBias) {
-    tensors.push_back(describeTensor(ctx, "bias", "bias", 2, elem, {channels}));
+    tensors.push_back(
+        describeTensor(ctx, "bias", "bias", 2, elem, {z.channels}));
     params.push_back(describeParam(ctx, "bias", "pointer", elem, "bias"));
   }
   tensors.push_back(describeTensor(ctx, "output", "result", -1, elem,
-                                   {batch, outSteps, channels}));
+                                   {z.batch, z.outSteps, z.channels}));
   params.push_back(describeParam(ctx, "output", "pointer", elem, "output"));
   params.push_back(
-      describeParam(ctx, "steps", "scalar", "i32", sizeText(steps)));
-  SmallVector<Attribute> grid = {gridEntry(ctx, outSteps),
-                                 gridEntry(ctx, batch)};
+      describeParam(ctx, "steps", "scalar", "i32", sizeText(z.steps)));
+  SmallVector<Attribute> grid = {gridEntry(ctx, z.outSteps),
+                                 gridEntry(ctx, z.batch)};
   DictBuilder config = convConfig(ctx, p);
   config.setBool("bias", p.hasBias)
       .set("cta", "one per (output time step, sequence); threads stride "
                   "over the output channels, f32 sums");
   return describeLaunch(
-      ctx, {p.name, "causal_conv1d", sym.describe(), p.threads},
+      ctx, {p.name, "causal_conv1d", z.sym.describe(), p.threads},
       {grid, params, tensors}, config.get(), {p.hostCastFromF32});
 }
 
@@ -258,8 +252,8 @@ void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
   Value s = d.ctaid(0), batch = d.ctaid(1), inSteps = d.nctaid(0);
   int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
   Value dy =
-      d.gAt(resultGrad, rowOffset(d, batch, outSteps, d.c32(0), c), d.elemType);
-  Value dx = d.gAt(inputGrad, rowOffset(d, batch, inSteps, s, c), d.elemType);
+      d.gAt(resultGrad, d.rowStart64(batch, outSteps, d.c32(0), c), d.elemType);
+  Value dx = d.gAt(inputGrad, d.rowStart64(batch, inSteps, s, c), d.elemType);
   d.forLoop(
       d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
       [&](Value ci, ValueRange) -> SmallVector<Value> {
@@ -335,10 +329,10 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                  d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
                  [&](Value seq, ValueRange outer) -> SmallVector<Value> {
                    Value dy = d.gAt(resultGrad,
-                                    rowOffset(d, seq, outSteps, d.c32(0), c),
+                                    d.rowStart64(seq, outSteps, d.c32(0), c),
                                     d.elemType);
                    Value x =
-                       d.gAt(input, rowOffset(d, seq, inSteps, d.c32(0), c),
+                       d.gAt(input, d.rowStart64(seq, inSteps, d.c32(0), c),
                              d.elemType);
                    return d.forLoop(
                        d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
@@ -372,7 +366,7 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                    d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
                    [&](Value seq, ValueRange outer) -> SmallVector<Value> {
                      Value dy = d.gAt(resultGrad,
-                                      rowOffset(d, seq, outSteps, d.c32(0), c),
+                                      d.rowStart64(seq, outSteps, d.c32(0), c),
                                       d.elemType);
                      return d.forLoop(
                          d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
@@ -395,57 +389,48 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dInputGrad(
   StringRef elem = elemName(p.elem);
   // S is the cotangent's steps (a launch binds its sizes from its operands);
   // the input has S - (padding - (k - 1)).
-  LaunchSymbols sym(ctx);
-  Attribute batch = sym.dim(op.getResultGrad(), 0, "batch");
-  Attribute outSteps = sym.dim(op.getResultGrad(), 1, "output time steps");
-  Attribute steps = shiftedSteps(ctx, outSteps, -(p.padding - (p.taps - 1)));
-  Attribute channels = intAttr(ctx, p.channels);
+  ConvLaunchSizes z(ctx, p, op.getResultGrad(), /*namedIsOutput=*/true);
   SmallVector<Attribute> tensors = {
-      describeTensor(
-          ctx, "weight", "weight [channels, channels / groups, k]", 1, elem,
-          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)}),
+      describeTensor(ctx, "weight", "weight [channels, channels / groups, k]",
+                     1, elem, z.weight),
       describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
-                     elem, {batch, outSteps, channels}),
+                     elem, {z.batch, z.outSteps, z.channels}),
       describeTensor(ctx, "input_grad", "result", -1, elem,
-                     {batch, steps, channels})};
+                     {z.batch, z.steps, z.channels})};
   SmallVector<Attribute> params = {
       describeParam(ctx, "weight", "pointer", elem, "weight"),
       describeParam(ctx, "result_grad", "pointer", elem, "result_grad"),
       describeParam(ctx, "input_grad", "pointer", elem, "input_grad"),
-      describeParam(ctx, "output_steps", "scalar", "i32", sizeText(outSteps))};
-  SmallVector<Attribute> grid = {gridEntry(ctx, steps), gridEntry(ctx, batch)};
+      describeParam(ctx, "output_steps", "scalar", "i32",
+                    sizeText(z.outSteps))};
+  SmallVector<Attribute> grid = {gridEntry(ctx, z.steps),
+                                 gridEntry(ctx, z.batch)};
   DictBuilder config = convConfig(ctx, p);
   config.set("cta", "one per (input time step, sequence); threads stride "
                     "over the input channels, f32 sums");
   return describeLaunch(
-      ctx, {p.name, "causal_conv1d_input_grad", sym.describe(), p.threads},
+      ctx, {p.name, "causal_conv1d_input_grad", z.sym.describe(), p.threads},
       {grid, params, tensors}, config.get(), {p.hostCastFromF32});
 }
 
 attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
     MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &p) {
   StringRef elem = elemName(p.elem);
-  LaunchSymbols sym = convSymbols(ctx, op.getInput());
-  Attribute batch = sym.dim(op.getInput(), 0, "batch");
-  Attribute steps = sym.dim(op.getInput(), 1, "input time steps");
-  Attribute outSteps = outputSteps(ctx, steps, p);
-  Attribute channels = intAttr(ctx, p.channels);
+  ConvLaunchSizes z(ctx, p, op.getInput(), /*namedIsOutput=*/false);
   SmallVector<Attribute> tensors = {
       describeTensor(ctx, "input", "the convolution's input", 0, elem,
-                     {batch, steps, channels}),
+                     {z.batch, z.steps, z.channels}),
       describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
-                     elem, {batch, outSteps, channels}),
-      describeTensor(
-          ctx, "weight_grad", "result", -1, elem,
-          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)}),
-      describeTensor(ctx, "bias_grad", "result", -1, elem, {channels})};
+                     elem, {z.batch, z.outSteps, z.channels}),
+      describeTensor(ctx, "weight_grad", "result", -1, elem, z.weight),
+      describeTensor(ctx, "bias_grad", "result", -1, elem, {z.channels})};
   SmallVector<Attribute> params = {
       describeParam(ctx, "input", "pointer", elem, "input"),
       describeParam(ctx, "result_grad", "pointer", elem, "result_grad"),
       describeParam(ctx, "weight_grad", "pointer", elem, "weight_grad"),
       describeParam(ctx, "bias_grad", "pointer", elem, "bias_grad"),
-      describeParam(ctx, "batch", "scalar", "i32", sizeText(batch)),
-      describeParam(ctx, "steps", "scalar", "i32", sizeText(steps))};
+      describeParam(ctx, "batch", "scalar", "i32", sizeText(z.batch)),
+      describeParam(ctx, "steps", "scalar", "i32", sizeText(z.steps))};
   int64_t items = p.channels * p.groupWidth * p.taps + p.channels;
   SmallVector<Attribute> grid = {
       gridConstant(ctx, (items + ConvPlan::kWeightGradThreads - 1) /
@@ -455,7 +440,7 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
                     "every sequence and output step in order (f32)");
   return describeLaunch(ctx,
                         {p.weightGradName, "causal_conv1d_weight_grad",
-                         sym.describe(), ConvPlan::kWeightGradThreads},
+                         z.sym.describe(), ConvPlan::kWeightGradThreads},
                         {grid, params, tensors}, config.get(),
                         {p.hostCastFromF32, "outputs"});
 }

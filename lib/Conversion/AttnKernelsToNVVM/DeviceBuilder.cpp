@@ -428,6 +428,15 @@ void DeviceBuilder::store(Value v, Value p, int align) {
 Value DeviceBuilder::ext64(Value a) {
   return arith::ExtSIOp::create(b, loc, i64, a);
 }
+Value DeviceBuilder::row64(Value batch, Value rows, Value row) {
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ext64(batch), ext64(rows)),
+      ext64(row));
+}
+Value DeviceBuilder::rowStart64(Value batch, Value rows, Value row,
+                                int64_t width) {
+  return arith::MulIOp::create(b, loc, row64(batch, rows, row), c64(width));
+}
 Value DeviceBuilder::loadIndex(Value base, Value index, int64_t bits) {
   Type type = bits == 64 ? i64 : i32;
   Value element = load(type, gAt(base, index, type), bits / 8);

@@ -210,6 +210,11 @@ public:
   void store(Value v, Value p, int align);
   /// i32 -> i64, sign-extended.
   Value ext64(Value a);
+  /// Row `batch * rows + row` of a `[B, rows, ...]` tensor as an i64 (a
+  /// tensor may pass 2^31 elements).
+  Value row64(Value batch, Value rows, Value row);
+  /// The element offset of that row's first element, rows of `width`.
+  Value rowStart64(Value batch, Value rows, Value row, int64_t width);
   /// Element `index` of the integer array at `base` (i32 or i64 elements by
   /// `bits`) as an i64.
   Value loadIndex(Value base, Value index, int64_t bits);

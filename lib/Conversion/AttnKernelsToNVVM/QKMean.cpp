@@ -91,9 +91,7 @@ void attnfuse::sm90::buildQKMeanKernel(OpBuilder &b, Location loc,
   double keyIntoQuery = p.gradient ? halfMean : half;
   double queriesIntoKey = p.gradient ? half : halfMean;
   Value token = d.ctaid(0), batch = d.ctaid(1), tokens = d.nctaid(0);
-  Value row = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
-      d.ext64(token));
+  Value row = d.row64(batch, tokens, token);
   auto rowOf = [&](Value base, int64_t elems) {
     return d.gAt(base, arith::MulIOp::create(b, loc, row, d.c64(elems)),
                  d.elemType);

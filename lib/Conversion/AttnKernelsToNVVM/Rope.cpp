@@ -142,13 +142,7 @@ void attnfuse::sm90::buildRopeKernel(OpBuilder &b, Location loc,
   }
   int64_t half = p.rotated / 2, v = p.vector;
   int64_t rowElems = p.numHeads * p.headDim;
-  Value rowBase = arith::MulIOp::create(
-      b, loc,
-      arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
-          d.ext64(token)),
-      d.c64(rowElems));
+  Value rowBase = d.rowStart64(batch, tokens, token, rowElems);
   Value in = d.gAt(input, rowBase, d.elemType);
   Value out = d.gAt(output, rowBase, d.elemType);
   Value tableRow = arith::MulIOp::create(b, loc, position, d.c64(half));

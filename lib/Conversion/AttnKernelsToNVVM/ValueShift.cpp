@@ -71,10 +71,7 @@ void attnfuse::sm90::buildValueShiftKernel(OpBuilder &b, Location loc,
   Value t = d.ctaid(0), batch = d.ctaid(1), tokens = d.nctaid(0);
   // Element offset of [batch, token, 0] in a [B, S, width] tensor.
   auto rowOf = [&](Value token, int64_t width) {
-    Value row = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, d.ext64(batch), d.ext64(tokens)),
-        d.ext64(token));
-    return arith::MulIOp::create(b, loc, row, d.c64(width)).getResult();
+    return d.rowStart64(batch, tokens, token, width);
   };
   auto copy = [&](Value from, Value to) {
     d.store(d.load(d.elemType, from, 2), to, 2);
