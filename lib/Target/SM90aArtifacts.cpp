@@ -505,6 +505,9 @@ attnfuse::writeSM90aArtifacts(ModuleOp module, StringRef sourceName,
   attnfuse::attn::AttnFuseOptions fuseOptions;
   fuseOptions.blockQ = options.blockQ;
   fuseOptions.blockKV = options.blockKV;
+  // The convolution kernels take a grouped convolution whole: per-group
+  // GEMMs of 16-64 channels would leave most of a wgmma tile empty.
+  fuseOptions.groupedConvGemms = false;
   pm.addPass(attnfuse::attn::createAttnFuse(fuseOptions));
   attnfuse::AttnToPTXOptions ptxOptions;
   ptxOptions.chip = "sm_90a";

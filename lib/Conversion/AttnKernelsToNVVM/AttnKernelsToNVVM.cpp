@@ -18,6 +18,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -328,12 +329,14 @@ public:
   }
 
 private:
+  /// The attn ops, and the tensor ops of a device program (the residual
+  /// adds, the column copies).
   bool accepts(OpTy op) const {
-    if constexpr (std::is_same_v<OpTy, arith::AddFOp>)
-      return isa<RankedTensorType>(op.getType()) &&
-             state.programs.contains(
-                 op->template getParentOfType<func::FuncOp>());
-    return true;
+    if (isa<attn::AttnDialect>(op->getDialect()))
+      return true;
+    return isa<RankedTensorType>(op->getResult(0).getType()) &&
+           state.programs.contains(
+               op->template getParentOfType<func::FuncOp>());
   }
 
   LoweringState &state;
@@ -708,6 +711,19 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       [](MLIRContext *c, arith::AddFOp op, const ElementwisePlan &p) {
         return describeElementwise(c, op, p);
       });
+  // The sizes of a slice only restate its source's.
+  auto sliceSizes = [](Operation *op, const ColumnCopyPlan &) {
+    return llvm::to_vector(llvm::seq<unsigned>(1, op->getNumOperands()));
+  };
+  auto planColumns = [](Operation *op, const TargetOptions &,
+                        std::string &unsupported) {
+    return planColumnCopy(op, unsupported);
+  };
+  patterns.add<KernelLaunchPattern<tensor::ConcatOp, ColumnCopyPlan>>(
+      ctx, state, planColumns, buildColumnCopyKernel, describeColumnCopy);
+  patterns.add<KernelLaunchPattern<tensor::ExtractSliceOp, ColumnCopyPlan>>(
+      ctx, state, planColumns, buildColumnCopyKernel, describeColumnCopy,
+      [](const ColumnCopyPlan &) -> int64_t { return -1; }, sliceSizes);
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
   patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
   patterns.add<KernelLaunchPattern<attn::QKMeanOp, QKMeanPlan>>(

@@ -581,6 +581,40 @@ attn::KernelLaunchAttr describeValueShift(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const ValueShiftPlan &plan);
 
+/// One column range of a column copy: input `inputWidth` columns wide, from
+/// its column `sourceOffset`, `width` columns.
+struct ColumnPiece {
+  int64_t inputWidth, sourceOffset, width;
+};
+
+/// The plan of a `tensor.concat` on the last dimension (one piece per input,
+/// each whole) or a `tensor.extract_slice` of a column range (one piece) of
+/// a device program: one thread per chunk of `vector` elements of an output
+/// row, copied as `elementBits`-bit integers.
+struct ColumnCopyPlan : KernelPlan {
+  llvm::SmallVector<ColumnPiece> pieces;
+  bool slice = false;
+  std::string dtype;        // "bf16", "f16", "f32"
+  int64_t elementBits = 16; // of the copied elements
+  int64_t vector = 1;
+  /// The shape of the dimensions before the columns ("?x?"): the launch
+  /// description names its sizes, so each is a kernel of its own.
+  std::string leadingShape;
+  int64_t outputWidth() const;
+  std::string key() const;
+};
+
+/// Plans a `tensor.concat` or `tensor.extract_slice`; `unsupported` says why
+/// the kernel does not take it.
+mlir::FailureOr<ColumnCopyPlan> planColumnCopy(mlir::Operation *op,
+                                               std::string &unsupported);
+void buildColumnCopyKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const ColumnCopyPlan &plan);
+attn::KernelLaunchAttr describeColumnCopy(mlir::MLIRContext *ctx,
+                                          mlir::Operation *op,
+                                          const ColumnCopyPlan &plan);
+
 /// The plan of an element-wise op on whole tensors of the host program
 /// (`arith.addf` of the residual stream): one thread per 16-byte chunk.
 struct ElementwisePlan {

@@ -236,3 +236,43 @@ func.func @value_shift_and_grad(%c: tensor<?x?x64xbf16>, %p: tensor<?x?x64xbf16>
   %dc, %dp = attn.value_shift_grad %v : (tensor<?x?x128xbf16>) -> (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>)
   return %dc, %dp : tensor<?x?x64xbf16>, tensor<?x?x64xbf16>
 }
+
+// -----
+
+// Column copies of a device program (a function with kernels): a concat on
+// the last dimension and slices of a column range, 16-byte chunks copied as
+// integers; a slice of rows is no column range and stays on the host.
+// CHECK-LABEL: func.func @columns
+// CHECK: %[[C:.*]] = call @attn_concat_bf16_256_128_launch(%arg0, %arg1) : (tensor<?x?x256xbf16>, tensor<?x?x128xbf16>) -> tensor<?x?x384xbf16>
+// CHECK: %[[V:[0-9]+]]:2 = call @attn_value_shift_grad_bf16_c192_launch(%[[C]])
+// CHECK: call @attn_slice_bf16_c192_o64_w128_launch(%[[V]]#0) : (tensor<?x?x192xbf16>) -> tensor<?x?x128xbf16>
+// CHECK: call @attn_slice_f32_c6_o2_w3_launch(%arg2) : (tensor<?x6xf32>) -> tensor<?x3xf32>
+// CHECK: tensor.extract_slice %arg2[1, 0]
+// CHECK: gpu.func @attn_concat_bf16_256_128(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32)
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xi16>
+// CHECK: func.func private @attn_concat_bf16_256_128_launch
+// CHECK-SAME: kind = "concat"
+// CHECK-SAME: grid = [{expr = "ceil_div(48*B*S, 256)"}]
+// CHECK-SAME: #attn.kernel_param<name = "chunks", kind = "scalar", detail = "i32", value = "48*B*S">
+// CHECK-SAME: #attn.kernel_tensor<name = "input1", role = "input", operand = 1, dtype = "bf16", shape = ["B", "S", 128]
+// CHECK-SAME: #attn.kernel_tensor<name = "output", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S", 384]
+// CHECK: func.func private @attn_slice_bf16_c192_o64_w128_launch
+// CHECK-SAME: kind = "slice"
+// CHECK-SAME: pieces = {{\[}}[192, 64, 128]]
+// CHECK: gpu.func @attn_slice_f32_c6_o2_w3(
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+func.func @columns(%q: tensor<?x?x256xbf16>, %k: tensor<?x?x128xbf16>, %r: tensor<?x6xf32>) -> (tensor<?x?x128xbf16>, tensor<?x3xf32>, tensor<?x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %qk = tensor.concat dim(2) %q, %k : (tensor<?x?x256xbf16>, tensor<?x?x128xbf16>) -> tensor<?x?x384xbf16>
+  %dc, %dp = attn.value_shift_grad %qk : (tensor<?x?x384xbf16>) -> (tensor<?x?x192xbf16>, tensor<?x?x192xbf16>)
+  %b = tensor.dim %dc, %c0 : tensor<?x?x192xbf16>
+  %s = tensor.dim %dc, %c1 : tensor<?x?x192xbf16>
+  %part = tensor.extract_slice %dc[0, 0, 64] [%b, %s, 128] [1, 1, 1] : tensor<?x?x192xbf16> to tensor<?x?x128xbf16>
+  %n = tensor.dim %r, %c0 : tensor<?x6xf32>
+  %mid = tensor.extract_slice %r[0, 2] [%n, 3] [1, 1] : tensor<?x6xf32> to tensor<?x3xf32>
+  // expected-warning @below {{the sm_90a column-copy kernel takes a static range of the last dimension with every other dimension whole; tensor.extract_slice stays on the host}}
+  %rows = tensor.extract_slice %r[1, 0] [1, 6] [1, 1] : tensor<?x6xf32> to tensor<1x6xf32>
+  %rows_any = tensor.cast %rows : tensor<1x6xf32> to tensor<?x6xf32>
+  return %part, %mid, %rows_any : tensor<?x?x128xbf16>, tensor<?x3xf32>, tensor<?x6xf32>
+}

@@ -55,7 +55,10 @@ public:
   }
 
   /// The gradient of `value`, or null when nothing reads it.
-  Value lookup(Value value) const { return grads.lookup(value); }
+  Value lookup(Value value) {
+    gatherSliceGrads(value);
+    return grads.lookup(value);
+  }
 
   /// The gradient of `value`, zeros when nothing reads it.
   Value lookupOrZeros(Location loc, Value value) {
@@ -85,14 +88,23 @@ public:
 private:
   LogicalResult backpropSlice(tensor::ExtractSliceOp op, Value grad);
   LogicalResult backpropConcat(tensor::ConcatOp op, Value grad);
+  void gatherSliceGrads(Value source);
+  Value
+  concatSliceGrads(Value source,
+                   ArrayRef<std::pair<tensor::ExtractSliceOp, Value>> slices);
 
   OpBuilder &b;
   llvm::DenseMap<Value, Value> grads;
+  /// The gradients of the slices of a value, kept until its own gradient is
+  /// read: slices that split it into consecutive parts along one dimension
+  /// (a fused projection's Q and K columns) give their gradients' concat,
+  /// not a zero-filled tensor per slice and their sum.
+  llvm::DenseMap<Value, SmallVector<std::pair<tensor::ExtractSliceOp, Value>>>
+      sliceGrads;
 };
 
 LogicalResult GradientBuilder::backpropSlice(tensor::ExtractSliceOp op,
                                              Value grad) {
-  Location loc = op.getLoc();
   if (!llvm::all_of(op.getMixedStrides(), [](OpFoldResult stride) {
         return isConstantIntValue(stride, 1);
       }))
@@ -100,12 +112,92 @@ LogicalResult GradientBuilder::backpropSlice(tensor::ExtractSliceOp op,
   if (op.getSourceType().getRank() != op.getResultType().getRank())
     return op.emitOpError(
         "cannot be differentiated when it drops dimensions");
-  Value zeros = zerosLike(loc, op.getSource());
-  Value scattered = tensor::InsertSliceOp::create(
-      b, loc, grad, zeros, op.getMixedOffsets(), op.getMixedSizes(),
-      op.getMixedStrides());
-  accumulate(loc, op.getSource(), scattered);
+  if (grad)
+    sliceGrads[op.getSource()].emplace_back(op, grad);
   return success();
+}
+
+/// Whether `size` is provably dimension `dim` of `source`: equal constants,
+/// or a `tensor.dim` of `source` at `dim`.
+static bool isWholeDim(OpFoldResult size, Value source, int64_t dim) {
+  int64_t extent = cast<RankedTensorType>(source.getType()).getDimSize(dim);
+  if (std::optional<int64_t> known = getConstantIntValue(size))
+    return !ShapedType::isDynamic(extent) && *known == extent;
+  auto dimOp = dyn_cast_if_present<tensor::DimOp>(
+      dyn_cast<Value>(size) ? cast<Value>(size).getDefiningOp() : nullptr);
+  if (!dimOp || dimOp.getSource() != source)
+    return false;
+  std::optional<int64_t> index = dimOp.getConstantIndex();
+  return index && *index == dim;
+}
+
+Value GradientBuilder::concatSliceGrads(
+    Value source, ArrayRef<std::pair<tensor::ExtractSliceOp, Value>> slices) {
+  auto type = cast<RankedTensorType>(source.getType());
+  int64_t rank = type.getRank();
+  // The one dimension along which the slices differ; the others whole.
+  std::optional<int64_t> splitDim;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    bool whole = llvm::all_of(slices, [&](auto sliceAndGrad) {
+      tensor::ExtractSliceOp slice = sliceAndGrad.first;
+      return isConstantIntValue(slice.getMixedOffsets()[dim], 0) &&
+             isWholeDim(slice.getMixedSizes()[dim], source, dim);
+    });
+    if (whole)
+      continue;
+    if (splitDim)
+      return Value();
+    splitDim = dim;
+  }
+  if (!splitDim || ShapedType::isDynamic(type.getDimSize(*splitDim)))
+    return Value();
+  // Consecutive static parts from 0 to the end, each once.
+  SmallVector<std::pair<int64_t, Value>> parts;
+  for (auto [slice, grad] : slices) {
+    std::optional<int64_t> offset =
+        getConstantIntValue(slice.getMixedOffsets()[*splitDim]);
+    if (!offset || slice.getResultType().isDynamicDim(*splitDim))
+      return Value();
+    parts.emplace_back(*offset, grad);
+  }
+  llvm::sort(parts,
+             [](const auto &x, const auto &y) { return x.first < y.first; });
+  int64_t next = 0;
+  SmallVector<Value> inputs;
+  for (const auto &[offset, grad] : parts) {
+    if (offset != next)
+      return Value();
+    next += cast<RankedTensorType>(grad.getType()).getDimSize(*splitDim);
+    inputs.push_back(grad);
+  }
+  if (next != type.getDimSize(*splitDim))
+    return Value();
+  if (inputs.size() == 1)
+    return inputs.front();
+  tensor::ExtractSliceOp first = slices.front().first;
+  return tensor::ConcatOp::create(b, first.getLoc(), *splitDim, inputs)
+      .getResult();
+}
+
+void GradientBuilder::gatherSliceGrads(Value source) {
+  auto it = sliceGrads.find(source);
+  if (it == sliceGrads.end())
+    return;
+  SmallVector<std::pair<tensor::ExtractSliceOp, Value>> slices =
+      std::move(it->second);
+  sliceGrads.erase(it);
+  if (Value whole = concatSliceGrads(source, slices)) {
+    accumulate(source.getLoc(), source, whole);
+    return;
+  }
+  // Any other slices: each gradient scattered into zeros.
+  for (auto [slice, grad] : slices) {
+    Location loc = slice.getLoc();
+    Value scattered = tensor::InsertSliceOp::create(
+        b, loc, grad, zerosLike(loc, source), slice.getMixedOffsets(),
+        slice.getMixedSizes(), slice.getMixedStrides());
+    accumulate(loc, source, scattered);
+  }
 }
 
 LogicalResult GradientBuilder::backpropConcat(tensor::ConcatOp op,
@@ -117,7 +209,10 @@ LogicalResult GradientBuilder::backpropConcat(tensor::ConcatOp op,
   for (Value input : op.getInputs()) {
     SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
     offsets[dim] = offset;
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
+    // The cotangent's own sizes (the column copies of a device program
+    // check that a slice is whole there), the input's along `dim`.
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, grad);
+    sizes[dim] = tensor::getMixedSize(b, loc, input, dim);
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     auto inputType = cast<RankedTensorType>(input.getType());
     Value part = tensor::ExtractSliceOp::create(b, loc, inputType, grad,

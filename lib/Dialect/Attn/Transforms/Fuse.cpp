@@ -1466,8 +1466,8 @@ struct AttnFusePass : public attnfuse::attn::impl::AttnFuseBase<AttnFusePass> {
   using AttnFuseBase::AttnFuseBase;
 
   void runOnOperation() override {
-    AttnFuseOptions options{blockQ, blockKV, blockS,
-                            blockN, blockK,  decodeBlockKV};
+    AttnFuseOptions options{blockQ, blockKV,       blockS,          blockN,
+                            blockK, decodeBlockKV, groupedConvGemms};
     if (failed(applyAttnFusePatterns(getOperation(), options)))
       return signalPassFailure();
   }
@@ -1499,9 +1499,11 @@ void attnfuse::attn::populateAttnFusePatterns(RewritePatternSet &patterns,
     patterns.add<FuseProjectionRope>(context);
     return;
   case AttnFusePhase::Gemms:
-    patterns.add<FuseLinearProjection, FuseProjectGrad, FuseGroupedConvGrad>(
-        context, tiles);
-    patterns.add<FuseGroupedConv>(context);
+    patterns.add<FuseLinearProjection, FuseProjectGrad>(context, tiles);
+    if (options.groupedConvGemms) {
+      patterns.add<FuseGroupedConvGrad>(context, tiles);
+      patterns.add<FuseGroupedConv>(context);
+    }
     patterns.add<AccumulateWeightGrads>(context);
     return;
   }

@@ -77,3 +77,48 @@ func.func @cca(%x: tensor<?x?x16xf32>, %mask: tensor<?x?xi64>,
          tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
   return %y : tensor<?x?x16xf32>
 }
+
+// -----
+
+// Slices that split a value into consecutive parts along one dimension (a
+// fused projection's Q, K and V columns): the value's gradient is the concat
+// of the parts' gradients, in offset order, whatever the order of the slices.
+// CHECK-LABEL: func.func @split_vjp(
+// CHECK-SAME: %[[X:.*]]: tensor<?x6xf32>, %[[DY:.*]]: tensor<?x2xf32>
+// CHECK: %[[NEG:.*]] = arith.negf %[[DY]]
+// CHECK-NOT: tensor.insert_slice
+// CHECK: %[[DX:.*]] = tensor.concat dim(1) %[[NEG]], %[[DY]], %[[DY]]
+// CHECK: return %[[DX]]
+func.func @split(%x: tensor<?x6xf32>) -> tensor<?x2xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x6xf32>
+  %b = tensor.extract_slice %x[0, 2] [%n, 2] [1, 1]
+      : tensor<?x6xf32> to tensor<?x2xf32>
+  %c = tensor.extract_slice %x[0, 4] [%n, 2] [1, 1]
+      : tensor<?x6xf32> to tensor<?x2xf32>
+  %a = tensor.extract_slice %x[0, 0] [%n, 2] [1, 1]
+      : tensor<?x6xf32> to tensor<?x2xf32>
+  %bc = arith.addf %b, %c : tensor<?x2xf32>
+  %y = arith.subf %bc, %a : tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
+// Overlapping slices do not split the value: each slice's gradient goes into
+// zeros at its offset, and the two are added.
+// CHECK-LABEL: func.func @overlap_vjp(
+// CHECK-NOT: tensor.concat
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 2] [%{{.*}}, 4] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [%{{.*}}, 4] [1, 1]
+// CHECK: arith.addf
+func.func @overlap(%x: tensor<?x6xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x6xf32>
+  %a = tensor.extract_slice %x[0, 0] [%n, 4] [1, 1]
+      : tensor<?x6xf32> to tensor<?x4xf32>
+  %b = tensor.extract_slice %x[0, 2] [%n, 4] [1, 1]
+      : tensor<?x6xf32> to tensor<?x4xf32>
+  %y = arith.addf %a, %b : tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}

@@ -1,5 +1,6 @@
 // RUN: attnfuse-opt %s --attn-decompose --attn-fuse --canonicalize --cse -split-input-file | FileCheck %s
 // RUN: attnfuse-opt %s --attn-decompose --attn-fuse="block-q=128 block-kv=32 block-s=16 block-n=48 block-k=8" -split-input-file | FileCheck %s --check-prefix=TILES
+// RUN: attnfuse-opt %s --attn-decompose --attn-fuse="grouped-conv-gemms=false" -split-input-file | FileCheck %s --check-prefix=WHOLE
 // RUN: not attnfuse-opt %s --attn-fuse="block-q=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: attn-fuse: block-q must be positive, got 0
@@ -498,7 +499,13 @@ func.func @sdpa_grad_shared_kv(%q: tensor<?x?x4x8xf32>,
 // input shifted by each tap, concatenated), dx as a projection of dy by the
 // group's taps (W^T per tap, stacked), summed at the taps' shifts; db the
 // weight gradient of a ones column. A depthwise convolution keeps the op.
+// With grouped-conv-gemms=false (the sm_90a convolution kernels take the
+// whole op) both gradients stay ops.
 // CHECK-LABEL: func.func @conv_grad_grouped
+// WHOLE-LABEL: func.func @conv_grad_grouped
+// WHOLE: attn.causal_conv1d_grad %arg0, %arg1, %arg2 {groups = 2 : i64, padding = 0 : i64}
+// WHOLE: attn.causal_conv1d_grad %arg3, %arg4, %arg2 {groups = 32 : i64, padding = 1 : i64}
+// WHOLE-NOT: attn.fused_weight_grad
 // CHECK: %[[TAPS0:.*]] = tensor.concat dim(2) %{{.*}}, %{{.*}} : (tensor<?x?x16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
 // CHECK: %[[ROWS0:.*]] = tensor.collapse_shape %[[TAPS0]] {{\[}}[0, 1], [2]]
 // CHECK: %[[DW0:.*]] = attn.fused_weight_grad %[[ROWS0]], %{{.*}} outs(%{{.*}}) {{.*}} : (tensor<?x32xf32>, tensor<?x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -540,6 +547,9 @@ func.func @conv_grad_grouped(%x: tensor<?x?x32xf32>, %w: tensor<32x16x2xf32>,
 // of its taps side by side (the padded input shifted by each tap) by its
 // weight block as [out, taps * in], with its bias; the groups concatenated.
 // CHECK-LABEL: func.func @conv_grouped
+// WHOLE-LABEL: func.func @conv_grouped
+// WHOLE-NEXT: %[[Y:.*]] = attn.causal_conv1d %arg0, %arg1, %arg2 {groups = 2 : i64, padding = 1 : i64}
+// WHOLE-NEXT: return %[[Y]]
 // CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 1, 0] high[0, 0, 0]
 // CHECK: %[[B0:.*]] = tensor.extract_slice %arg2[0] [16] [1]
 // CHECK: %[[TAP0:.*]] = tensor.extract_slice %[[PADDED]][0, 0, 0] [%{{.*}}, %{{.*}}, 16] [1, 1, 1]

@@ -123,7 +123,12 @@ def AttnFuse : Pass<"attn-fuse"> {
            "Reduction step of the projection GEMM tiles">,
     Option<"decodeBlockKV", "decode-block-kv", "int64_t", /*default=*/"64",
            "Cached keys per tile of a decode step (attn.flash_decode; the "
-           "sm_90a kernels stream 64-row tiles)">
+           "sm_90a kernels stream 64-row tiles)">,
+    Option<"groupedConvGemms", "grouped-conv-gemms", "bool", /*default=*/"true",
+           "Rewrite a grouped convolution (groups of 16 or more channels) "
+           "and its gradient into per-group GEMMs; off, they stay "
+           "attn.causal_conv1d[_grad] (the sm_90a target's convolution "
+           "kernels take the whole op)">
   ];
   let dependentDialects = ["::mlir::affine::AffineDialect",
                            "::mlir::linalg::LinalgDialect",
