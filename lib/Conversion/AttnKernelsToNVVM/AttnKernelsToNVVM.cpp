@@ -48,8 +48,8 @@ bool isKernelOp(Operation *op) {
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
              attn::CausalConv1DOp, attn::CausalConv1DGradOp, attn::QKMeanOp,
-             attn::QKMeanGradOp, attn::ValueShiftOp, attn::ValueShiftGradOp>(
-      op);
+             attn::QKMeanGradOp, attn::QKNormGradOp, attn::ValueShiftOp,
+             attn::ValueShiftGradOp>(op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -585,6 +585,65 @@ private:
   LoweringState &state;
 };
 
+/// attn.qk_norm_grad: the row kernel (q_grad, k_grad and the key rows'
+/// temperature shares), then the temperature kernel over the shares.
+class QKNormGradLaunchPattern : public OpRewritePattern<attn::QKNormGradOp> {
+public:
+  QKNormGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern(ctx), state(state) {}
+
+  LogicalResult matchAndRewrite(attn::QKNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<QKNormGradPlan> plan = state.plan<QKNormGradPlan>([&]() {
+      std::string unsupported;
+      FailureOr<QKNormGradPlan> p =
+          planQKNormGrad(op, state.options, unsupported);
+      if (failed(p) && !unsupported.empty())
+        return FailureOr<QKNormGradPlan>(op.emitOpError() << unsupported);
+      return p;
+    });
+    if (failed(plan))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    KernelEmitter &emitter = state.emitter;
+    std::string key = plan->key();
+    emitter.nameKernel(rewriter, key + ":rows", plan->name, loc,
+                       [&](gpu::GPUModuleOp gm) {
+                         buildQKNormGradKernel(rewriter, loc, gm, *plan);
+                       });
+    emitter.nameKernel(rewriter, key + ":temp", plan->temperatureName, loc,
+                       [&](gpu::GPUModuleOp gm) {
+                         buildQKNormTemperatureGradKernel(rewriter, loc, gm,
+                                                          *plan);
+                       });
+    StringRef opName = op->getName().getStringRef();
+    RankedTensorType sharesType = plan->sharesType(op);
+    func::FuncOp rowsDecl = emitter.declareLaunch(
+        rewriter, loc, plan->name, opName,
+        FunctionType::get(
+            ctx, op->getOperandTypes(),
+            {op.getQGrad().getType(), op.getKGrad().getType(), sharesType}),
+        describeQKNormGrad(ctx, op, *plan));
+    func::FuncOp tempDecl = emitter.declareLaunch(
+        rewriter, loc, plan->temperatureName, opName,
+        FunctionType::get(ctx, {sharesType, op.getTemp().getType()},
+                          {op.getTempGrad().getType()}),
+        describeQKNormTemperatureGrad(ctx, *plan));
+    rewriter.setInsertionPoint(op);
+    auto rows =
+        func::CallOp::create(rewriter, loc, rowsDecl, op->getOperands());
+    auto temp = func::CallOp::create(
+        rewriter, loc, tempDecl, ValueRange{rows.getResult(2), op.getTemp()});
+    rewriter.replaceOp(
+        op, {rows.getResult(0), rows.getResult(1), temp.getResult(0)});
+    return success();
+  }
+
+private:
+  LoweringState &state;
+};
+
 /// attn.fused_projection with `rope` whose heads do not tile the GEMM's
 /// columns (head dim 96, 256): the projection without rotation, then an
 /// attn.rope kernel over its result. The GEMM epilogue rotates a pair
@@ -726,6 +785,7 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       [](const ColumnCopyPlan &) -> int64_t { return -1; }, sliceSizes);
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
   patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
+  patterns.add<QKNormGradLaunchPattern>(ctx, state);
   patterns.add<KernelLaunchPattern<attn::QKMeanOp, QKMeanPlan>>(
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
   patterns.add<KernelLaunchPattern<attn::QKMeanGradOp, QKMeanPlan>>(

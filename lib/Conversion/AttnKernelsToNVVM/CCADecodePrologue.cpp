@@ -336,17 +336,9 @@ void DecodePrologueEmitter::finish() {
     Value part = d.load(d.f32, sharedF32(p.partOff, d.c32(w)), 4);
     sum = sum ? d.addf(sum, part) : part;
   }
-  // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
-  Value floored =
-      p.clampEps ? d.maxf(sum, d.cf(p.eps * p.eps)) : d.addf(sum, d.cf(p.eps));
-  Value norm = d.sqrtRn(floored);
-  Value tau = toF32(loadElem(temp, kvHead));
-  if (p.clamped) {
-    tau = d.maxf(tau, d.cf(1e-7));
-    tau = arith::MinimumFOp::create(d.b, d.loc, tau, d.cf(2.0));
-    tau = d.exp2(d.mulf(tau, d.cf(1.4426950408889634)));
-  }
-  tau = d.select(isKey, tau, d.cf(1.0));
+  Value norm = headNorm(d, sum, p.clampEps, p.eps);
+  Value keyTau = keyTemperature(d, toF32(loadElem(temp, kvHead)), p.clamped);
+  Value tau = d.select(isKey, keyTau, d.cf(1.0));
   Value scale = d.mulf(d.cf(std::sqrt(static_cast<double>(dim))), tau);
   value = d.divf(d.mulf(value, scale), norm);
 

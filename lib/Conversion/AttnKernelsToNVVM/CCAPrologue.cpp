@@ -472,16 +472,9 @@ void PrologueEmitter::normalize(const ConvChannel &c,
     });
   }
   d.barrierAll();
-  Value tau = d.cf(1.0);
-  {
-    Value t = loadParam(temp, kvHead);
-    if (p.clamped) {
-      t = d.maxf(t, d.cf(1e-7));
-      t = arith::MinimumFOp::create(d.b, d.loc, t, d.cf(2.0));
-      t = d.exp2(d.mulf(t, d.cf(1.4426950408889634)));
-    }
-    tau = d.select(isKey, t, tau);
-  }
+  Value one = d.cf(1.0);
+  Value keyTau = keyTemperature(d, loadParam(temp, kvHead), p.clamped);
+  Value tau = d.select(isKey, keyTau, one);
   Value warp0 = d.divu(slotBase, 32);
   Value scale = d.mulf(d.cf(std::sqrt(static_cast<double>(dim))), tau);
   for (int64_t i = 0; i < p.blockS; ++i) {
@@ -493,10 +486,7 @@ void PrologueEmitter::normalize(const ConvChannel &c,
           4);
       sum = sum ? d.addf(sum, part) : part;
     }
-    // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
-    Value floored = p.clampEps ? d.maxf(sum, d.cf(p.eps * p.eps))
-                               : d.addf(sum, d.cf(p.eps));
-    Value norm = d.sqrtRn(floored);
+    Value norm = headNorm(d, sum, p.clampEps, p.eps);
     acc[i] = d.divf(d.mulf(acc[i], scale), norm);
   }
 }

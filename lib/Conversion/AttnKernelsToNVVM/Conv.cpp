@@ -390,10 +390,11 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dInputGrad(
   // S is the cotangent's steps (a launch binds its sizes from its operands);
   // the input has S - (padding - (k - 1)).
   ConvLaunchSizes z(ctx, p, op.getResultGrad(), /*namedIsOutput=*/true);
+  // Operands of the launch: (weight, result_grad).
   SmallVector<Attribute> tensors = {
       describeTensor(ctx, "weight", "weight [channels, channels / groups, k]",
-                     1, elem, z.weight),
-      describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
+                     0, elem, z.weight),
+      describeTensor(ctx, "result_grad", "cotangent of the convolution", 1,
                      elem, {z.batch, z.outSteps, z.channels}),
       describeTensor(ctx, "input_grad", "result", -1, elem,
                      {z.batch, z.steps, z.channels})};
@@ -417,10 +418,11 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
     MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &p) {
   StringRef elem = elemName(p.elem);
   ConvLaunchSizes z(ctx, p, op.getInput(), /*namedIsOutput=*/false);
+  // Operands of the launch: (input, result_grad).
   SmallVector<Attribute> tensors = {
       describeTensor(ctx, "input", "the convolution's input", 0, elem,
                      {z.batch, z.steps, z.channels}),
-      describeTensor(ctx, "result_grad", "cotangent of the convolution", 2,
+      describeTensor(ctx, "result_grad", "cotangent of the convolution", 1,
                      elem, {z.batch, z.outSteps, z.channels}),
       describeTensor(ctx, "weight_grad", "result", -1, elem, z.weight),
       describeTensor(ctx, "bias_grad", "result", -1, elem, {z.channels})};

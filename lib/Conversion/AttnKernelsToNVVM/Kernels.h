@@ -581,6 +581,48 @@ attn::KernelLaunchAttr describeValueShift(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const ValueShiftPlan &plan);
 
+/// The plan of the two kernels of one attn.qk_norm_grad: the head rows'
+/// gradients (and each key row's share of the temperature gradient, an f32
+/// `[B, S, Hk]` workspace), then the temperature gradient summed per key
+/// head in a fixed order.
+struct QKNormGradPlan : KernelPlan {
+  static constexpr int64_t kMaxWarps = 8;
+  static constexpr int64_t kTemperatureThreads = 256;
+  int64_t numHeads, numKvHeads, headDim;
+  bool clampedTemperature, clampEps;
+  double eps;
+  std::string temperatureName; // the second kernel
+  /// The workspace between the kernels.
+  mlir::RankedTensorType sharesType(attn::QKNormGradOp op) const;
+  std::string key() const;
+};
+
+mlir::FailureOr<QKNormGradPlan> planQKNormGrad(attn::QKNormGradOp op,
+                                               const TargetOptions &options,
+                                               std::string &unsupported);
+void buildQKNormGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const QKNormGradPlan &plan);
+void buildQKNormTemperatureGradKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::gpu::GPUModuleOp module,
+                                      const QKNormGradPlan &plan);
+/// Operands (q, k, temp, q_out_grad, k_out_grad), results (q_grad, k_grad,
+/// temp_shares).
+attn::KernelLaunchAttr describeQKNormGrad(mlir::MLIRContext *ctx,
+                                          attn::QKNormGradOp op,
+                                          const QKNormGradPlan &plan);
+/// Operands (temp_shares, temp), result temp_grad.
+attn::KernelLaunchAttr
+describeQKNormTemperatureGrad(mlir::MLIRContext *ctx,
+                              const QKNormGradPlan &plan);
+/// The key temperature tau of `temp` (f32): itself, or for <clamped>
+/// exp(min(max(temp, 1e-7), 2)).
+mlir::Value keyTemperature(DeviceBuilder &d, mlir::Value temp, bool clamped);
+/// A head's norm n from its squared length: sqrt(|x|^2 + eps), or
+/// max(|x|, eps) with `clampEps`.
+mlir::Value headNorm(DeviceBuilder &d, mlir::Value squares, bool clampEps,
+                     double eps);
+
 /// One column range of a column copy: input `inputWidth` columns wide, from
 /// its column `sourceOffset`, `width` columns.
 struct ColumnPiece {

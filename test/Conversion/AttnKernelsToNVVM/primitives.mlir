@@ -187,12 +187,14 @@ func.func @conv_grouped_static(%x: tensor<2x9x64xbf16>, %w: tensor<64x8x2xbf16>)
 // CHECK: func.func private @attn_conv_grad_bf16_c384_g1_k2_p2_dx_launch
 // CHECK-SAME: kind = "causal_conv1d_input_grad"
 // CHECK-SAME: grid = [{expr = "S-1"}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "weight", role = "{{[^"]*}}", operand = 0,
+// CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "cotangent of the convolution", operand = 1,
 // CHECK-SAME: #attn.kernel_tensor<name = "input_grad", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S-1", 384]
 // CHECK: func.func private @attn_conv_grad_bf16_c384_g1_k2_p2_dw_launch
 // CHECK-SAME: kind = "causal_conv1d_weight_grad"
 // CHECK-SAME: block = [256, 1, 1], grid = [{expr = "5", value = 5 : i64}]
 // CHECK-SAME: #attn.kernel_param<name = "batch", kind = "scalar", detail = "i32", value = "B">
-// CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "cotangent of the convolution", operand = 2, dtype = "bf16", shape = ["B", "S+1", 384]
+// CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "cotangent of the convolution", operand = 1, dtype = "bf16", shape = ["B", "S+1", 384]
 func.func @conv_grad_depthwise(%x: tensor<?x?x384xbf16>, %w: tensor<384x1x2xbf16>, %dy: tensor<?x?x384xbf16>) -> (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>) {
   %dx, %dw, %db = attn.causal_conv1d_grad %x, %w, %dy {groups = 384 : i64, padding = 2 : i64}
       : (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<?x?x384xbf16>) -> (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>)
@@ -275,4 +277,32 @@ func.func @columns(%q: tensor<?x?x256xbf16>, %k: tensor<?x?x128xbf16>, %r: tenso
   %rows = tensor.extract_slice %r[1, 0] [1, 6] [1, 1] : tensor<?x6xf32> to tensor<1x6xf32>
   %rows_any = tensor.cast %rows : tensor<1x6xf32> to tensor<?x6xf32>
   return %part, %mid, %rows_any : tensor<?x?x128xbf16>, tensor<?x3xf32>, tensor<?x6xf32>
+}
+
+// -----
+
+// The QK-norm gradient: the row kernel (a warp per head row) returns the
+// query and key gradients and each key row's temperature share; the
+// temperature kernel sums the shares per key head.
+// CHECK-LABEL: func.func @qk_norm_grad
+// CHECK: %[[ROWS:.*]]:3 = call @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp_launch(%arg0, %arg1, %arg2, %arg3, %arg4) : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>)
+// CHECK: %[[TEMP:.*]] = call @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp_temp_launch(%[[ROWS]]#2, %arg2) : (tensor<?x?x2xf32>, tensor<2xbf16>) -> tensor<2xbf16>
+// CHECK: return %[[ROWS]]#0, %[[ROWS]]#1, %[[TEMP]]
+// CHECK: gpu.func @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp({{.*}}) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 192, 1, 1>
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: gpu.func @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp_temp(
+// CHECK: nvvm.barrier0
+// CHECK: func.func private @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp_launch
+// CHECK-SAME: kind = "qk_norm_grad"
+// CHECK-SAME: grid = [{ceil_div = 1 : i64, expr = "S", symbol = "S"}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "temp_shares", role = "result", operand = -1, dtype = "f32", shape = ["B", "S", 2]
+// CHECK: func.func private @attn_qk_norm_grad_bf16_h4_hk2_d64_tclamp_nclamp_temp_launch
+// CHECK-SAME: kind = "qk_norm_grad_temp"
+// CHECK-SAME: grid = [{expr = "2", value = 2 : i64}], dynamic_smem_bytes = 32
+// CHECK-SAME: #attn.kernel_param<name = "rows", kind = "scalar", detail = "i32", value = "B*S">
+func.func @qk_norm_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %t: tensor<2xbf16>, %dq: tensor<?x?x4x64xbf16>, %dk: tensor<?x?x2x64xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>) {
+  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %t, %dq, %dk
+      {temperature = #attn.temperature<clamped>, norm = #attn.norm<clamp_eps>, eps = 1.1920929e-07 : f64}
+      : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>
+  return %gq, %gk, %gt : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>
 }
