@@ -1,7 +1,8 @@
-"""Column copies of a device program on the emulator through the runtime: tensor.concat on the
+"""Copies of a device program on the emulator through the runtime: tensor.concat on the
 last dimension and tensor.extract_slice of a column range (what a CCA gradient program joins
 and splits: the query and key projections side by side, the convolutions' results back apart),
-against numpy's concatenate and slicing. Copies: the results must be exact.
+against numpy's concatenate and slicing, and attn.mask_tokens (a padded batch's rows zeroed)
+against numpy's where. Copies: the results must be exact.
 
 The copies only lower inside a device program (a function with kernels), so each model also
 runs a value-shift gradient; chunk widths cover 16-byte vectors (widths a multiple of 8), 4-
@@ -79,3 +80,32 @@ def test_concat_and_slice(widths, dtype, slice_range, batch, tokens):
     got = dev.download(s["output"])
     assert np.array_equal(got.view(np.uint8),
                           np.ascontiguousarray(want[..., offset:offset + width]).view(np.uint8))
+
+
+def mask_model(width, mask_type):
+    x, m = f"tensor<?x?x{width}xbf16>", f"tensor<?x?x{mask_type}>"
+    return f"""
+func.func @mask(%x: {x}, %m: {m}) -> {x} {{
+  %y = attn.mask_tokens %x, %m : {x}, {m}
+  return %y : {x}
+}}
+"""
+
+
+@pytest.mark.parametrize("width,mask_type", [(384, "i64"), (40, "i32"), (6, "i64")])
+def test_mask_tokens(width, mask_type):
+    """attn.mask_tokens: the rows of tokens whose mask is 0 become zeros, the others copies."""
+    art = emulator.compile_model(mask_model(width, mask_type), f"mask_w{width}_{mask_type}")
+    (kernel,) = art.kernels
+    batch, tokens = 3, 11
+    rng = np.random.default_rng(width)
+    x = random_bits(rng, (batch, tokens, width), "bf16")
+    mask = (rng.random((batch, tokens)) < 0.7).astype(np.int64 if mask_type == "i64" else np.int32)
+    mask[0] = 1
+    mask[1, 5:] = 0
+    dev = emulator.Device()
+    t = {"input": dev.upload(x, "bf16"), "mask": dev.upload(mask, mask_type),
+         "result": dev.empty((batch, tokens, width), "bf16")}
+    art.launch(kernel, t, B=batch, S=tokens, T=1)
+    want = np.where(mask[..., None] != 0, x, np.uint16(0))
+    assert np.array_equal(dev.download(t["result"]), want)

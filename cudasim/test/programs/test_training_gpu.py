@@ -78,9 +78,78 @@ def test_layer_backward_on_device(layer, tmp_path):
             check_close(g, w)
 
 
+CCA_LAYERS = {
+    # CCGQA with the defaults: QK-mean, value shift, <raw> temperature, sqrt-eps norm, both
+    # convolutions of 2 taps.
+    "ccgqa": (dict(num_heads=4, num_kv_heads=2, head_dim=64), (70, 129)),
+    # The ZAYA1 toggles: <clamped> temperature (one outside its clamp: zero gradient), the
+    # clamp-eps norm, RoPE on half of each head, 3-tap convolutions.
+    "ccgqa_zaya": (dict(num_heads=4, num_kv_heads=2, head_dim=64, rope_theta=1e4,
+                        rope_fraction=0.5, temperature="clamped", norm="clamp_eps",
+                        conv_kernel_sizes=(3, 3)), (70,)),
+    # CCA without QK-mean or value shift, one query head per key head.
+    "cca_mha": (dict(num_heads=2, num_kv_heads=2, head_dim=64, qk_mean=False,
+                     value_shift=False), (70,)),
+    # A padded batch: the padded tokens' rows zeroed in the forward and the cotangents.
+    "ccgqa_padded": (dict(num_heads=4, num_kv_heads=2, head_dim=64, padding_mask=True), (70,)),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(CCA_LAYERS))
+def test_cca_layer_backward_on_device(layer, tmp_path):
+    """A CCA layer's whole backward on the device against the CPU path: the forward (the
+    fused prologue, flash attention), then the gradients of each step, including the
+    convolutions' weights and biases and the key temperature; the projections' Q|K join and
+    its split as column copies."""
+    config, lengths = CCA_LAYERS[layer]
+    module = attnfuse.grad(attnfuse.cca(embed_dim=128, dtype="bf16", **config))
+    gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False,
+                           entry="model_vjp")
+    cpu = attnfuse.compile(module, entry="model_vjp")
+    function = gpu.function("model_vjp")
+    kinds = {kernel["name"]: kernel["kind"] for kernel in gpu.manifest["kernels"]}
+    launched = {kinds[launch["kernel"]] for launch in gpu.manifest["launches"]
+                if launch["function"] == "model_vjp"}
+    # The forward's q, k, v come from the fused prologue; the convolutions and QK-mean run
+    # again on their own for the values their gradients read.
+    expected = {"cca_prologue", "flash_attention", "causal_conv1d", "causal_conv1d_input_grad",
+                "causal_conv1d_weight_grad", "qk_norm_grad", "qk_norm_grad_temp", "concat",
+                "slice", "flash_attention_grad_dq", "flash_attention_grad_dkv",
+                "weight_grad_gemm"}
+    if config.get("qk_mean", True):
+        expected |= {"qk_mean", "qk_mean_grad"}
+    if config.get("value_shift", True):
+        expected.add("value_shift_grad")
+    if "rope_theta" in config:
+        expected.add("rope_grad")
+    if config.get("padding_mask"):
+        expected.add("mask_tokens")
+    assert expected <= launched, expected - launched
+    names = module.argument_names("model")
+    for seq in lengths:
+        args = random_arguments(function, 2, seq, seed=seq, names=names + ["dy"])
+        temp = names.index("l0_temp")
+        # Temperatures of order one (the 0.02 scale of a bias would flatten the softmax);
+        # with <clamped> the second lies past the clamp's upper end.
+        args[temp] = attnfuse.to_bf16(np.array([0.8, 2.5 if "temperature" in config else 1.2],
+                                               dtype=np.float32))
+        if config.get("padding_mask"):
+            mask = np.ones((2, seq), dtype=np.int64)
+            mask[1, seq - 9:] = 0  # the second sequence ends 9 tokens early
+            args[names.index("mask")] = mask
+        got, want = gpu(*args), cpu(*args)
+        gradients = dict(zip([n for n in names if n != "mask"], zip(got, want)))
+        assert len(got) == len(want) == len(gradients)
+        for name, (g, w) in gradients.items():
+            check_close(g, w)
+        if "temperature" in config:
+            assert attnfuse.from_bf16(gradients["l0_temp"][0])[1] == 0.0
+
+
 @pytest.mark.parametrize("layer,message", [
-    (attnfuse.cca(embed_dim=128, num_heads=4, num_kv_heads=2, head_dim=64, dtype="bf16"),
-     "sm_90a"),
+    # Head dim 256: the backward kernels take head dims up to 128 (no column split of dK/dV).
+    (attnfuse.qkv_attention(embed_dim=512, num_heads=2, num_kv_heads=2, head_dim=256,
+                            dtype="bf16", causal=True), "head_dim 256"),
 ])
 def test_backward_without_kernels_is_refused_with_the_op_named(layer, message, tmp_path):
     module = attnfuse.grad(layer)

@@ -48,8 +48,8 @@ bool isKernelOp(Operation *op) {
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
              attn::CausalConv1DOp, attn::CausalConv1DGradOp, attn::QKMeanOp,
-             attn::QKMeanGradOp, attn::QKNormGradOp, attn::ValueShiftOp,
-             attn::ValueShiftGradOp>(op);
+             attn::QKMeanGradOp, attn::QKNormGradOp, attn::MaskTokensOp,
+             attn::ValueShiftOp, attn::ValueShiftGradOp>(op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -790,6 +790,8 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
   patterns.add<KernelLaunchPattern<attn::QKMeanGradOp, QKMeanPlan>>(
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
+  patterns.add<KernelLaunchPattern<attn::MaskTokensOp, MaskTokensPlan>>(
+      ctx, state, planMaskTokens, buildMaskTokensKernel, describeMaskTokens);
   patterns.add<KernelLaunchPattern<attn::ValueShiftOp, ValueShiftPlan>>(
       ctx, state, planValueShift, buildValueShiftKernel, describeValueShift);
   patterns.add<KernelLaunchPattern<attn::ValueShiftGradOp, ValueShiftPlan>>(

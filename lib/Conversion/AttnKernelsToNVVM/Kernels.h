@@ -623,6 +623,23 @@ mlir::Value keyTemperature(DeviceBuilder &d, mlir::Value temp, bool clamped);
 mlir::Value headNorm(DeviceBuilder &d, mlir::Value squares, bool clampEps,
                      double eps);
 
+/// The plan of one attn.mask_tokens kernel: one CTA per (token, sequence),
+/// threads over the row in chunks of `vector` elements.
+struct MaskTokensPlan : KernelPlan {
+  int64_t width, maskBits, vector;
+  std::string key() const;
+};
+
+mlir::FailureOr<MaskTokensPlan> planMaskTokens(attn::MaskTokensOp op,
+                                               const TargetOptions &options,
+                                               std::string &unsupported);
+void buildMaskTokensKernel(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::gpu::GPUModuleOp module,
+                           const MaskTokensPlan &plan);
+attn::KernelLaunchAttr describeMaskTokens(mlir::MLIRContext *ctx,
+                                          attn::MaskTokensOp op,
+                                          const MaskTokensPlan &plan);
+
 /// One column range of a column copy: input `inputWidth` columns wide, from
 /// its column `sourceOffset`, `width` columns.
 struct ColumnPiece {

@@ -306,3 +306,20 @@ func.func @qk_norm_grad(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %t
       : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>
   return %gq, %gk, %gt : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>
 }
+
+// -----
+
+// The token mask of a padded batch: one CTA per (token, sequence) reads the
+// token's i64 mask entry and copies or zeroes its row in 16-byte chunks.
+// CHECK-LABEL: func.func @mask_tokens
+// CHECK: call @attn_mask_tokens_bf16_w384_mask64_launch(%arg0, %arg1) : (tensor<?x?x384xbf16>, tensor<?x?xi64>) -> tensor<?x?x384xbf16>
+// CHECK: gpu.func @attn_mask_tokens_bf16_w384_mask64(
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> i64
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: func.func private @attn_mask_tokens_bf16_w384_mask64_launch
+// CHECK-SAME: kind = "mask_tokens"
+// CHECK-SAME: #attn.kernel_tensor<name = "mask", role = "{{[^"]*}}", operand = 1, dtype = "i64", shape = ["B", "S"]
+func.func @mask_tokens(%x: tensor<?x?x384xbf16>, %m: tensor<?x?xi64>) -> tensor<?x?x384xbf16> {
+  %y = attn.mask_tokens %x, %m : tensor<?x?x384xbf16>, tensor<?x?xi64>
+  return %y : tensor<?x?x384xbf16>
+}
