@@ -220,6 +220,33 @@ def grad_model():
             f"  %dc, %dp = attn.value_shift_grad %v : ({wide}) -> ({narrow}, {narrow})\n"
             f"  return %dc, %dp : {narrow}, {narrow}\n}}\n")
         configs.append(dict(name=name, kinds=["value_shift", "value_shift_grad"]))
+    for hq, hk, d, zaya in ((8, 2, 128, True), (4, 4, 64, False)):
+        q, k, t = (f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>",
+                   f"tensor<{hk}xbf16>")
+        attrs = ("{temperature = #attn.temperature<clamped>, norm = #attn.norm<clamp_eps>, "
+                 "eps = 1.1920929e-07 : f64}" if zaya else "")
+        name = f"qk_norm_grad_h{hq}_k{hk}_d{d}"
+        funcs.append(
+            f"func.func @{name}(%q: {q}, %k: {k}, %t: {t}, %dq: {q}, %dk: {k}) "
+            f"-> ({q}, {k}, {t}) {{\n"
+            f"  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %t, %dq, %dk {attrs} : {q}, {k}, {t}\n"
+            f"  return %gq, %gk, %gt : {q}, {k}, {t}\n}}\n")
+        configs.append(dict(name=name, kinds=["qk_norm_grad", "qk_norm_grad_temp"]))
+    # Column copies (they lower inside device programs: a value-shift gradient makes one)
+    # and the token mask of a padded batch.
+    q, k, qk = "tensor<?x?x1024xbf16>", "tensor<?x?x256xbf16>", "tensor<?x?x1280xbf16>"
+    half, m = "tensor<?x?x640xbf16>", "tensor<?x?xi64>"
+    funcs.append(
+        f"func.func @columns(%q: {q}, %k: {k}, %m: {m}) -> ({k}, {half}) {{\n"
+        f"  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+        f"  %qk = tensor.concat dim(2) %q, %k : ({q}, {k}) -> {qk}\n"
+        f"  %qkm = attn.mask_tokens %qk, %m : {qk}, {m}\n"
+        f"  %dc, %dp = attn.value_shift_grad %qkm : ({qk}) -> ({half}, {half})\n"
+        f"  %b = tensor.dim %qk, %c0 : {qk}\n  %s = tensor.dim %qk, %c1 : {qk}\n"
+        f"  %kp = tensor.extract_slice %qk[0, 0, 1024] [%b, %s, 256] [1, 1, 1] : {qk} to {k}\n"
+        f"  return %kp, %dc : {k}, {half}\n}}\n")
+    configs.append(dict(name="columns", kinds=["concat", "mask_tokens", "slice",
+                                               "value_shift_grad"]))
     for inputs, outputs, with_init in WEIGHT_GRAD_CONFIGS:
         name = f"wgrad_in{inputs}_out{outputs}{'_acc' if with_init else ''}"
         funcs.append(weight_grad_function(name, inputs, outputs, with_init))
@@ -236,8 +263,9 @@ def grad_model():
 
 
 # attn.causal_conv1d configurations (channels, channels per group, k, padding): ZAYA1's
-# depthwise convolution and a narrow grouped one (16 or more per group become GEMMs).
-CONV_CONFIGS = ((1280, 1, 2, 1), (256, 8, 3, 2))
+# depthwise and grouped convolutions (the sm_90a pipeline keeps grouped ones whole) and a
+# narrow grouped one.
+CONV_CONFIGS = ((1280, 1, 2, 1), (1280, 128, 2, 0), (256, 8, 3, 2))
 # attn.fused_weight_grad configurations: (in, out, reads a non-zero init). One input
 # feature read per token is the column-sum kernel. Fewer than 66 dW tiles of 128 x 128 split
 # over the tokens (the GEMM into f32 partials, then the combine kernel): all but the 4096 x
@@ -514,7 +542,8 @@ def find_tool(name, explicit, extra):
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
               "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
               "causal_conv1d_input_grad", "causal_conv1d_weight_grad", "qk_mean",
-              "qk_mean_grad", "value_shift", "value_shift_grad")
+              "qk_mean_grad", "value_shift", "value_shift_grad", "qk_norm_grad",
+              "qk_norm_grad_temp", "concat", "slice", "mask_tokens")
 
 
 def find_nvdisasm():
@@ -716,8 +745,11 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
-            if k["kind"].startswith(("causal_conv1d", "qk_mean", "value_shift")):
-                required = []  # one element per load: a thread's channel, a group's input
+            if k["kind"].startswith(("causal_conv1d", "qk_mean", "qk_norm_grad",
+                                     "value_shift")):
+                # One element per load: a thread's channel, a group's input, a lane's
+                # element of a head row.
+                required = []
         missing = [s for s in required if s not in ptx]
         if missing:
             failures.append(f"{name}: PTX lacks {missing}")
