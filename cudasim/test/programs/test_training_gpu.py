@@ -45,6 +45,13 @@ LAYERS = {
 }
 
 
+def launched_kinds(program, function="model_vjp"):
+    """The kinds of the kernels `function` of the compiled program launches."""
+    kinds = {kernel["name"]: kernel["kind"] for kernel in program.manifest["kernels"]}
+    return {kinds[launch["kernel"]] for launch in program.manifest["launches"]
+            if launch["function"] == function}
+
+
 @pytest.mark.parametrize("layer", sorted(LAYERS))
 def test_layer_backward_on_device(layer, tmp_path):
     module = attnfuse.grad(attnfuse.qkv_attention(embed_dim=256, dtype="bf16", causal=True,
@@ -53,9 +60,7 @@ def test_layer_backward_on_device(layer, tmp_path):
                            entry="model_vjp")
     cpu = attnfuse.compile(module, entry="model_vjp")
     function = gpu.function("model_vjp")
-    kinds = {kernel["name"]: kernel["kind"] for kernel in gpu.manifest["kernels"]}
-    launched = {kinds[launch["kernel"]] for launch in gpu.manifest["launches"]
-                if launch["function"] == "model_vjp"}
+    launched = launched_kinds(gpu)
     assert {"weight_grad_gemm", "projection_gemm", "flash_attention_grad_dq",
             "flash_attention_grad_dkv"} <= launched, launched
     assert ("rope_grad" in launched) == ("rope_theta" in LAYERS[layer]), launched
@@ -107,9 +112,7 @@ def test_cca_layer_backward_on_device(layer, tmp_path):
                            entry="model_vjp")
     cpu = attnfuse.compile(module, entry="model_vjp")
     function = gpu.function("model_vjp")
-    kinds = {kernel["name"]: kernel["kind"] for kernel in gpu.manifest["kernels"]}
-    launched = {kinds[launch["kernel"]] for launch in gpu.manifest["launches"]
-                if launch["function"] == "model_vjp"}
+    launched = launched_kinds(gpu)
     # The forward's q, k, v come from the fused prologue; the convolutions and QK-mean run
     # again on their own for the values their gradients read.
     expected = {"cca_prologue", "flash_attention", "causal_conv1d", "causal_conv1d_input_grad",

@@ -119,6 +119,18 @@ public:
     return decl;
   }
 
+  /// A call of `@<kernel>_launch` (declared for `op`'s name) over
+  /// `operands` returning `results`, at the rewriter's insertion point.
+  func::CallOp launch(RewriterBase &rewriter, Operation *op, StringRef kernel,
+                      ValueRange operands, TypeRange results,
+                      attn::KernelLaunchAttr launchAttr) {
+    func::FuncOp decl = declareLaunch(
+        rewriter, op->getLoc(), kernel, op->getName().getStringRef(),
+        FunctionType::get(op->getContext(), operands.getTypes(), results),
+        launchAttr);
+    return func::CallOp::create(rewriter, op->getLoc(), decl, operands);
+  }
+
   /// Replaces `op` by a call to `@<kernel>_launch` carrying `launch`.
   /// `unreadOperands`: operand numbers, besides the result inits, that the
   /// kernel does not read (a constant it folds in).
@@ -256,6 +268,21 @@ struct LoweringState {
     FailureOr<Plan> p = planOp();
     failed = mlir::failed(p);
     return p;
+  }
+
+  /// `plan` for an op of several kernels, which has no host fallback: what
+  /// `planOp` reports as unsupported becomes an error on `op`.
+  template <typename Plan>
+  FailureOr<Plan>
+  planOrError(Operation *op,
+              llvm::function_ref<FailureOr<Plan>(std::string &)> planOp) {
+    return plan<Plan>([&]() -> FailureOr<Plan> {
+      std::string unsupported;
+      FailureOr<Plan> p = planOp(unsupported);
+      if (mlir::failed(p) && !unsupported.empty())
+        return op->emitOpError() << unsupported;
+      return p;
+    });
   }
 };
 
@@ -524,124 +551,106 @@ private:
   LoweringState &state;
 };
 
-/// attn.causal_conv1d_grad: the input-gradient kernel over (weight, dy),
-/// and the weight- and bias-gradient kernel over (input, dy).
-class CausalConv1dGradLaunchPattern
-    : public OpRewritePattern<attn::CausalConv1DGradOp> {
+/// An op lowered to several kernels (no host fallback: what its plan does
+/// not support is an error on the op): `Derived` gives `plan(op,
+/// unsupported)` and `launch(op, plan, rewriter)`, which names its kernels
+/// and replaces the op by their launches.
+template <typename OpTy, typename Plan, typename Derived>
+class MultiKernelPattern : public OpRewritePattern<OpTy> {
 public:
-  CausalConv1dGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
-      : OpRewritePattern(ctx), state(state) {}
+  MultiKernelPattern(MLIRContext *ctx, LoweringState &state)
+      : OpRewritePattern<OpTy>(ctx), state(state) {}
 
-  LogicalResult matchAndRewrite(attn::CausalConv1DGradOp op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    FailureOr<ConvPlan> plan = state.plan<ConvPlan>([&]() {
-      std::string unsupported;
-      FailureOr<ConvPlan> p =
-          planCausalConv1dGrad(op, state.options, unsupported);
-      if (failed(p) && !unsupported.empty())
-        return FailureOr<ConvPlan>(op.emitOpError() << unsupported);
-      return p;
-    });
-    if (failed(plan))
-      return failure();
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    KernelEmitter &emitter = state.emitter;
-    std::string key = plan->key();
-    emitter.nameKernel(
-        rewriter, key + ":dx", plan->name, loc, [&](gpu::GPUModuleOp gm) {
-          buildCausalConv1dInputGradKernel(rewriter, loc, gm, *plan);
+    FailureOr<Plan> p =
+        state.planOrError<Plan>(op, [&](std::string &unsupported) {
+          return static_cast<const Derived *>(this)->plan(op, unsupported);
         });
-    emitter.nameKernel(rewriter, key + ":dw", plan->weightGradName, loc,
-                       [&](gpu::GPUModuleOp gm) {
-                         buildCausalConv1dWeightGradKernel(rewriter, loc, gm,
-                                                           *plan);
-                       });
-    StringRef opName = op->getName().getStringRef();
-    SmallVector<Value> inputOperands = {op.getWeight(), op.getResultGrad()};
-    SmallVector<Value> weightOperands = {op.getInput(), op.getResultGrad()};
-    func::FuncOp inputDecl = emitter.declareLaunch(
-        rewriter, loc, plan->name, opName,
-        FunctionType::get(ctx, ValueRange(inputOperands).getTypes(),
-                          {op.getInputGrad().getType()}),
-        describeCausalConv1dInputGrad(ctx, op, *plan));
-    func::FuncOp weightDecl = emitter.declareLaunch(
-        rewriter, loc, plan->weightGradName, opName,
-        FunctionType::get(
-            ctx, ValueRange(weightOperands).getTypes(),
-            {op.getWeightGrad().getType(), op.getBiasGrad().getType()}),
-        describeCausalConv1dWeightGrad(ctx, op, *plan));
+    if (failed(p))
+      return failure();
     rewriter.setInsertionPoint(op);
-    auto inputCall =
-        func::CallOp::create(rewriter, loc, inputDecl, inputOperands);
-    auto weightCall =
-        func::CallOp::create(rewriter, loc, weightDecl, weightOperands);
-    rewriter.replaceOp(op, {inputCall.getResult(0), weightCall.getResult(0),
-                            weightCall.getResult(1)});
+    static_cast<const Derived *>(this)->launch(op, *p, rewriter);
     return success();
   }
 
-private:
+protected:
+  /// Emits the kernel of `key` (once per configuration) with `build`, and
+  /// updates `name` to its final name.
+  void kernel(PatternRewriter &rewriter, OpTy op, const std::string &key,
+              std::string &name,
+              void (*build)(OpBuilder &, Location, gpu::GPUModuleOp,
+                            const Plan &),
+              const Plan &p) const {
+    state.emitter.nameKernel(
+        rewriter, key, name, op.getLoc(),
+        [&](gpu::GPUModuleOp gm) { build(rewriter, op.getLoc(), gm, p); });
+  }
+
   LoweringState &state;
+};
+
+/// attn.causal_conv1d_grad: the input-gradient kernel over (weight, dy),
+/// and the weight- and bias-gradient kernel over (input, dy).
+class CausalConv1dGradLaunchPattern
+    : public MultiKernelPattern<attn::CausalConv1DGradOp, ConvPlan,
+                                CausalConv1dGradLaunchPattern> {
+public:
+  using MultiKernelPattern::MultiKernelPattern;
+
+  FailureOr<ConvPlan> plan(attn::CausalConv1DGradOp op,
+                           std::string &unsupported) const {
+    return planCausalConv1dGrad(op, state.options, unsupported);
+  }
+
+  void launch(attn::CausalConv1DGradOp op, ConvPlan &p,
+              PatternRewriter &rewriter) const {
+    MLIRContext *ctx = op.getContext();
+    kernel(rewriter, op, p.key() + ":dx", p.name,
+           buildCausalConv1dInputGradKernel, p);
+    kernel(rewriter, op, p.key() + ":dw", p.weightGradName,
+           buildCausalConv1dWeightGradKernel, p);
+    auto inputCall = state.emitter.launch(
+        rewriter, op, p.name, {op.getWeight(), op.getResultGrad()},
+        op.getInputGrad().getType(), describeCausalConv1dInputGrad(ctx, op, p));
+    auto weightCall = state.emitter.launch(
+        rewriter, op, p.weightGradName, {op.getInput(), op.getResultGrad()},
+        {op.getWeightGrad().getType(), op.getBiasGrad().getType()},
+        describeCausalConv1dWeightGrad(ctx, op, p));
+    rewriter.replaceOp(op, {inputCall.getResult(0), weightCall.getResult(0),
+                            weightCall.getResult(1)});
+  }
 };
 
 /// attn.qk_norm_grad: the row kernel (q_grad, k_grad and the key rows'
 /// temperature shares), then the temperature kernel over the shares.
-class QKNormGradLaunchPattern : public OpRewritePattern<attn::QKNormGradOp> {
+class QKNormGradLaunchPattern
+    : public MultiKernelPattern<attn::QKNormGradOp, QKNormGradPlan,
+                                QKNormGradLaunchPattern> {
 public:
-  QKNormGradLaunchPattern(MLIRContext *ctx, LoweringState &state)
-      : OpRewritePattern(ctx), state(state) {}
+  using MultiKernelPattern::MultiKernelPattern;
 
-  LogicalResult matchAndRewrite(attn::QKNormGradOp op,
-                                PatternRewriter &rewriter) const override {
-    FailureOr<QKNormGradPlan> plan = state.plan<QKNormGradPlan>([&]() {
-      std::string unsupported;
-      FailureOr<QKNormGradPlan> p =
-          planQKNormGrad(op, state.options, unsupported);
-      if (failed(p) && !unsupported.empty())
-        return FailureOr<QKNormGradPlan>(op.emitOpError() << unsupported);
-      return p;
-    });
-    if (failed(plan))
-      return failure();
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    KernelEmitter &emitter = state.emitter;
-    std::string key = plan->key();
-    emitter.nameKernel(rewriter, key + ":rows", plan->name, loc,
-                       [&](gpu::GPUModuleOp gm) {
-                         buildQKNormGradKernel(rewriter, loc, gm, *plan);
-                       });
-    emitter.nameKernel(rewriter, key + ":temp", plan->temperatureName, loc,
-                       [&](gpu::GPUModuleOp gm) {
-                         buildQKNormTemperatureGradKernel(rewriter, loc, gm,
-                                                          *plan);
-                       });
-    StringRef opName = op->getName().getStringRef();
-    RankedTensorType sharesType = plan->sharesType(op);
-    func::FuncOp rowsDecl = emitter.declareLaunch(
-        rewriter, loc, plan->name, opName,
-        FunctionType::get(
-            ctx, op->getOperandTypes(),
-            {op.getQGrad().getType(), op.getKGrad().getType(), sharesType}),
-        describeQKNormGrad(ctx, op, *plan));
-    func::FuncOp tempDecl = emitter.declareLaunch(
-        rewriter, loc, plan->temperatureName, opName,
-        FunctionType::get(ctx, {sharesType, op.getTemp().getType()},
-                          {op.getTempGrad().getType()}),
-        describeQKNormTemperatureGrad(ctx, *plan));
-    rewriter.setInsertionPoint(op);
-    auto rows =
-        func::CallOp::create(rewriter, loc, rowsDecl, op->getOperands());
-    auto temp = func::CallOp::create(
-        rewriter, loc, tempDecl, ValueRange{rows.getResult(2), op.getTemp()});
-    rewriter.replaceOp(
-        op, {rows.getResult(0), rows.getResult(1), temp.getResult(0)});
-    return success();
+  FailureOr<QKNormGradPlan> plan(attn::QKNormGradOp op,
+                                 std::string &unsupported) const {
+    return planQKNormGrad(op, state.options, unsupported);
   }
 
-private:
-  LoweringState &state;
+  void launch(attn::QKNormGradOp op, QKNormGradPlan &p,
+              PatternRewriter &rewriter) const {
+    MLIRContext *ctx = op.getContext();
+    kernel(rewriter, op, p.key() + ":rows", p.name, buildQKNormGradKernel, p);
+    kernel(rewriter, op, p.key() + ":temp", p.temperatureName,
+           buildQKNormTemperatureGradKernel, p);
+    auto rows = state.emitter.launch(
+        rewriter, op, p.name, op->getOperands(),
+        {op.getQGrad().getType(), op.getKGrad().getType(), p.sharesType(op)},
+        describeQKNormGrad(ctx, op, p));
+    auto temp = state.emitter.launch(
+        rewriter, op, p.temperatureName, {rows.getResult(2), op.getTemp()},
+        op.getTempGrad().getType(), describeQKNormTemperatureGrad(ctx, p));
+    rewriter.replaceOp(
+        op, {rows.getResult(0), rows.getResult(1), temp.getResult(0)});
+  }
 };
 
 /// attn.fused_projection with `rope` whose heads do not tile the GEMM's

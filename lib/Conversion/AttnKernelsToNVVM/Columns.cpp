@@ -204,25 +204,8 @@ attnfuse::sm90::describeColumnCopy(MLIRContext *ctx, Operation *op,
   // The first dynamic size is B, the others S and T (the plan allows three).
   LaunchSymbols sym(ctx);
   SmallVector<Attribute> leading;
-  std::string rows;
-  int64_t staticRows = 1;
-  for (auto [dim, size] : llvm::enumerate(resultType.getShape().drop_back())) {
-    bool first = ShapedType::isDynamic(size) && rows.empty();
-    Attribute entry =
-        sym.get(size, first ? StringRef("batch")
-                            : StringRef("dimension " + std::to_string(dim)));
-    leading.push_back(entry);
-    if (ShapedType::isDynamic(size))
-      rows += (rows.empty() ? "" : "*") + sizeText(entry);
-    else
-      staticRows *= size;
-  }
-  int64_t chunksPerRow = p.outputWidth() / p.vector;
-  int64_t staticChunks = staticRows * chunksPerRow;
-  std::string chunks = rows.empty() ? std::to_string(staticChunks)
-                       : staticChunks == 1
-                           ? rows
-                           : std::to_string(staticChunks) + "*" + rows;
+  std::string chunks = describeShape(sym, resultType.getShape().drop_back(),
+                                     p.outputWidth() / p.vector, leading);
   auto shapeWith = [&](int64_t columns) {
     SmallVector<Attribute> shape = leading;
     shape.push_back(intAttr(ctx, columns));

@@ -439,6 +439,29 @@ attnfuse::sm90::indexElementBits(Operation *op, StringRef name, Value value) {
                            << " of i32 or i64, got " << type;
 }
 
+std::string attnfuse::sm90::describeShape(LaunchSymbols &sym,
+                                          ArrayRef<int64_t> shape,
+                                          int64_t factor,
+                                          SmallVectorImpl<Attribute> &sizes) {
+  std::string product;
+  int64_t staticProduct = factor;
+  for (auto [dim, size] : llvm::enumerate(shape)) {
+    bool first = ShapedType::isDynamic(size) && product.empty();
+    Attribute entry =
+        sym.get(size, first ? StringRef("batch")
+                            : StringRef("dimension " + std::to_string(dim)));
+    sizes.push_back(entry);
+    if (ShapedType::isDynamic(size))
+      product += (product.empty() ? "" : "*") + sizeText(entry);
+    else
+      staticProduct *= size;
+  }
+  if (product.empty())
+    return std::to_string(staticProduct);
+  return staticProduct == 1 ? product
+                            : std::to_string(staticProduct) + "*" + product;
+}
+
 int64_t attnfuse::sm90::vectorWidth(ArrayRef<int64_t> sizes) {
   for (int64_t v : {8, 4, 2})
     if (llvm::all_of(sizes, [&](int64_t s) { return s % v == 0; }))

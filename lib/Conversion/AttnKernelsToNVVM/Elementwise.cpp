@@ -118,23 +118,7 @@ attnfuse::sm90::describeElementwise(MLIRContext *ctx, Operation *op,
   // three).
   LaunchSymbols sym(ctx);
   SmallVector<Attribute> shape;
-  std::string count;
-  int64_t staticCount = 1;
-  for (auto [dim, size] : llvm::enumerate(type.getShape())) {
-    bool first = ShapedType::isDynamic(size) && count.empty();
-    Attribute entry =
-        sym.get(size, first ? StringRef("batch")
-                            : StringRef("dimension " + std::to_string(dim)));
-    shape.push_back(entry);
-    if (ShapedType::isDynamic(size))
-      count += (count.empty() ? "" : "*") + sizeText(entry);
-    else
-      staticCount *= size;
-  }
-  std::string countExpr = count.empty() ? std::to_string(staticCount)
-                          : staticCount == 1
-                              ? count
-                              : std::to_string(staticCount) + "*" + count;
+  std::string countExpr = describeShape(sym, type.getShape(), 1, shape);
   SmallVector<Attribute> tensors = {
       describeTensor(ctx, "lhs", "input", 0, p.dtype, shape),
       describeTensor(ctx, "rhs", "input", 1, p.dtype, shape),

@@ -615,6 +615,12 @@ attn::KernelLaunchAttr describeQKNormGrad(mlir::MLIRContext *ctx,
 attn::KernelLaunchAttr
 describeQKNormTemperatureGrad(mlir::MLIRContext *ctx,
                               const QKNormGradPlan &plan);
+/// The head counts and head dim of a `[.., Hq, d]` query-shaped and a
+/// `[.., Hk, d]` key-shaped tensor; false, with `unsupported` saying that
+/// `kernel` needs them static, when one is dynamic.
+bool staticHeads(mlir::RankedTensorType query, mlir::RankedTensorType key,
+                 int64_t &numHeads, int64_t &numKvHeads, int64_t &headDim,
+                 llvm::StringRef kernel, std::string &unsupported);
 /// The key temperature tau of `temp` (f32): itself, or for <clamped>
 /// exp(min(max(temp, 1e-7), 2)).
 mlir::Value keyTemperature(DeviceBuilder &d, mlir::Value temp, bool clamped);
@@ -815,6 +821,12 @@ private:
   mlir::MLIRContext *ctx;
   llvm::SmallVector<std::pair<std::string, std::string>> named;
 };
+/// The sizes of `shape` for a launch description, appended to `sizes` (the
+/// first dynamic one the batch B, the others named by their dimension), and
+/// `factor` times their product as an expression ("48*B*S").
+std::string describeShape(LaunchSymbols &sym, llvm::ArrayRef<int64_t> shape,
+                          int64_t factor,
+                          llvm::SmallVectorImpl<mlir::Attribute> &sizes);
 /// The text of a size: the integer or the expression.
 std::string sizeText(mlir::Attribute size);
 /// `factor * size`, folded when the size is static.

@@ -47,14 +47,9 @@ FailureOr<QKMeanPlan> attnfuse::sm90::planQKMean(Operation *op,
   p.gradient = isa<attn::QKMeanGradOp>(op);
   if (failed(p.setElementType(op, queryType.getElementType(), options)))
     return failure();
-  p.numHeads = queryType.getDimSize(2);
-  p.numKvHeads = keyType.getDimSize(2);
-  p.headDim = queryType.getDimSize(3);
-  if (ShapedType::isDynamic(p.numHeads) ||
-      ShapedType::isDynamic(p.numKvHeads) || ShapedType::isDynamic(p.headDim)) {
-    unsupported = "the sm_90a QK-mean kernel needs static heads and head dim";
+  if (!staticHeads(queryType, keyType, p.numHeads, p.numKvHeads, p.headDim,
+                   "QK-mean", unsupported))
     return failure();
-  }
   p.group = p.numHeads / p.numKvHeads;
   p.threads = std::min<int64_t>(
       256, ((p.numHeads + p.numKvHeads) * p.headDim + 31) / 32 * 32);

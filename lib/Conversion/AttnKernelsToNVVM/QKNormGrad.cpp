@@ -44,15 +44,9 @@ attnfuse::sm90::planQKNormGrad(attn::QKNormGradOp op,
   QKNormGradPlan p;
   if (failed(p.setElementType(op, queryType.getElementType(), options)))
     return failure();
-  p.numHeads = queryType.getDimSize(2);
-  p.numKvHeads = keyType.getDimSize(2);
-  p.headDim = queryType.getDimSize(3);
-  if (ShapedType::isDynamic(p.numHeads) ||
-      ShapedType::isDynamic(p.numKvHeads) || ShapedType::isDynamic(p.headDim)) {
-    unsupported = "the sm_90a QK-norm gradient kernel needs static heads and "
-                  "head dim";
+  if (!staticHeads(queryType, keyType, p.numHeads, p.numKvHeads, p.headDim,
+                   "QK-norm gradient", unsupported))
     return failure();
-  }
   p.clampedTemperature = op.getTemperature() == attn::TemperatureMode::clamped;
   p.clampEps = op.getNorm() == attn::NormMode::clamp_eps;
   p.eps = op.getEps().convertToDouble();
@@ -67,6 +61,22 @@ attnfuse::sm90::planQKNormGrad(attn::QKNormGradOp op,
   p.name = base;
   p.temperatureName = base + "_temp";
   return p;
+}
+
+bool attnfuse::sm90::staticHeads(RankedTensorType query, RankedTensorType key,
+                                 int64_t &numHeads, int64_t &numKvHeads,
+                                 int64_t &headDim, StringRef kernel,
+                                 std::string &unsupported) {
+  numHeads = query.getDimSize(2);
+  numKvHeads = key.getDimSize(2);
+  headDim = query.getDimSize(3);
+  if (!ShapedType::isDynamic(numHeads) && !ShapedType::isDynamic(numKvHeads) &&
+      !ShapedType::isDynamic(headDim))
+    return true;
+  unsupported =
+      ("the sm_90a " + kernel + " kernel needs static heads and head dim")
+          .str();
+  return false;
 }
 
 Value attnfuse::sm90::keyTemperature(DeviceBuilder &d, Value temp,
