@@ -30,9 +30,9 @@ the first forward that records autograd, so torch.compile captures forward
 and backward as one node each. The gradient op has no backward itself
 (double backward is refused), and runs on CPU tensors, or on CUDA tensors
 where the GPU compiler compiles it: the default one does for bf16/f16
-QKVAttention layers (head dims that are multiples of 16 up to 128, with or
-without RoPE; not CCA layers, whose backward ops have no sm_90a kernels
-yet: for those it raises NotImplementedError naming the op).
+QKVAttention and CCAAttention layers (head dims that are multiples of 16 up
+to 128, with or without RoPE; for other layers it raises
+NotImplementedError naming the op without an sm_90a kernel).
 
 A layer also has a training forward (CompiledLayer.training_layer(), the op
 `attnfuse::<name>_fwd`, from attnfuse.grad(module, entry, residuals=True)):
@@ -563,7 +563,7 @@ class CompiledLayer:
                 try:
                     gpu = _gpu_compiler(self.module, self.entry)
                 except _api.MLIRError as error:
-                    # A backward whose ops lack sm_90a kernels (RoPE, CCA):
+                    # A backward whose ops lack sm_90a kernels (head dim 256):
                     # say which, and what to do instead.
                     if self.forward is None \
                             or _gpu_compiler is not _default_gpu_compiler:
