@@ -462,6 +462,39 @@ std::string attnfuse::sm90::describeShape(LaunchSymbols &sym,
                             : std::to_string(staticProduct) + "*" + product;
 }
 
+bool attnfuse::sm90::staticHeads(RankedTensorType query, RankedTensorType key,
+                                 int64_t &numHeads, int64_t &numKvHeads,
+                                 int64_t &headDim, StringRef kernel,
+                                 std::string &unsupported) {
+  numHeads = query.getDimSize(2);
+  numKvHeads = key.getDimSize(2);
+  headDim = query.getDimSize(3);
+  if (!ShapedType::isDynamic(numHeads) && !ShapedType::isDynamic(numKvHeads) &&
+      !ShapedType::isDynamic(headDim))
+    return true;
+  unsupported =
+      ("the sm_90a " + kernel + " kernel needs static heads and head dim")
+          .str();
+  return false;
+}
+
+Value attnfuse::sm90::keyTemperature(DeviceBuilder &d, Value temp,
+                                     bool clamped) {
+  if (!clamped)
+    return temp;
+  // exp(min(max(temp, 1e-7), 2)), as exp2 of the scaled exponent.
+  Value t = arith::MinimumFOp::create(d.b, d.loc, d.maxf(temp, d.cf(1e-7)),
+                                      d.cf(2.0));
+  return d.exp2(d.mulf(t, d.cf(1.4426950408889634)));
+}
+
+Value attnfuse::sm90::headNorm(DeviceBuilder &d, Value squares, bool clampEps,
+                               double eps) {
+  // max(|x|, eps) is sqrt(max(|x|^2, eps^2)).
+  return d.sqrtRn(clampEps ? d.maxf(squares, d.cf(eps * eps))
+                           : d.addf(squares, d.cf(eps)));
+}
+
 int64_t attnfuse::sm90::vectorWidth(ArrayRef<int64_t> sizes) {
   for (int64_t v : {8, 4, 2})
     if (llvm::all_of(sizes, [&](int64_t s) { return s % v == 0; }))

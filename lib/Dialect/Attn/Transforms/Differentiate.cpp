@@ -112,8 +112,7 @@ LogicalResult GradientBuilder::backpropSlice(tensor::ExtractSliceOp op,
   if (op.getSourceType().getRank() != op.getResultType().getRank())
     return op.emitOpError(
         "cannot be differentiated when it drops dimensions");
-  if (grad)
-    sliceGrads[op.getSource()].emplace_back(op, grad);
+  sliceGrads[op.getSource()].emplace_back(op, grad);
   return success();
 }
 
