@@ -27,7 +27,7 @@ def model(kernels, extras, mask=None, shape=SMALL):
     c = (HQ + HK) * D
     opts = ", qk_mean, value_shift, temperature = #attn.temperature<clamped>, " \
            "rope = #attn.rope<theta = 10000.0, fraction = 0.5>" if extras else ""
-    vrows = D if extras else HK * D
+    vrows = HK * D // 2 if extras else HK * D
     wvp_arg = f", %wvp: tensor<{vrows}x{E}xbf16>" if extras else ""
     wvp_use = " wv_prev(%wvp)" if extras else ""
     wvp_ty = f", tensor<{vrows}x{E}xbf16>" if extras else ""
@@ -71,7 +71,7 @@ def run_cca(s, kernels, extras, batch=1, seed=0, mask=None, shape=SMALL):
     spec = next(x for x in art.manifest["kernels"] if x["name"] == name)
     k0, k1 = kernels
     c = (HQ + HK) * D
-    vrows = D if extras else HK * D
+    vrows = HK * D // 2 if extras else HK * D
     rng = np.random.default_rng(seed)
     arrays = {
         "input": rng.standard_normal((batch, s, E)),
@@ -148,6 +148,14 @@ def test_padding_mask_zeroes_the_padded_tokens(mask):
     """Padded tokens are zero rows of x: in the block, in the halo of the next block (S = 100
     crosses the 64-token block edge) and for the value shift."""
     check(*run_cca(100, (2, 2), extras=True, batch=3, seed=7, mask=mask))
+
+
+@pytest.mark.parametrize("shape", [(128, 2, 1, 64), (128, 3, 3, 128)])
+def test_value_shift_with_odd_kv_heads(shape):
+    """With an odd number of KV heads the value shift's halves meet inside the middle head: its
+    first d/2 columns are the current token's (Wv), the rest the previous token's (Wv_prev).
+    MQA (one KV head, d64) and three KV heads (d128, the middle one split)."""
+    check(*run_cca(65, (2, 2), extras=True, batch=2, seed=11, shape=shape))
 
 
 @pytest.mark.parametrize("s", [1, 129])

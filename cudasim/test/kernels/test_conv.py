@@ -148,7 +148,11 @@ def test_causal_conv1d_grad(batch, steps, channels, width, taps, padding):
                                  f"conv_grad_c{channels}_g{width}_k{taps}_p{padding}")
     dx_kernel = next(k for k in art.kernels if k.endswith("_dx"))
     dw_kernel = next(k for k in art.kernels if k.endswith("_dw"))
-    assert len(art.kernels) == 2, art.kernels
+    sum_kernel = next(k for k in art.kernels if k.endswith("_dw_sum"))
+    assert len(art.kernels) == 3, art.kernels
+    spec = next(x for x in art.manifest["kernels"] if x["name"] == dw_kernel)
+    chunks = spec["config"]["token_chunks"]
+    items = channels * width * taps + channels
     out_steps = steps + padding - (taps - 1)
     rng = np.random.default_rng(1)
     xb, x = emulator.bf16(rng.standard_normal((batch, steps, channels)))
@@ -159,12 +163,17 @@ def test_causal_conv1d_grad(batch, steps, channels, width, taps, padding):
          "result_grad": dev.upload(dyb, "bf16"),
          "input_grad": dev.empty((batch, steps, channels), "bf16"),
          "weight_grad": dev.empty((channels, width, taps), "bf16"),
-         "bias_grad": dev.empty((channels,), "bf16")}
+         "bias_grad": dev.empty((channels,), "bf16"),
+         "partials": dev.empty((batch, chunks, items), "f32")}
     # The input-gradient launch names the cotangent's steps S, the other the input's.
     art.launch(dx_kernel, {n: t[n] for n in ("weight", "result_grad", "input_grad")},
                B=batch, S=out_steps, T=1)
-    art.launch(dw_kernel, {n: t[n] for n in ("input", "result_grad", "weight_grad",
-                                             "bias_grad")}, B=batch, S=steps, T=1)
+    # The weight and bias gradients: partial sums over chunks of each sequence's output steps
+    # (more chunks than steps here: some are empty), then their sum.
+    art.launch(dw_kernel, {n: t[n] for n in ("input", "result_grad", "partials")},
+               B=batch, S=steps, T=1)
+    art.launch(sum_kernel, {n: t[n] for n in ("partials", "weight_grad", "bias_grad")},
+               B=batch, S=1, T=1)
     refs = conv_grad_reference(x, w, dy, padding)
     for name, (ref, bound) in zip(("input_grad", "weight_grad", "bias_grad"), refs):
         got = reference.from_bf16_bits(dev.download(t[name])).astype(np.float64)

@@ -95,8 +95,9 @@ CCA_LAYERS = {
     # CCA without QK-mean or value shift, one query head per key head.
     "cca_mha": (dict(num_heads=2, num_kv_heads=2, head_dim=64, qk_mean=False,
                      value_shift=False), (70,)),
-    # A padded batch: the padded tokens' rows zeroed in the forward and the cotangents.
-    "ccgqa_padded": (dict(num_heads=4, num_kv_heads=2, head_dim=64, padding_mask=True), (70,)),
+    # A padded batch: the padded tokens' rows zeroed in the forward and the cotangents. One
+    # KV head (CCMQA): the value shift's current and previous halves split that head.
+    "ccmqa_padded": (dict(num_heads=2, num_kv_heads=1, head_dim=64, padding_mask=True), (70,)),
 }
 
 
@@ -116,7 +117,7 @@ def test_cca_layer_backward_on_device(layer, tmp_path):
     # The forward's q, k, v come from the fused prologue; the convolutions and QK-mean run
     # again on their own for the values their gradients read.
     expected = {"cca_prologue", "flash_attention", "causal_conv1d", "causal_conv1d_input_grad",
-                "causal_conv1d_weight_grad", "qk_norm_grad", "qk_norm_grad_temp", "concat",
+                "causal_conv1d_weight_grad", "causal_conv1d_weight_sum", "qk_norm_grad", "qk_norm_grad_temp", "concat",
                 "slice", "flash_attention_grad_dq", "flash_attention_grad_dkv",
                 "weight_grad_gemm"}
     if config.get("qk_mean", True):
@@ -134,8 +135,8 @@ def test_cca_layer_backward_on_device(layer, tmp_path):
         temp = names.index("l0_temp")
         # Temperatures of order one (the 0.02 scale of a bias would flatten the softmax);
         # with <clamped> the second lies past the clamp's upper end.
-        args[temp] = attnfuse.to_bf16(np.array([0.8, 2.5 if "temperature" in config else 1.2],
-                                               dtype=np.float32))
+        temps = [0.8, 2.5 if "temperature" in config else 1.2][:config["num_kv_heads"]]
+        args[temp] = attnfuse.to_bf16(np.array(temps, dtype=np.float32))
         if config.get("padding_mask"):
             mask = np.ones((2, seq), dtype=np.int64)
             mask[1, seq - 9:] = 0  # the second sequence ends 9 tokens early

@@ -591,7 +591,8 @@ protected:
 };
 
 /// attn.causal_conv1d_grad: the input-gradient kernel over (weight, dy),
-/// and the weight- and bias-gradient kernel over (input, dy).
+/// and the weight- and bias-gradient kernels: partial sums over chunks of
+/// (input, dy), then their fixed-order sum.
 class CausalConv1dGradLaunchPattern
     : public MultiKernelPattern<attn::CausalConv1DGradOp, ConvPlan,
                                 CausalConv1dGradLaunchPattern> {
@@ -610,15 +611,20 @@ public:
            buildCausalConv1dInputGradKernel, p);
     kernel(rewriter, op, p.key() + ":dw", p.weightGradName,
            buildCausalConv1dWeightGradKernel, p);
+    kernel(rewriter, op, p.key() + ":dw_sum", p.weightSumName,
+           buildCausalConv1dWeightSumKernel, p);
     auto inputCall = state.emitter.launch(
         rewriter, op, p.name, {op.getWeight(), op.getResultGrad()},
         op.getInputGrad().getType(), describeCausalConv1dInputGrad(ctx, op, p));
-    auto weightCall = state.emitter.launch(
+    auto partialsCall = state.emitter.launch(
         rewriter, op, p.weightGradName, {op.getInput(), op.getResultGrad()},
+        p.partialsType(op), describeCausalConv1dWeightGrad(ctx, op, p));
+    auto sumCall = state.emitter.launch(
+        rewriter, op, p.weightSumName, partialsCall.getResult(0),
         {op.getWeightGrad().getType(), op.getBiasGrad().getType()},
-        describeCausalConv1dWeightGrad(ctx, op, p));
-    rewriter.replaceOp(op, {inputCall.getResult(0), weightCall.getResult(0),
-                            weightCall.getResult(1)});
+        describeCausalConv1dWeightSum(ctx, p));
+    rewriter.replaceOp(op, {inputCall.getResult(0), sumCall.getResult(0),
+                            sumCall.getResult(1)});
   }
 };
 

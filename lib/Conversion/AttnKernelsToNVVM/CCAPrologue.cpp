@@ -69,7 +69,6 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
     return failure();
   p.width = inputType.getDimSize(2);
   p.halo = std::max<int64_t>(p.padding, p.valueShift ? 1 : 0);
-  int64_t keyLatent = p.numKvHeads * p.headDim;
   if (ShapedType::isDynamic(p.width) || p.width % 64 != 0) {
     unsupported = "the sm_90a prologue needs a static model width that is a "
                   "multiple of 64";
@@ -77,12 +76,6 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
   }
   if (p.headDim != 64 && p.headDim != 128) {
     unsupported = "the sm_90a prologue supports head_dim 64 and 128";
-    return failure();
-  }
-  if (p.valueShift && (keyLatent / 2) % p.headDim != 0) {
-    unsupported = "the sm_90a prologue needs an even number of KV heads with "
-                  "the value shift (each value head wholly current or "
-                  "previous)";
     return failure();
   }
   p.blockS = 64;
@@ -129,6 +122,13 @@ attnfuse::sm90::planCCAPrologue(CCAPrologueOp op, const TargetOptions &options,
 }
 
 namespace {
+
+/// Rows of one TMA load of a value head's weight tile. With the value shift
+/// and an odd number of KV heads the middle head's first half comes from Wv
+/// and its second from Wv_prev: half-head loads keep each in one tensor.
+int64_t valueLoadRows(const ProloguePlan &p) {
+  return p.valueShift && p.numKvHeads % 2 ? p.headDim / 2 : p.headDim;
+}
 
 class PrologueEmitter {
 public:
@@ -280,13 +280,20 @@ void PrologueEmitter::issue(Value g) {
                 d.tmaLoad(dst, tmaWv, {k0, row}, bar);
                 return;
               }
-              int64_t half = p.numKvHeads * d0 / 2;
-              d.ifThenElse(
-                  d.cmp(CmpIPredicate::slt, row, half),
-                  [&]() { d.tmaLoad(dst, tmaWv, {k0, row}, bar); },
-                  [&]() {
-                    d.tmaLoad(dst, tmaWvp, {k0, d.sub(row, half)}, bar);
-                  });
+              // Value rows below `half` come from Wv, the rest from Wv_prev;
+              // a load never straddles them (see valueLoadRows).
+              int64_t half = p.numKvHeads * d0 / 2, rows = valueLoadRows(p);
+              for (int64_t part = 0; part < d0 / rows; ++part) {
+                Value partRow = part ? d.add(row, part * rows) : row;
+                Value partDst = part ? d.sAt(dst, part * rows * 128) : dst;
+                d.ifThenElse(
+                    d.cmp(CmpIPredicate::slt, partRow, half),
+                    [&]() { d.tmaLoad(partDst, tmaWv, {k0, partRow}, bar); },
+                    [&]() {
+                      d.tmaLoad(partDst, tmaWvp, {k0, d.sub(partRow, half)},
+                                bar);
+                    });
+              }
             });
       });
 }
@@ -542,10 +549,12 @@ void PrologueEmitter::values() {
   Value o = d.remu(tid, dim);
   Value i0 = d.divu(tid, dim);
   Value rowOff = d.c32(p.halo);
+  // Value columns past the first Lk / 2 carry the previous token (with an
+  // odd number of KV heads, the middle head holds both halves).
   if (p.valueShift)
-    rowOff = d.select(
-        d.cmp(CmpIPredicate::sge, d.mul(kvHead, dim), p.numKvHeads * dim / 2),
-        d.c32(p.halo - 1), rowOff);
+    rowOff = d.select(d.cmp(CmpIPredicate::sge, d.add(d.mul(kvHead, dim), o),
+                            p.numKvHeads * dim / 2),
+                      d.c32(p.halo - 1), rowOff);
   Value col = d.add(o, (p.group + 1) * dim);
   for (int64_t k = 0; k < p.blockS / (T / dim); ++k) {
     Value i = d.add(i0, k * (T / dim));
@@ -636,10 +645,11 @@ attnfuse::sm90::describeCCAPrologue(MLIRContext *ctx, CCAPrologueOp op,
           {I(e * 2), scaled(ctx, e * 2, "S")}, {64, 128, 1}),
       tma("tma_wq", "wq", {I(e), I(lq)}, {I(e * 2)}, {64, dim}),
       tma("tma_wk", "wk", {I(e), I(lk)}, {I(e * 2)}, {64, dim}),
-      tma("tma_wv", "wv", {I(e), I(valueRows)}, {I(e * 2)}, {64, dim})};
+      tma("tma_wv", "wv", {I(e), I(valueRows)}, {I(e * 2)},
+          {64, valueLoadRows(p)})};
   if (p.valueShift)
     tmas.push_back(tma("tma_wv_prev", "wv_prev", {I(e), I(valueRows)},
-                       {I(e * 2)}, {64, dim}));
+                       {I(e * 2)}, {64, valueLoadRows(p)}));
 
   SmallVector<Attribute> params = {
       describeParam(ctx, "tma_x", "tma_descriptor", "tma_x", ""),

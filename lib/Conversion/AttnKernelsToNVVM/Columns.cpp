@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "attnfuse/Dialect/Attn/IR/ShapeUtils.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -37,20 +38,6 @@ int64_t ColumnCopyPlan::outputWidth() const {
   for (const ColumnPiece &piece : pieces)
     width += piece.width;
   return width;
-}
-
-/// Whether `size` is provably dimension `dim` of `source`: equal constants,
-/// or a `tensor.dim` of `source` at `dim`.
-static bool isWholeDim(OpFoldResult size, Value source, int64_t dim) {
-  int64_t extent = cast<RankedTensorType>(source.getType()).getDimSize(dim);
-  if (std::optional<int64_t> known = getConstantIntValue(size))
-    return !ShapedType::isDynamic(extent) && *known == extent;
-  auto dimOp =
-      dyn_cast_if_present<tensor::DimOp>(cast<Value>(size).getDefiningOp());
-  if (!dimOp || dimOp.getSource() != source)
-    return false;
-  std::optional<int64_t> index = dimOp.getConstantIndex();
-  return index && *index == dim;
 }
 
 static std::string shapeText(ArrayRef<int64_t> shape) {
@@ -94,8 +81,9 @@ attnfuse::sm90::planColumnCopy(Operation *op, std::string &unsupported) {
                          return isConstantIntValue(stride, 1);
                        });
     for (int64_t dim = 0; columnRange && dim < last; ++dim)
-      columnRange = isConstantIntValue(slice.getMixedOffsets()[dim], 0) &&
-                    isWholeDim(slice.getMixedSizes()[dim], source, dim);
+      columnRange =
+          isConstantIntValue(slice.getMixedOffsets()[dim], 0) &&
+          attn::isWholeDimension(slice.getMixedSizes()[dim], source, dim);
     std::optional<int64_t> offset =
         getConstantIntValue(slice.getMixedOffsets()[last]);
     if (!columnRange || !offset || resultType.isDynamicDim(last)) {

@@ -119,7 +119,14 @@ static FailureOr<ConvPlan> planConv(Operation *op, Value input, Value weight,
                            p.padding)
                  .str();
     p.weightGradName = p.name + "_dw";
+    p.weightSumName = p.name + "_dw_sum";
     p.name += "_dx";
+    // Enough CTAs for two waves over 132 SMs at batch 1: a depthwise
+    // weight has few elements, so its output steps are split instead.
+    int64_t itemBlocks =
+        llvm::divideCeil(p.gradItems(), ConvPlan::kWeightGradThreads);
+    p.tokenChunks = std::clamp<int64_t>(llvm::divideCeil(264, itemBlocks), 1,
+                                        ConvPlan::kMaxTokenChunks);
   }
   return p;
 }
@@ -294,94 +301,126 @@ void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
   gpu::ReturnOp::create(b, loc);
 }
 
+/// A weight-gradient kernel: three pointers and an i32 (`args`), a thread
+/// per item: items [0, C Cg k) are the weight's elements (o, cl, tap), the
+/// next C the bias's. `body` runs for the items that exist.
+static void buildItemKernel(
+    OpBuilder &b, Location loc, gpu::GPUModuleOp module, StringRef name,
+    const ConvPlan &p,
+    llvm::function_ref<void(DeviceBuilder &, ArrayRef<Value>, Value)> body) {
+  KernelBody kernel(b, loc, module, name,
+                    KernelSignature(b.getContext()).pointer(3).scalar(),
+                    ConvPlan::kWeightGradThreads, /*minBlocks=*/1, p.elem);
+  DeviceBuilder &d = kernel.d;
+  SmallVector<Value> args;
+  for (int i = 0; i < 4; ++i)
+    args.push_back(kernel.arguments.next());
+  Value item = d.add(d.mul(d.ctaid(0), ConvPlan::kWeightGradThreads), d.tid());
+  d.ifThen(d.cmp(Pred::slt, item, d.c32(p.gradItems())),
+           [&]() { body(d, args, item); });
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// Element (row, item) of the f32 partials `[batch * chunks, items]`.
+static Value partialAt(DeviceBuilder &d, const ConvPlan &p, Value partials,
+                       Value row, Value item) {
+  Value at = d.add(d.mul(d.ext64(row), d.c64(p.gradItems())), d.ext64(item));
+  return d.gAt(partials, at, d.f32);
+}
+
 void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                                                        Location loc,
                                                        gpu::GPUModuleOp module,
                                                        const ConvPlan &p) {
-  // input, result_grad, weight_grad, bias_grad, batch, input steps.
-  KernelBody body(b, loc, module, p.weightGradName,
-                  KernelSignature(b.getContext()).pointer(4).scalar(2),
-                  ConvPlan::kWeightGradThreads, /*minBlocks=*/1, p.elem);
-  DeviceBuilder &d = body.d;
-  KernelArguments &arguments = body.arguments;
-  Value input = arguments.next();
-  Value resultGrad = arguments.next();
-  Value weightGrad = arguments.next();
-  Value biasGrad = arguments.next();
-  Value batches = arguments.next();
-  Value inSteps = arguments.next();
-
-  // Items [0, C Cg k) are the weight's elements (o, cl, tap), the next C
-  // the bias's; each sums over every (sequence, output step) in order.
-  int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
-  int64_t weights = c * cg * k;
-  Value outSteps = d.add(inSteps, p.padding - (k - 1));
-  Value item = d.add(d.mul(d.ctaid(0), ConvPlan::kWeightGradThreads), d.tid());
-  d.ifThenElse(
-      d.cmp(Pred::slt, item, d.c32(weights)),
-      [&]() {
-        Value o = d.divu(item, cg * k);
-        Value cl = d.remu(d.divu(item, k), cg);
-        Value tap = d.remu(item, k);
-        Value column = d.add(d.mul(d.divu(o, cg), cg), cl);
-        Value sum =
-            d.forLoop(
-                 d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
-                 [&](Value seq, ValueRange outer) -> SmallVector<Value> {
-                   Value dy = d.gAt(resultGrad,
-                                    d.rowStart64(seq, outSteps, d.c32(0), c),
-                                    d.elemType);
-                   Value x =
-                       d.gAt(input, d.rowStart64(seq, inSteps, d.c32(0), c),
-                             d.elemType);
-                   return d.forLoop(
-                       d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
-                       [&](Value t, ValueRange inner) -> SmallVector<Value> {
-                         // xp[t + tap] = x[t + tap - padding], 0 outside.
-                         Value src = d.add(d.add(t, tap), -p.padding);
-                         Value inside = d.andb(d.cmp(Pred::sge, src, d.c32(0)),
-                                               d.cmp(Pred::slt, src, inSteps));
-                         return d.ifThenElseValues(
-                             inside, TypeRange{d.f32},
-                             [&]() -> SmallVector<Value> {
-                               Value g = loadF32(d, dy, d.add(d.mul(t, c), o));
-                               Value xv =
-                                   loadF32(d, x, d.add(d.mul(src, c), column));
-                               return {d.fma(g, xv, inner[0])};
-                             },
-                             [&]() -> SmallVector<Value> {
-                               return {inner[0]};
-                             });
-                       });
-                 })
+  // input, result_grad, partials, input steps. CTA (x, chunk, seq) sums its
+  // items over the chunk's output steps of one sequence, in order.
+  int64_t c = p.channels, cg = p.groupWidth, k = p.taps, weights = c * cg * k;
+  buildItemKernel(
+      b, loc, module, p.weightGradName, p,
+      [&](DeviceBuilder &d, ArrayRef<Value> args, Value item) {
+        Value inSteps = args[3];
+        Value outSteps = d.add(inSteps, p.padding - (k - 1));
+        Value chunk = d.ctaid(1), seq = d.ctaid(2);
+        Value chunkSteps = d.ceilDivs(outSteps, p.tokenChunks);
+        Value first = d.mul(chunk, chunkSteps);
+        Value end = d.mins(d.add(first, chunkSteps), outSteps);
+        Value x =
+            d.gAt(args[0], d.rowStart64(seq, inSteps, d.c32(0), c), d.elemType);
+        Value dy = d.gAt(args[1], d.rowStart64(seq, outSteps, d.c32(0), c),
+                         d.elemType);
+        auto sumSteps = [&](const std::function<Value(Value, Value)> &term) {
+          return d
+              .forLoop(first, end, d.c32(1), ValueRange{d.cf(0.0)},
+                       [&](Value t, ValueRange acc) -> SmallVector<Value> {
+                         return {term(t, acc[0])};
+                       })
+              .front();
+        };
+        auto weightTerm = [&]() -> SmallVector<Value> {
+          Value o = d.divu(item, cg * k);
+          Value cl = d.remu(d.divu(item, k), cg);
+          Value tap = d.remu(item, k);
+          Value column = d.add(d.mul(d.divu(o, cg), cg), cl);
+          return {sumSteps([&](Value t, Value acc) {
+            // xp[t + tap] = x[t + tap - padding], 0 outside.
+            Value src = d.add(d.add(t, tap), -p.padding);
+            Value inside = d.andb(d.cmp(Pred::sge, src, d.c32(0)),
+                                  d.cmp(Pred::slt, src, inSteps));
+            return d
+                .ifThenElseValues(
+                    inside, TypeRange{d.f32},
+                    [&]() -> SmallVector<Value> {
+                      Value g = loadF32(d, dy, d.add(d.mul(t, c), o));
+                      Value xv = loadF32(d, x, d.add(d.mul(src, c), column));
+                      return {d.fma(g, xv, acc)};
+                    },
+                    [&]() -> SmallVector<Value> { return {acc}; })
                 .front();
-        d.store(arith::TruncFOp::create(b, loc, d.elemType, sum),
-                d.gAt(weightGrad, item, d.elemType), 2);
-      },
-      [&]() {
-        Value o = d.sub(item, d.c32(weights));
-        d.ifThen(d.cmp(Pred::slt, o, d.c32(c)), [&]() {
-          Value sum =
-              d.forLoop(
-                   d.c32(0), batches, d.c32(1), ValueRange{d.cf(0.0)},
-                   [&](Value seq, ValueRange outer) -> SmallVector<Value> {
-                     Value dy = d.gAt(resultGrad,
-                                      d.rowStart64(seq, outSteps, d.c32(0), c),
-                                      d.elemType);
-                     return d.forLoop(
-                         d.c32(0), outSteps, d.c32(1), ValueRange{outer[0]},
-                         [&](Value t, ValueRange inner) -> SmallVector<Value> {
-                           return {
-                               d.addf(inner[0],
-                                      loadF32(d, dy, d.add(d.mul(t, c), o)))};
-                         });
-                   })
-                  .front();
-          d.store(arith::TruncFOp::create(b, loc, d.elemType, sum),
-                  d.gAt(biasGrad, o, d.elemType), 2);
-        });
+          })};
+        };
+        auto biasTerm = [&]() -> SmallVector<Value> {
+          Value o = d.sub(item, d.c32(weights));
+          return {sumSteps([&](Value t, Value acc) {
+            return d.addf(acc, loadF32(d, dy, d.add(d.mul(t, c), o)));
+          })};
+        };
+        Value sum = d.ifThenElseValues(d.cmp(Pred::slt, item, d.c32(weights)),
+                                       TypeRange{d.f32}, weightTerm, biasTerm)
+                        .front();
+        Value row = d.add(d.mul(seq, p.tokenChunks), chunk);
+        d.store(sum, partialAt(d, p, args[2], row, item), 4);
       });
-  gpu::ReturnOp::create(b, loc);
+}
+
+void attnfuse::sm90::buildCausalConv1dWeightSumKernel(OpBuilder &b,
+                                                      Location loc,
+                                                      gpu::GPUModuleOp module,
+                                                      const ConvPlan &p) {
+  // partials, weight_grad, bias_grad, batch. A thread sums its item's
+  // partials, rows (sequence, chunk) in order: the same bits every run.
+  int64_t weights = p.channels * p.groupWidth * p.taps;
+  buildItemKernel(
+      b, loc, module, p.weightSumName, p,
+      [&](DeviceBuilder &d, ArrayRef<Value> args, Value item) {
+        Value rows = d.mul(args[3], p.tokenChunks);
+        Value sum =
+            d.forLoop(d.c32(0), rows, d.c32(1), ValueRange{d.cf(0.0)},
+                      [&](Value row, ValueRange acc) -> SmallVector<Value> {
+                        Value part = d.load(
+                            d.f32, partialAt(d, p, args[0], row, item), 4);
+                        return {d.addf(acc[0], part)};
+                      })
+                .front();
+        Value rounded = arith::TruncFOp::create(d.b, d.loc, d.elemType, sum);
+        d.ifThenElse(
+            d.cmp(Pred::slt, item, d.c32(weights)),
+            [&]() { d.store(rounded, d.gAt(args[1], item, d.elemType), 2); },
+            [&]() {
+              d.store(rounded,
+                      d.gAt(args[2], d.sub(item, d.c32(weights)), d.elemType),
+                      2);
+            });
+      });
 }
 
 attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dInputGrad(
@@ -414,6 +453,23 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dInputGrad(
       {grid, params, tensors}, config.get(), {p.hostCastFromF32});
 }
 
+RankedTensorType ConvPlan::partialsType(attn::CausalConv1DGradOp op) const {
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  return RankedTensorType::get(
+      {inputType.getDimSize(0), tokenChunks, gradItems()},
+      Float32Type::get(op.getContext()));
+}
+
+/// The f32 partial sums between the two weight-gradient kernels:
+/// `[batch, chunks, weight elements + channels]`.
+static attn::KernelTensorAttr partialsTensor(MLIRContext *ctx,
+                                             const ConvPlan &p, StringRef role,
+                                             int64_t operand, Attribute batch) {
+  return describeTensor(
+      ctx, "partials", role, operand, "f32",
+      {batch, intAttr(ctx, p.tokenChunks), intAttr(ctx, p.gradItems())});
+}
+
 attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
     MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &p) {
   StringRef elem = elemName(p.elem);
@@ -424,25 +480,53 @@ attn::KernelLaunchAttr attnfuse::sm90::describeCausalConv1dWeightGrad(
                      {z.batch, z.steps, z.channels}),
       describeTensor(ctx, "result_grad", "cotangent of the convolution", 1,
                      elem, {z.batch, z.outSteps, z.channels}),
-      describeTensor(ctx, "weight_grad", "result", -1, elem, z.weight),
-      describeTensor(ctx, "bias_grad", "result", -1, elem, {z.channels})};
+      partialsTensor(ctx, p, "result", -1, z.batch)};
   SmallVector<Attribute> params = {
       describeParam(ctx, "input", "pointer", elem, "input"),
       describeParam(ctx, "result_grad", "pointer", elem, "result_grad"),
-      describeParam(ctx, "weight_grad", "pointer", elem, "weight_grad"),
-      describeParam(ctx, "bias_grad", "pointer", elem, "bias_grad"),
-      describeParam(ctx, "batch", "scalar", "i32", sizeText(z.batch)),
+      describeParam(ctx, "partials", "pointer", "f32", "partials"),
       describeParam(ctx, "steps", "scalar", "i32", sizeText(z.steps))};
-  int64_t items = p.channels * p.groupWidth * p.taps + p.channels;
   SmallVector<Attribute> grid = {
-      gridConstant(ctx, (items + ConvPlan::kWeightGradThreads - 1) /
-                            ConvPlan::kWeightGradThreads)};
+      gridConstant(
+          ctx, llvm::divideCeil(p.gradItems(), ConvPlan::kWeightGradThreads)),
+      gridConstant(ctx, p.tokenChunks), gridEntry(ctx, z.batch)};
   DictBuilder config = convConfig(ctx, p);
-  config.set("cta", "a thread per weight or bias element, summing over "
-                    "every sequence and output step in order (f32)");
+  config.set("token_chunks", p.tokenChunks)
+      .set("cta", "one per (items, chunk of output steps, sequence); a "
+                  "thread per weight or bias element sums the chunk in "
+                  "order (f32)");
   return describeLaunch(ctx,
                         {p.weightGradName, "causal_conv1d_weight_grad",
                          z.sym.describe(), ConvPlan::kWeightGradThreads},
+                        {grid, params, tensors}, config.get(),
+                        {p.hostCastFromF32});
+}
+
+attn::KernelLaunchAttr
+attnfuse::sm90::describeCausalConv1dWeightSum(MLIRContext *ctx,
+                                              const ConvPlan &p) {
+  StringRef elem = elemName(p.elem);
+  Attribute channels = intAttr(ctx, p.channels);
+  SmallVector<Attribute> tensors = {
+      partialsTensor(ctx, p, "input", 0, strAttr(ctx, "B")),
+      describeTensor(
+          ctx, "weight_grad", "result", -1, elem,
+          {channels, intAttr(ctx, p.groupWidth), intAttr(ctx, p.taps)}),
+      describeTensor(ctx, "bias_grad", "result", -1, elem, {channels})};
+  SmallVector<Attribute> params = {
+      describeParam(ctx, "partials", "pointer", "f32", "partials"),
+      describeParam(ctx, "weight_grad", "pointer", elem, "weight_grad"),
+      describeParam(ctx, "bias_grad", "pointer", elem, "bias_grad"),
+      describeParam(ctx, "batch", "scalar", "i32", "B")};
+  SmallVector<Attribute> grid = {gridConstant(
+      ctx, llvm::divideCeil(p.gradItems(), ConvPlan::kWeightGradThreads))};
+  DictBuilder config = convConfig(ctx, p);
+  config.set("token_chunks", p.tokenChunks)
+      .set("cta", "a thread per weight or bias element sums its partials, "
+                  "(sequence, chunk) in order");
+  return describeLaunch(ctx,
+                        {p.weightSumName, "causal_conv1d_weight_sum",
+                         "B = batch", ConvPlan::kWeightGradThreads},
                         {grid, params, tensors}, config.get(),
                         {p.hostCastFromF32, "outputs"});
 }

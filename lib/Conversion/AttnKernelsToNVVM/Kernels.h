@@ -516,8 +516,17 @@ struct ConvPlan : KernelPlan {
   int64_t channels, groupWidth, taps, padding;
   bool hasBias;
   bool gradient = false;
-  std::string weightGradName;
+  /// Gradient plans: the weight and bias gradients take two kernels.
+  /// `weightGradName` sums each of `tokenChunks` chunks of every sequence's
+  /// output steps into f32 partials (partialsType); `weightSumName` adds
+  /// those in a fixed order.
+  std::string weightGradName, weightSumName;
+  int64_t tokenChunks = 1;
   static constexpr int64_t kWeightGradThreads = 256;
+  static constexpr int64_t kMaxTokenChunks = 32;
+  /// Weight elements, then the bias's: the weight-gradient kernels' items.
+  int64_t gradItems() const { return channels * groupWidth * taps + channels; }
+  mlir::RankedTensorType partialsType(attn::CausalConv1DGradOp op) const;
   std::string key() const;
 };
 
@@ -540,10 +549,15 @@ void buildCausalConv1dInputGradKernel(mlir::OpBuilder &b, mlir::Location loc,
 void buildCausalConv1dWeightGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                                        mlir::gpu::GPUModuleOp module,
                                        const ConvPlan &plan);
+void buildCausalConv1dWeightSumKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::gpu::GPUModuleOp module,
+                                      const ConvPlan &plan);
 attn::KernelLaunchAttr describeCausalConv1dInputGrad(
     mlir::MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &plan);
 attn::KernelLaunchAttr describeCausalConv1dWeightGrad(
     mlir::MLIRContext *ctx, attn::CausalConv1DGradOp op, const ConvPlan &plan);
+attn::KernelLaunchAttr describeCausalConv1dWeightSum(mlir::MLIRContext *ctx,
+                                                     const ConvPlan &plan);
 
 /// The plan of one attn.qk_mean or attn.qk_mean_grad kernel (`gradient`):
 /// one CTA per (token, sequence), threads over its query and key elements.

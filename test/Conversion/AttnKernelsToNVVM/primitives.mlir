@@ -179,10 +179,12 @@ func.func @conv_grouped_static(%x: tensor<2x9x64xbf16>, %w: tensor<64x8x2xbf16>)
 
 // The convolution's gradient: the input gradient from (weight, dy), whose
 // launch names dy's steps S (the input has S - 1), then the weight and bias
-// gradients from (input, dy), a thread per element over every step.
+// gradients from (input, dy): f32 partial sums over 32 chunks of each
+// sequence's steps (384 x 3 items fill 5 CTAs), then their sum.
 // CHECK-LABEL: func.func @conv_grad_depthwise
 // CHECK: %[[DX:.*]] = call @attn_conv_grad_bf16_c384_g1_k2_p2_dx_launch(%arg1, %arg2) : (tensor<384x1x2xbf16>, tensor<?x?x384xbf16>) -> tensor<?x?x384xbf16>
-// CHECK: %[[DW:.*]]:2 = call @attn_conv_grad_bf16_c384_g1_k2_p2_dw_launch(%arg0, %arg2) : (tensor<?x?x384xbf16>, tensor<?x?x384xbf16>) -> (tensor<384x1x2xbf16>, tensor<384xbf16>)
+// CHECK: %[[P:.*]] = call @attn_conv_grad_bf16_c384_g1_k2_p2_dw_launch(%arg0, %arg2) : (tensor<?x?x384xbf16>, tensor<?x?x384xbf16>) -> tensor<?x32x1152xf32>
+// CHECK: %[[DW:.*]]:2 = call @attn_conv_grad_bf16_c384_g1_k2_p2_dw_sum_launch(%[[P]]) : (tensor<?x32x1152xf32>) -> (tensor<384x1x2xbf16>, tensor<384xbf16>)
 // CHECK: return %[[DX]], %[[DW]]#0, %[[DW]]#1
 // CHECK: func.func private @attn_conv_grad_bf16_c384_g1_k2_p2_dx_launch
 // CHECK-SAME: kind = "causal_conv1d_input_grad"
@@ -192,9 +194,15 @@ func.func @conv_grouped_static(%x: tensor<2x9x64xbf16>, %w: tensor<64x8x2xbf16>)
 // CHECK-SAME: #attn.kernel_tensor<name = "input_grad", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S-1", 384]
 // CHECK: func.func private @attn_conv_grad_bf16_c384_g1_k2_p2_dw_launch
 // CHECK-SAME: kind = "causal_conv1d_weight_grad"
-// CHECK-SAME: block = [256, 1, 1], grid = [{expr = "5", value = 5 : i64}]
-// CHECK-SAME: #attn.kernel_param<name = "batch", kind = "scalar", detail = "i32", value = "B">
+// CHECK-SAME: block = [256, 1, 1], grid = [{expr = "5", value = 5 : i64}, {expr = "32", value = 32 : i64}, {expr = "B"}]
+// CHECK-SAME: #attn.kernel_param<name = "steps", kind = "scalar", detail = "i32", value = "S">
 // CHECK-SAME: #attn.kernel_tensor<name = "result_grad", role = "cotangent of the convolution", operand = 1, dtype = "bf16", shape = ["B", "S+1", 384]
+// CHECK-SAME: #attn.kernel_tensor<name = "partials", role = "result", operand = -1, dtype = "f32", shape = ["B", 32, 1152]
+// CHECK: func.func private @attn_conv_grad_bf16_c384_g1_k2_p2_dw_sum_launch
+// CHECK-SAME: kind = "causal_conv1d_weight_sum"
+// CHECK-SAME: grid = [{expr = "5", value = 5 : i64}]
+// CHECK-SAME: #attn.kernel_param<name = "batch", kind = "scalar", detail = "i32", value = "B">
+// CHECK-SAME: #attn.kernel_tensor<name = "partials", role = "input", operand = 0, dtype = "f32", shape = ["B", 32, 1152]
 func.func @conv_grad_depthwise(%x: tensor<?x?x384xbf16>, %w: tensor<384x1x2xbf16>, %dy: tensor<?x?x384xbf16>) -> (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>) {
   %dx, %dw, %db = attn.causal_conv1d_grad %x, %w, %dy {groups = 384 : i64, padding = 2 : i64}
       : (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<?x?x384xbf16>) -> (tensor<?x?x384xbf16>, tensor<384x1x2xbf16>, tensor<384xbf16>)

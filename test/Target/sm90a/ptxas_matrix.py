@@ -201,7 +201,8 @@ def grad_model():
             f"-> ({x}, {w}, {b})\n"
             f"  return %dx, %dw, %db : {x}, {w}, {b}\n}}\n")
         configs.append(dict(name=grad, kinds=["causal_conv1d_input_grad",
-                                              "causal_conv1d_weight_grad"]))
+                                              "causal_conv1d_weight_grad",
+                                              "causal_conv1d_weight_sum"]))
     for hq, hk, d in ((8, 2, 128), (4, 4, 64)):
         q, k = f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>"
         name = f"qk_mean_h{hq}_k{hk}_d{d}"
@@ -321,6 +322,8 @@ CCA_CONFIGS = (
     ("d64_k3", 1024, 16, 4, 64, 3, 3, True, None),
     ("d128_plain", 2048, 8, 2, 128, 2, 2, False, None),
     ("d64_mha_plain", 1024, 8, 8, 64, 3, 3, False, None),
+    # One KV head: the value shift splits it (two half-head value loads).
+    ("d128_mqa", 2048, 4, 1, 128, 2, 2, True, None),
     ("zaya1_mask", 2048, 8, 2, 128, 2, 2, True, "i64"),
     ("d64_k3_mask", 1024, 16, 4, 64, 3, 3, True, "i32"),
 )
@@ -541,7 +544,8 @@ def find_tool(name, explicit, extra):
 # Kernels without tensor cores or TMA.
 SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad", "sdpa",
               "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
-              "causal_conv1d_input_grad", "causal_conv1d_weight_grad", "qk_mean",
+              "causal_conv1d_input_grad", "causal_conv1d_weight_grad",
+              "causal_conv1d_weight_sum", "qk_mean",
               "qk_mean_grad", "value_shift", "value_shift_grad", "qk_norm_grad",
               "qk_norm_grad_temp", "concat", "slice", "mask_tokens")
 

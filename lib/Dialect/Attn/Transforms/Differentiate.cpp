@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnfuse/Dialect/Attn/IR/AttnOps.h"
+#include "attnfuse/Dialect/Attn/IR/ShapeUtils.h"
 #include "attnfuse/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -116,20 +117,6 @@ LogicalResult GradientBuilder::backpropSlice(tensor::ExtractSliceOp op,
   return success();
 }
 
-/// Whether `size` is provably dimension `dim` of `source`: equal constants,
-/// or a `tensor.dim` of `source` at `dim`.
-static bool isWholeDim(OpFoldResult size, Value source, int64_t dim) {
-  int64_t extent = cast<RankedTensorType>(source.getType()).getDimSize(dim);
-  if (std::optional<int64_t> known = getConstantIntValue(size))
-    return !ShapedType::isDynamic(extent) && *known == extent;
-  auto dimOp = dyn_cast_if_present<tensor::DimOp>(
-      dyn_cast<Value>(size) ? cast<Value>(size).getDefiningOp() : nullptr);
-  if (!dimOp || dimOp.getSource() != source)
-    return false;
-  std::optional<int64_t> index = dimOp.getConstantIndex();
-  return index && *index == dim;
-}
-
 Value GradientBuilder::concatSliceGrads(
     Value source, ArrayRef<std::pair<tensor::ExtractSliceOp, Value>> slices) {
   auto type = cast<RankedTensorType>(source.getType());
@@ -140,7 +127,7 @@ Value GradientBuilder::concatSliceGrads(
     bool whole = llvm::all_of(slices, [&](auto sliceAndGrad) {
       tensor::ExtractSliceOp slice = sliceAndGrad.first;
       return isConstantIntValue(slice.getMixedOffsets()[dim], 0) &&
-             isWholeDim(slice.getMixedSizes()[dim], source, dim);
+             isWholeDimension(slice.getMixedSizes()[dim], source, dim);
     });
     if (whole)
       continue;
