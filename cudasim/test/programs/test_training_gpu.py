@@ -103,10 +103,10 @@ CCA_LAYERS = {
 
 @pytest.mark.parametrize("layer", sorted(CCA_LAYERS))
 def test_cca_layer_backward_on_device(layer, tmp_path):
-    """A CCA layer's whole backward on the device against the CPU path: the forward (the
-    fused prologue, flash attention), then the gradients of each step, including the
-    convolutions' weights and biases and the key temperature; the projections' Q|K join and
-    its split as column copies."""
+    """A CCA layer's whole backward on the device against the CPU path: the forward
+    (projections, convolutions, QK-mean, the norm, flash attention), then the gradients of
+    each step, including the convolutions' weights and biases and the key temperature; the
+    projections' Q|K join and its split as column copies."""
     config, lengths = CCA_LAYERS[layer]
     module = attnfuse.grad(attnfuse.cca(embed_dim=128, dtype="bf16", **config))
     gpu = attnfuse.compile(module, target="sm_90a", output_dir=tmp_path, cubin=False,
@@ -114,18 +114,20 @@ def test_cca_layer_backward_on_device(layer, tmp_path):
     cpu = attnfuse.compile(module, entry="model_vjp")
     function = gpu.function("model_vjp")
     launched = launched_kinds(gpu)
-    # The forward's q, k, v come from the fused prologue; the convolutions and QK-mean run
-    # again on their own for the values their gradients read.
-    expected = {"cca_prologue", "flash_attention", "causal_conv1d", "causal_conv1d_input_grad",
-                "causal_conv1d_weight_grad", "causal_conv1d_weight_sum", "qk_norm_grad", "qk_norm_grad_temp", "concat",
+    # The backward reads every step of the chain up to the norm, so the forward computes it
+    # once, step by step (no fused prologue repeating it), then the norm and RoPE.
+    expected = {"projection_gemm", "causal_conv1d", "qk_norm", "flash_attention",
+                "causal_conv1d_input_grad", "causal_conv1d_weight_grad",
+                "causal_conv1d_weight_sum", "qk_norm_grad", "qk_norm_grad_temp", "concat",
                 "slice", "flash_attention_grad_dq", "flash_attention_grad_dkv",
                 "weight_grad_gemm"}
+    assert "cca_prologue" not in launched
     if config.get("qk_mean", True):
         expected |= {"qk_mean", "qk_mean_grad"}
     if config.get("value_shift", True):
-        expected.add("value_shift_grad")
+        expected |= {"value_shift", "value_shift_grad"}
     if "rope_theta" in config:
-        expected.add("rope_grad")
+        expected |= {"rope", "rope_grad"}
     if config.get("padding_mask"):
         expected.add("mask_tokens")
     assert expected <= launched, expected - launched

@@ -48,8 +48,9 @@ bool isKernelOp(Operation *op) {
              attn::CCADecodePrologueOp, attn::CacheUpdateOp,
              attn::CacheGatherOp, attn::RoPEOp, attn::RoPEGradOp, attn::SDPAOp,
              attn::CausalConv1DOp, attn::CausalConv1DGradOp, attn::QKMeanOp,
-             attn::QKMeanGradOp, attn::QKNormGradOp, attn::MaskTokensOp,
-             attn::ValueShiftOp, attn::ValueShiftGradOp>(op);
+             attn::QKMeanGradOp, attn::QKNormOp, attn::QKNormGradOp,
+             attn::MaskTokensOp, attn::ValueShiftOp, attn::ValueShiftGradOp>(
+      op);
 }
 
 /// Emits kernels and launch declarations into one module: one gpu.module per
@@ -631,17 +632,17 @@ public:
 /// attn.qk_norm_grad: the row kernel (q_grad, k_grad and the key rows'
 /// temperature shares), then the temperature kernel over the shares.
 class QKNormGradLaunchPattern
-    : public MultiKernelPattern<attn::QKNormGradOp, QKNormGradPlan,
+    : public MultiKernelPattern<attn::QKNormGradOp, QKNormPlan,
                                 QKNormGradLaunchPattern> {
 public:
   using MultiKernelPattern::MultiKernelPattern;
 
-  FailureOr<QKNormGradPlan> plan(attn::QKNormGradOp op,
-                                 std::string &unsupported) const {
+  FailureOr<QKNormPlan> plan(attn::QKNormGradOp op,
+                             std::string &unsupported) const {
     return planQKNormGrad(op, state.options, unsupported);
   }
 
-  void launch(attn::QKNormGradOp op, QKNormGradPlan &p,
+  void launch(attn::QKNormGradOp op, QKNormPlan &p,
               PatternRewriter &rewriter) const {
     MLIRContext *ctx = op.getContext();
     kernel(rewriter, op, p.key() + ":rows", p.name, buildQKNormGradKernel, p);
@@ -801,6 +802,8 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
   patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
   patterns.add<QKNormGradLaunchPattern>(ctx, state);
+  patterns.add<KernelLaunchPattern<attn::QKNormOp, QKNormPlan>>(
+      ctx, state, planQKNorm, buildQKNormKernel, describeQKNorm);
   patterns.add<KernelLaunchPattern<attn::QKMeanOp, QKMeanPlan>>(
       ctx, state, planQKMean, buildQKMeanKernel, describeQKMean);
   patterns.add<KernelLaunchPattern<attn::QKMeanGradOp, QKMeanPlan>>(

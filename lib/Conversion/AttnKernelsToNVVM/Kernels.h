@@ -595,40 +595,49 @@ attn::KernelLaunchAttr describeValueShift(mlir::MLIRContext *ctx,
                                           mlir::Operation *op,
                                           const ValueShiftPlan &plan);
 
-/// The plan of the two kernels of one attn.qk_norm_grad: the head rows'
-/// gradients (and each key row's share of the temperature gradient, an f32
-/// `[B, S, Hk]` workspace), then the temperature gradient summed per key
-/// head in a fixed order.
-struct QKNormGradPlan : KernelPlan {
+/// The plan of the attn.qk_norm kernel (one CTA per token and sequence, a
+/// warp per head row) or (`gradient`) of the two of attn.qk_norm_grad: the
+/// head rows' gradients (and each key row's share of the temperature
+/// gradient, an f32 `[B, S, Hk]` workspace), then the temperature gradient
+/// summed per key head in a fixed order.
+struct QKNormPlan : KernelPlan {
   static constexpr int64_t kMaxWarps = 8;
   static constexpr int64_t kTemperatureThreads = 256;
   int64_t numHeads, numKvHeads, headDim;
   bool clampedTemperature, clampEps;
   double eps;
-  std::string temperatureName; // the second kernel
-  /// The workspace between the kernels.
+  bool gradient = false;
+  std::string temperatureName; // the gradient's second kernel
+  /// The workspace between the gradient's kernels.
   mlir::RankedTensorType sharesType(attn::QKNormGradOp op) const;
   std::string key() const;
 };
 
-mlir::FailureOr<QKNormGradPlan> planQKNormGrad(attn::QKNormGradOp op,
-                                               const TargetOptions &options,
-                                               std::string &unsupported);
+mlir::FailureOr<QKNormPlan> planQKNorm(attn::QKNormOp op,
+                                       const TargetOptions &options,
+                                       std::string &unsupported);
+void buildQKNormKernel(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::gpu::GPUModuleOp module, const QKNormPlan &plan);
+/// Operands (q, k, temp), results (q_out, k_out).
+attn::KernelLaunchAttr describeQKNorm(mlir::MLIRContext *ctx, attn::QKNormOp op,
+                                      const QKNormPlan &plan);
+mlir::FailureOr<QKNormPlan> planQKNormGrad(attn::QKNormGradOp op,
+                                           const TargetOptions &options,
+                                           std::string &unsupported);
 void buildQKNormGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::gpu::GPUModuleOp module,
-                           const QKNormGradPlan &plan);
+                           const QKNormPlan &plan);
 void buildQKNormTemperatureGradKernel(mlir::OpBuilder &b, mlir::Location loc,
                                       mlir::gpu::GPUModuleOp module,
-                                      const QKNormGradPlan &plan);
+                                      const QKNormPlan &plan);
 /// Operands (q, k, temp, q_out_grad, k_out_grad), results (q_grad, k_grad,
 /// temp_shares).
 attn::KernelLaunchAttr describeQKNormGrad(mlir::MLIRContext *ctx,
                                           attn::QKNormGradOp op,
-                                          const QKNormGradPlan &plan);
+                                          const QKNormPlan &plan);
 /// Operands (temp_shares, temp), result temp_grad.
-attn::KernelLaunchAttr
-describeQKNormTemperatureGrad(mlir::MLIRContext *ctx,
-                              const QKNormGradPlan &plan);
+attn::KernelLaunchAttr describeQKNormTemperatureGrad(mlir::MLIRContext *ctx,
+                                                     const QKNormPlan &plan);
 /// The head counts and head dim of a `[.., Hq, d]` query-shaped and a
 /// `[.., Hk, d]` key-shaped tensor; false, with `unsupported` saying that
 /// `kernel` needs them static, when one is dynamic.

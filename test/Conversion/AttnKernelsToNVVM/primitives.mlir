@@ -289,6 +289,23 @@ func.func @columns(%q: tensor<?x?x256xbf16>, %k: tensor<?x?x128xbf16>, %r: tenso
 
 // -----
 
+// The QK-norm: one kernel, a warp per head row (query heads, then key heads).
+// CHECK-LABEL: func.func @qk_norm
+// CHECK: %[[N:.*]]:2 = call @attn_qk_norm_bf16_h4_hk2_d64_launch(%arg0, %arg1, %arg2) : (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>)
+// CHECK: return %[[N]]#0, %[[N]]#1
+// CHECK: gpu.func @attn_qk_norm_bf16_h4_hk2_d64({{.*}}) kernel attributes {{{.*}}nvvm.maxntid = array<i32: 192, 1, 1>
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: func.func private @attn_qk_norm_bf16_h4_hk2_d64_launch
+// CHECK-SAME: kind = "qk_norm"
+// CHECK-SAME: grid = [{ceil_div = 1 : i64, expr = "S", symbol = "S"}, {ceil_div = 1 : i64, expr = "B", symbol = "B"}]
+// CHECK-SAME: #attn.kernel_tensor<name = "k_out", role = "result", operand = -1, dtype = "bf16", shape = ["B", "S", 2, 64]
+func.func @qk_norm(%q: tensor<?x?x4x64xbf16>, %k: tensor<?x?x2x64xbf16>, %t: tensor<2xbf16>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>) {
+  %qn, %kn = attn.qk_norm %q, %k, %t : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>, tensor<2xbf16>
+  return %qn, %kn : tensor<?x?x4x64xbf16>, tensor<?x?x2x64xbf16>
+}
+
+// -----
+
 // The QK-norm gradient: the row kernel (a warp per head row) returns the
 // query and key gradients and each key row's temperature share; the
 // temperature kernel sums the shares per key head.

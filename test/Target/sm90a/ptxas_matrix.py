@@ -226,13 +226,14 @@ def grad_model():
                    f"tensor<{hk}xbf16>")
         attrs = ("{temperature = #attn.temperature<clamped>, norm = #attn.norm<clamp_eps>, "
                  "eps = 1.1920929e-07 : f64}" if zaya else "")
-        name = f"qk_norm_grad_h{hq}_k{hk}_d{d}"
+        name = f"qk_norm_h{hq}_k{hk}_d{d}"
         funcs.append(
             f"func.func @{name}(%q: {q}, %k: {k}, %t: {t}, %dq: {q}, %dk: {k}) "
-            f"-> ({q}, {k}, {t}) {{\n"
+            f"-> ({q}, {k}, {q}, {k}, {t}) {{\n"
+            f"  %qn, %kn = attn.qk_norm %q, %k, %t {attrs} : {q}, {k}, {t}\n"
             f"  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %t, %dq, %dk {attrs} : {q}, {k}, {t}\n"
-            f"  return %gq, %gk, %gt : {q}, {k}, {t}\n}}\n")
-        configs.append(dict(name=name, kinds=["qk_norm_grad", "qk_norm_grad_temp"]))
+            f"  return %qn, %kn, %gq, %gk, %gt : {q}, {k}, {q}, {k}, {t}\n}}\n")
+        configs.append(dict(name=name, kinds=["qk_norm", "qk_norm_grad", "qk_norm_grad_temp"]))
     # Column copies (they lower inside device programs: a value-shift gradient makes one)
     # and the token mask of a padded batch.
     q, k, qk = "tensor<?x?x1024xbf16>", "tensor<?x?x256xbf16>", "tensor<?x?x1280xbf16>"
@@ -546,7 +547,7 @@ SIMT_KINDS = ("elementwise", "cache_update", "cache_gather", "rope", "rope_grad"
               "weight_grad_colsum", "weight_grad_combine", "causal_conv1d",
               "causal_conv1d_input_grad", "causal_conv1d_weight_grad",
               "causal_conv1d_weight_sum", "qk_mean",
-              "qk_mean_grad", "value_shift", "value_shift_grad", "qk_norm_grad",
+              "qk_mean_grad", "value_shift", "value_shift_grad", "qk_norm", "qk_norm_grad",
               "qk_norm_grad_temp", "concat", "slice", "mask_tokens")
 
 
@@ -749,7 +750,7 @@ def main():
             # SIMT kernels (residual adds, the decode primitives, bias gradients): 16-byte
             # loads (a bias of an odd width reads 2-byte columns).
             required = ["ld.global.v4"] if k["config"].get("columns_per_thread", 8) == 8 else []
-            if k["kind"].startswith(("causal_conv1d", "qk_mean", "qk_norm_grad",
+            if k["kind"].startswith(("causal_conv1d", "qk_mean", "qk_norm",
                                      "value_shift")):
                 # One element per load: a thread's channel, a group's input, a lane's
                 # element of a head row.

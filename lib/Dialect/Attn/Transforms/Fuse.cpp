@@ -237,6 +237,11 @@ struct FuseCCAPrologue : OpRewritePattern<QKNormOp> {
     FailureOr<CCAChain> chain = matchCCAChain(norm, /*decode=*/false);
     if (failed(chain))
       return rewriter.notifyMatchFailure(norm, "not a CCA prefill chain");
+    // A gradient function's backward reads the norm's inputs (and every
+    // step below them): the chain is computed whole either way, and the
+    // prologue would only repeat it.
+    if (!norm.getQ().hasOneUse() || !norm.getK().hasOneUse())
+      return rewriter.notifyMatchFailure(norm, "other ops read the chain");
     // The prefill form has no state in front of u.
     [[maybe_unused]] auto [mean, grouped, depthwise, queryProjection,
                            keyProjection, input, convState, packed, numHeads,

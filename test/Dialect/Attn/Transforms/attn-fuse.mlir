@@ -166,6 +166,38 @@ func.func @cca_plain(%x: tensor<1x9x16xf32>, %wq: tensor<16x16xf32>,
 
 // -----
 
+// The decomposed chain of @cca_plain whose pre-norm key is also read by
+// another op (as a gradient function's backward reads it): the chain is
+// computed whole either way, so no prologue repeats it; the attention is
+// still fused.
+// CHECK-LABEL: func.func @cca_chain_read_by_backward
+// CHECK-NOT: attn.cca_prologue
+// CHECK: attn.causal_conv1d
+// CHECK: attn.qk_norm
+// CHECK: attn.flash_attention
+func.func @cca_chain_read_by_backward(
+    %x: tensor<1x9x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<16x16xf32>,
+    %wv: tensor<16x16xf32>, %dw: tensor<32x1x3xf32>, %dwb: tensor<32xf32>,
+    %gw: tensor<32x8x3xf32>, %gwb: tensor<32xf32>, %temp: tensor<2xf32>)
+    -> (tensor<1x9x2x8xf32>, tensor<1x9x2x8xf32>) {
+  %q = attn.project %x, %wq : (tensor<1x9x16xf32>, tensor<16x16xf32>) -> tensor<1x9x16xf32>
+  %k = attn.project %x, %wk : (tensor<1x9x16xf32>, tensor<16x16xf32>) -> tensor<1x9x16xf32>
+  %u = tensor.concat dim(2) %q, %k : (tensor<1x9x16xf32>, tensor<1x9x16xf32>) -> tensor<1x9x32xf32>
+  %m = attn.causal_conv1d %u, %dw, %dwb {groups = 32 : i64, padding = 4 : i64} : (tensor<1x9x32xf32>, tensor<32x1x3xf32>, tensor<32xf32>) -> tensor<1x11x32xf32>
+  %c = attn.causal_conv1d %m, %gw, %gwb {groups = 4 : i64, padding = 0 : i64} : (tensor<1x11x32xf32>, tensor<32x8x3xf32>, tensor<32xf32>) -> tensor<1x9x32xf32>
+  %cq = tensor.extract_slice %c[0, 0, 0] [1, 9, 16] [1, 1, 1] : tensor<1x9x32xf32> to tensor<1x9x16xf32>
+  %qh = tensor.expand_shape %cq [[0], [1], [2, 3]] output_shape [1, 9, 2, 8] : tensor<1x9x16xf32> into tensor<1x9x2x8xf32>
+  %ck = tensor.extract_slice %c[0, 0, 16] [1, 9, 16] [1, 1, 1] : tensor<1x9x32xf32> to tensor<1x9x16xf32>
+  %kh = tensor.expand_shape %ck [[0], [1], [2, 3]] output_shape [1, 9, 2, 8] : tensor<1x9x16xf32> into tensor<1x9x2x8xf32>
+  %qn, %kn = attn.qk_norm %qh, %kh, %temp : tensor<1x9x2x8xf32>, tensor<1x9x2x8xf32>, tensor<2xf32>
+  %v = attn.project %x, %wv : (tensor<1x9x16xf32>, tensor<16x16xf32>) -> tensor<1x9x16xf32>
+  %vh = tensor.expand_shape %v [[0], [1], [2, 3]] output_shape [1, 9, 2, 8] : tensor<1x9x16xf32> into tensor<1x9x2x8xf32>
+  %o = attn.sdpa %qn, %kn, %vh : (tensor<1x9x2x8xf32>, tensor<1x9x2x8xf32>, tensor<1x9x2x8xf32>) -> tensor<1x9x2x8xf32>
+  return %o, %kh : tensor<1x9x2x8xf32>, tensor<1x9x2x8xf32>
+}
+
+// -----
+
 // Primitives that are not a layer's chain: an sdpa over function arguments
 // still becomes a flash kernel, a conv without the CCA context stays.
 // CHECK-LABEL: func.func @loose_primitives

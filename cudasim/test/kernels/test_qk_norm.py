@@ -1,6 +1,6 @@
-"""attn.qk_norm_grad's two kernels on the emulator through the runtime (the head rows' gradients
-with each key row's temperature share, then the temperature gradient summed per key head),
-against float64 gradients written here from the op's definition:
+"""attn.qk_norm's kernel and attn.qk_norm_grad's two kernels on the emulator through the runtime
+(the norm; the head rows' gradients with each key row's temperature share, then the temperature
+gradient summed per key head), against float64 values written here from the ops' definitions:
   y = sqrt(d) x / n(x) (times tau for keys), n = sqrt(|x|^2 + eps) or max(|x|, eps);
   dx = sqrt(d) / n (g - x (x . g) / n^2), g = dy (dy tau for keys), and sqrt(d) g / eps where
   the clamp max(|x|, eps) holds; dtau[j] = sum_{b,t,i} dk_out sqrt(d) k / n(k); dtemp = dtau
@@ -9,7 +9,8 @@ against float64 gradients written here from the op's definition:
 Tolerance: the inputs are bf16 and the reference runs on their exact values; each head row of
 a result is compared to 2^-7 of its own largest magnitude (one bf16 rounding plus f32 sums), the
 temperature gradient to 2^-7 of itself. Row (0, 0) of the queries is zero, so the clamp (or the
-eps under the root) decides its gradient, and row (0, 1) is shorter than the clamp's eps.
+eps under the root) decides its value and gradient, and row (0, 1) is shorter than the clamp's
+eps.
 """
 import numpy as np
 import pytest
@@ -20,20 +21,42 @@ import reference
 SQRT_EPS, CLAMP_EPS = 1e-6, 1.1920929e-07
 
 
-def model(hq, hk, d, clamped, clamp_eps):
-    q, k, t = (f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>",
-               f"tensor<{hk}xbf16>")
+def types_and_attrs(hq, hk, d, clamped, clamp_eps):
+    """The q, k and temp types, and the norm's attribute dictionary."""
+    types = (f"tensor<?x?x{hq}x{d}xbf16>", f"tensor<?x?x{hk}x{d}xbf16>", f"tensor<{hk}xbf16>")
     attrs = [f"eps = {CLAMP_EPS if clamp_eps else SQRT_EPS:e} : f64"]
     if clamped:
         attrs.append("temperature = #attn.temperature<clamped>")
     if clamp_eps:
         attrs.append("norm = #attn.norm<clamp_eps>")
+    return types, "{" + ", ".join(attrs) + "}"
+
+
+def model(hq, hk, d, clamped, clamp_eps):
+    (q, k, t), attrs = types_and_attrs(hq, hk, d, clamped, clamp_eps)
     return f"""
 func.func @norm_grad(%q: {q}, %k: {k}, %t: {t}, %dq: {q}, %dk: {k}) -> ({q}, {k}, {t}) {{
-  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %t, %dq, %dk {{{", ".join(attrs)}}} : {q}, {k}, {t}
+  %gq, %gk, %gt = attn.qk_norm_grad %q, %k, %t, %dq, %dk {attrs} : {q}, {k}, {t}
   return %gq, %gk, %gt : {q}, {k}, {t}
 }}
 """
+
+
+def norm_model(hq, hk, d, clamped, clamp_eps):
+    (q, k, t), attrs = types_and_attrs(hq, hk, d, clamped, clamp_eps)
+    return f"""
+func.func @norm(%q: {q}, %k: {k}, %t: {t}) -> ({q}, {k}) {{
+  %qn, %kn = attn.qk_norm %q, %k, %t {attrs} : {q}, {k}, {t}
+  return %qn, %kn : {q}, {k}
+}}
+"""
+
+
+def norm(x, d, eps, clamp_eps):
+    """y = sqrt(d) x / n(x) per row of the last axis (float64)."""
+    length = np.sqrt((x * x).sum(-1, keepdims=True))
+    n = np.maximum(length, eps) if clamp_eps else np.sqrt(length * length + eps)
+    return np.sqrt(d) * x / n
 
 
 def norm_grad(x, g, d, eps, clamp_eps):
@@ -63,25 +86,54 @@ CASES = [
 ]
 
 
+def inputs(batch, tokens, hq, hk, d, temps, seed):
+    """bf16 bits and exact values of q, k, their cotangents and temp; query rows (0, 0) zero
+    and (0, 1) shorter than the clamp's eps."""
+    rng = np.random.default_rng(seed)
+    raw = {"q": rng.standard_normal((batch, tokens, hq, d)),
+           "k": rng.standard_normal((batch, tokens, hk, d)) * 3.0,
+           "q_out_grad": rng.standard_normal((batch, tokens, hq, d)),
+           "k_out_grad": rng.standard_normal((batch, tokens, hk, d))}
+    raw["q"][0, 0, 0] = 0.0
+    unit = raw["q"][0, 0, 1] / np.linalg.norm(raw["q"][0, 0, 1])
+    raw["q"][0, 0, 1] = 0.9 * CLAMP_EPS * unit
+    raw["temp"] = np.array(temps, dtype=np.float64)
+    bits, x = {}, {}
+    for name, value in raw.items():
+        bits[name], x[name] = emulator.bf16(value)
+    return bits, x
+
+
+@pytest.mark.parametrize("batch,tokens,hq,hk,d,clamped,clamp_eps,temps", CASES)
+def test_qk_norm(batch, tokens, hq, hk, d, clamped, clamp_eps, temps):
+    art = emulator.compile_model(norm_model(hq, hk, d, clamped, clamp_eps),
+                                 f"qk_norm_h{hq}_hk{hk}_d{d}_{int(clamped)}{int(clamp_eps)}")
+    (kernel,) = art.kernels
+    bits, x = inputs(batch, tokens, hq, hk, d, temps, seed=hq * d + tokens + 1)
+    eps = CLAMP_EPS if clamp_eps else SQRT_EPS
+    tau = np.exp(np.clip(x["temp"], 1e-7, 2.0)) if clamped else x["temp"]
+    want_q = norm(x["q"], d, eps, clamp_eps)
+    want_k = norm(x["k"], d, eps, clamp_eps) * tau[:, None]
+
+    dev = emulator.Device()
+    t = {name: dev.upload(bits[name], "bf16") for name in ("q", "k", "temp")}
+    t["q_out"] = dev.empty((batch, tokens, hq, d), "bf16")
+    t["k_out"] = dev.empty((batch, tokens, hk, d), "bf16")
+    art.launch(kernel, t, B=batch, S=tokens, T=1)
+    close_per_row(reference.from_bf16_bits(dev.download(t["q_out"])).astype(np.float64), want_q)
+    close_per_row(reference.from_bf16_bits(dev.download(t["k_out"])).astype(np.float64), want_k)
+
+
 @pytest.mark.parametrize("batch,tokens,hq,hk,d,clamped,clamp_eps,temps", CASES)
 def test_qk_norm_grad(batch, tokens, hq, hk, d, clamped, clamp_eps, temps):
     art = emulator.compile_model(model(hq, hk, d, clamped, clamp_eps),
                                  f"qk_norm_grad_h{hq}_hk{hk}_d{d}_{int(clamped)}{int(clamp_eps)}")
     rows = next(k for k in art.kernels if not k.endswith("_temp"))
     temperature = next(k for k in art.kernels if k.endswith("_temp"))
-    rng = np.random.default_rng(hq * d + tokens)
-    raw = {"q": rng.standard_normal((batch, tokens, hq, d)),
-           "k": rng.standard_normal((batch, tokens, hk, d)) * 3.0,
-           "q_out_grad": rng.standard_normal((batch, tokens, hq, d)),
-           "k_out_grad": rng.standard_normal((batch, tokens, hk, d))}
-    raw["q"][0, 0, 0] = 0.0
-    # Shorter than eps but not zero: under the clamp the projection term drops.
-    unit = raw["q"][0, 0, 1] / np.linalg.norm(raw["q"][0, 0, 1])
-    raw["q"][0, 0, 1] = 0.9 * CLAMP_EPS * unit
-    bits, x = {}, {}
-    for name, value in raw.items():
-        bits[name], x[name] = emulator.bf16(value)
-    bits["temp"], temp = emulator.bf16(np.array(temps, dtype=np.float64))
+    # Query row (0, 1) is shorter than eps but not zero: under the clamp the projection term
+    # drops.
+    bits, x = inputs(batch, tokens, hq, hk, d, temps, seed=hq * d + tokens)
+    temp = x["temp"]
 
     eps = CLAMP_EPS if clamp_eps else SQRT_EPS
     tau = np.exp(np.clip(temp, 1e-7, 2.0)) if clamped else temp
