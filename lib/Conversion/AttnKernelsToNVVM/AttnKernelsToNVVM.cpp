@@ -553,20 +553,23 @@ private:
 };
 
 /// An op lowered to several kernels (no host fallback: what its plan does
-/// not support is an error on the op): `Derived` gives `plan(op,
-/// unsupported)` and `launch(op, plan, rewriter)`, which names its kernels
-/// and replaces the op by their launches.
+/// not support is an error on the op): `Derived` gives `launch(op, plan,
+/// rewriter)`, which names its kernels and replaces the op by their
+/// launches.
 template <typename OpTy, typename Plan, typename Derived>
 class MultiKernelPattern : public OpRewritePattern<OpTy> {
 public:
-  MultiKernelPattern(MLIRContext *ctx, LoweringState &state)
-      : OpRewritePattern<OpTy>(ctx), state(state) {}
+  using PlanFn = FailureOr<Plan> (*)(OpTy, const TargetOptions &,
+                                     std::string &);
+
+  MultiKernelPattern(MLIRContext *ctx, LoweringState &state, PlanFn planOp)
+      : OpRewritePattern<OpTy>(ctx), state(state), planOp(planOp) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     FailureOr<Plan> p =
         state.planOrError<Plan>(op, [&](std::string &unsupported) {
-          return static_cast<const Derived *>(this)->plan(op, unsupported);
+          return planOp(op, state.options, unsupported);
         });
     if (failed(p))
       return failure();
@@ -589,6 +592,9 @@ protected:
   }
 
   LoweringState &state;
+
+private:
+  PlanFn planOp;
 };
 
 /// attn.causal_conv1d_grad: the input-gradient kernel over (weight, dy),
@@ -599,11 +605,6 @@ class CausalConv1dGradLaunchPattern
                                 CausalConv1dGradLaunchPattern> {
 public:
   using MultiKernelPattern::MultiKernelPattern;
-
-  FailureOr<ConvPlan> plan(attn::CausalConv1DGradOp op,
-                           std::string &unsupported) const {
-    return planCausalConv1dGrad(op, state.options, unsupported);
-  }
 
   void launch(attn::CausalConv1DGradOp op, ConvPlan &p,
               PatternRewriter &rewriter) const {
@@ -636,11 +637,6 @@ class QKNormGradLaunchPattern
                                 QKNormGradLaunchPattern> {
 public:
   using MultiKernelPattern::MultiKernelPattern;
-
-  FailureOr<QKNormPlan> plan(attn::QKNormGradOp op,
-                             std::string &unsupported) const {
-    return planQKNormGrad(op, state.options, unsupported);
-  }
 
   void launch(attn::QKNormGradOp op, QKNormPlan &p,
               PatternRewriter &rewriter) const {
@@ -800,8 +796,8 @@ void populateKernelLaunchPatterns(RewritePatternSet &patterns,
       ctx, state, planColumns, buildColumnCopyKernel, describeColumnCopy,
       [](const ColumnCopyPlan &) -> int64_t { return -1; }, sliceSizes);
   patterns.add<FlashAttentionGradLaunchPattern>(ctx, state);
-  patterns.add<CausalConv1dGradLaunchPattern>(ctx, state);
-  patterns.add<QKNormGradLaunchPattern>(ctx, state);
+  patterns.add<CausalConv1dGradLaunchPattern>(ctx, state, planCausalConv1dGrad);
+  patterns.add<QKNormGradLaunchPattern>(ctx, state, planQKNormGrad);
   patterns.add<KernelLaunchPattern<attn::QKNormOp, QKNormPlan>>(
       ctx, state, planQKNorm, buildQKNormKernel, describeQKNorm);
   patterns.add<KernelLaunchPattern<attn::QKMeanOp, QKMeanPlan>>(

@@ -284,8 +284,7 @@ void DecodePrologueEmitter::groupedConv() {
                   d.fma(LLVM::ExtractElementOp::create(d.b, d.loc, w, d.c32(k)),
                         mValues[j * 8 + k], sum);
           }
-          for (int shift = 16; shift >= 1; shift /= 2)
-            sum = d.addf(sum, d.shflBfly(sum, shift));
+          sum = d.warpSum(sum);
           Value row = rows[r];
           d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
             Value bias = toF32(loadElem(gB, d.add(rowBase, row)));
@@ -325,9 +324,7 @@ void DecodePrologueEmitter::finish() {
   }
 
   // L2 norm over the head's d channels (warps 0 .. d/32 - 1).
-  Value square = d.mulf(value, value);
-  for (int shift = 16; shift >= 1; shift /= 2)
-    square = d.addf(square, d.shflBfly(square, shift));
+  Value square = d.warpSum(d.mulf(value, value));
   d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0),
            [&]() { d.store(square, sharedF32(p.partOff, warp), 4); });
   d.barrierAll();

@@ -153,11 +153,6 @@ private:
     return arith::ExtFOp::create(d.b, d.loc, d.f32,
                                  d.load(d.elemType, uAt(row, col), 2));
   }
-  Value loadParam(Value ptr, Value index) {
-    return arith::ExtFOp::create(
-        d.b, d.loc, d.f32,
-        d.load(d.elemType, d.gAt(ptr, index, d.elemType), 2));
-  }
   Value toElem(Value v) {
     return arith::TruncFOp::create(d.b, d.loc, d.elemType, v);
   }
@@ -401,8 +396,8 @@ void PrologueEmitter::depthwiseConv(const ConvChannel &c) {
   Value chc = c.clamped, gc = c.global;
   SmallVector<Value> wdw;
   for (int64_t t = 0; t < p.k0; ++t)
-    wdw.push_back(loadParam(dwW, d.add(d.mul(gc, p.k0), t)));
-  Value bdw = loadParam(dwB, gc);
+    wdw.push_back(d.loadF32(dwW, d.add(d.mul(gc, p.k0), t)));
+  Value bdw = d.loadF32(dwB, gc);
   int64_t off = p.halo - p.padding;
   for (int64_t r = 0; r < p.midRows; ++r) {
     Value m = bdw;
@@ -417,7 +412,7 @@ void PrologueEmitter::depthwiseConv(const ConvChannel &c) {
 SmallVector<Value> PrologueEmitter::groupedConv(const ConvChannel &c) {
   int64_t dim = p.headDim;
   Value gc = c.global, slotBase = c.slotBase;
-  Value bg = loadParam(gB, gc);
+  Value bg = d.loadF32(gB, gc);
   SmallVector<Value> init(p.blockS, bg);
   SmallVector<Value> acc =
       d.forLoop(d.c32(0), d.c32(dim), d.c32(1), init,
@@ -426,7 +421,7 @@ SmallVector<Value> PrologueEmitter::groupedConv(const ConvChannel &c) {
                   SmallVector<Value> w;
                   Value wBase = d.mul(d.add(d.mul(gc, dim), e), p.k1);
                   for (int64_t t = 0; t < p.k1; ++t)
-                    w.push_back(loadParam(gW, d.add(wBase, t)));
+                    w.push_back(d.loadF32(gW, d.add(wBase, t)));
                   Value col = d.add(slotBase, e);
                   for (int64_t r = 0; r < p.midRows; ++r) {
                     Value m = d.load(d.f32, scratchAt(d.c32(r), col), 4);
@@ -470,9 +465,7 @@ void PrologueEmitter::normalize(const ConvChannel &c,
   Value isKey = c.isKey, slotBase = c.slotBase;
   Value partBase = d.sAt(smem, p.partOff);
   for (int64_t i = 0; i < p.blockS; ++i) {
-    Value sq = d.mulf(acc[i], acc[i]);
-    for (int sh = 16; sh >= 1; sh /= 2)
-      sq = d.addf(sq, d.shflBfly(sq, sh));
+    Value sq = d.warpSum(d.mulf(acc[i], acc[i]));
     d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
       d.store(sq, d.sAt(partBase, d.shl(d.add(d.mul(warp, p.blockS), i), 2)),
               4);
@@ -480,7 +473,7 @@ void PrologueEmitter::normalize(const ConvChannel &c,
   }
   d.barrierAll();
   Value one = d.cf(1.0);
-  Value keyTau = keyTemperature(d, loadParam(temp, kvHead), p.clamped);
+  Value keyTau = keyTemperature(d, d.loadF32(temp, kvHead), p.clamped);
   Value tau = d.select(isKey, keyTau, one);
   Value warp0 = d.divu(slotBase, 32);
   Value scale = d.mulf(d.cf(std::sqrt(static_cast<double>(dim))), tau);

@@ -78,13 +78,6 @@ static DictBuilder convConfig(MLIRContext *ctx, const ConvPlan &p) {
   return config;
 }
 
-/// Element `offset` of the 16-bit tensor at `base`, widened to f32.
-static Value loadF32(DeviceBuilder &d, Value base, Value offset) {
-  return arith::ExtFOp::create(
-      d.b, d.loc, d.f32,
-      d.load(d.elemType, d.gAt(base, offset, d.elemType), 2));
-}
-
 /// The plan of attn.causal_conv1d or (`gradient`) attn.causal_conv1d_grad,
 /// whose input and weight are `input` and `weight`.
 static FailureOr<ConvPlan> planConv(Operation *op, Value input, Value weight,
@@ -171,7 +164,7 @@ void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
   Value out = d.gAt(output, d.rowStart64(batch, outSteps, t, c), d.elemType);
   d.forLoop(d.tid(), d.c32(c), d.c32(p.threads), ValueRange(),
             [&](Value o, ValueRange) -> SmallVector<Value> {
-              Value acc = p.hasBias ? loadF32(d, bias, o) : d.cf(0.0);
+              Value acc = p.hasBias ? d.loadF32(bias, o) : d.cf(0.0);
               Value firstInput = d.mul(d.divu(o, cg), cg);
               Value taps = d.gAt(weight, d.mul(o, cg * k), d.elemType);
               for (int64_t tap = 0; tap < k; ++tap) {
@@ -186,8 +179,8 @@ void attnfuse::sm90::buildCausalConv1dKernel(OpBuilder &b, Location loc,
                       return d.forLoop(
                           d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
                           [&](Value i, ValueRange sums) -> SmallVector<Value> {
-                            Value x = loadF32(d, row, i);
-                            Value w = loadF32(d, taps, d.add(d.mul(i, k), tap));
+                            Value x = d.loadF32(row, i);
+                            Value w = d.loadF32(taps, d.add(d.mul(i, k), tap));
                             return {d.fma(w, x, sums[0])};
                           });
                     },
@@ -280,14 +273,14 @@ void attnfuse::sm90::buildCausalConv1dInputGradKernel(OpBuilder &b,
                      return d.forLoop(
                          d.c32(0), d.c32(cg), d.c32(1), ValueRange{acc},
                          [&](Value cl, ValueRange sums) -> SmallVector<Value> {
-                           Value g = loadF32(d, row, cl);
+                           Value g = d.loadF32(row, cl);
                            // w[firstOutput + cl, within, tap].
                            Value at = d.add(
                                d.mul(d.add(d.mul(d.add(firstOutput, cl), cg),
                                            within),
                                      k),
                                tap);
-                           Value w = loadF32(d, weight, at);
+                           Value w = d.loadF32(weight, at);
                            return {d.fma(w, g, sums[0])};
                          });
                    },
@@ -334,7 +327,8 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                                                        const ConvPlan &p) {
   // input, result_grad, partials, input steps. CTA (x, chunk, seq) sums its
   // items over the chunk's output steps of one sequence, in order.
-  int64_t c = p.channels, cg = p.groupWidth, k = p.taps, weights = c * cg * k;
+  int64_t c = p.channels, cg = p.groupWidth, k = p.taps;
+  int64_t weights = p.weightElements();
   buildItemKernel(
       b, loc, module, p.weightGradName, p,
       [&](DeviceBuilder &d, ArrayRef<Value> args, Value item) {
@@ -370,8 +364,8 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
                 .ifThenElseValues(
                     inside, TypeRange{d.f32},
                     [&]() -> SmallVector<Value> {
-                      Value g = loadF32(d, dy, d.add(d.mul(t, c), o));
-                      Value xv = loadF32(d, x, d.add(d.mul(src, c), column));
+                      Value g = d.loadF32(dy, d.add(d.mul(t, c), o));
+                      Value xv = d.loadF32(x, d.add(d.mul(src, c), column));
                       return {d.fma(g, xv, acc)};
                     },
                     [&]() -> SmallVector<Value> { return {acc}; })
@@ -381,7 +375,7 @@ void attnfuse::sm90::buildCausalConv1dWeightGradKernel(OpBuilder &b,
         auto biasTerm = [&]() -> SmallVector<Value> {
           Value o = d.sub(item, d.c32(weights));
           return {sumSteps([&](Value t, Value acc) {
-            return d.addf(acc, loadF32(d, dy, d.add(d.mul(t, c), o)));
+            return d.addf(acc, d.loadF32(dy, d.add(d.mul(t, c), o)));
           })};
         };
         Value sum = d.ifThenElseValues(d.cmp(Pred::slt, item, d.c32(weights)),
@@ -398,7 +392,7 @@ void attnfuse::sm90::buildCausalConv1dWeightSumKernel(OpBuilder &b,
                                                       const ConvPlan &p) {
   // partials, weight_grad, bias_grad, batch. A thread sums its item's
   // partials, rows (sequence, chunk) in order: the same bits every run.
-  int64_t weights = p.channels * p.groupWidth * p.taps;
+  int64_t weights = p.weightElements();
   buildItemKernel(
       b, loc, module, p.weightSumName, p,
       [&](DeviceBuilder &d, ArrayRef<Value> args, Value item) {

@@ -404,6 +404,18 @@ Value DeviceBuilder::shflBfly(Value v, int offset) {
                               NVVM::ShflKind::bfly, UnitAttr());
 }
 
+Value DeviceBuilder::warpSum(Value v) {
+  for (int offset = 16; offset >= 1; offset /= 2)
+    v = addf(v, shflBfly(v, offset));
+  return v;
+}
+
+Value DeviceBuilder::warpMax(Value v) {
+  for (int offset = 16; offset >= 1; offset /= 2)
+    v = maxf(v, shflBfly(v, offset));
+  return v;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory, control flow, inline asm
 //===----------------------------------------------------------------------===//
@@ -414,6 +426,10 @@ Value DeviceBuilder::gAt(Value base, Value elementOffset, Type elementType) {
 }
 Value DeviceBuilder::load(Type t, Value p, int align) {
   return LLVM::LoadOp::create(b, loc, t, p, align);
+}
+Value DeviceBuilder::loadF32(Value base, Value index) {
+  return arith::ExtFOp::create(b, loc, f32,
+                               load(elemType, gAt(base, index, elemType), 2));
 }
 Value DeviceBuilder::nonZeroAt(Value base, Value index, int64_t bits) {
   Type type = bits == 64 ? i64 : i32;

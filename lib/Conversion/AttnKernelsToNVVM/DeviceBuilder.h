@@ -196,6 +196,10 @@ public:
   /// bar.warp.sync over the full warp.
   void warpSync();
   Value shflBfly(Value v, int offset);
+  /// The f32 sum (maximum) of `v` over the warp's 32 lanes, in every lane:
+  /// butterfly shuffles at offsets 16, 8, 4, 2, 1.
+  Value warpSum(Value v);
+  Value warpMax(Value v);
   /// The i32 `v` of the warp's lane 0. For a value the same in every lane
   /// (a warpgroup index), this tells ptxas so: what derives from it can
   /// live in uniform registers instead of the threads' own.
@@ -204,6 +208,9 @@ public:
   // Global memory.
   Value gAt(Value base, Value elementOffset, Type elementType);
   Value load(Type t, Value p, int align);
+  /// Element `index` of the 16-bit `elemType` tensor at `base`, widened to
+  /// f32.
+  Value loadF32(Value base, Value index);
   /// Whether element `index` of the integer array at `base` (a padding
   /// mask of `bits`-bit integers) is nonzero.
   Value nonZeroAt(Value base, Value index, int64_t bits);

@@ -225,8 +225,6 @@ private:
   /// memory.
   SmallVector<Value> loadChunk(Value sharedPtr);
   SmallVector<Value> loadF32x8(Value sharedPtr);
-  Value warpMax(Value v);
-  Value warpSum(Value v);
 
   /// The CTA's keys: tiles [firstTile, firstTile + numTiles) of [lo, p].
   void planWork();
@@ -353,16 +351,6 @@ SmallVector<Value> DecodeEmitter::loadF32x8(Value sharedPtr) {
   return values;
 }
 
-Value DecodeEmitter::warpMax(Value v) {
-  for (int offset : {16, 8, 4, 2, 1})
-    v = d.maxf(v, d.shflBfly(v, offset));
-  return v;
-}
-Value DecodeEmitter::warpSum(Value v) {
-  for (int offset : {16, 8, 4, 2, 1})
-    v = d.addf(v, d.shflBfly(v, offset));
-  return v;
-}
 
 void DecodeEmitter::emit() {
   negInf = d.cf(-std::numeric_limits<double>::infinity());
@@ -622,14 +610,14 @@ void DecodeEmitter::tileSoftmax() {
       Value s0 = d.load(d.f32, p0Ptr, 4);
       Value s1 = d.load(d.f32, p1Ptr, 4);
       Value maxOld = d.load(d.f32, headSlot(p.maxOff, head), 4);
-      Value maxNew = d.maxf(maxOld, warpMax(d.maxf(s0, s1)));
+      Value maxNew = d.maxf(maxOld, d.warpMax(d.maxf(s0, s1)));
       Value none = d.cmpf(CmpFPredicate::OEQ, maxNew, negInf);
       Value alpha = d.select(none, d.cf(1.0), d.exp2(d.subf(maxOld, maxNew)));
       Value e0 = d.select(none, zero, d.exp2(d.subf(s0, maxNew)));
       Value e1 = d.select(none, zero, d.exp2(d.subf(s1, maxNew)));
       d.store(e0, p0Ptr, 4);
       d.store(e1, p1Ptr, 4);
-      Value tileSum = warpSum(d.addf(e0, e1));
+      Value tileSum = d.warpSum(d.addf(e0, e1));
       d.ifThen(d.cmp(CmpIPredicate::eq, lane, 0), [&]() {
         Value sumOld = d.load(d.f32, headSlot(p.sumOff, head), 4);
         d.store(d.fma(sumOld, alpha, tileSum), headSlot(p.sumOff, head), 4);

@@ -525,7 +525,8 @@ struct ConvPlan : KernelPlan {
   static constexpr int64_t kWeightGradThreads = 256;
   static constexpr int64_t kMaxTokenChunks = 32;
   /// Weight elements, then the bias's: the weight-gradient kernels' items.
-  int64_t gradItems() const { return channels * groupWidth * taps + channels; }
+  int64_t weightElements() const { return channels * groupWidth * taps; }
+  int64_t gradItems() const { return weightElements() + channels; }
   mlir::RankedTensorType partialsType(attn::CausalConv1DGradOp op) const;
   std::string key() const;
 };

@@ -91,10 +91,6 @@ void attnfuse::sm90::buildQKMeanKernel(OpBuilder &b, Location loc,
     return d.gAt(base, arith::MulIOp::create(b, loc, row, d.c64(elems)),
                  d.elemType);
   };
-  auto load = [&](Value base, Value offset) {
-    return arith::ExtFOp::create(
-        b, loc, d.f32, d.load(d.elemType, d.gAt(base, offset, d.elemType), 2));
-  };
   auto store = [&](Value base, Value offset, Value value) {
     d.store(arith::TruncFOp::create(b, loc, d.elemType, value),
             d.gAt(base, offset, d.elemType), 2);
@@ -112,10 +108,11 @@ void attnfuse::sm90::buildQKMeanKernel(OpBuilder &b, Location loc,
             [&]() {
               Value head = d.divu(item, dim), e = d.remu(item, dim);
               Value kv = d.add(d.mul(d.divu(head, g), dim), e);
-              Value sum = d.fma(d.cf(half), load(qMixed, item),
-                                d.mulf(d.cf(keyIntoQuery), load(kMixed, kv)));
+              Value sum =
+                  d.fma(d.cf(half), d.loadF32(qMixed, item),
+                        d.mulf(d.cf(keyIntoQuery), d.loadF32(kMixed, kv)));
               if (qResidual)
-                sum = d.addf(load(qResidual, item), sum);
+                sum = d.addf(d.loadF32(qResidual, item), sum);
               store(qOut, item, sum);
             },
             [&]() {
@@ -125,13 +122,13 @@ void attnfuse::sm90::buildQKMeanKernel(OpBuilder &b, Location loc,
               for (int64_t member = 0; member < g; ++member)
                 groupSum = d.addf(
                     groupSum,
-                    load(
+                    d.loadF32(
                         qMixed,
                         d.add(d.mul(d.add(d.mul(kvHead, g), member), dim), e)));
               Value sum = d.fma(d.cf(queriesIntoKey), groupSum,
-                                d.mulf(d.cf(half), load(kMixed, at)));
+                                d.mulf(d.cf(half), d.loadF32(kMixed, at)));
               if (kResidual)
-                sum = d.addf(load(kResidual, at), sum);
+                sum = d.addf(d.loadF32(kResidual, at), sum);
               store(kOut, at, sum);
             });
         return {};

@@ -79,29 +79,16 @@ attnfuse::sm90::planQKNormGrad(attn::QKNormGradOp op,
   return planNorm(op, /*gradient=*/true, options, unsupported);
 }
 
-/// Element `i` of the 16-bit row at `row`, widened to f32.
-static Value loadF32(DeviceBuilder &d, Value row, Value i) {
-  return arith::ExtFOp::create(
-      d.b, d.loc, d.f32, d.load(d.elemType, d.gAt(row, i, d.elemType), 2));
-}
-
-/// The sum of `v` over the warp's lanes, in every lane.
-static Value warpSum(DeviceBuilder &d, Value v) {
-  for (int shift = 16; shift >= 1; shift /= 2)
-    v = d.addf(v, d.shflBfly(v, shift));
-  return v;
-}
-
 /// |x|^2 of the `dim`-wide row at `x`, the lanes striding over it.
 static Value rowSquares(DeviceBuilder &d, Value x, int64_t dim) {
   Value partial =
       d.forLoop(d.laneId(), d.c32(dim), d.c32(32), ValueRange{d.cf(0.0)},
                 [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                  Value xi = loadF32(d, x, i);
+                  Value xi = d.loadF32(x, i);
                   return {d.fma(xi, xi, acc[0])};
                 })
           .front();
-  return warpSum(d, partial);
+  return d.warpSum(partial);
 }
 
 /// The head rows of token (ctaid.x, sequence ctaid.y), a warp each, the
@@ -153,11 +140,11 @@ void attnfuse::sm90::buildQKNormKernel(OpBuilder &b, Location loc,
     Value norm = headNorm(d, rowSquares(d, x, dim), p.clampEps, p.eps);
     Value scale = d.divf(sqrtDim, norm);
     if (isKey)
-      scale = d.mulf(scale, keyTemperature(d, loadF32(d, temp, head),
+      scale = d.mulf(scale, keyTemperature(d, d.loadF32(temp, head),
                                            p.clampedTemperature));
     d.forLoop(d.laneId(), d.c32(dim), d.c32(32), ValueRange(),
               [&](Value i, ValueRange) -> SmallVector<Value> {
-                Value y = d.mulf(loadF32(d, x, i), scale);
+                Value y = d.mulf(d.loadF32(x, i), scale);
                 d.store(arith::TruncFOp::create(d.b, d.loc, d.elemType, y),
                         d.gAt(out, i, d.elemType), 2);
                 return {};
@@ -188,11 +175,11 @@ void attnfuse::sm90::buildQKNormGradKernel(OpBuilder &b, Location loc,
     SmallVector<Value> sums =
         d.forLoop(lane, d.c32(dim), d.c32(32), ValueRange{d.cf(0.0), d.cf(0.0)},
                   [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                    Value xi = loadF32(d, x, i);
+                    Value xi = d.loadF32(x, i);
                     return {d.fma(xi, xi, acc[0]),
-                            d.fma(xi, loadF32(d, cotangent, i), acc[1])};
+                            d.fma(xi, d.loadF32(cotangent, i), acc[1])};
                   });
-    Value squares = warpSum(d, sums[0]), dot = warpSum(d, sums[1]);
+    Value squares = d.warpSum(sums[0]), dot = d.warpSum(sums[1]);
     Value norm = headNorm(d, squares, p.clampEps, p.eps);
     Value coefficient = d.divf(sqrtDim, norm);
     // x . g / n^2, zero where the clamp holds.
@@ -203,10 +190,10 @@ void attnfuse::sm90::buildQKNormGradKernel(OpBuilder &b, Location loc,
           d.cf(0.0), projection);
     d.forLoop(lane, d.c32(dim), d.c32(32), ValueRange(),
               [&](Value i, ValueRange) -> SmallVector<Value> {
-                Value g = d.mulf(loadF32(d, cotangent, i), tau);
+                Value g = d.mulf(d.loadF32(cotangent, i), tau);
                 Value dx =
                     d.mulf(coefficient,
-                           d.subf(g, d.mulf(loadF32(d, x, i), projection)));
+                           d.subf(g, d.mulf(d.loadF32(x, i), projection)));
                 d.store(arith::TruncFOp::create(b, loc, d.elemType, dx),
                         d.gAt(grad, i, d.elemType), 2);
                 return {};
@@ -218,7 +205,7 @@ void attnfuse::sm90::buildQKNormGradKernel(OpBuilder &b, Location loc,
       normRow(row(query), row(queryOutGrad), row(queryGrad), d.cf(1.0));
       return;
     }
-    Value tau = keyTemperature(d, loadF32(d, temp, head), p.clampedTemperature);
+    Value tau = keyTemperature(d, d.loadF32(temp, head), p.clampedTemperature);
     Value share = normRow(row(key), row(keyOutGrad), row(keyGrad), tau);
     d.ifThen(d.cmp(Pred::eq, lane, 0), [&] {
       Value token = d.row64(d.ctaid(1), d.nctaid(0), d.ctaid(0));
@@ -258,8 +245,7 @@ void attnfuse::sm90::buildQKNormTemperatureGradKernel(OpBuilder &b,
                                  d.load(d.f32, d.gAt(shares, slot, d.f32), 4))};
                 })
           .front();
-  for (int shift = 16; shift >= 1; shift /= 2)
-    sum = d.addf(sum, d.shflBfly(sum, shift));
+  sum = d.warpSum(sum);
   Value smem = d.alignedDynamicShared(kSharedSymbol);
   d.ifThen(d.cmp(Pred::eq, lane, 0),
            [&] { d.store(sum, d.sAt(smem, d.mul(warp, 4)), 4); });

@@ -175,16 +175,6 @@ private:
   void stage(Value src, Value dst, int64_t rows, int64_t dim, int64_t stride,
              const std::function<Value(Value)> &rowOffset,
              const std::function<Value(Value)> &rowValid);
-  Value warpMax(Value v) {
-    for (int offset = 16; offset >= 1; offset /= 2)
-      v = d.maxf(v, d.shflBfly(v, offset));
-    return v;
-  }
-  Value warpSum(Value v) {
-    for (int offset = 16; offset >= 1; offset /= 2)
-      v = d.addf(v, d.shflBfly(v, offset));
-    return v;
-  }
 
   /// One key tile: stage K and V, then update every row of the warp.
   SmallVector<Value> processTile(Value tile, ValueRange carried);
@@ -388,12 +378,12 @@ void SdpaEmitter::updateRow(int64_t r, MutableArrayRef<Value> st, Value dot,
     visible =
         d.andb(visible, d.cmp(Pred::slt, d.sub(pos, j), d.c32(*p.window)));
   s = d.select(visible, s, d.cf(kNegInf));
-  Value mNew = d.maxf(*m, warpMax(s));
+  Value mNew = d.maxf(*m, d.warpMax(s));
   Value mSafe = d.select(d.cmpf(arith::CmpFPredicate::OEQ, mNew, d.cf(kNegInf)),
                          d.cf(0.0), mNew);
   Value prob = d.exp2(d.subf(s, mSafe));
   Value alpha = d.exp2(d.subf(*m, mSafe));
-  *l = d.fma(*l, alpha, warpSum(prob));
+  *l = d.fma(*l, alpha, d.warpSum(prob));
   *m = mNew;
   // P V: the warp's probabilities through shared memory.
   Value pRow = d.sAt(sP, d.mul(d.mul(warp, kv), 4));
